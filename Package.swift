@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Settings every Moose target gets: Swift 6 language mode (strict concurrency) and
+/// upcoming features that keep the module boundaries honest.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Moose",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Moose", targets: ["Moose"]),
+        .library(name: "MooseCrypto", targets: ["MooseCrypto"]),
+        .library(name: "MooseJWT", targets: ["MooseJWT"]),
+        .library(name: "MooseTesting", targets: ["MooseTesting"]),
+        .executable(name: "moose", targets: ["moose"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .target(name: "MooseCrypto", dependencies: ["CLibCrypto"]),
+        .target(name: "MooseJWT", dependencies: ["MooseCrypto"]),
+        .target(name: "MooseTesting", dependencies: []),
+        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT"]),
+        .executableTarget(
+            name: "moose",
+            dependencies: [
+                "MooseJWT",
+                "MooseCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTesting"]),
+        .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTesting"]),
+        .testTarget(name: "MooseCLITests", dependencies: ["moose", "MooseTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
+}

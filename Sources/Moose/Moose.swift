@@ -1,0 +1,3 @@
+// The umbrella module: `import Moose` gives every Moose library module.
+@_exported public import MooseCrypto
+@_exported public import MooseJWT

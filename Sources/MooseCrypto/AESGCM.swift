@@ -1,0 +1,159 @@
+internal import CLibCrypto
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// AES-GCM authenticated encryption (NIST SP 800-38D) with 128/192/256-bit keys and a 128-bit tag.
+///
+/// ```swift
+/// let key = try SymmetricKey(randomByteCount: 32)
+/// let box = try AESGCM.seal(Array("secret".utf8), using: key, authenticating: Array("row-1".utf8))
+/// let plain = try AESGCM.open(box, using: key, authenticating: Array("row-1".utf8))
+/// ```
+public enum AESGCM {
+    /// The tag length in bytes.
+    public static let tagByteCount = 16
+    /// The recommended nonce length in bytes (96 bits).
+    public static let nonceByteCount = 12
+
+    /// A sealed message: nonce, ciphertext and tag.
+    public struct SealedBox: Sendable, Hashable {
+        /// The nonce (IV) the message was sealed with.
+        public let nonce: [UInt8]
+        /// The ciphertext, as long as the plaintext.
+        public let ciphertext: [UInt8]
+        /// The 16-byte authentication tag.
+        public let tag: [UInt8]
+
+        /// A box from its parts.
+        public init(nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8]) {
+            self.nonce = nonce
+            self.ciphertext = ciphertext
+            self.tag = tag
+        }
+
+        /// `nonce ‖ ciphertext ‖ tag`, with a 12-byte nonce.
+        public var combined: [UInt8] { nonce + ciphertext + tag }
+
+        /// Splits `nonce(12) ‖ ciphertext ‖ tag(16)`.
+        public init(combined: some Collection<UInt8>) throws(CryptoError) {
+            let bytes = Array(combined)
+            guard bytes.count >= AESGCM.nonceByteCount + AESGCM.tagByteCount else {
+                throw CryptoError(CryptoError.invalidParameter, "sealed box is \(bytes.count) bytes, shorter than nonce + tag")
+            }
+            nonce = Array(bytes[0..<AESGCM.nonceByteCount])
+            ciphertext = Array(bytes[AESGCM.nonceByteCount..<(bytes.count - AESGCM.tagByteCount)])
+            tag = Array(bytes[(bytes.count - AESGCM.tagByteCount)...])
+        }
+    }
+
+    /// Encrypts and authenticates `plaintext` and authenticates `aad`.
+    ///
+    /// - Parameter nonce: leave `nil` for a fresh random 96-bit nonce (the right choice unless a
+    ///   test vector fixes it). Never reuse a nonce with the same key.
+    public static func seal(
+        _ plaintext: some ContiguousBytes,
+        using key: SymmetricKey,
+        nonce: [UInt8]? = nil,
+        authenticating aad: some ContiguousBytes = [UInt8]()
+    ) throws(CryptoError) -> SealedBox {
+        let iv: [UInt8]
+        if let nonce { iv = nonce } else { iv = try SecureRandom.bytes(count: nonceByteCount) }
+        let ctx = try context(for: key, nonce: iv, encrypt: true)
+        var tag = [UInt8](repeating: 0, count: tagByteCount)
+        let ciphertext: [UInt8] = try withBytes(aad) { (aadBytes) throws(CryptoError) in
+            try withBytes(plaintext) { (input) throws(CryptoError) in
+                try addAAD(ctx, aadBytes)
+                var output = [UInt8](repeating: 0, count: input.count)
+                try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) in
+                    try update(ctx, input, into: out.baseAddress)
+                    var finalLength: Int32 = 0
+                    try OpenSSL.check(EVP_EncryptFinal_ex(ctx.pointer, out.baseAddress, &finalLength), "EVP_EncryptFinal_ex failed")
+                } }
+                return output
+            }
+        }
+        let ok = tag.withUnsafeMutableBytes {
+            EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), $0.baseAddress)
+        }
+        try OpenSSL.check(ok, "reading the GCM tag failed")
+        return SealedBox(nonce: iv, ciphertext: ciphertext, tag: tag)
+    }
+
+    /// Checks the tag and decrypts. Throws `authenticationFailure` if anything was changed
+    /// (ciphertext, nonce, tag, AAD) or the key is not the one that sealed it.
+    public static func open(
+        _ box: SealedBox,
+        using key: SymmetricKey,
+        authenticating aad: some ContiguousBytes = [UInt8]()
+    ) throws(CryptoError) -> [UInt8] {
+        guard box.tag.count == tagByteCount else {
+            throw CryptoError(CryptoError.authenticationFailure, "GCM tag must be \(tagByteCount) bytes, got \(box.tag.count)")
+        }
+        let ctx = try context(for: key, nonce: box.nonce, encrypt: false)
+        var output = [UInt8](repeating: 0, count: box.ciphertext.count)
+        var tag = box.tag
+        let tagSet = tag.withUnsafeMutableBytes {
+            EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), $0.baseAddress)
+        }
+        try OpenSSL.check(tagSet, "setting the GCM tag failed")
+        let verified: Bool = try withBytes(aad) { (aadBytes) throws(CryptoError) in
+            try addAAD(ctx, aadBytes)
+            return try typed { try box.ciphertext.withUnsafeBytes { (input) throws(CryptoError) in
+                try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) in
+                    try update(ctx, input, into: out.baseAddress)
+                    var finalLength: Int32 = 0
+                    return EVP_DecryptFinal_ex(ctx.pointer, out.baseAddress, &finalLength) == 1
+                }
+            } }
+        }
+        guard verified else {
+            OpenSSL.clearErrors()
+            output.withUnsafeMutableBytes { cleanse($0) }
+            throw CryptoError(CryptoError.authenticationFailure, "AES-GCM authentication failed")
+        }
+        return output
+    }
+
+    private static func context(for key: SymmetricKey, nonce: [UInt8], encrypt: Bool) throws(CryptoError) -> CipherContext {
+        let cipher: OpaquePointer?
+        switch key.byteCount {
+        case 16: cipher = Fetched.aes128gcm
+        case 24: cipher = Fetched.aes192gcm
+        case 32: cipher = Fetched.aes256gcm
+        default: throw CryptoError(CryptoError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
+        }
+        guard !nonce.isEmpty else { throw CryptoError(CryptoError.invalidParameter, "AES-GCM nonce must not be empty") }
+        let ctx = try CipherContext()
+        let initCipher = encrypt ? EVP_EncryptInit_ex2(ctx.pointer, cipher, nil, nil, nil)
+                                 : EVP_DecryptInit_ex2(ctx.pointer, cipher, nil, nil, nil)
+        try OpenSSL.check(initCipher, "AES-GCM init failed")
+        if nonce.count != nonceByteCount {
+            try OpenSSL.check(EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil),
+                              "setting the GCM nonce length failed")
+        }
+        let keyed = key.withUnsafeBytes { keyBytes in
+            nonce.withUnsafeBufferPointer { iv in
+                encrypt ? EVP_EncryptInit_ex2(ctx.pointer, nil, base(keyBytes), iv.baseAddress, nil)
+                        : EVP_DecryptInit_ex2(ctx.pointer, nil, base(keyBytes), iv.baseAddress, nil)
+            }
+        }
+        try OpenSSL.check(keyed, "AES-GCM key/nonce setup failed")
+        return ctx
+    }
+
+    private static func addAAD(_ ctx: CipherContext, _ aad: UnsafeRawBufferPointer) throws(CryptoError) {
+        guard aad.count > 0 else { return }
+        var unused: Int32 = 0
+        try OpenSSL.check(EVP_CipherUpdate(ctx.pointer, nil, &unused, base(aad), Int32(aad.count)), "AES-GCM AAD failed")
+    }
+
+    private static func update(_ ctx: CipherContext, _ input: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>?) throws(CryptoError) {
+        guard input.count > 0 else { return }
+        guard input.count <= Int(Int32.max) else { throw CryptoError(CryptoError.invalidParameter, "message too large for one AES-GCM call") }
+        var written: Int32 = 0
+        try OpenSSL.check(EVP_CipherUpdate(ctx.pointer, output, &written, base(input), Int32(input.count)), "AES-GCM update failed")
+    }
+}

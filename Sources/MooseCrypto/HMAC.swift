@@ -1,0 +1,85 @@
+internal import CLibCrypto
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// HMAC (RFC 2104) with SHA-256/384/512, keyed once and reused.
+///
+/// The key is imported into a libcrypto MAC context once; each `authenticationCode(for:)`
+/// duplicates that context, so keying costs nothing per message.
+///
+/// ```swift
+/// let mac = try HMAC(key: SymmetricKey(secret), hash: .sha256)
+/// let tag = try mac.authenticationCode(for: Array("message".utf8))
+/// let ok = mac.isValidAuthenticationCode(tag, for: Array("message".utf8))
+/// ```
+public struct HMAC: Sendable {
+    private let template: MACContext
+    /// The hash function this MAC uses.
+    public let hash: HashFunction
+
+    /// Keys an HMAC. Any key length is accepted here; JOSE's minimum lengths are enforced by `MooseJWT`.
+    public init(key: SymmetricKey, hash: HashFunction) throws(CryptoError) {
+        self.hash = hash
+        template = try MACContext(key: key, hash: hash)
+    }
+
+    /// The MAC of `message`.
+    public func authenticationCode(for message: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+        try withBytes(message) { (buffer) throws(CryptoError) in try authenticationCode(for: buffer) }
+    }
+
+    /// The MAC of the bytes in `message`.
+    public func authenticationCode(for message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        guard let ctx = EVP_MAC_CTX_dup(template.pointer) else {
+            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_MAC_CTX_dup failed")
+        }
+        defer { EVP_MAC_CTX_free(ctx) }
+        try OpenSSL.check(EVP_MAC_update(ctx, base(message), message.count), "EVP_MAC_update failed")
+        var output = [UInt8](repeating: 0, count: hash.outputByteCount)
+        var length = 0
+        let ok = output.withUnsafeMutableBufferPointer { EVP_MAC_final(ctx, $0.baseAddress, &length, $0.count) }
+        try OpenSSL.check(ok, "EVP_MAC_final failed")
+        return output
+    }
+
+    /// `true` when `code` is the MAC of `message`; compared in constant time. A truncated code is rejected.
+    public func isValidAuthenticationCode(_ code: some ContiguousBytes, for message: some ContiguousBytes) -> Bool {
+        withBytes(message) { message in
+            withBytes(code) { code in isValidAuthenticationCode(code, for: message) }
+        }
+    }
+
+    /// `true` when `code` is the MAC of `message`; compared in constant time. A truncated code is rejected.
+    public func isValidAuthenticationCode(_ code: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
+        guard code.count == hash.outputByteCount,
+              let expected = try? authenticationCode(for: message) else { return false }
+        return expected.withUnsafeBytes { constantTimeEquals($0, code) }
+    }
+}
+
+/// Owns an initialised `EVP_MAC_CTX` used as a template; freed in `deinit`.
+final class MACContext: @unchecked Sendable {
+    // Only ever duplicated after init, never updated: safe to share between threads.
+    let pointer: OpaquePointer
+
+    init(key: SymmetricKey, hash: HashFunction) throws(CryptoError) {
+        guard let ctx = EVP_MAC_CTX_new(Fetched.hmac) else {
+            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_MAC_CTX_new failed")
+        }
+        let ok = key.withUnsafeBytes { keyBytes in
+            withStringParameter("digest", hash.name) { params in
+                EVP_MAC_init(ctx, base(keyBytes), keyBytes.count, params)
+            }
+        }
+        guard ok == 1 else {
+            EVP_MAC_CTX_free(ctx)
+            throw OpenSSL.error(CryptoError.invalidKey, "HMAC key could not be set")
+        }
+        pointer = ctx
+    }
+
+    deinit { EVP_MAC_CTX_free(pointer) }
+}

@@ -1,0 +1,120 @@
+internal import CLibCrypto
+
+/// Helpers that turn libcrypto's conventions into Swift ones.
+enum OpenSSL {
+    /// Drains the whole thread-local OpenSSL error queue, oldest first.
+    ///
+    /// Reading only one entry would leak the rest into the next, unrelated call.
+    static func drainErrors() -> [String] {
+        var reasons: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            if let reason = ERR_reason_error_string(code) {
+                reasons.append(String(cString: reason))
+            } else {
+                reasons.append("error \(code)")
+            }
+        }
+        return reasons
+    }
+
+    /// Discards whatever is on the error queue (used after an expected failure such as a bad signature).
+    static func clearErrors() {
+        ERR_clear_error()
+    }
+
+    /// A `CryptoError` carrying the drained error queue.
+    static func error(_ code: CryptoError.Code, _ message: String) -> CryptoError {
+        CryptoError(code, message, openSSLErrors: drainErrors())
+    }
+
+    /// Throws `libraryFailure` unless `result == 1`, libcrypto's success value.
+    static func check(_ result: Int32, _ what: @autoclosure () -> String) throws(CryptoError) {
+        if result != 1 { throw error(CryptoError.libraryFailure, what()) }
+    }
+}
+
+/// Owns an `EVP_MD_CTX`, freed in `deinit`.
+final class DigestContext {
+    let pointer: OpaquePointer
+
+    init() throws(CryptoError) {
+        guard let ctx = EVP_MD_CTX_new() else {
+            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_MD_CTX_new failed")
+        }
+        pointer = ctx
+    }
+
+    deinit { EVP_MD_CTX_free(pointer) }
+}
+
+/// Owns an `EVP_CIPHER_CTX`, freed (and wiped by libcrypto) in `deinit`.
+final class CipherContext {
+    let pointer: OpaquePointer
+
+    init() throws(CryptoError) {
+        guard let ctx = EVP_CIPHER_CTX_new() else {
+            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_CIPHER_CTX_new failed")
+        }
+        pointer = ctx
+    }
+
+    deinit { EVP_CIPHER_CTX_free(pointer) }
+}
+
+/// Owns a `BIGNUM`, freed with `BN_clear_free` (it may hold a private exponent).
+final class BigNumber {
+    let pointer: OpaquePointer
+
+    init(bytes: some Collection<UInt8>) throws(CryptoError) {
+        let array = Array(bytes)
+        guard let bn = array.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress, Int32($0.count), nil) }) else {
+            throw OpenSSL.error(CryptoError.libraryFailure, "BN_bin2bn failed")
+        }
+        pointer = bn
+    }
+
+    deinit { BN_clear_free(pointer) }
+}
+
+/// Owns a memory `BIO`, freed in `deinit`.
+final class MemoryBIO {
+    let pointer: OpaquePointer
+
+    /// A BIO to write into.
+    init() throws(CryptoError) {
+        guard let bio = BIO_new(BIO_s_mem()) else {
+            throw OpenSSL.error(CryptoError.libraryFailure, "BIO_new failed")
+        }
+        pointer = bio
+    }
+
+    deinit { BIO_free(pointer) }
+
+    /// Everything written so far, as a string.
+    func string() -> String {
+        var raw: UnsafeMutablePointer<CChar>? = nil
+        let length = BIO_ctrl(pointer, BIO_CTRL_INFO, 0, &raw)
+        guard length > 0, let raw else { return "" }
+        return raw.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+    }
+}
+
+/// Pre-fetched algorithm implementations.
+///
+/// OpenSSL 3 looks an algorithm up by name on every init when given a legacy `EVP_sha256()`
+/// pointer; fetching once and reusing the handle keeps that cost off the hot path. Fetched
+/// objects are immutable and safe to share between threads.
+enum Fetched {
+    nonisolated(unsafe) static let sha256: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
+    nonisolated(unsafe) static let sha384: OpaquePointer? = EVP_MD_fetch(nil, "SHA384", nil)
+    nonisolated(unsafe) static let sha512: OpaquePointer? = EVP_MD_fetch(nil, "SHA512", nil)
+    nonisolated(unsafe) static let hmac: OpaquePointer? = EVP_MAC_fetch(nil, "HMAC", nil)
+    nonisolated(unsafe) static let aes128gcm: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil)
+    nonisolated(unsafe) static let aes192gcm: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-192-GCM", nil)
+    nonisolated(unsafe) static let aes256gcm: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
+    nonisolated(unsafe) static let hkdf: OpaquePointer? = EVP_KDF_fetch(nil, "HKDF", nil)
+}
