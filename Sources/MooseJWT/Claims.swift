@@ -1,0 +1,136 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// A JSON claim set (RFC 7519 §4) with typed access to the registered claims.
+///
+/// ```swift
+/// let claims = jwt.claims
+/// claims.subject                 // "alice"
+/// claims.audience                // ["api", "web"]
+/// claims.expiresAt               // Date?
+/// claims["scope"]?.stringValue   // a custom claim
+/// ```
+public struct JWTClaims: Sendable, Hashable {
+    /// Every claim, in document order.
+    public let fields: JSONObject
+
+    /// Wraps a claim set, checking the registered claims' types (RFC 7519 §4.1).
+    ///
+    /// - Throws: `JWTError.invalidClaim` when, say, `exp` is a string or `aud` an object.
+    public init(_ fields: JSONObject) throws(JWTError) {
+        self.fields = fields
+        for name in ["iss", "sub", "jti"] {
+            if let value = fields[name], value.stringValue == nil {
+                throw JWTError(JWTError.invalidClaim, "claim \"\(name)\" must be a string, found \(value.typeName)", field: name)
+            }
+        }
+        for name in ["exp", "nbf", "iat"] {
+            if let value = fields[name] {
+                guard let number = value.doubleValue, number.isFinite else {
+                    throw JWTError(JWTError.invalidClaim,
+                                   "claim \"\(name)\" must be a NumericDate (seconds since 1970), found \(value.typeName)",
+                                   field: name)
+                }
+            }
+        }
+        if let aud = fields["aud"] {
+            switch aud {
+            case .string: break
+            case .array(let values) where values.allSatisfy({ $0.stringValue != nil }): break
+            default:
+                throw JWTError(JWTError.invalidClaim, "claim \"aud\" must be a string or an array of strings", field: "aud")
+            }
+        }
+    }
+
+    /// The claim named `name`.
+    public subscript(name: String) -> JSONValue? { fields[name] }
+
+    /// `iss`: who issued the token.
+    public var issuer: String? { fields["iss"]?.stringValue }
+    /// `sub`: whom the token is about.
+    public var subject: String? { fields["sub"]?.stringValue }
+    /// `aud`: the intended audiences; a single string becomes a one-element array (RFC 7519 §4.1.3).
+    public var audience: [String]? {
+        switch fields["aud"] {
+        case .string(let single): [single]
+        case .array(let values): values.compactMap(\.stringValue)
+        default: nil
+        }
+    }
+    /// `exp`: expiration time.
+    public var expiresAt: Date? { date("exp") }
+    /// `nbf`: not before.
+    public var notBefore: Date? { date("nbf") }
+    /// `iat`: issued at.
+    public var issuedAt: Date? { date("iat") }
+    /// `jti`: the token's unique identifier.
+    public var jwtID: String? { fields["jti"]?.stringValue }
+
+    private func date(_ name: String) -> Date? {
+        guard let seconds = fields[name]?.doubleValue else { return nil }
+        return Date(timeIntervalSince1970: seconds)
+    }
+
+    /// `true` when `exp` is at or before `now - leeway` (RFC 7519 §4.1.4). A token without `exp` never expires.
+    public func isExpired(at now: Date = Date(), leeway: TimeInterval = 0) -> Bool {
+        guard let expiresAt else { return false }
+        return now.timeIntervalSince1970 >= expiresAt.timeIntervalSince1970 + leeway
+    }
+
+    /// Seconds left until `exp` (negative once expired); `nil` without `exp`.
+    public func timeToExpiry(from now: Date = Date()) -> TimeInterval? {
+        guard let expiresAt else { return nil }
+        return expiresAt.timeIntervalSince(now)
+    }
+}
+
+/// A decoded JWT: a JWS whose payload is a JSON claim set.
+///
+/// Decoding (`JWT(compact:)`) does not verify anything. Use it to look inside a token you already
+/// trust — one you just received from the token endpoint over TLS — or to show it to a person. To
+/// trust a token, verify it with `JWTVerifier`.
+///
+/// ```swift
+/// let jwt = try JWT(compact: accessToken)
+/// if jwt.claims.isExpired(leeway: 30) { … refresh … }
+/// ```
+public struct JWT: Sendable {
+    /// The underlying JWS (header, raw payload, signature).
+    public let jws: JWS
+    /// The claims.
+    public let claims: JWTClaims
+
+    /// The header.
+    public var header: JOSEHeader { jws.header }
+
+    /// Parses (without verifying) a compact JWT.
+    public init(compact: String, maximumSize: Int = JWS.defaultMaximumSize) throws(JWTError) {
+        try self.init(jws: JWS(compact: compact, maximumSize: maximumSize))
+    }
+
+    /// Interprets a parsed JWS's payload as a claim set.
+    public init(jws: JWS) throws(JWTError) {
+        self.jws = jws
+        let value = try typed { try jws.payload.withUnsafeBufferPointer { buffer in
+            try JSONValue(parsing: buffer, maximumDepth: JSONValue.defaultMaximumDepth, context: "payload")
+        } }
+        guard case .object(let object) = value else {
+            throw JWTError(JWTError.invalidJSON, "payload is a JSON \(value.typeName), not a claims object")
+        }
+        claims = try JWTClaims(object)
+    }
+
+    /// Decodes the claims into your own type.
+    ///
+    /// ```swift
+    /// struct MyClaims: Decodable { let sub: String; let scope: String }
+    /// let mine = try jwt.claims(as: MyClaims.self)
+    /// ```
+    public func claims<T: Decodable>(as type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T {
+        try decoder.decode(T.self, from: Data(jws.payload))
+    }
+}
