@@ -38,44 +38,54 @@ public struct ClaimValidation: Sendable {
 
     /// Checks `claims`, throwing the first failure. Order: required claims, `exp`, `nbf`, `iat`, `iss`, `aud`.
     public func validate(_ claims: JWTClaims) throws(JWTError) {
+        if let first = failures(claims).first { throw first }
+    }
+
+    /// Every failed check, in the order `validate` applies them (for tools that report them all).
+    public func failures(_ claims: JWTClaims) -> [JWTError] {
+        var failures: [JWTError] = []
         for name in requiredClaims.sorted() where claims[name] == nil {
-            throw JWTError(JWTError.missingClaim, "required claim \"\(name)\" is missing", field: name)
+            failures.append(JWTError(JWTError.missingClaim, "required claim \"\(name)\" is missing", field: name))
         }
         if checksTime {
             let now = clock()
             if let exp = claims.expiresAt, now.timeIntervalSince1970 >= exp.timeIntervalSince1970 + leeway {
-                throw JWTError(JWTError.expired,
-                               "token expired \(Duration.describe(now.timeIntervalSince(exp))) ago (exp \(Int64(exp.timeIntervalSince1970)), leeway \(Int(leeway)) s)",
-                               field: "exp")
+                failures.append(JWTError(JWTError.expired,
+                                         "token expired \(Duration.describe(now.timeIntervalSince(exp))) ago (exp \(ISO8601.string(from: exp)), leeway \(Int(leeway))s)",
+                                         field: "exp"))
             }
             if let nbf = claims.notBefore, now.timeIntervalSince1970 + leeway < nbf.timeIntervalSince1970 {
-                throw JWTError(JWTError.notYetValid,
-                               "token is not valid for another \(Duration.describe(nbf.timeIntervalSince(now))) (nbf \(Int64(nbf.timeIntervalSince1970)))",
-                               field: "nbf")
+                failures.append(JWTError(JWTError.notYetValid,
+                                         "token is not valid for another \(Duration.describe(nbf.timeIntervalSince(now))) (nbf \(ISO8601.string(from: nbf)))",
+                                         field: "nbf"))
             }
             if let iat = claims.issuedAt, now.timeIntervalSince1970 + leeway < iat.timeIntervalSince1970 {
-                throw JWTError(JWTError.issuedInFuture,
-                               "token was issued \(Duration.describe(iat.timeIntervalSince(now))) in the future (iat \(Int64(iat.timeIntervalSince1970)))",
-                               field: "iat")
+                failures.append(JWTError(JWTError.issuedInFuture,
+                                         "token was issued \(Duration.describe(iat.timeIntervalSince(now))) in the future (iat \(ISO8601.string(from: iat)))",
+                                         field: "iat"))
             }
         }
         if let issuer {
-            guard let actual = claims.issuer else {
-                throw JWTError(JWTError.missingClaim, "claim \"iss\" is missing; expected \"\(issuer)\"", field: "iss")
-            }
-            guard actual == issuer else {
-                throw JWTError(JWTError.issuerMismatch, "issuer is \"\(actual)\", expected \"\(issuer)\"", field: "iss")
+            if let actual = claims.issuer {
+                if actual != issuer {
+                    failures.append(JWTError(JWTError.issuerMismatch, "issuer is \"\(actual)\", expected \"\(issuer)\"", field: "iss"))
+                }
+            } else {
+                failures.append(JWTError(JWTError.missingClaim, "claim \"iss\" is missing; expected \"\(issuer)\"", field: "iss"))
             }
         }
         if let audiences {
-            guard let actual = claims.audience else {
-                throw JWTError(JWTError.missingClaim, "claim \"aud\" is missing", field: "aud")
-            }
-            guard actual.contains(where: audiences.contains) else {
-                throw JWTError(JWTError.audienceMismatch,
-                               "audience \(actual) does not include \(audiences.sorted().joined(separator: " or "))", field: "aud")
+            if let actual = claims.audience {
+                if !actual.contains(where: audiences.contains) {
+                    failures.append(JWTError(JWTError.audienceMismatch,
+                                             "audience \(actual) does not include \(audiences.sorted().joined(separator: " or "))",
+                                             field: "aud"))
+                }
+            } else {
+                failures.append(JWTError(JWTError.missingClaim, "claim \"aud\" is missing", field: "aud"))
             }
         }
+        return failures
     }
 }
 

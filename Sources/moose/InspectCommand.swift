@@ -1,0 +1,146 @@
+import ArgumentParser
+import MooseJWT
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `moose inspect`: decode a JWT, show its header, claims and times, and verify it when given a key.
+struct InspectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Decode, pretty-print and verify a JWT.",
+        discussion: """
+            Reads TOKEN from the argument, from a file of that name, or from standard input ("-" or no \
+            argument). A leading "Bearer " is ignored.
+
+            Without --alg, the allow-list is every algorithm the given keys can verify (never "none", \
+            never HMAC with a public key).
+
+            Exit status: 0 decoded (and verified when a key was given), 1 invalid (bad signature, \
+            expired, wrong claim…), 2 unusable input or usage.
+            """
+    )
+
+    @Argument(help: "The token, a file holding it, or - for standard input.")
+    var token: String?
+
+    @Option(help: ArgumentHelp("Verify with the keys of a JWKS file or URL.", valueName: "FILE|URL"))
+    var jwks: String?
+
+    @Option(help: ArgumentHelp("Verify with a PEM public key, certificate, private key, or a JWK file.", valueName: "FILE"))
+    var key: String?
+
+    @Option(name: .customLong("secret-file"),
+            help: ArgumentHelp("Verify an HMAC token with this file's bytes, used as they are.", valueName: "FILE"))
+    var secretFile: String?
+
+    @Option(help: "Require this exact issuer (iss).")
+    var iss: String?
+
+    @Option(help: "Require this audience (repeatable: any one of them).")
+    var aud: [String] = []
+
+    @Option(help: ArgumentHelp("Allow this algorithm (repeatable).", valueName: "ALG"))
+    var alg: [String] = []
+
+    @Option(help: "Clock-skew tolerance for exp, nbf and iat, in seconds.")
+    var leeway: Double = 0
+
+    @Option(help: ArgumentHelp("Judge times as of TIME: Unix seconds or ISO 8601.", valueName: "TIME"))
+    var now: String?
+
+    @Flag(help: "Print one JSON object (header, claims, verdict, reasons) for scripts.")
+    var json = false
+
+    func validate() throws {
+        guard leeway >= 0, leeway.isFinite else { throw ValidationError("--leeway must be a non-negative number of seconds") }
+        for name in alg where JWTAlgorithm(rawValue: name) == nil {
+            if name.lowercased() == "none" { throw ValidationError("--alg none: unsigned tokens are never accepted") }
+            let known = JWTAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValidationError("--alg \(name) is not a supported algorithm (\(known))")
+        }
+        if let now, parseTime(now) == nil {
+            throw ValidationError("--now \(now): expected Unix seconds or ISO 8601 (2026-01-01T12:00:00Z)")
+        }
+    }
+
+    func run() async throws {
+        let instant = now.flatMap(parseTime) ?? Date()
+        let text = try readToken()
+        let keys = try await loadKeys()
+        let validation = ClaimValidation(
+            issuer: iss, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway, clock: { instant })
+        var verifier: JWTVerifier? = nil
+        if !keys.isEmpty {
+            let allowed = alg.isEmpty
+                ? keys.reduce(into: Set<JWTAlgorithm>()) { $0.formUnion(KeyLoading.algorithms(for: $1)) }
+                : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
+            verifier = JWTVerifier(keys: keys, allowedAlgorithms: allowed, validation: validation)
+        }
+        let report: TokenInspection
+        do {
+            report = try TokenInspection(text, verifier: verifier, validation: validation)
+        } catch {
+            if json { print(InspectOutput.unusable(error)) }
+            throw CLIError.usage("token is unusable: \(error.message)")
+        }
+        if json {
+            print(InspectOutput.json(report, now: instant))
+        } else {
+            print(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
+        }
+        if report.problems.contains(where: { $0.isInputError }) { throw Status.usage }
+        if report.verdict == .invalid { throw Status.failed }
+    }
+
+    private func readToken() throws -> String {
+        let raw: [UInt8]
+        if token == nil || token == "-" {
+            if token == nil, Terminal.stdinIsTerminal {
+                throw CLIError.usage("no token: pass it as an argument, a file name, or on standard input")
+            }
+            guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
+                throw CLIError.usage("standard input is larger than 1 MiB; that is not a token")
+            }
+            raw = bytes
+        } else if let token, FileManager.default.fileExists(atPath: token) {
+            raw = try KeyLoading.readFile(token, what: "token file")
+        } else {
+            raw = Array((token ?? "").utf8)
+        }
+        guard let text = String(validating: raw, as: UTF8.self) else {
+            throw CLIError.usage("the token is not UTF-8 text")
+        }
+        var trimmed = Substring(text).drop { $0.isWhitespace }
+        while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
+        if trimmed.lowercased().hasPrefix("bearer ") { trimmed = trimmed.dropFirst(7).drop { $0 == " " } }
+        guard !trimmed.isEmpty else { throw CLIError.usage("the token is empty") }
+        return String(trimmed)
+    }
+
+    private func loadKeys() async throws -> [JWTKey] {
+        var keys: [JWTKey] = []
+        if let jwks {
+            if jwks.hasPrefix("https://") || jwks.hasPrefix("http://") {
+                keys += try KeyLoading.jwks(try await JWKSDownload.fetch(jwks), source: jwks)
+            } else {
+                keys += try KeyLoading.jwks(try KeyLoading.readFile(jwks, what: "JWKS file"), source: jwks)
+            }
+        }
+        if let key { keys += try KeyLoading.keyFile(key) }
+        if let secretFile {
+            let secret = try KeyLoading.readFile(secretFile, what: "secret file", limit: 64 * 1024)
+            guard !secret.isEmpty else { throw CLIError.usage("secret file \(secretFile) is empty") }
+            keys.append(JWTKey(secret: secret))
+        }
+        return keys
+    }
+}
+
+/// Parses `--now`: Unix seconds (integer or decimal) or ISO 8601.
+func parseTime(_ text: String) -> Date? {
+    if let seconds = Double(text), seconds.isFinite { return Date(timeIntervalSince1970: seconds) }
+    return ISO8601.date(from: text)
+}

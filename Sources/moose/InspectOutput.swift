@@ -1,0 +1,115 @@
+import MooseJWT
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Formats a `TokenInspection` for people and for scripts.
+enum InspectOutput {
+    static let timeClaims = ["iat", "nbf", "exp", "auth_time"]
+
+    /// "3m ago" / "in 4m 12s" for a time claim; "expired 3m ago" / "valid for 4m 12s" for exp.
+    static func relative(_ name: String, _ date: Date, now: Date) -> String {
+        let delta = date.timeIntervalSince(now)
+        let span = Duration.describe(delta)
+        switch name {
+        case "exp": return delta > 0 ? "valid for \(span)" : "expired \(span) ago"
+        case "nbf": return delta > 0 ? "not valid for another \(span)" : "valid since \(span) ago"
+        default: return delta > 0 ? "in \(span) (in the future)" : "\(span) ago"
+        }
+    }
+
+    static func human(_ report: TokenInspection, now: Date, color: Bool) -> String {
+        func paint(_ text: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
+        var out = ""
+        out += paint("Header", "1") + "\n" + indent(JSONValue.object(report.jws.header.fields).prettyPrinted()) + "\n"
+        if let claims = report.claims {
+            out += paint("Claims", "1") + "\n" + indent(JSONValue.object(claims.fields).prettyPrinted()) + "\n"
+            let times = timeClaims.compactMap { name -> String? in
+                guard let seconds = claims[name]?.doubleValue else { return nil }
+                let date = Date(timeIntervalSince1970: seconds)
+                let label = name + String(repeating: " ", count: max(0, 9 - name.count))
+                return "  \(label) \(ISO8601.string(from: date))  \(relative(name, date, now: now))"
+            }
+            if !times.isEmpty {
+                out += paint("Times", "1") + " (now \(ISO8601.string(from: now)))\n" + times.joined(separator: "\n") + "\n"
+            }
+        } else if let text = report.payloadText {
+            out += paint("Payload (not JSON)", "1") + "\n" + indent(text) + "\n"
+        }
+        out += paint("Signature", "1") + "\n  " + signatureLine(report) + "\n"
+        let verdictLine: String
+        switch report.verdict {
+        case .valid:
+            verdictLine = paint("✔ valid", "32") + ": signature verified, every check passed"
+        case .decoded:
+            verdictLine = paint("● decoded", "33") + ": claims checked, signature NOT verified (give --jwks, --key or --secret-file)"
+        case .invalid:
+            verdictLine = paint("✘ invalid", "31") + ": " + (report.problems.first?.message ?? "")
+        }
+        out += verdictLine
+        for problem in report.problems.dropFirst() { out += "\n  also: " + problem.message }
+        return out
+    }
+
+    static func signatureLine(_ report: TokenInspection) -> String {
+        let size = report.jws.signature.count
+        switch report.signature {
+        case .notChecked: return "\(report.jws.header.algorithm), \(size) bytes, not checked"
+        case .verified(let kid, let algorithm):
+            return "\(algorithm), \(size) bytes, verified" + (kid.map { " with key \"\($0)\"" } ?? "")
+        case .failed: return "\(report.jws.header.algorithm), \(size) bytes, FAILED: \(report.problems.first?.message ?? "")"
+        }
+    }
+
+    static func indent(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }.joined(separator: "\n")
+    }
+
+    static func json(_ report: TokenInspection, now: Date) -> String {
+        var object: JSONObject = [:]
+        object["verdict"] = .string(report.verdict.rawValue)
+        object["header"] = .object(report.jws.header.fields)
+        object["claims"] = report.claims.map { .object($0.fields) } ?? .null
+        if let text = report.payloadText { object["payload"] = .string(text) }
+        var signature: JSONObject = ["alg": .string(report.jws.header.algorithm)]
+        switch report.signature {
+        case .notChecked: signature["status"] = "not-checked"
+        case .verified(let kid, _):
+            signature["status"] = "verified"
+            signature["kid"] = kid.map { .string($0) } ?? .null
+        case .failed: signature["status"] = "failed"
+        }
+        object["signature"] = .object(signature)
+        var times: JSONObject = [:]
+        for name in timeClaims {
+            guard let seconds = report.claims?[name]?.doubleValue else { continue }
+            let date = Date(timeIntervalSince1970: seconds)
+            times[name] = .object(["unix": .number(JSONNumber(seconds)), "iso8601": .string(ISO8601.string(from: date)),
+                                   "relative": .string(relative(name, date, now: now))])
+        }
+        object["times"] = .object(times)
+        object["now"] = .string(ISO8601.string(from: now))
+        object["reasons"] = .array(report.problems.map(reason))
+        return JSONValue.object(object).prettyPrinted()
+    }
+
+    static func unusable(_ error: JWTError) -> String {
+        JSONValue.object(["verdict": "unusable", "reasons": [reason(error)]]).prettyPrinted()
+    }
+
+    static func reason(_ error: JWTError) -> JSONValue {
+        var object: JSONObject = ["code": .string(error.code.description), "message": .string(error.message)]
+        if let field = error.field { object["field"] = .string(field) }
+        if let position = error.position { object["position"] = .number(JSONNumber(Int64(position))) }
+        return .object(object)
+    }
+}
+
+/// Fetches a JWKS over HTTP(S) for `moose inspect --jwks URL`.
+enum JWKSDownload {
+    static func fetch(_ url: String) async throws -> [UInt8] {
+        throw CLIError.usage("fetching a JWKS from a URL is not available in this build; save it to a file and pass --jwks FILE")
+    }
+}

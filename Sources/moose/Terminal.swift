@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Ends the process with `status`.
+func terminate(_ status: Int32) -> Never {
+    #if canImport(Glibc)
+    Glibc.exit(status)
+    #else
+    Darwin.exit(status)
+    #endif
+}
+
+/// Standard streams without pulling in all of Foundation (start-up time matters for a CLI).
+enum Terminal {
+    /// Writes a line to standard error.
+    static func error(_ message: String) {
+        let line = message.hasSuffix("\n") ? message : message + "\n"
+        var bytes = Array(line.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0, errno == EINTR { continue }
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+
+    /// `true` when standard input is a terminal (nothing piped in).
+    static var stdinIsTerminal: Bool { isatty(0) == 1 }
+
+    /// `true` when standard output is a terminal.
+    static var stdoutIsTerminal: Bool { isatty(1) == 1 }
+
+    /// Reads standard input up to `limit` bytes; `nil` if there is more than that.
+    static func readStandardInput(limit: Int) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return bytes
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: buffer[0..<count])
+            if bytes.count > limit { return nil }
+        }
+    }
+}
+
+/// An error the CLI reports and exits with.
+struct CLIError: Error, CustomStringConvertible {
+    let message: String
+    let status: Int32
+
+    /// Usage or input error (exit 2).
+    static func usage(_ message: String) -> CLIError { CLIError(message: message, status: 2) }
+    /// The operation failed (exit 1).
+    static func failed(_ message: String) -> CLIError { CLIError(message: message, status: 1) }
+
+    var description: String { message }
+}

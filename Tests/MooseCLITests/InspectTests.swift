@@ -1,0 +1,163 @@
+import Foundation
+import MooseTesting
+import Testing
+
+/// `moose inspect` as a whole process: stdout, stderr and exit status.
+struct InspectTests {
+    let tokens: [String: String]
+    let jwks = Fixtures.path("joserfc/jwks.json")
+    let testNow = "1800000000"
+
+    init() throws {
+        let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("joserfc/tokens.json")) as? [String: Any])
+        tokens = try #require(root["tokens"] as? [String: String])
+    }
+
+    func token(_ name: String) throws -> String { try #require(tokens[name], "token \(name)") }
+
+    @Test(arguments: ["hs256", "rs256", "ps256", "es256", "es384", "es512", "eddsa", "ed25519"])
+    func validTokensVerify(name: String) throws {
+        var arguments = ["inspect", try token(name), "--now", testNow, "--json", "--iss", "https://id.example.com",
+                         "--aud", "moose-cli"]
+        arguments += name == "hs256" ? ["--secret-file", Fixtures.path("joserfc/hs256.secret")] : ["--jwks", jwks]
+        let result = try CLI.run(arguments)
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try result.json()
+        #expect(json["verdict"] as? String == "valid")
+        #expect((json["claims"] as? [String: Any])?["sub"] as? String == "248289761001")
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test func humanOutputShowsHeaderClaimsTimesAndVerdict() throws {
+        let result = try CLI.run(["inspect", try token("expired"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
+                                  "--now", "2027-01-15T08:00:00Z"])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("\"alg\": \"ES256\""))
+        #expect(result.stdout.contains("\"sub\": \"alice\""))
+        #expect(result.stdout.contains("exp       2027-01-15T07:57:00Z  expired 3m ago"))
+        #expect(result.stdout.contains("✘ invalid: token expired 3m ago"))
+        let valid = try CLI.run(["inspect", try token("valid_short"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
+                                 "--now", testNow])
+        #expect(valid.status == 0)
+        #expect(valid.stdout.contains("valid for 4m 12s"))
+        #expect(valid.stdout.contains("✔ valid"))
+    }
+
+    @Test func withoutAKeyItDecodesAndSaysSo() throws {
+        let result = try CLI.run(["inspect", try token("rs256"), "--now", testNow, "--json"])
+        #expect(result.status == 0)
+        let json = try result.json()
+        #expect(json["verdict"] as? String == "decoded")
+        #expect((json["signature"] as? [String: Any])?["status"] as? String == "not-checked")
+        // Expiry is judged even without a key.
+        #expect(try CLI.run(["inspect", try token("expired"), "--now", testNow]).status == 1)
+    }
+
+    @Test func readsFromStdinAFileAndIgnoresBearer() throws {
+        let piped = try CLI.run(["inspect", "--now", testNow, "--json"], stdin: Data("Bearer \(try token("es256"))\n".utf8))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let dash = try CLI.run(["inspect", "-", "--now", testNow], stdin: Data(try token("es256").utf8))
+        #expect(dash.status == 0)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moose-token-\(UUID().uuidString)")
+        try Data("\n  \(try token("es256"))\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let fromFile = try CLI.run(["inspect", file.path, "--jwks", jwks, "--now", testNow])
+        #expect(fromFile.status == 0, "\(fromFile.stderr)")
+    }
+
+    /// Every forged or malformed token class: exit 1 (invalid) or 2 (unusable), a specific reason, never 0.
+    @Test(arguments: [
+        ("alg_none", 1, "algorithmNone"),
+        ("alg_none_uppercase", 1, "algorithmNone"),
+        ("alg_confusion_hs256_with_rsa_pem", 1, "algorithmNotAllowed"),
+        ("es256_der_signature", 1, "invalidSignature"),
+        ("tampered_signature", 1, "invalidSignature"),
+        ("tampered_payload", 1, "invalidSignature"),
+        ("signed_by_other_key", 1, "invalidSignature"),
+        ("unknown_kid", 1, "unknownKey"),
+        ("unknown_crit", 1, "unsupportedCriticalHeader"),
+        ("embedded_jwk", 1, "untrustedKeyReference"),
+        ("jku_header", 1, "untrustedKeyReference"),
+        ("x5u_header", 1, "untrustedKeyReference"),
+        ("expired", 1, "expired"),
+        ("not_yet_valid", 1, "notYetValid"),
+        ("issued_in_future", 1, "issuedInFuture"),
+        ("wrong_issuer", 1, "issuerMismatch"),
+        ("wrong_audience", 1, "audienceMismatch"),
+        ("exp_not_a_number", 1, "invalidClaim"),
+        ("padded_base64", 2, "invalidBase64URL"),
+        ("standard_base64_alphabet", 2, "invalidBase64URL"),
+        ("two_parts", 2, "malformed"),
+        ("four_parts", 2, "malformed"),
+        ("header_not_json", 2, "invalidJSON"),
+        ("header_not_object", 2, "invalidJSON"),
+        ("duplicate_claims", 2, "invalidJSON"),
+        ("no_alg", 2, "malformed"),
+        ("jwe", 2, "encryptedTokenUnsupported"),
+        ("deeply_nested", 2, "invalidJSON"),
+    ])
+    func forgedAndMalformedTokensAreRefused(name: String, status: Int32, code: String) throws {
+        let result = try CLI.run(["inspect", try token(name), "--jwks", jwks, "--now", testNow, "--json",
+                                  "--iss", "https://id.example.com", "--aud", "moose-cli"])
+        #expect(result.status == status, "\(name): \(result.stdout) \(result.stderr)")
+        #expect(try result.reasonCodes().first == code, "\(name): \(result.stdout)")
+        if status == 2 { #expect(result.stderr.contains("unusable"), "\(name): \(result.stderr)") }
+    }
+
+    @Test func algorithmConfusionWithTheSecretFileIsStillRefused() throws {
+        // Even when the attacker's "secret" (the RSA public PEM) is handed over as --secret-file,
+        // mixing it with the public keys is refused.
+        let result = try CLI.run(["inspect", try token("alg_confusion_hs256_with_rsa_pem"), "--jwks", jwks,
+                                  "--secret-file", Fixtures.path("joserfc/rsa-public.pem"), "--now", testNow, "--json"])
+        #expect(result.status == 2)
+        #expect(try result.reasonCodes() == ["invalidKey"])
+    }
+
+    @Test func hostileInputNeverCrashesOrHangs() throws {
+        let megabyte = Data(repeating: UInt8(ascii: "a"), count: 1 << 20)
+        let big = try CLI.run(["inspect"], stdin: megabyte, timeout: 10)
+        #expect(big.status == 2)
+        #expect(big.stderr.contains("65536") || big.stderr.contains("1 MiB"))
+        let tooBig = try CLI.run(["inspect"], stdin: megabyte + Data("xx".utf8), timeout: 10)
+        #expect(tooBig.status == 2)
+        for garbage in ["...", "a.b.c", "\u{0}\u{1}", "eyJ.eyJ.", String(repeating: ".", count: 5000), "🦌.🦌.🦌"] {
+            let result = try CLI.run(["inspect", "-"], stdin: Data(garbage.utf8), timeout: 10)
+            #expect(result.status == 2, "\(garbage.prefix(20)): \(result.stderr)")
+            #expect(!result.stderr.isEmpty)
+        }
+        let binary = try CLI.run(["inspect", "-"], stdin: Data([0xFF, 0xFE, 0x00, 0x80]), timeout: 10)
+        #expect(binary.status == 2)
+    }
+
+    @Test func usageErrorsExitTwo() throws {
+        #expect(try CLI.run(["inspect", "x", "--alg", "none"]).status == 2)
+        #expect(try CLI.run(["inspect", "x", "--alg", "XS999"]).status == 2)
+        #expect(try CLI.run(["inspect", "x", "--now", "yesterday"]).status == 2)
+        #expect(try CLI.run(["inspect", "x", "--no-such-flag"]).status == 2)
+        let missing = try CLI.run(["inspect", try token("es256"), "--key", "/nonexistent/key.pem"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("/nonexistent/key.pem"))
+        #expect(try CLI.run(["--help"]).status == 0)
+    }
+
+    @Test func everyRFCVectorVerifiesThroughTheCLI() throws {
+        let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("rfc/jose-vectors.json")) as? [String: Any])
+        let vectors = try #require(root["vectors"] as? [[String: Any]])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-rfc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (index, vector) in vectors.enumerated() {
+            let keyFile = folder.appendingPathComponent("key\(index).json")
+            try JSONSerialization.data(withJSONObject: try #require(vector["key"])).write(to: keyFile)
+            let compact = try #require(vector["compact"] as? String)
+            // RFC 7515's examples expired in 2011; judge them as of 2011-03-22.
+            let result = try CLI.run(["inspect", compact, "--key", keyFile.path, "--now", "1300819000", "--json"])
+            #expect(result.status == 0, "\(vector["source"] ?? ""): \(result.stdout) \(result.stderr)")
+            #expect(try result.json()["verdict"] as? String == "valid")
+        }
+        let unsecured = try #require((root["unsecured"] as? [String: Any])?["compact"] as? String)
+        let none = try CLI.run(["inspect", unsecured, "--now", "1300819000", "--json"])
+        #expect(none.status == 1)
+        #expect(try none.reasonCodes() == ["algorithmNone"])
+    }
+}
