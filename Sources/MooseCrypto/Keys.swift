@@ -76,6 +76,9 @@ public enum AsymmetricKeyType: Sendable, Hashable, CustomStringConvertible {
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
     let type: AsymmetricKeyType
+    /// Verification contexts already initialised for the JOSE algorithms this key serves; each
+    /// verification copies one (read-only here, so safe to share between threads).
+    let verifyTemplates: [SignatureAlgorithm: DigestContext]
 
     init(takingOwnershipOf pointer: OpaquePointer) throws(CryptoError) {
         self.pointer = pointer
@@ -98,6 +101,21 @@ final class EVPKey: @unchecked Sendable {
             EVP_PKEY_free(pointer)
             throw CryptoError(CryptoError.invalidKey, "unsupported key type (only RSA, EC P-256/384/521 and Ed25519)")
         }
+        let algorithms: [SignatureAlgorithm]
+        switch type {
+        case .rsa: algorithms = HashFunction.allCases.flatMap { [.rsaPKCS1v15($0), .rsaPSS($0)] }
+        case .ec(let curve): algorithms = [.ecdsa(curve.hash)]
+        case .ed25519: algorithms = [.ed25519]
+        }
+        var templates: [SignatureAlgorithm: DigestContext] = [:]
+        for algorithm in algorithms {
+            guard let context = try? DigestContext(), initialiseVerify(context.pointer, key: pointer, algorithm: algorithm) else {
+                OpenSSL.clearErrors()
+                continue
+            }
+            templates[algorithm] = context
+        }
+        verifyTemplates = templates
     }
 
     deinit { EVP_PKEY_free(pointer) }

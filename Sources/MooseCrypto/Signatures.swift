@@ -104,11 +104,23 @@ private func digestVerify(
 ) -> Bool {
     guard let ctx = EVP_MD_CTX_new() else { return false }
     defer { EVP_MD_CTX_free(ctx) }
-    var pctx: OpaquePointer? = nil
-    var ok = EVP_DigestVerifyInit_ex(ctx, &pctx, algorithm.hash?.name, nil, nil, key.pointer, nil) == 1
-    if ok, case .rsaPSS = algorithm { ok = (try? configurePSS(pctx)) != nil }
+    var ok: Bool
+    if let template = key.verifyTemplates[algorithm] {
+        // Copying an initialised context skips the algorithm fetch that dominates a fresh init.
+        ok = EVP_MD_CTX_copy_ex(ctx, template.pointer) == 1
+    } else {
+        ok = initialiseVerify(ctx, key: key.pointer, algorithm: algorithm)
+    }
     if ok { ok = EVP_DigestVerify(ctx, base(signature), signature.count, base(message), message.count) == 1 }
     if !ok { OpenSSL.clearErrors() }
+    return ok
+}
+
+/// `EVP_DigestVerifyInit_ex` with the algorithm's digest and padding.
+func initialiseVerify(_ ctx: OpaquePointer, key: OpaquePointer, algorithm: SignatureAlgorithm) -> Bool {
+    var pctx: OpaquePointer? = nil
+    var ok = EVP_DigestVerifyInit_ex(ctx, &pctx, algorithm.hash?.name, nil, nil, key, nil) == 1
+    if ok, case .rsaPSS = algorithm { ok = (try? configurePSS(pctx)) != nil }
     return ok
 }
 

@@ -29,6 +29,8 @@ public struct JWTKey: Sendable {
     public let pinnedAlgorithm: String?
     let use: String?
     let operations: [String]?
+    /// Why the key is too weak for any algorithm (small or ROCA-vulnerable RSA), decided once at import.
+    private let rsaWeakness: String?
 
     /// An HMAC secret. The bytes are used as they are (no base64 decoding, no trimming).
     public init(secret: some ContiguousBytes, keyID: String? = nil, algorithm: JWTAlgorithm? = nil) {
@@ -40,6 +42,7 @@ public struct JWTKey: Sendable {
         pinnedAlgorithm = algorithm?.rawValue
         use = nil
         operations = nil
+        rsaWeakness = nil
     }
 
     /// A public key for verification.
@@ -49,6 +52,7 @@ public struct JWTKey: Sendable {
         pinnedAlgorithm = algorithm?.rawValue
         use = nil
         operations = nil
+        rsaWeakness = JWTKey.rsaWeakness(of: material)
     }
 
     /// A private key for signing (it verifies too, with its public part).
@@ -62,6 +66,7 @@ public struct JWTKey: Sendable {
         pinnedAlgorithm = algorithm?.rawValue
         use = nil
         operations = nil
+        rsaWeakness = JWTKey.rsaWeakness(of: material)
     }
 
     /// Reads a PEM key: a public key, a certificate, or a private key.
@@ -140,6 +145,7 @@ public struct JWTKey: Sendable {
             default:
                 throw JWTError(JWTError.invalidKey, "JWK kty \"\(jwk.keyType)\" is not supported", field: "kty")
             }
+            rsaWeakness = JWTKey.rsaWeakness(of: material)
         } catch let error as JWTError {
             throw error
         } catch let error as CryptoError {
@@ -211,13 +217,24 @@ public struct JWTKey: Sendable {
             }
         case .publicKey(let key), .privateKey(_, let key):
             // RFC 7518 §3.3: RSA keys of 2048 bits or larger MUST be used.
-            if case .rsa(let bits) = key.type, bits < 2048 {
-                return JWTError(JWTError.weakKey, "\(algorithm) needs an RSA key of at least 2048 bits (RFC 7518 §3.3); this one has \(bits)")
-            }
-            if key.hasROCAFingerprint {
-                return JWTError(JWTError.weakKey, "RSA key\(keyDescription) has the ROCA fingerprint (CVE-2017-15361): its private key is recoverable")
+            _ = key
+            if let rsaWeakness {
+                return JWTError(JWTError.weakKey, "\(algorithm) refuses RSA key\(keyDescription): \(rsaWeakness)")
             }
         }
+        return nil
+    }
+
+    private static func rsaWeakness(of material: Material) -> String? {
+        let key: PublicKey
+        switch material {
+        case .secret: return nil
+        case .publicKey(let publicKey), .privateKey(_, let publicKey): key = publicKey
+        }
+        guard case .rsa(let bits) = key.type else { return nil }
+        // RFC 7518 §3.3: RSA keys of 2048 bits or larger MUST be used.
+        if bits < 2048 { return "it has \(bits) bits; RFC 7518 §3.3 requires at least 2048" }
+        if key.hasROCAFingerprint { return "it has the ROCA fingerprint (CVE-2017-15361): its private key is recoverable" }
         return nil
     }
 

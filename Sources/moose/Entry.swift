@@ -4,7 +4,7 @@ import ArgumentParser
 ///
 /// Exit status: 0 ok, 1 the token or the operation failed, 2 usage or input error.
 @main
-struct MooseCommand: AsyncParsableCommand {
+struct MooseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moose",
         abstract: "OAuth 2.0 / OpenID Connect tokens from the shell.",
@@ -13,15 +13,24 @@ struct MooseCommand: AsyncParsableCommand {
         subcommands: [InspectCommand.self]
     )
 
+    /// Parses the arguments. `inspect` (the start-up-sensitive command) is parsed directly by its own
+    /// type, which spares building the whole command tree.
+    static func parse(_ arguments: [String]) throws -> any ParsableCommand {
+        if arguments.first == "inspect", !arguments.contains(where: { $0 == "--help" || $0 == "-h" || $0 == "help" }) {
+            return try InspectCommand.parse(Array(arguments.dropFirst()))
+        }
+        return try parseAsRoot(arguments)
+    }
+
     /// Runs the command line; maps argument-parser's usage exit status (64) to 2, Moose's usage status.
-    static func main() async {
+    ///
+    /// Synchronous on purpose: commands that only read local data (`inspect` of a file, `token` with a
+    /// cached token) never start the concurrency runtime's thread pool; commands that need the network
+    /// block on their async work (`Blocking.run`).
+    static func main() {
         do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
+            var command = try parse(Array(CommandLine.arguments.dropFirst()))
+            try command.run()
         } catch let error as CLIError {
             Terminal.error("moose: error: \(error.message)")
             terminate(error.status)

@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// `moose inspect`: decode a JWT, show its header, claims and times, and verify it when given a key.
-struct InspectCommand: AsyncParsableCommand {
+struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
         abstract: "Decode, pretty-print and verify a JWT.",
@@ -66,10 +66,10 @@ struct InspectCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    func run() throws {
         let instant = now.flatMap(parseTime) ?? Date()
         let text = try readToken()
-        let keys = try await loadKeys()
+        let keys = try loadKeys()
         let validation = ClaimValidation(
             issuer: iss, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway, clock: { instant })
         var verifier: JWTVerifier? = nil
@@ -120,11 +120,11 @@ struct InspectCommand: AsyncParsableCommand {
         return String(trimmed)
     }
 
-    private func loadKeys() async throws -> [JWTKey] {
+    private func loadKeys() throws -> [JWTKey] {
         var keys: [JWTKey] = []
         if let jwks {
             if jwks.hasPrefix("https://") || jwks.hasPrefix("http://") {
-                keys += try KeyLoading.jwks(try await JWKSDownload.fetch(jwks), source: jwks)
+                keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwks), source: jwks)
             } else {
                 keys += try KeyLoading.jwks(try KeyLoading.readFile(jwks, what: "JWKS file"), source: jwks)
             }

@@ -109,7 +109,7 @@ enum InspectOutput {
 
 /// Fetches a JWKS over HTTP(S) for `moose inspect --jwks URL`.
 enum JWKSDownload {
-    static func fetch(_ url: String) async throws -> [UInt8] {
+    static func fetch(_ url: String) throws -> [UInt8] {
         throw CLIError.usage("fetching a JWKS from a URL is not available in this build; save it to a file and pass --jwks FILE")
     }
 }
