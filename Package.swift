@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "Moose", targets: ["Moose"]),
         .library(name: "MooseCrypto", targets: ["MooseCrypto"]),
         .library(name: "MooseJWT", targets: ["MooseJWT"]),
+        .library(name: "MooseHTTP", targets: ["MooseHTTP"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
         .executable(name: "moose", targets: ["moose"]),
     ],
@@ -34,13 +35,17 @@ let package = Package(
         ),
         .target(name: "MooseCrypto", dependencies: ["CLibCrypto"]),
         .target(name: "MooseJWT", dependencies: ["MooseCrypto"]),
+        // libcurl, loaded with dlopen on first use (no build-time dependency on libcurl's headers).
+        .target(name: "CMooseCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        .target(name: "MooseHTTP", dependencies: ["CMooseCurl"]),
         .target(name: "MooseTesting", dependencies: []),
-        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT"]),
+        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP"]),
         .executableTarget(
             name: "moose",
             dependencies: [
                 "MooseJWT",
                 "MooseCrypto",
+                "MooseHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

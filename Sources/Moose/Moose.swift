@@ -1,3 +1,4 @@
 // The umbrella module: `import Moose` gives every Moose library module.
 @_exported public import MooseCrypto
 @_exported public import MooseJWT
+@_exported public import MooseHTTP

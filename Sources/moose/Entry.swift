@@ -17,7 +17,12 @@ struct MooseCommand: ParsableCommand {
     /// type, which spares building the whole command tree.
     static func parse(_ arguments: [String]) throws -> any ParsableCommand {
         if arguments.first == "inspect", !arguments.contains(where: { $0 == "--help" || $0 == "-h" || $0 == "help" }) {
-            return try InspectCommand.parse(Array(arguments.dropFirst()))
+            do {
+                return try InspectCommand.parse(Array(arguments.dropFirst()))
+            } catch {
+                // Parse again through the tree so that usage messages read "moose inspect".
+                return try parseAsRoot(arguments)
+            }
         }
         return try parseAsRoot(arguments)
     }

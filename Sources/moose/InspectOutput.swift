@@ -1,3 +1,4 @@
+import MooseHTTP
 import MooseJWT
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -109,7 +110,18 @@ enum InspectOutput {
 
 /// Fetches a JWKS over HTTP(S) for `moose inspect --jwks URL`.
 enum JWKSDownload {
-    static func fetch(_ url: String) throws -> [UInt8] {
-        throw CLIError.usage("fetching a JWKS from a URL is not available in this build; save it to a file and pass --jwks FILE")
+    static func fetch(_ text: String) throws -> [UInt8] {
+        guard let url = URL(string: text), url.host != nil else { throw CLIError.usage("--jwks \(text) is not a valid URL") }
+        let request = HTTPRequest(url: url, headers: ["Accept": "application/jwk-set+json, application/json"], timeout: 15)
+        let response: HTTPResponse
+        do {
+            response = try CurlTransport(maximumResponseSize: 1 << 20).sendBlocking(request)
+        } catch {
+            throw CLIError.failed("cannot fetch the JWKS: \(error)")
+        }
+        guard response.status == 200 else {
+            throw CLIError.failed("cannot fetch the JWKS: \(url.redactedForLogs) answered HTTP \(response.status)")
+        }
+        return Array(response.body)
     }
 }

@@ -161,3 +161,47 @@ struct InspectTests {
         #expect(try none.reasonCodes() == ["algorithmNone"])
     }
 }
+
+/// `--jwks URL`: a real HTTP server on 127.0.0.1 (Python's http.server serving the fixtures).
+struct InspectJWKSURLTests {
+    /// Starts `python3 -m http.server` on a free port; returns the process and its base URL.
+    static func startServer(directory: String) throws -> (Process, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", directory]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // "Serving HTTP on 127.0.0.1 port 43519 (http://127.0.0.1:43519/) ..."
+        var text = ""
+        let deadline = Date().addingTimeInterval(10)
+        while !text.contains(")"), Date() < deadline {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let range = text.range(of: "http://127.0.0.1:"), let end = text[range.upperBound...].firstIndex(of: "/") else {
+            kill(process.processIdentifier, SIGKILL)
+            throw CocoaError(.fileReadUnknown)
+        }
+        return (process, "http://127.0.0.1:" + text[range.upperBound..<end])
+    }
+
+    @Test func verifiesAgainstAJWKSURL() throws {
+        let (server, base) = try Self.startServer(directory: Fixtures.path("joserfc"))
+        // SIGKILL: children of the test runner inherit its blocked signal mask, so SIGTERM would wait forever.
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("joserfc/tokens.json")) as? [String: Any])
+        let token = try #require((root["tokens"] as? [String: String])?["es256"])
+        let ok = try CLI.run(["inspect", token, "--jwks", "\(base)/jwks.json", "--now", "1800000000", "--json"])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(try ok.json()["verdict"] as? String == "valid")
+        let missing = try CLI.run(["inspect", token, "--jwks", "\(base)/missing.json"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("HTTP 404"))
+        let notJWKS = try CLI.run(["inspect", token, "--jwks", "\(base)/rsa-public.pem"])
+        #expect(notJWKS.status == 2)
+        #expect(notJWKS.stderr.contains("not a usable JWKS"))
+    }
+}

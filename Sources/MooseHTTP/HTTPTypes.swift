@@ -1,0 +1,185 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// An HTTP method. A struct with static members rather than an enum, so extension methods
+/// (`PROPFIND`…) can be written without a string typo anywhere else.
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The method token, upper-case.
+    public let rawValue: String
+
+    /// A method from its token.
+    public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+
+    /// `GET`
+    public static let get = HTTPMethod(rawValue: "GET")
+    /// `HEAD`
+    public static let head = HTTPMethod(rawValue: "HEAD")
+    /// `POST`
+    public static let post = HTTPMethod(rawValue: "POST")
+    /// `PUT`
+    public static let put = HTTPMethod(rawValue: "PUT")
+    /// `PATCH`
+    public static let patch = HTTPMethod(rawValue: "PATCH")
+    /// `DELETE`
+    public static let delete = HTTPMethod(rawValue: "DELETE")
+    /// `OPTIONS`
+    public static let options = HTTPMethod(rawValue: "OPTIONS")
+
+    /// RFC 9110 §9.2.2: methods whose repetition has the same effect as one request.
+    public var isIdempotent: Bool { [.get, .head, .put, .delete, .options].contains(self) }
+
+    /// The token.
+    public var description: String { rawValue }
+}
+
+/// HTTP header fields: names compared case-insensitively, order and repeats kept.
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+    /// One field.
+    public struct Field: Sendable, Hashable {
+        /// The name as written.
+        public var name: String
+        /// The value.
+        public var value: String
+    }
+
+    /// The fields, in order.
+    public private(set) var fields: [Field] = []
+
+    /// Empty headers.
+    public init() {}
+
+    /// `["Accept": "application/json"]`
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (name, value) in elements { add(name, value) }
+    }
+
+    /// The first value of `name` (case-insensitive); setting replaces every field of that name.
+    public subscript(name: String) -> String? {
+        get { fields.first { $0.name.caseInsensitiveEquals(name) }?.value }
+        set {
+            fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+            if let newValue { fields.append(Field(name: name, value: newValue)) }
+        }
+    }
+
+    /// Every value of `name`, in order.
+    public func values(_ name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// Appends a field (keeping existing ones of the same name).
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Iterates fields in order.
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+}
+
+extension String {
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            let lx = (x >= 65 && x <= 90) ? x + 32 : x
+            let ly = (y >= 65 && y <= 90) ? y + 32 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+}
+
+/// A request ready to send.
+public struct HTTPRequest: Sendable {
+    /// The method.
+    public var method: HTTPMethod
+    /// The absolute URL.
+    public var url: URL
+    /// Header fields.
+    public var headers: HTTPHeaders
+    /// The body, if any.
+    public var body: Data?
+    /// The time allowed for the whole exchange.
+    public var timeout: TimeInterval
+
+    /// A request.
+    public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: Data? = nil, timeout: TimeInterval = 20) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+}
+
+/// A response.
+public struct HTTPResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// Header fields.
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: Data
+
+    /// A response.
+    public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Sends requests. The default on Apple platforms and in apps is URLSession; the `moose` CLI uses
+/// `CurlTransport`, which loads libcurl only when a request is made.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request` and returns the response, whatever its status. Throws `HTTPError` for
+    /// transport failures and `CancellationError` when the task is cancelled.
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse
+}
+
+/// The one error type of `MooseHTTP`.
+public struct HTTPError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// The code's name.
+        public var description: String { name }
+
+        /// Lets a `catch` clause match on a code.
+        public static func ~= (code: Self, error: any Error) -> Bool { (error as? HTTPError)?.code == code }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// A human-readable explanation (URLs have their query redacted).
+    public let message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `code: message`
+    public var description: String { "\(code): \(message)" }
+
+    /// The request could not be sent or no response arrived (DNS, connect, TLS, reset).
+    public static let transport = Code(name: "transport")
+    /// The exchange took longer than its timeout.
+    public static let timedOut = Code(name: "timedOut")
+    /// The response was larger than allowed.
+    public static let responseTooLarge = Code(name: "responseTooLarge")
+    /// The request is malformed (bad URL, unsupported scheme).
+    public static let invalidRequest = Code(name: "invalidRequest")
+}
+
+extension URL {
+    /// The URL without its query and fragment, for messages and logs (queries may hold secrets).
+    public var redactedForLogs: String {
+        var text = absoluteString
+        if let index = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<index]) + "?…" }
+        return text
+    }
+}
