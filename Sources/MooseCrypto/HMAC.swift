@@ -70,7 +70,7 @@ final class MACContext: @unchecked Sendable {
             throw OpenSSL.error(CryptoError.libraryFailure, "EVP_MAC_CTX_new failed")
         }
         let ok = key.withUnsafeBytes { keyBytes in
-            withStringParameter("digest", hash.name) { params in
+            withStringParameter("digest", hash.name.description) { params in
                 EVP_MAC_init(ctx, base(keyBytes), keyBytes.count, params)
             }
         }

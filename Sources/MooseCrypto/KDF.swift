@@ -34,7 +34,7 @@ public enum HKDF {
             withBytes(salt) { salt in
                 withBytes(info) { info in
                     do {
-                        var digestName = Array(hash.name.utf8CString)
+                        var digestName = Array(hash.name.description.utf8CString)
                         return digestName.withUnsafeMutableBufferPointer { digestValue in
                             var params = [
                                 OSSL_PARAM_construct_utf8_string(cName("digest"), digestValue.baseAddress, 0),

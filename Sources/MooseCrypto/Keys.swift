@@ -156,12 +156,13 @@ final class EVPKey: @unchecked Sendable {
     }
 
     /// Decodes PEM or DER (SubjectPublicKeyInfo, PKCS#1, PKCS#8, SEC1, or a PEM certificate).
-    static func decode(_ bytes: [UInt8], format: String, selection: Int32) throws(CryptoError) -> EVPKey {
-        if format == "PEM", let certificateKey = try publicKeyFromCertificate(bytes) {
+    static func decode(_ bytes: [UInt8], format: StaticString, selection: Int32) throws(CryptoError) -> EVPKey {
+        if format.description == "PEM", let certificateKey = try publicKeyFromCertificate(bytes) {
             return certificateKey
         }
         var pkey: OpaquePointer? = nil
-        guard let decoder = OSSL_DECODER_CTX_new_for_pkey(&pkey, format, nil, nil, selection, nil, nil) else {
+        // The decoder keeps the input-type pointer (it does not copy it): it must outlive the context.
+        guard let decoder = OSSL_DECODER_CTX_new_for_pkey(&pkey, cName(format), nil, nil, selection, nil, nil) else {
             throw OpenSSL.error(CryptoError.libraryFailure, "OSSL_DECODER_CTX_new_for_pkey failed")
         }
         defer { OSSL_DECODER_CTX_free(decoder) }
@@ -194,7 +195,7 @@ final class EVPKey: @unchecked Sendable {
 
     /// Builds a key from named parameters (`EVP_PKEY_fromdata`).
     static func fromParameters(
-        type: String,
+        type: StaticString,
         selection: Int32,
         bigNumbers: [(StaticString, [UInt8])],
         octets: [(StaticString, [UInt8])] = [],
@@ -241,7 +242,7 @@ final class EVPKey: @unchecked Sendable {
         }
         defer { OSSL_PARAM_free(params) }
         withExtendedLifetime(numbers) {}
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, type, nil) else {
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, cName(type), nil) else {
             throw OpenSSL.error(CryptoError.libraryFailure, "EVP_PKEY_CTX_new_from_name(\(type)) failed")
         }
         defer { EVP_PKEY_CTX_free(ctx) }

@@ -71,13 +71,16 @@ public enum HashFunction: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    var name: String {
+    var name: StaticString {
         switch self {
         case .sha256: "SHA256"
         case .sha384: "SHA384"
         case .sha512: "SHA512"
         }
     }
+
+    /// The digest name as a C string that lives as long as the program (libcrypto may keep it).
+    var cDigestName: UnsafePointer<CChar> { cName(name) }
 
     /// The digest of `data`.
     ///

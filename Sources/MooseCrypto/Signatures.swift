@@ -73,7 +73,7 @@ extension PrivateKey {
         try algorithm.check(type)
         let ctx = try DigestContext()
         var pctx: OpaquePointer? = nil
-        try OpenSSL.check(EVP_DigestSignInit_ex(ctx.pointer, &pctx, algorithm.hash?.name, nil, nil, key.pointer, nil),
+        try OpenSSL.check(EVP_DigestSignInit_ex(ctx.pointer, &pctx, algorithm.hash?.cDigestName, nil, nil, key.pointer, nil),
                           "EVP_DigestSignInit_ex failed")
         if case .rsaPSS = algorithm { try configurePSS(pctx) }
         var length = 0
@@ -119,7 +119,7 @@ private func digestVerify(
 /// `EVP_DigestVerifyInit_ex` with the algorithm's digest and padding.
 func initialiseVerify(_ ctx: OpaquePointer, key: OpaquePointer, algorithm: SignatureAlgorithm) -> Bool {
     var pctx: OpaquePointer? = nil
-    var ok = EVP_DigestVerifyInit_ex(ctx, &pctx, algorithm.hash?.name, nil, nil, key, nil) == 1
+    var ok = EVP_DigestVerifyInit_ex(ctx, &pctx, algorithm.hash?.cDigestName, nil, nil, key, nil) == 1
     if ok, case .rsaPSS = algorithm { ok = (try? configurePSS(pctx)) != nil }
     return ok
 }

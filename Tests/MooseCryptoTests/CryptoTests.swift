@@ -130,3 +130,28 @@ struct CryptoTests {
             == "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865")
     }
 }
+
+/// Keys written by another library (joserfc / Python cryptography) must import every time.
+/// Regression: a decoder kept a pointer to a temporary Swift string, so PEM import failed at random.
+struct IndependentKeyTests {
+    @Test(arguments: ["rsa", "ec256", "ed25519"])
+    func pemKeysFromJoserfcImportRepeatedly(name: String) throws {
+        let publicPEM = try Fixtures.string("joserfc/\(name)-public.pem")
+        let privatePEM = try Fixtures.string("joserfc/\(name)-private.pem")
+        for round in 0..<50 {
+            // Churn the heap between imports so a dangling pointer would see different bytes.
+            let noise = (0..<round).map { String(repeating: "PEM", count: $0 + 1) }
+            let publicKey = try PublicKey(pem: publicPEM)
+            let privateKey = try PrivateKey(pem: privatePEM)
+            withExtendedLifetime(noise) {}
+            let algorithm: SignatureAlgorithm = switch publicKey.type {
+            case .rsa: .rsaPKCS1v15(.sha256)
+            case .ec: .ecdsa(.sha256)
+            case .ed25519: .ed25519
+            }
+            let message = Array("round \(round)".utf8)
+            #expect(try publicKey.isValidSignature(privateKey.signature(for: message, algorithm: algorithm), for: message,
+                                                   algorithm: algorithm))
+        }
+    }
+}
