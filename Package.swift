@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "MooseCrypto", targets: ["MooseCrypto"]),
         .library(name: "MooseJWT", targets: ["MooseJWT"]),
         .library(name: "MooseHTTP", targets: ["MooseHTTP"]),
+        .library(name: "MooseSecretStore", targets: ["MooseSecretStore"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
         .executable(name: "moose", targets: ["moose"]),
     ],
@@ -38,17 +39,22 @@ let package = Package(
         // libcurl, loaded with dlopen on first use (no build-time dependency on libcurl's headers).
         .target(name: "CMooseCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(name: "MooseHTTP", dependencies: ["CMooseCurl"]),
+        .target(name: "MooseSecretStore", dependencies: ["CSQLite", "MooseCrypto"]),
         .target(name: "MooseTesting", dependencies: []),
-        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP"]),
+        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseSecretStore"]),
         .executableTarget(
             name: "moose",
             dependencies: [
                 "MooseJWT",
                 "MooseCrypto",
                 "MooseHTTP",
+                "MooseSecretStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // A child process for the store's multi-process tests.
+        .executableTarget(name: "moose-store-worker", dependencies: ["MooseSecretStore"]),
+        .testTarget(name: "MooseSecretStoreTests", dependencies: ["MooseSecretStore", "MooseTesting", "moose-store-worker"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTesting"]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTesting"]),
         .testTarget(name: "MooseCLITests", dependencies: ["moose", "MooseTesting"]),

@@ -2,3 +2,4 @@
 @_exported public import MooseCrypto
 @_exported public import MooseJWT
 @_exported public import MooseHTTP
+@_exported public import MooseSecretStore

@@ -1,0 +1,268 @@
+public import MooseCrypto
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An encrypted key–value store for secrets in one SQLite file, safe to share between threads,
+/// tasks and processes.
+///
+/// Each value is sealed with AES-256-GCM under a random data key, with a fresh 96-bit nonce per write
+/// and additional authenticated data binding it to the store, its namespace, name and key id — a
+/// ciphertext copied to another row, or rolled back to another key, does not open. The data key is
+/// stored wrapped (AES-256-GCM) by the master key, so the master key rotates by rewrapping one row.
+/// Namespaces and names are stored in plaintext (they are metadata: "session/refresh_token"), values never.
+///
+/// ```swift
+/// let store = try SecretStore(path: "/home/me/.local/share/moose/store.sqlite",
+///                             masterKey: .keyFile("/home/me/.config/moose/store.key"))
+/// try store.put(Array(refreshToken.utf8), namespace: "session:default", name: "refresh_token")
+/// let value = try store.get(namespace: "session:default", name: "refresh_token")
+/// ```
+public final class SecretStore: Sendable {
+    /// The store file.
+    public let path: String
+    private let box: StateBox
+
+    /// The schema version this Moose writes (`PRAGMA user_version`).
+    static let schemaVersion: Int64 = 1
+
+    /// One value's metadata, as listed by `list(namespace:)`.
+    public struct Entry: Sendable, Hashable {
+        /// The namespace.
+        public let namespace: String
+        /// The name.
+        public let name: String
+        /// When it was last written.
+        public let updatedAt: Date
+        /// The id of the data key that sealed it.
+        public let keyID: Int64
+    }
+
+    struct State: ~Copyable {
+        let connection: SQLiteConnection
+        var master: SymmetricKey
+        var dataKeys: [Int64: SymmetricKey]
+        var currentKeyID: Int64
+        let storeID: [UInt8]
+    }
+
+    /// Opens the store at `path`, creating it (file 0600, folder 0700) if it does not exist.
+    ///
+    /// - Throws: `wrongKey` if `masterKey` is not this store's key, `corrupt` for a damaged or foreign
+    ///   file, `permission`, `io`, `busy`, `keyUnavailable`. Opening never modifies an existing file.
+    public init(path: String, masterKey: MasterKeySource, create: Bool = true,
+                scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters) throws(SecretStoreError) {
+        self.path = path
+        let isNew: Bool
+        if FileSystem.exists(path) {
+            isNew = FileSystem.size(path) == 0 && !FileSystem.exists(path + "-wal")
+        } else {
+            guard create else { throw SecretStoreError(SecretStoreError.io, "no store at \(path) (run `moose store init`)") }
+            try FileSystem.ensurePrivateFolder(for: path)
+            try FileSystem.createPrivateFile(path)
+            isNew = true
+        }
+        let connection: SQLiteConnection
+        do {
+            connection = try SQLiteConnection(path: path, mode: .readWrite)
+            try connection.execute("PRAGMA synchronous=FULL; PRAGMA secure_delete=ON; PRAGMA foreign_keys=ON")
+        } catch {
+            throw error.storeError
+        }
+        let opened = try Self.open(connection: connection, masterKey: masterKey, isNew: isNew, scrypt: scryptParameters)
+        box = StateBox(opened)
+    }
+
+    private static func open(connection: SQLiteConnection, masterKey: MasterKeySource, isNew: Bool,
+                             scrypt: Scrypt.Parameters) throws(SecretStoreError) -> State {
+        do {
+            var version = try connection.pragmaInteger("user_version")
+            if version == 0 {
+                guard isNew else {
+                    throw SecretStoreError(SecretStoreError.corrupt, "\(connection.path) is not a Moose store (no schema)")
+                }
+                try connection.execute("PRAGMA journal_mode=WAL")
+                try Format.create(connection: connection, masterKey: masterKey, scrypt: scrypt)
+                version = try connection.pragmaInteger("user_version")
+            }
+            guard version <= schemaVersion else {
+                throw SecretStoreError(SecretStoreError.unsupportedVersion,
+                                       "the store has schema version \(version); this Moose knows up to \(schemaVersion)")
+            }
+            return try Format.load(connection: connection, masterKey: masterKey)
+        } catch let error as SQLiteError {
+            throw error.storeError
+        } catch let error as SecretStoreError {
+            throw error
+        } catch {
+            throw SecretStoreError(SecretStoreError.io, "cannot open the store", underlying: "\(error)")
+        }
+    }
+
+    // MARK: - Values
+
+    /// Stores `value` under `namespace`/`name`, replacing any previous value. Durable when it returns
+    /// (`synchronous=FULL`): a crash afterwards never loses it.
+    public func put(_ value: some ContiguousBytes, namespace: String, name: String) throws(SecretStoreError) {
+        try transaction { (tx) throws(SecretStoreError) in try tx.put(value, namespace: namespace, name: name) }
+    }
+
+    /// The value under `namespace`/`name`, or `nil`.
+    ///
+    /// - Throws: `tampered(namespace:name:)` if the stored ciphertext does not authenticate.
+    public func get(namespace: String, name: String) throws(SecretStoreError) -> [UInt8]? {
+        try locked { (state) throws(SecretStoreError) in try Format.get(&state, namespace: namespace, name: name) }
+    }
+
+    /// Removes the value; `true` if there was one.
+    @discardableResult
+    public func delete(namespace: String, name: String) throws(SecretStoreError) -> Bool {
+        try transaction { (tx) throws(SecretStoreError) in try tx.delete(namespace: namespace, name: name) }
+    }
+
+    /// The entries (metadata only) of one namespace, or of all, sorted by namespace and name.
+    public func list(namespace: String? = nil) throws(SecretStoreError) -> [Entry] {
+        try locked { (state) throws(SecretStoreError) in try Format.list(state, namespace: namespace) }
+    }
+
+    /// Stores an `Encodable` value as JSON.
+    public func put<T: Encodable>(_ value: T, namespace: String, name: String, encoder: JSONEncoder = JSONEncoder()) throws {
+        try put(Array(encoder.encode(value)), namespace: namespace, name: name)
+    }
+
+    /// Reads a `Decodable` value stored as JSON.
+    public func get<T: Decodable>(_ type: T.Type, namespace: String, name: String,
+                                  decoder: JSONDecoder = JSONDecoder()) throws -> T? {
+        guard let bytes = try get(namespace: namespace, name: name) else { return nil }
+        return try decoder.decode(T.self, from: Data(bytes))
+    }
+
+    // MARK: - Transactions
+
+    /// A group of reads and writes that commits atomically (`BEGIN IMMEDIATE` … `COMMIT`), or not at all.
+    public struct Transaction: ~Copyable {
+        fileprivate var state: UnsafeMutablePointer<State>
+
+        /// Stores a value (see `SecretStore.put`).
+        public mutating func put(_ value: some ContiguousBytes, namespace: String, name: String) throws(SecretStoreError) {
+            try Format.put(&state.pointee, value: value.withUnsafeBytes { Array($0) }, namespace: namespace, name: name)
+        }
+
+        /// Reads a value (see `SecretStore.get`).
+        public func get(namespace: String, name: String) throws(SecretStoreError) -> [UInt8]? {
+            try Format.get(&state.pointee, namespace: namespace, name: name)
+        }
+
+        /// Removes a value.
+        @discardableResult
+        public mutating func delete(namespace: String, name: String) throws(SecretStoreError) -> Bool {
+            try Format.delete(state.pointee, namespace: namespace, name: name)
+        }
+
+        /// Checks, inside this transaction, that `lease` is still held (a fencing check): commit only then.
+        public func requireLease(_ lease: Lease) throws(SecretStoreError) {
+            try Leases.require(state.pointee, lease)
+        }
+    }
+
+    /// Runs `body` in one write transaction: every put and delete in it lands together or not at all.
+    ///
+    /// ```swift
+    /// try store.transaction { tx in
+    ///     try tx.put(access, namespace: "session", name: "access_token")
+    ///     try tx.put(refresh, namespace: "session", name: "refresh_token")
+    /// }
+    /// ```
+    public func transaction<R>(_ body: (inout Transaction) throws(SecretStoreError) -> R) throws(SecretStoreError) -> R {
+        try locked { (state) throws(SecretStoreError) in
+            try withUnsafeMutablePointer(to: &state) { (pointer) throws(SecretStoreError) -> R in
+                var tx = Transaction(state: pointer)
+                return try Format.inTransaction(pointer.pointee.connection) { () throws(SecretStoreError) -> R in
+                    try Format.refreshCurrentKey(&pointer.pointee)
+                    return try body(&tx)
+                }
+            }
+        }
+    }
+
+    // MARK: - Keys
+
+    /// Rewraps the data keys with a new master key (one small transaction; values are untouched).
+    /// Afterwards the old master key no longer opens the store.
+    public func rotateMasterKey(to newKey: MasterKeySource,
+                                scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters) throws(SecretStoreError) {
+        try locked { (state) throws(SecretStoreError) in
+            try Format.rotateMasterKey(&state, to: newKey, scrypt: scryptParameters)
+        }
+    }
+
+    /// Creates a new data key and re-encrypts every value with it, in one transaction; old data keys
+    /// are then deleted.
+    public func rotateDataKey() throws(SecretStoreError) {
+        try locked { (state) throws(SecretStoreError) in try Format.rotateDataKey(&state) }
+    }
+
+    /// Opens every value and reports those that do not (wrong key, tampered), plus SQLite's own
+    /// `integrity_check`. Changes nothing.
+    public func check() throws(SecretStoreError) -> CheckReport {
+        try locked { (state) throws(SecretStoreError) in try Format.check(&state) }
+    }
+
+    /// What `check()` found.
+    public struct CheckReport: Sendable {
+        /// Values that opened.
+        public let good: Int
+        /// Values that did not, with the reason.
+        public let bad: [(entry: Entry, error: SecretStoreError)]
+        /// SQLite's `PRAGMA integrity_check` result (`ok` when the file is sound).
+        public let integrity: String
+        /// `true` when every value opened and the file is sound.
+        public var isHealthy: Bool { bad.isEmpty && integrity == "ok" }
+    }
+
+    // MARK: - Locking
+
+    func locked<R>(_ body: (inout State) throws(SecretStoreError) -> R) throws(SecretStoreError) -> R {
+        box.lock.lock()
+        defer {
+            box.state.connection.resetAll()
+            box.lock.unlock()
+        }
+        return try body(&box.state)
+    }
+}
+
+/// The store's mutable state and the lock that guards it. Every access goes through
+/// `SecretStore.locked`, which holds `lock` for the whole call: that is what makes it Sendable.
+final class StateBox: @unchecked Sendable {
+    let lock = PThreadMutex()
+    var state: SecretStore.State
+
+    init(_ state: consuming SecretStore.State) { self.state = state }
+}
+
+/// A plain mutex (no `sending` constraints on what the critical section touches).
+final class PThreadMutex: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+}

@@ -1,0 +1,66 @@
+// A child process for MooseSecretStore's multi-process tests (not shipped as a product).
+//
+//   moose-store-worker write STORE KEYFILE WORKER COUNT     put COUNT values, print "ok N" after each commit
+//   moose-store-worker loop STORE KEYFILE WORKER            put values until killed, print "ok N" after each
+//   moose-store-worker lease STORE KEYFILE NAME TTL HOLD    take the lease, print "acquired TOKEN T0 T1", hold
+//                                                           HOLD seconds (forever if negative), release
+import MooseSecretStore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+func say(_ line: String) {
+    var bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress, $0.count) }
+}
+
+func nowMilliseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 4 else {
+    say("usage: moose-store-worker write|loop|lease STORE KEYFILE …")
+    exit(2)
+}
+let command = arguments[1]
+do {
+    let store = try SecretStore(path: arguments[2], masterKey: .keyFile(arguments[3]))
+    switch command {
+    case "write", "loop":
+        let worker = arguments[4]
+        let count = command == "write" ? (Int(arguments[5]) ?? 0) : Int.max
+        var index = 0
+        while index < count {
+            try store.put(Array("value \(worker) \(index) ".utf8) + [UInt8](repeating: UInt8(index % 251), count: 64),
+                          namespace: "worker-\(worker)", name: "item-\(index)")
+            say("ok \(index)")
+            index += 1
+        }
+    case "lease":
+        let name = arguments[4]
+        let ttl = Double(arguments[5]) ?? 1
+        let hold = Double(arguments[6]) ?? 0
+        let lease = try await store.acquireLease(name: name, ttl: ttl, timeout: 60)
+        let start = nowMilliseconds()
+        say("acquired \(lease.token) \(start)")
+        if hold < 0 {
+            while true { sleep(1) }
+        }
+        usleep(UInt32(hold * 1_000_000))
+        let end = nowMilliseconds()
+        let stillHeld = try store.isHeld(lease)
+        try store.releaseLease(lease)
+        say("released \(lease.token) \(start) \(end) \(stillHeld)")
+    default:
+        say("unknown command \(command)")
+        exit(2)
+    }
+} catch {
+    say("error \(error)")
+    exit(1)
+}
