@@ -34,6 +34,34 @@ enum Terminal {
     /// `true` when standard output is a terminal.
     static var stdoutIsTerminal: Bool { isatty(1) == 1 }
 
+    /// Writes bytes to standard output as they are.
+    static func writeStandardOutput(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0, errno == EINTR { continue }
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+
+    /// Prompts on standard error and reads one line from the terminal without echoing it.
+    static func readSecretLine(prompt: String) throws -> String {
+        error(prompt)
+        var saved = termios()
+        let haveTerminal = tcgetattr(0, &saved) == 0
+        if haveTerminal {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(0, TCSAFLUSH, &quiet)
+        }
+        defer { if haveTerminal { tcsetattr(0, TCSAFLUSH, &saved); error("") } }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(0, &byte, 1) == 1, byte != 0x0A { line.append(byte) }
+        return String(decoding: line, as: UTF8.self)
+    }
+
     /// Reads standard input up to `limit` bytes; `nil` if there is more than that.
     static func readStandardInput(limit: Int) -> [UInt8]? {
         var bytes: [UInt8] = []

@@ -1,0 +1,238 @@
+import ArgumentParser
+import MooseJWT
+import MooseSecretStore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where the store and its master key are, shared by every command that opens the store.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .customLong("store"), help: ArgumentHelp("The store file (default: $XDG_DATA_HOME/moose/store.sqlite).", valueName: "PATH"))
+    var storePath: String?
+
+    @Option(name: .customLong("key-file"), help: ArgumentHelp("Master key file, 32 bytes, mode 0600 (default: $XDG_CONFIG_HOME/moose/store.key).", valueName: "PATH"))
+    var keyFile: String?
+
+    @Option(name: .customLong("key-env"), help: ArgumentHelp("Read the master key (base64) from this environment variable.", valueName: "VAR"))
+    var keyEnvironment: String?
+
+    @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("Derive the master key from the passphrase in this file (scrypt).", valueName: "FILE"))
+    var passphraseFile: String?
+
+    static func home() -> String { getenv("HOME").map { String(cString: $0) } ?? "." }
+
+    static func xdg(_ variable: String, fallback: String) -> String {
+        if let value = getenv(variable).map({ String(cString: $0) }), value.hasPrefix("/") { return value }
+        return home() + "/" + fallback
+    }
+
+    var resolvedStorePath: String {
+        storePath ?? (getenv("MOOSE_STORE").map { String(cString: $0) }
+            ?? StoreOptions.xdg("XDG_DATA_HOME", fallback: ".local/share") + "/moose/store.sqlite")
+    }
+
+    func keySource() throws -> MasterKeySource {
+        let chosen = [keyFile != nil, keyEnvironment != nil, passphraseFile != nil].filter { $0 }.count
+        guard chosen <= 1 else { throw CLIError.usage("give only one of --key-file, --key-env, --passphrase-file") }
+        if let keyEnvironment { return .environment(keyEnvironment) }
+        if let passphraseFile {
+            let bytes = try KeyLoading.readFile(passphraseFile, what: "passphrase file", limit: 4096)
+            let passphrase = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"])
+            return .passphrase(passphrase)
+        }
+        if let keyFile { return .keyFile(keyFile) }
+        if let value = getenv("MOOSE_STORE_KEY"), value.pointee != 0 { return .environment("MOOSE_STORE_KEY") }
+        return .keyFile(StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/store.key")
+    }
+
+    func open(create: Bool = false) throws -> SecretStore {
+        do {
+            return try SecretStore(path: resolvedStorePath, masterKey: try keySource(), create: create)
+        } catch let error as SecretStoreError {
+            throw StoreOptions.cliError(error)
+        }
+    }
+
+    static func cliError(_ error: SecretStoreError) -> CLIError {
+        error.code == SecretStoreError.invalidArgument ? .usage(error.message) : .failed("\(error.code): \(error.message)")
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: Set<Character>) -> String {
+        var text = Substring(self)
+        while let last = text.last, set.contains(last) { text.removeLast() }
+        return String(text)
+    }
+}
+
+/// `moose store …`: the encrypted secret store from the shell.
+struct StoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "Manage the encrypted secret store.",
+        subcommands: [Init.self, Put.self, Get.self, List.self, Remove.self, RotateKey.self, Check.self]
+    )
+
+    struct Init: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create the store (and its key file) if missing.")
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let path = options.resolvedStorePath
+            let existed = FileManager.default.fileExists(atPath: path)
+            _ = try options.open(create: true)
+            print(existed ? "store \(path) already exists; key OK" : "created store \(path)")
+        }
+    }
+
+    struct Put: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store a value read from standard input (never from the command line).")
+        @OptionGroup var options: StoreOptions
+        @Option(help: "The namespace.") var namespace = "default"
+        @Argument(help: "The value's name.") var name: String
+
+        func run() throws {
+            let store = try options.open(create: true)
+            let value: [UInt8]
+            if Terminal.stdinIsTerminal {
+                value = Array(try Terminal.readSecretLine(prompt: "value for \(namespace)/\(name): ").utf8)
+            } else {
+                guard let bytes = Terminal.readStandardInput(limit: 16 << 20) else {
+                    throw CLIError.usage("the value on standard input is larger than 16 MiB")
+                }
+                value = bytes
+            }
+            do { try store.put(value, namespace: namespace, name: name) } catch { throw StoreOptions.cliError(error) }
+        }
+    }
+
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a value (exactly as stored).")
+        @OptionGroup var options: StoreOptions
+        @Option(help: "The namespace.") var namespace = "default"
+        @Argument(help: "The value's name.") var name: String
+
+        func run() throws {
+            let store = try options.open()
+            let value: [UInt8]?
+            do { value = try store.get(namespace: namespace, name: name) } catch { throw StoreOptions.cliError(error) }
+            guard let value else { throw CLIError.failed("no value \(namespace)/\(name)") }
+            var bytes = value
+            if Terminal.stdoutIsTerminal, bytes.last != 0x0A { bytes.append(0x0A) }
+            Terminal.writeStandardOutput(bytes)
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List names (never values).")
+        @OptionGroup var options: StoreOptions
+        @Option(help: "Only this namespace.") var namespace: String?
+        @Flag(help: "One JSON array for scripts.") var json = false
+
+        func run() throws {
+            let store = try options.open()
+            let entries: [SecretStore.Entry]
+            do { entries = try store.list(namespace: namespace) } catch { throw StoreOptions.cliError(error) }
+            if json {
+                let items: [JSONValue] = entries.map {
+                    .object(["namespace": .string($0.namespace), "name": .string($0.name),
+                             "updated": .string(ISO8601Text.string($0.updatedAt))])
+                }
+                print(JSONValue.array(items).serialized())
+            } else {
+                for entry in entries { print("\(entry.namespace)/\(entry.name)\t\(ISO8601Text.string(entry.updatedAt))") }
+            }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a value.")
+        @OptionGroup var options: StoreOptions
+        @Option(help: "The namespace.") var namespace = "default"
+        @Argument(help: "The value's name.") var name: String
+
+        func run() throws {
+            let store = try options.open()
+            let removed: Bool
+            do { removed = try store.delete(namespace: namespace, name: name) } catch { throw StoreOptions.cliError(error) }
+            guard removed else { throw CLIError.failed("no value \(namespace)/\(name)") }
+        }
+    }
+
+    struct RotateKey: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-key",
+            abstract: "Rotate the data key (re-encrypt every value) or, with --master, the master key.",
+            discussion: """
+                --master with a key file writes a fresh random key to the same path (the old key is kept \
+                until the rewrap has committed). --to-key-env / --to-passphrase-file move the store to \
+                another kind of master key.
+                """)
+        @OptionGroup var options: StoreOptions
+        @Flag(help: "Rotate the master key instead of the data key.") var master = false
+        @Option(name: .customLong("to-key-env"), help: ArgumentHelp("New master key from this environment variable.", valueName: "VAR"))
+        var toKeyEnvironment: String?
+        @Option(name: .customLong("to-passphrase-file"), help: ArgumentHelp("New master key from this passphrase file.", valueName: "FILE"))
+        var toPassphraseFile: String?
+
+        func run() throws {
+            let store = try options.open()
+            do {
+                guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
+                    try store.rotateDataKey()
+                    print("data key rotated; every value re-encrypted")
+                    return
+                }
+                if let toKeyEnvironment {
+                    try store.rotateMasterKey(to: .environment(toKeyEnvironment))
+                } else if let toPassphraseFile {
+                    let bytes = try KeyLoading.readFile(toPassphraseFile, what: "passphrase file", limit: 4096)
+                    try store.rotateMasterKey(to: .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"])))
+                } else {
+                    guard case .keyFile(let path) = try options.keySource() else {
+                        throw CLIError.usage("--master without a key file needs --to-key-env or --to-passphrase-file")
+                    }
+                    let fresh = path + ".new"
+                    unlink(fresh)
+                    try store.rotateMasterKey(to: .keyFile(fresh))
+                    guard rename(fresh, path) == 0 else {
+                        throw CLIError.failed("the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
+                    }
+                }
+                print("master key rotated")
+            } catch let error as SecretStoreError {
+                throw StoreOptions.cliError(error)
+            }
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Open every value and report wrong key, tampered or corrupt rows (changes nothing).")
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let store = try options.open()
+            let report: SecretStore.CheckReport
+            do { report = try store.check() } catch { throw StoreOptions.cliError(error) }
+            for (entry, error) in report.bad { print("BAD  \(entry.namespace)/\(entry.name): \(error.code)") }
+            print("file: \(report.integrity == "ok" ? "ok" : "corrupt (\(report.integrity))")")
+            print("\(report.good) values open, \(report.bad.count) do not")
+            if !report.isHealthy { throw Status.failed }
+        }
+    }
+}
+
+/// ISO 8601 timestamps for listings.
+enum ISO8601Text {
+    static func string(_ date: Date) -> String { ISO8601.string(from: date) }
+}
