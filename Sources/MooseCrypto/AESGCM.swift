@@ -117,7 +117,74 @@ public enum AESGCM {
         return output
     }
 
+    /// Seals into one buffer, `nonce(12) ‖ ciphertext ‖ tag(16)`, with a fresh random nonce: the
+    /// storage format of `MooseSecretStore`, without intermediate arrays.
+    public static func sealCombined(
+        _ plaintext: some ContiguousBytes, using key: SymmetricKey, authenticating aad: some ContiguousBytes
+    ) throws(CryptoError) -> [UInt8] {
+        try withBytes(plaintext) { (input) throws(CryptoError) -> [UInt8] in
+            try withBytes(aad) { (aadBytes) throws(CryptoError) -> [UInt8] in
+                var output = [UInt8](repeating: 0, count: nonceByteCount + input.count + tagByteCount)
+                let failure: CryptoError? = output.withUnsafeMutableBufferPointer { out in
+                    do throws(CryptoError) {
+                        let base = out.baseAddress!
+                        try SecureRandom.fill(UnsafeMutableRawBufferPointer(start: base, count: nonceByteCount))
+                        let ctx = try context(for: key, nonce: UnsafeBufferPointer(start: base, count: nonceByteCount), encrypt: true)
+                        try addAAD(ctx, aadBytes)
+                        try update(ctx, input, into: base + nonceByteCount)
+                        var finalLength: Int32 = 0
+                        try OpenSSL.check(EVP_EncryptFinal_ex(ctx.pointer, base + nonceByteCount + input.count, &finalLength),
+                                          "EVP_EncryptFinal_ex failed")
+                        try OpenSSL.check(EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount),
+                                                              base + nonceByteCount + input.count), "reading the GCM tag failed")
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failure { throw failure }
+                return output
+            }
+        }
+    }
+
+    /// Opens `nonce(12) ‖ ciphertext ‖ tag(16)` without splitting it into copies.
+    public static func openCombined(
+        _ combined: some ContiguousBytes, using key: SymmetricKey, authenticating aad: some ContiguousBytes
+    ) throws(CryptoError) -> [UInt8] {
+        try withBytes(combined) { (sealed) throws(CryptoError) -> [UInt8] in
+            guard sealed.count >= nonceByteCount + tagByteCount, let base = sealed.baseAddress else {
+                throw CryptoError(CryptoError.authenticationFailure, "sealed value is shorter than nonce + tag")
+            }
+            let bytes = base.assumingMemoryBound(to: UInt8.self)
+            let length = sealed.count - nonceByteCount - tagByteCount
+            let ctx = try context(for: key, nonce: UnsafeBufferPointer(start: bytes, count: nonceByteCount), encrypt: false)
+            try OpenSSL.check(EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount),
+                                                  UnsafeMutableRawPointer(mutating: bytes + nonceByteCount + length)),
+                              "setting the GCM tag failed")
+            var output = [UInt8](repeating: 0, count: length)
+            let verified: Bool = try withBytes(aad) { (aadBytes) throws(CryptoError) -> Bool in
+                try addAAD(ctx, aadBytes)
+                return try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) -> Bool in
+                    try update(ctx, UnsafeRawBufferPointer(start: bytes + nonceByteCount, count: length), into: out.baseAddress)
+                    var finalLength: Int32 = 0
+                    return EVP_DecryptFinal_ex(ctx.pointer, out.baseAddress, &finalLength) == 1
+                } }
+            }
+            guard verified else {
+                OpenSSL.clearErrors()
+                output.withUnsafeMutableBytes { cleanse($0) }
+                throw CryptoError(CryptoError.authenticationFailure, "AES-GCM authentication failed")
+            }
+            return output
+        }
+    }
+
     private static func context(for key: SymmetricKey, nonce: [UInt8], encrypt: Bool) throws(CryptoError) -> CipherContext {
+        try nonce.withUnsafeBufferPointer { (iv) throws(CryptoError) in try context(for: key, nonce: iv, encrypt: encrypt) }
+    }
+
+    private static func context(for key: SymmetricKey, nonce: UnsafeBufferPointer<UInt8>, encrypt: Bool) throws(CryptoError) -> CipherContext {
         let cipher: OpaquePointer?
         switch key.byteCount {
         case 16: cipher = Fetched.aes128gcm
@@ -135,25 +202,134 @@ public enum AESGCM {
                               "setting the GCM nonce length failed")
         }
         let keyed = key.withUnsafeBytes { keyBytes in
-            nonce.withUnsafeBufferPointer { iv in
-                encrypt ? EVP_EncryptInit_ex2(ctx.pointer, nil, base(keyBytes), iv.baseAddress, nil)
-                        : EVP_DecryptInit_ex2(ctx.pointer, nil, base(keyBytes), iv.baseAddress, nil)
-            }
+            encrypt ? EVP_EncryptInit_ex2(ctx.pointer, nil, base(keyBytes), nonce.baseAddress, nil)
+                    : EVP_DecryptInit_ex2(ctx.pointer, nil, base(keyBytes), nonce.baseAddress, nil)
         }
         try OpenSSL.check(keyed, "AES-GCM key/nonce setup failed")
         return ctx
     }
 
-    private static func addAAD(_ ctx: CipherContext, _ aad: UnsafeRawBufferPointer) throws(CryptoError) {
+    fileprivate static func addAAD(_ ctx: CipherContext, _ aad: UnsafeRawBufferPointer) throws(CryptoError) {
         guard aad.count > 0 else { return }
         var unused: Int32 = 0
         try OpenSSL.check(EVP_CipherUpdate(ctx.pointer, nil, &unused, base(aad), Int32(aad.count)), "AES-GCM AAD failed")
     }
 
-    private static func update(_ ctx: CipherContext, _ input: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>?) throws(CryptoError) {
+    fileprivate static func update(_ ctx: CipherContext, _ input: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>?) throws(CryptoError) {
         guard input.count > 0 else { return }
         guard input.count <= Int(Int32.max) else { throw CryptoError(CryptoError.invalidParameter, "message too large for one AES-GCM call") }
         var written: Int32 = 0
         try OpenSSL.check(EVP_CipherUpdate(ctx.pointer, output, &written, base(input), Int32(input.count)), "AES-GCM update failed")
+    }
+}
+
+extension AESGCM {
+    /// An AES-GCM context keyed once and reused for many messages: no re-keying, no allocation per
+    /// message. **Not thread-safe**: one user at a time (the secret store uses it under its lock).
+    ///
+    /// ```swift
+    /// let context = try AESGCM.Context(key: key)
+    /// let sealed = try context.sealCombined(plaintext, authenticating: aad)
+    /// let opened = try context.openCombined(sealed, authenticating: aad)
+    /// ```
+    public final class Context {
+        private let encryptor: CipherContext
+        private let decryptor: CipherContext
+
+        /// Keys both directions (16, 24 or 32-byte key).
+        public init(key: SymmetricKey) throws(CryptoError) {
+            let cipher: OpaquePointer?
+            switch key.byteCount {
+            case 16: cipher = Fetched.aes128gcm
+            case 24: cipher = Fetched.aes192gcm
+            case 32: cipher = Fetched.aes256gcm
+            default: throw CryptoError(CryptoError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
+            }
+            encryptor = try CipherContext()
+            decryptor = try CipherContext()
+            let ok = key.withUnsafeBytes { keyBytes in
+                EVP_EncryptInit_ex2(encryptor.pointer, cipher, base(keyBytes), nil, nil) == 1
+                    && EVP_DecryptInit_ex2(decryptor.pointer, cipher, base(keyBytes), nil, nil) == 1
+            }
+            guard ok else { throw OpenSSL.error(CryptoError.libraryFailure, "AES-GCM key setup failed") }
+        }
+
+        /// `nonce(12) ‖ ciphertext ‖ tag(16)` with a fresh random nonce.
+        public func sealCombined(_ plaintext: some ContiguousBytes, authenticating aad: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+            try withBytes(plaintext) { (input) throws(CryptoError) -> [UInt8] in
+                try withBytes(aad) { (aadBytes) throws(CryptoError) -> [UInt8] in try seal(input, aadBytes) }
+            }
+        }
+
+        /// `sealCombined` for arrays: no generic dispatch across the module boundary (the store's hot path).
+        public func sealCombined(_ plaintext: [UInt8], authenticating aad: [UInt8]) throws(CryptoError) -> [UInt8] {
+            try typed { try plaintext.withUnsafeBytes { input in try aad.withUnsafeBytes { aadBytes in try seal(input, aadBytes) } } }
+        }
+
+        /// `openCombined` over a buffer (for example SQLite's column memory), without copying it first.
+        public func openCombined(buffer sealed: UnsafeRawBufferPointer, authenticating aad: [UInt8]) throws(CryptoError) -> [UInt8] {
+            try typed { try aad.withUnsafeBytes { aadBytes in try open(sealed, aadBytes) } }
+        }
+
+        /// `openCombined` for arrays: no generic dispatch across the module boundary (the store's hot path).
+        public func openCombined(_ combined: [UInt8], authenticating aad: [UInt8]) throws(CryptoError) -> [UInt8] {
+            try typed { try combined.withUnsafeBytes { sealed in try aad.withUnsafeBytes { aadBytes in try open(sealed, aadBytes) } } }
+        }
+
+        private func seal(_ input: UnsafeRawBufferPointer, _ aadBytes: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+            var output = [UInt8](repeating: 0, count: nonceByteCount + input.count + tagByteCount)
+            let failure: CryptoError? = output.withUnsafeMutableBufferPointer { out in
+                do throws(CryptoError) {
+                    let base = out.baseAddress!
+                    try SecureRandom.fill(UnsafeMutableRawBufferPointer(start: base, count: nonceByteCount))
+                    try OpenSSL.check(EVP_EncryptInit_ex2(encryptor.pointer, nil, nil, base, nil), "AES-GCM nonce setup failed")
+                    try AESGCM.addAAD(encryptor, aadBytes)
+                    try AESGCM.update(encryptor, input, into: base + nonceByteCount)
+                    var finalLength: Int32 = 0
+                    try OpenSSL.check(EVP_EncryptFinal_ex(encryptor.pointer, base + nonceByteCount + input.count, &finalLength),
+                                      "EVP_EncryptFinal_ex failed")
+                    try OpenSSL.check(EVP_CIPHER_CTX_ctrl(encryptor.pointer, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount),
+                                                          base + nonceByteCount + input.count), "reading the GCM tag failed")
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let failure { throw failure }
+            return output
+        }
+
+        /// Opens `nonce(12) ‖ ciphertext ‖ tag(16)`; throws `authenticationFailure` if anything changed.
+        public func openCombined(_ combined: some ContiguousBytes, authenticating aad: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+            try withBytes(combined) { (sealed) throws(CryptoError) -> [UInt8] in
+                try withBytes(aad) { (aadBytes) throws(CryptoError) -> [UInt8] in try open(sealed, aadBytes) }
+            }
+        }
+
+        private func open(_ sealed: UnsafeRawBufferPointer, _ aadBytes: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+            guard sealed.count >= nonceByteCount + tagByteCount, let start = sealed.baseAddress else {
+                throw CryptoError(CryptoError.authenticationFailure, "sealed value is shorter than nonce + tag")
+            }
+            let bytes = start.assumingMemoryBound(to: UInt8.self)
+            let length = sealed.count - nonceByteCount - tagByteCount
+            try OpenSSL.check(EVP_DecryptInit_ex2(decryptor.pointer, nil, nil, bytes, nil), "AES-GCM nonce setup failed")
+            try OpenSSL.check(EVP_CIPHER_CTX_ctrl(decryptor.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount),
+                                                  UnsafeMutableRawPointer(mutating: bytes + nonceByteCount + length)),
+                              "setting the GCM tag failed")
+            var output = [UInt8](repeating: 0, count: length)
+            try AESGCM.addAAD(decryptor, aadBytes)
+            let verified: Bool = try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) -> Bool in
+                try AESGCM.update(decryptor, UnsafeRawBufferPointer(start: bytes + nonceByteCount, count: length),
+                                  into: out.baseAddress)
+                var finalLength: Int32 = 0
+                return EVP_DecryptFinal_ex(decryptor.pointer, out.baseAddress, &finalLength) == 1
+            } }
+            guard verified else {
+                OpenSSL.clearErrors()
+                output.withUnsafeMutableBytes { cleanse($0) }
+                throw CryptoError(CryptoError.authenticationFailure, "AES-GCM authentication failed")
+            }
+            return output
+        }
     }
 }

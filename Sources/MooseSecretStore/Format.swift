@@ -42,8 +42,16 @@ enum Format {
     static func bigEndian32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
 
     static func secretAAD(storeID: [UInt8], namespace: String, name: String, keyID: Int64) -> [UInt8] {
-        let ns = Array(namespace.utf8), nm = Array(name.utf8)
-        return secretAAD + storeID + bigEndian32(ns.count) + ns + bigEndian32(nm.count) + nm + bigEndian(keyID)
+        var aad: [UInt8] = []
+        aad.reserveCapacity(secretAAD.count + storeID.count + 16 + namespace.utf8.count + name.utf8.count)
+        aad += secretAAD
+        aad += storeID
+        aad += bigEndian32(namespace.utf8.count)
+        aad += namespace.utf8
+        aad += bigEndian32(name.utf8.count)
+        aad += name.utf8
+        aad += bigEndian(keyID)
+        return aad
     }
 
     static func keyCheck(master: SymmetricKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
@@ -205,13 +213,13 @@ enum Format {
             throw SecretStoreError(SecretStoreError.invalidArgument, "a value may be at most 16 MiB")
         }
         let keyID = state.currentKeyID
-        guard let key = state.dataKeys[keyID] else {
+        guard let cipher = try state.cipher(keyID) else {
             throw SecretStoreError(SecretStoreError.corrupt, "the current data key \(keyID) is missing")
         }
         let sealed: [UInt8]
         do {
-            sealed = try AESGCM.seal(value, using: key, authenticating: secretAAD(storeID: state.storeID, namespace: namespace,
-                                                                              name: name, keyID: keyID)).combined
+            sealed = try cipher.sealCombined(value, authenticating: secretAAD(storeID: state.storeID, namespace: namespace,
+                                                                           name: name, keyID: keyID))
         } catch {
             throw SecretStoreError(SecretStoreError.io, "encryption failed", underlying: error.message)
         }
@@ -233,25 +241,30 @@ enum Format {
 
     static func get(_ state: inout SecretStore.State, namespace: String, name: String) throws(SecretStoreError) -> [UInt8]? {
         let connection = state.connection
-        let row: (Int64, [UInt8])? = try sql {
+        let statement: Statement = try sql {
             let statement = try connection.statement("SELECT key_id, sealed FROM secrets WHERE namespace = ? AND name = ?")
             try statement.bind(1, namespace)
             try statement.bind(2, name)
-            guard try statement.step() else { return nil }
-            return (statement.int64(0), statement.blob(1))
+            return statement
         }
-        guard let (keyID, sealed) = row else { return nil }
-        return try open(&state, sealed: sealed, keyID: keyID, namespace: namespace, name: name)
+        guard try sql({ try statement.step() }) else { return nil }
+        let keyID = statement.int64(0)
+        // Fast path: decrypt straight from SQLite's row memory with the cached context.
+        if let cipher = try state.cipher(keyID) {
+            let aad = secretAAD(storeID: state.storeID, namespace: namespace, name: name, keyID: keyID)
+            let opened = statement.withBlob(1) { try? cipher.openCombined(buffer: $0, authenticating: aad) }
+            if let opened { return opened }
+        }
+        return try open(&state, sealed: statement.blob(1), keyID: keyID, namespace: namespace, name: name)
     }
 
     static func open(_ state: inout SecretStore.State, sealed: [UInt8], keyID: Int64,
                      namespace: String, name: String) throws(SecretStoreError) -> [UInt8] {
         if state.dataKeys[keyID] == nil { try sql { try reloadDataKeys(&state) } }
-        guard let key = state.dataKeys[keyID] else { throw SecretStoreError.tampered(namespace: namespace, name: name) }
+        guard let cipher = try state.cipher(keyID) else { throw SecretStoreError.tampered(namespace: namespace, name: name) }
         do {
-            let box = try AESGCM.SealedBox(combined: sealed)
-            return try AESGCM.open(box, using: key, authenticating: secretAAD(storeID: state.storeID, namespace: namespace,
-                                                                               name: name, keyID: keyID))
+            return try cipher.openCombined(sealed, authenticating: secretAAD(storeID: state.storeID, namespace: namespace,
+                                                                           name: name, keyID: keyID))
         } catch {
             throw SecretStoreError.tampered(namespace: namespace, name: name)
         }

@@ -48,7 +48,8 @@ struct OpenMode: OptionSet {
 /// Not thread-safe by itself: `SecretStore` serialises every use behind a lock.
 final class SQLiteConnection {
     private let handle: OpaquePointer
-    private var statements: [String: Statement] = [:]
+    private var statements: [UInt: Statement] = [:]
+    private var used: [Statement] = []
     let path: String
 
     init(path: String, mode: OpenMode, busyTimeout: Int32 = 5_000) throws(SQLiteError) {
@@ -82,24 +83,33 @@ final class SQLiteConnection {
         guard rc == SQLITE_OK else { throw error(rc, sql.split(separator: " ").prefix(3).joined(separator: " ")) }
     }
 
-    /// A cached prepared statement, reset and with its bindings cleared.
-    func statement(_ sql: String) throws(SQLiteError) -> Statement {
-        if let cached = statements[sql] {
+    /// A cached prepared statement, reset and with its bindings cleared. Keyed by the literal's
+    /// address: every SQL text here is a `StaticString`, so the lookup never hashes the text.
+    func statement(_ sql: StaticString) throws(SQLiteError) -> Statement {
+        let key = UInt(bitPattern: sql.utf8Start)
+        if let cached = statements[key] {
             cached.reset()
+            used.append(cached)
             return cached
         }
         var raw: OpaquePointer? = nil
-        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        let rc = sql.withUTF8Buffer { text in
+            text.withMemoryRebound(to: CChar.self) {
+                sqlite3_prepare_v3(handle, $0.baseAddress, Int32($0.count), UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+            }
+        }
         guard rc == SQLITE_OK, let raw else { throw error(rc, "prepare") }
         let statement = Statement(takingOwnershipOf: raw, connection: self)
-        statements[sql] = statement
+        statements[key] = statement
+        used.append(statement)
         return statement
     }
 
     /// Resets every cached statement, ending any read they keep open (a stepped-but-unfinished
     /// statement holds a read transaction, which blocks checkpoints and journal-mode changes).
     func resetAll() {
-        for statement in statements.values { statement.reset() }
+        for statement in used { statement.reset() }
+        used.removeAll(keepingCapacity: true)
     }
 
     /// Runs `body` in a transaction: `BEGIN IMMEDIATE` (takes the write lock up front, so a writer never
@@ -120,10 +130,14 @@ final class SQLiteConnection {
 
     /// `PRAGMA name` as an integer.
     func pragmaInteger(_ name: String) throws(SQLiteError) -> Int64 {
-        let statement = try self.statement("PRAGMA \(name)")
-        defer { statement.reset() }
-        guard try statement.step() else { return 0 }
-        return statement.int64(0)
+        var raw: OpaquePointer? = nil
+        let rc = sqlite3_prepare_v2(handle, "PRAGMA \(name)", -1, &raw, nil)
+        guard rc == SQLITE_OK, let raw else { throw error(rc, "PRAGMA \(name)") }
+        defer { sqlite3_finalize(raw) }
+        let step = sqlite3_step(raw)
+        if step == SQLITE_ROW { return sqlite3_column_int64(raw, 0) }
+        if step == SQLITE_DONE { return 0 }
+        throw error(step, "PRAGMA \(name)")
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
@@ -199,6 +213,12 @@ final class Statement {
         let count = Int(sqlite3_column_bytes(handle, column))
         guard count > 0, let raw = sqlite3_column_blob(handle, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: raw, count: count))
+    }
+
+    /// The blob's bytes, valid only inside `body` (SQLite's own memory: no copy).
+    func withBlob<R>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return try body(UnsafeRawBufferPointer(start: sqlite3_column_blob(handle, column), count: count))
     }
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }

@@ -48,16 +48,40 @@ public final class SecretStore: Sendable {
     struct State: ~Copyable {
         let connection: SQLiteConnection
         var master: SymmetricKey
-        var dataKeys: [Int64: SymmetricKey]
+        var dataKeys: [Int64: SymmetricKey] {
+            didSet { ciphers.removeAll() }
+        }
+        /// One reusable AES-GCM context per data key (safe: only ever used under the store's lock).
+        var ciphers: [Int64: AESGCM.Context] = [:]
         var currentKeyID: Int64
         let storeID: [UInt8]
+
+        mutating func cipher(_ keyID: Int64) throws(SecretStoreError) -> AESGCM.Context? {
+            if let cached = ciphers[keyID] { return cached }
+            guard let key = dataKeys[keyID] else { return nil }
+            do {
+                let context = try AESGCM.Context(key: key)
+                ciphers[keyID] = context
+                return context
+            } catch {
+                throw SecretStoreError(SecretStoreError.io, "cannot set up AES-GCM", underlying: error.message)
+            }
+        }
+    }
+
+    /// How hard a commit insists on reaching the disk.
+    public enum Durability: Sendable {
+        /// `synchronous=FULL` (the default): a write that returned survives a crash or power loss.
+        case full
+        /// `synchronous=NORMAL`: a power loss may drop the last commits (never corrupts). For caches.
+        case normal
     }
 
     /// Opens the store at `path`, creating it (file 0600, folder 0700) if it does not exist.
     ///
     /// - Throws: `wrongKey` if `masterKey` is not this store's key, `corrupt` for a damaged or foreign
     ///   file, `permission`, `io`, `busy`, `keyUnavailable`. Opening never modifies an existing file.
-    public init(path: String, masterKey: MasterKeySource, create: Bool = true,
+    public init(path: String, masterKey: MasterKeySource, create: Bool = true, durability: Durability = .full,
                 scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters) throws(SecretStoreError) {
         self.path = path
         let isNew: Bool
@@ -72,7 +96,8 @@ public final class SecretStore: Sendable {
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: path, mode: .readWrite)
-            try connection.execute("PRAGMA synchronous=FULL; PRAGMA secure_delete=ON; PRAGMA foreign_keys=ON")
+            let synchronous = durability == .full ? "FULL" : "NORMAL"
+            try connection.execute("PRAGMA synchronous=\(synchronous); PRAGMA secure_delete=ON; PRAGMA foreign_keys=ON")
         } catch {
             throw error.storeError
         }

@@ -179,6 +179,17 @@ struct WycheproofTests {
                 let opened = try? AESGCM.open(box, using: key, authenticating: Self.hex(test.aad))
                 let decryptedOK = opened == Self.hex(test.msg)
                 Self.expectOutcome(test, decryptedOK, file: "aes-gcm")
+                if group.ivSize == 96 {
+                    // The reusable context (used by the secret store) on the combined form, same outcome.
+                    let context = try AESGCM.Context(key: key)
+                    let combined = Self.hex(test.iv) + Self.hex(test.ct) + Self.hex(test.tag)
+                    let viaContext = (try? context.openCombined(combined, authenticating: Self.hex(test.aad))) == Self.hex(test.msg)
+                    Self.expectOutcome(test, viaContext, file: "aes-gcm context")
+                    if test.result == "valid" {
+                        let resealed = try context.sealCombined(Self.hex(test.msg), authenticating: Self.hex(test.aad))
+                        #expect(try context.openCombined(resealed, authenticating: Self.hex(test.aad)) == Self.hex(test.msg))
+                    }
+                }
                 if test.result == "valid" {
                     // Sealing with the same nonce reproduces the vector exactly.
                     let sealed = try AESGCM.seal(Self.hex(test.msg), using: key, nonce: Self.hex(test.iv),

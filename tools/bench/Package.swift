@@ -12,16 +12,16 @@ let package = Package(
     ],
     targets: [
         // The libcrypto floor: the same verifications straight from C, keys imported once.
-        .target(name: "CFloor", linkerSettings: [.linkedLibrary("crypto")]),
+        .target(name: "CFloor", linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("sqlite3")]),
         .executableTarget(
             name: "moose-bench",
             dependencies: [
                 "CFloor",
                 .product(name: "MooseJWT", package: "Moose"),
                 .product(name: "MooseCrypto", package: "Moose"),
+                .product(name: "MooseSecretStore", package: "Moose"),
                 .product(name: "JWTKit", package: "jwt-kit"),
-            ],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

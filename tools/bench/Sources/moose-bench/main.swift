@@ -5,6 +5,7 @@ import Foundation
 import JWTKit
 import MooseCrypto
 import MooseJWT
+import MooseSecretStore
 
 // MARK: - Timing
 
@@ -105,8 +106,7 @@ enum JWTBench {
             exit(0)
         }
 
-        print("# Moose benchmarks — \(ProcessInfo.processInfo.processorCount) cores, \(Date())\n")
-        print("## JWT verify + decode (µs per token, median of 25 rounds)\n")
+        print("\n## JWT verify + decode (µs per token, median of 25 rounds)\n")
         print("| | token bytes | libcrypto floor (C) | jwt-kit 5.8 | Moose | Moose / jwt-kit | Moose / floor |")
         print("|---|---|---|---|---|---|---|")
 
@@ -177,4 +177,18 @@ enum JWTBench {
     }
 }
 
-try await JWTBench.run()
+print("# Moose benchmarks — \(ProcessInfo.processInfo.processorCount) cores, \(Date())")
+let mode = CommandLine.arguments.dropFirst().first ?? "all"
+if mode == "profile-store-get" {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("moose-profile-\(UUID().uuidString).sqlite").path
+    let store = try SecretStore(path: path, masterKey: .raw(try SecureRandom.bytes(count: 32)), durability: .normal)
+    let value = [UInt8](repeating: 7, count: 1024)
+    for i in 0..<1000 { try store.put(value, namespace: "bench", name: "item-\(i)") }
+    for i in 0..<200_000 { _ = try store.get(namespace: "bench", name: "item-\(i % 1000)") }
+    exit(0)
+}
+if mode == "all" || mode == "jwt" { try await JWTBench.run() }
+if mode == "all" || mode == "store" {
+    let sqlcipher = ProcessInfo.processInfo.environment["SQLCIPHER_BENCH"]
+    try StoreBench.run(rows: 10_000, sqlcipher: sqlcipher)
+}

@@ -1,0 +1,2 @@
+#include "floor.h"
+#include "store_floor.h"
