@@ -40,8 +40,8 @@ public enum MasterKeySource: Sendable {
         }
     }
 
-    /// The default scrypt cost: N = 2^15, r = 8, p = 1 (32 MiB, ~130 ms on a 2-core CI machine).
-    public static let defaultScryptParameters = Scrypt.Parameters(n: 1 << 15, r: 8, p: 1)
+    /// The default scrypt cost: N = 2^16, r = 8, p = 1 (64 MiB, ~150–250 ms on a 2-core CI machine).
+    public static let defaultScryptParameters = Scrypt.Parameters(n: 1 << 16, r: 8, p: 1)
 
     /// Resolves the key. `kdf` carries the store's scrypt salt and parameters for a passphrase.
     func resolve(kdf: KDFParameters?, create: Bool) throws(SecretStoreError) -> SymmetricKey {
