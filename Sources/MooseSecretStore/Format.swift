@@ -102,7 +102,29 @@ enum Format {
         try sql { try connection.transaction(immediate: immediate) { try body() } }
     }
 
-    // MARK: create / load
+    // MARK: create / migrate / load
+
+    /// Forward migrations: `migrations[n]` takes a store from schema version n + 1 to n + 2 (version 1
+    /// is made by `create`, which needs the master key). Each runs in its own immediate transaction
+    /// with `user_version` bumped inside it, so a crash leaves either the old or the new schema.
+    static let migrations: [String] = []
+
+    static func migrate(connection: SQLiteConnection, from version: Int64) throws {
+        var current = version
+        while current < SecretStore.schemaVersion {
+            let index = Int(current - 1)
+            guard index >= 0, index < migrations.count else {
+                throw SecretStoreError(SecretStoreError.unsupportedVersion, "no migration from schema version \(current)")
+            }
+            try connection.transaction(immediate: true) {
+                // Another process may have migrated meanwhile.
+                guard try connection.pragmaInteger("user_version") == current else { return }
+                try connection.execute(migrations[index])
+                try connection.execute("PRAGMA user_version = \(current + 1)")
+            }
+            current += 1
+        }
+    }
 
     static func create(connection: SQLiteConnection, masterKey: MasterKeySource, scrypt: Scrypt.Parameters) throws {
         try connection.transaction(immediate: true) {

@@ -121,6 +121,9 @@ public final class SecretStore: Sendable {
                 throw SecretStoreError(SecretStoreError.unsupportedVersion,
                                        "the store has schema version \(version); this Moose knows up to \(schemaVersion)")
             }
+            if version < schemaVersion {
+                try Format.migrate(connection: connection, from: version)
+            }
             return try Format.load(connection: connection, masterKey: masterKey)
         } catch let error as SQLiteError {
             throw error.storeError

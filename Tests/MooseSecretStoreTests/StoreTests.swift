@@ -261,6 +261,15 @@ struct StoreTamperTests {
         _ = expectStoreError(SecretStoreError.wrongKey) { _ = try SecretStore(path: path, masterKey: .keyFile(newKeyPath)) }
     }
 
+    @Test func newerSchemaIsRefusedUntouched() throws {
+        try raw("PRAGMA user_version = 99")
+        try checkpoint()
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let error = expectStoreError(SecretStoreError.unsupportedVersion) { _ = try SecretStore(path: path, masterKey: .raw(key)) }
+        #expect(error?.message.contains("99") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
     @Test func rolledBackKeyIdIsTampered() throws {
         let store = try SecretStore(path: path, masterKey: .raw(key))
         try store.rotateMasterKey(to: .raw(key))   // no-op rewrap
