@@ -17,11 +17,13 @@ let package = Package(
         .library(name: "MooseJWT", targets: ["MooseJWT"]),
         .library(name: "MooseHTTP", targets: ["MooseHTTP"]),
         .library(name: "MooseSecretStore", targets: ["MooseSecretStore"]),
+        .library(name: "MooseURLSession", targets: ["MooseURLSession"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
         .executable(name: "moose", targets: ["moose"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -38,10 +40,12 @@ let package = Package(
         .target(name: "MooseJWT", dependencies: ["MooseCrypto"]),
         // libcurl, loaded with dlopen on first use (no build-time dependency on libcurl's headers).
         .target(name: "CMooseCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
-        .target(name: "MooseHTTP", dependencies: ["CMooseCurl"]),
+        .target(name: "MooseHTTP", dependencies: ["CMooseCurl", .product(name: "Logging", package: "swift-log")]),
         .target(name: "MooseSecretStore", dependencies: ["CSQLite", "MooseCrypto"]),
+        // URLSession (FoundationNetworking) in its own module: the CLI never links it.
+        .target(name: "MooseURLSession", dependencies: ["MooseHTTP"]),
         .target(name: "MooseTesting", dependencies: []),
-        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseSecretStore"]),
+        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore"]),
         .executableTarget(
             name: "moose",
             dependencies: [
@@ -55,6 +59,7 @@ let package = Package(
         // A child process for the store's multi-process tests.
         .executableTarget(name: "moose-store-worker", dependencies: ["MooseSecretStore"]),
         .testTarget(name: "MooseSecretStoreTests", dependencies: ["MooseSecretStore", "MooseTesting", "moose-store-worker"]),
+        .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTesting"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTesting"]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTesting"]),
         .testTarget(name: "MooseCLITests", dependencies: ["moose", "MooseTesting"]),

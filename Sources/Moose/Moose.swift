@@ -3,3 +3,4 @@
 @_exported public import MooseJWT
 @_exported public import MooseHTTP
 @_exported public import MooseSecretStore
+@_exported public import MooseURLSession

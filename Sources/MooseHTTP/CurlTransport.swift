@@ -67,6 +67,14 @@ public struct CurlTransport: HTTPTransport {
         guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw HTTPError(HTTPError.invalidRequest, "only http and https URLs are supported: \(request.url.redactedForLogs)")
         }
+        var request = request
+        if let file = request.bodyFile {
+            // libcurl's easy API here takes the body in memory: fine for the CLI's small requests.
+            guard let data = FileManager.default.contents(atPath: file.path) else {
+                throw HTTPError(HTTPError.invalidRequest, "cannot read the body file \(file.path)")
+            }
+            request.body = data
+        }
         let headerLines = request.headers.map { "\($0.name): \($0.value)" }
         var response = moose_curl_response()
         defer { moose_curl_response_free(&response) }

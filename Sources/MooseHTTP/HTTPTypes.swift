@@ -102,6 +102,10 @@ public struct HTTPRequest: Sendable {
     public var headers: HTTPHeaders
     /// The body, if any.
     public var body: Data?
+    /// A file to stream as the body instead of `body` (uploads, multipart forms).
+    public var bodyFile: URL?
+    /// Whether `bodyFile` is a temporary file to delete once the request is done.
+    public var removesBodyFileAfterUse = false
     /// The time allowed for the whole exchange.
     public var timeout: TimeInterval
 
@@ -156,14 +160,46 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public let code: Code
     /// A human-readable explanation (URLs have their query redacted).
     public let message: String
+    /// The request's method, when known.
+    public let method: HTTPMethod?
+    /// The request's URL with secrets in the query redacted, when known.
+    public let url: String?
+    /// The response status, for `status` errors.
+    public let status: HTTPStatus?
+    /// The start of the response body (at most 512 characters), for `status` errors.
+    public let bodyExcerpt: String?
 
-    init(_ code: Code, _ message: String) {
+    init(_ code: Code, _ message: String, method: HTTPMethod? = nil, url: String? = nil, status: HTTPStatus? = nil,
+         bodyExcerpt: String? = nil) {
         self.code = code
         self.message = message
+        self.method = method
+        self.url = url
+        self.status = status
+        self.bodyExcerpt = bodyExcerpt
     }
 
-    /// `code: message`
-    public var description: String { "\(code): \(message)" }
+    /// `code: message`, with method, URL and status when known.
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let method, let url { text += " [\(method) \(url)]" }
+        return text
+    }
+
+    /// A transport failure for `request` (for transports in other modules).
+    public static func transportFailure(_ message: String, _ request: HTTPRequest) -> HTTPError {
+        HTTPError(transport, message, method: request.method, url: request.url.redactedForLogs)
+    }
+
+    /// A timeout for `request` (for transports in other modules).
+    public static func timeout(_ message: String, _ request: HTTPRequest) -> HTTPError {
+        HTTPError(timedOut, message, method: request.method, url: request.url.redactedForLogs)
+    }
+
+    /// The server answered with a status the caller did not accept (and no server-error mapper claimed it).
+    public static let status = Code(name: "status")
+    /// The response body could not be decoded as the expected type.
+    public static let decoding = Code(name: "decoding")
 
     /// The request could not be sent or no response arrived (DNS, connect, TLS, reset).
     public static let transport = Code(name: "transport")
@@ -176,10 +212,49 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 }
 
 extension URL {
-    /// The URL without its query and fragment, for messages and logs (queries may hold secrets).
-    public var redactedForLogs: String {
-        var text = absoluteString
-        if let index = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<index]) + "?…" }
-        return text
+    /// The URL with the values of secret-looking query parameters replaced by `***` (and any
+    /// user:password removed), for messages and logs.
+    public var redactedForLogs: String { Redaction.url(absoluteString) }
+}
+
+/// What is never logged or put in an error message.
+public enum Redaction {
+    /// Query and form fields whose values are credentials.
+    public static let sensitiveFields: Set<String> = [
+        "access_token", "refresh_token", "id_token", "token", "code", "code_verifier", "client_secret",
+        "client_assertion", "password", "secret", "assertion", "device_code", "subject_token", "actor_token",
+        "api_key", "apikey", "key", "sig", "signature", "state", "nonce",
+    ]
+
+    /// A URL with sensitive query values and userinfo replaced.
+    public static func url(_ text: String) -> String {
+        var text = text
+        let chars = Array(text)
+        if let colon = (0..<max(0, chars.count - 2)).first(where: { chars[$0] == ":" && chars[$0 + 1] == "/" && chars[$0 + 2] == "/" }) {
+            let start = colon + 3
+            var index = start
+            while index < chars.count, chars[index] != "/", chars[index] != "?", chars[index] != "#", chars[index] != "@" { index += 1 }
+            if index < chars.count, chars[index] == "@" {
+                text = String(chars[..<start]) + "***@" + String(chars[(index + 1)...])
+            }
+        }
+        guard let question = text.firstIndex(of: "?") else { return text }
+        var fragment = ""
+        var query = String(text[text.index(after: question)...])
+        if let hash = query.firstIndex(of: "#") {
+            fragment = String(query[hash...])
+            query = String(query[..<hash])
+        }
+        return String(text[...question]) + form(query) + fragment
+    }
+
+    /// A form-encoded (or query) string with sensitive values replaced by `***`.
+    public static func form(_ text: String) -> String {
+        text.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
+            let name = pair[..<equals].lowercased()
+            let bare = name.hasSuffix("%5b%5d") ? String(name.dropLast(6)) : name
+            return sensitiveFields.contains(bare) ? "\(pair[..<equals])=***" : String(pair)
+        }.joined(separator: "&")
     }
 }

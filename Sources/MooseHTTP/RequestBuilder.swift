@@ -1,0 +1,192 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Turns an `Endpoint` into an `HTTPRequest`, validating everything first: a request that cannot be
+/// built correctly is an error before any I/O, never a malformed request on the wire.
+public struct RequestBuilder: Sendable {
+    /// Headers added to every request unless the endpoint sets them.
+    public var defaultHeaders: HTTPHeaders
+    /// The timeout when the endpoint sets none.
+    public var defaultTimeout: TimeInterval
+    /// Where multipart bodies are assembled (streamed to a temporary file).
+    public var temporaryDirectory: URL
+
+    /// A builder.
+    public init(defaultHeaders: HTTPHeaders = [:], defaultTimeout: TimeInterval = 20,
+                temporaryDirectory: URL = URL(fileURLWithPath: NSTemporaryDirectoryPath())) {
+        self.defaultHeaders = defaultHeaders
+        self.defaultTimeout = defaultTimeout
+        self.temporaryDirectory = temporaryDirectory
+    }
+
+    /// Builds the request for `endpoint`.
+    ///
+    /// - Throws: `HTTPError.invalidRequest` naming what is wrong (missing path parameter, bad base URL,
+    ///   a header value with a line break, an unreadable upload file…).
+    public func build(_ endpoint: some Endpoint) throws(HTTPError) -> HTTPRequest {
+        let url = try Self.url(for: endpoint)
+        var headers = HTTPHeaders()
+        for field in defaultHeaders where endpoint.headers[field.name] == nil { headers.add(field.name, field.value) }
+        for field in endpoint.headers {
+            guard !field.name.isEmpty, field.name.allSatisfy(Self.isTokenCharacter) else {
+                throw HTTPError(HTTPError.invalidRequest, "header name \"\(field.name)\" is not a valid token")
+            }
+            // Scalars, not Characters: "\r\n" is a single Character and would slip past a Character test.
+            guard !field.value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                throw HTTPError(HTTPError.invalidRequest, "header \(field.name) contains a line break")
+            }
+            headers.add(field.name, field.value)
+        }
+        var request = HTTPRequest(method: endpoint.method, url: url, headers: headers, body: nil,
+                                  timeout: endpoint.timeout ?? defaultTimeout)
+        try encodeBody(endpoint.body, into: &request)
+        if [HTTPMethod.get, .head].contains(endpoint.method), request.body != nil || request.bodyFile != nil {
+            throw HTTPError(HTTPError.invalidRequest, "\(endpoint.method) request with a body")
+        }
+        return request
+    }
+
+    static func url(for endpoint: some Endpoint) throws(HTTPError) -> URL {
+        let base = endpoint.baseURL
+        guard let scheme = base.scheme?.lowercased(), URLScheme(rawValue: scheme) != nil, let host = base.host, !host.isEmpty else {
+            throw HTTPError(HTTPError.invalidRequest, "base URL \(base.redactedForLogs) must be absolute http(s) with a host")
+        }
+        // Fill {placeholders}; every one must have a value, every value becomes one encoded segment.
+        var path = ""
+        var rest = Substring(endpoint.path)
+        var used = Set<String>()
+        while let open = rest.firstIndex(of: "{") {
+            path += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "}") else {
+                throw HTTPError(HTTPError.invalidRequest, "path \"\(endpoint.path)\" has an unclosed {")
+            }
+            let name = String(rest[rest.index(after: open)..<close])
+            guard let value = endpoint.pathParameters[name] else {
+                throw HTTPError(HTTPError.invalidRequest, "path parameter {\(name)} of \"\(endpoint.path)\" has no value")
+            }
+            guard !value.isEmpty else {
+                throw HTTPError(HTTPError.invalidRequest, "path parameter {\(name)} is empty")
+            }
+            path += percentEncode(value, allowed: pathSegmentAllowed)
+            used.insert(name)
+            rest = rest[rest.index(after: close)...]
+        }
+        path += rest
+        if path.contains("}") { throw HTTPError(HTTPError.invalidRequest, "path \"\(endpoint.path)\" has an unmatched }") }
+        var text = base.absoluteString
+        if text.hasSuffix("/") { text.removeLast() }
+        if !path.isEmpty, !path.hasPrefix("/") { path = "/" + path }
+        text += path
+        let query = encodeQuery(endpoint.query, arrays: endpoint.arrayEncoding)
+        if !query.isEmpty { text += (text.contains("?") ? "&" : "?") + query }
+        guard let url = URL(string: text) else {
+            throw HTTPError(HTTPError.invalidRequest, "cannot form a URL from \(base.redactedForLogs) and \"\(endpoint.path)\"")
+        }
+        return url
+    }
+
+    /// Query string per RFC 3986, with `+`, `&`, `=` and `;` encoded inside names and values.
+    public static func encodeQuery(_ items: [QueryItem], arrays: ArrayEncoding) -> String {
+        var pairs: [String] = []
+        for item in items {
+            let name = percentEncode(item.name, allowed: queryAllowed)
+            if !item.isArray {
+                pairs.append(name + "=" + percentEncode(item.values.first ?? "", allowed: queryAllowed))
+                continue
+            }
+            switch arrays {
+            case .repeatedKeys:
+                for value in item.values { pairs.append(name + "=" + percentEncode(value, allowed: queryAllowed)) }
+            case .commaSeparated:
+                pairs.append(name + "=" + item.values.map { percentEncode($0, allowed: queryAllowed) }.joined(separator: ","))
+            case .brackets:
+                for value in item.values { pairs.append(name + "%5B%5D=" + percentEncode(value, allowed: queryAllowed)) }
+            }
+        }
+        return pairs.joined(separator: "&")
+    }
+
+    /// `application/x-www-form-urlencoded` (WHATWG URL §5.2: space becomes `+`).
+    public static func encodeForm(_ fields: [(String, String)]) -> String {
+        fields.map { formEncode($0.0) + "=" + formEncode($0.1) }.joined(separator: "&")
+    }
+
+    static func formEncode(_ text: String) -> String {
+        // Spaces become "+" (encoded separately so a literal "+" stays %2B).
+        text.split(separator: " ", omittingEmptySubsequences: false)
+            .map { percentEncode(String($0), allowed: formAllowed) }.joined(separator: "+")
+    }
+
+    private func encodeBody(_ body: RequestBody, into request: inout HTTPRequest) throws(HTTPError) {
+        switch body {
+        case .none:
+            return
+        case .json(let value):
+            do {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                request.body = try encoder.encode(value)
+            } catch {
+                throw HTTPError(HTTPError.invalidRequest, "the JSON body cannot be encoded: \(error)")
+            }
+            setContentType(&request, .json)
+        case .form(let fields):
+            request.body = Data(Self.encodeForm(fields).utf8)
+            setContentType(&request, .formURLEncoded)
+        case .data(let data, let type):
+            request.body = data
+            setContentType(&request, type)
+        case .file(let url, let type):
+            guard FileManager.default.isReadableFile(atPath: url.path) else {
+                throw HTTPError(HTTPError.invalidRequest, "upload file \(url.path) is not readable")
+            }
+            request.bodyFile = url
+            setContentType(&request, type)
+        case .multipart(let form):
+            let file = try form.writeBody(into: temporaryDirectory)
+            request.bodyFile = file
+            request.removesBodyFileAfterUse = true
+            setContentType(&request, MIMEType("multipart/form-data; boundary=\(form.boundary)"))
+        }
+    }
+
+    private func setContentType(_ request: inout HTTPRequest, _ type: MIMEType) {
+        if request.headers[.contentType] == nil { request.headers[.contentType] = type.value }
+    }
+
+    static func isTokenCharacter(_ character: Character) -> Bool {
+        guard let ascii = character.asciiValue, ascii > 32, ascii < 127 else { return false }
+        return !"()<>@,;:\\\"/[]?={}".contains(character)
+    }
+
+    // RFC 3986 unreserved characters, plus what each component may carry unencoded.
+    static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+    static let pathSegmentAllowed = unreserved.union("!$'()*,:@".utf8)   // no "/", ";", "=", "&", "+"
+    static let queryAllowed = unreserved.union("!$'()*,:@/?".utf8)     // no "&", "=", "+", ";", "#"
+    static let formAllowed = unreserved.union("*".utf8)
+
+    static func percentEncode(_ text: String, allowed: Set<UInt8>) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            if allowed.contains(byte) {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                out += "%"
+                out.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
+                out.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0xF)]))
+            }
+        }
+        return out
+    }
+}
+
+/// The temporary folder (FoundationEssentials has no `NSTemporaryDirectory`).
+public func NSTemporaryDirectoryPath() -> String {
+    if let value = ProcessInfo.processInfo.environment["TMPDIR"], !value.isEmpty { return value }
+    return "/tmp"
+}

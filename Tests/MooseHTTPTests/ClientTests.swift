@@ -1,0 +1,197 @@
+import Foundation
+import Logging
+import MooseHTTP
+import MooseTesting
+import MooseURLSession
+import Testing
+
+struct RequestBuildingTests {
+    @Test func pathParametersArePercentEncodedAsOneSegment() throws {
+        let endpoint = TestEndpoint(path: "/users/{id}/files/{name}",
+                                    pathParameters: ["id": "a b/c?d#e%f+g", "name": "ünï;=&"])
+        let request = try RequestBuilder().build(endpoint)
+        #expect(request.url.absoluteString.hasSuffix("/users/a%20b%2Fc%3Fd%23e%25f%2Bg/files/%C3%BCn%C3%AF%3B%3D%26"))
+    }
+
+    @Test func missingOrBrokenPathParametersFailBeforeAnyIO() async throws {
+        let counting = CountingTransport(URLSessionTransport())
+        let client = HTTPClient(transport: counting)
+        await #expect(throws: HTTPError.self) { try await client.send(TestEndpoint(path: "/users/{id}")) }
+        await #expect(throws: HTTPError.self) { try await client.send(TestEndpoint(path: "/users/{id", pathParameters: ["id": "1"])) }
+        await #expect(throws: HTTPError.self) {
+            try await client.send(TestEndpoint(path: "/x", headers: ["X-Evil": "a\r\nInjected: yes"]))
+        }
+        await #expect(throws: HTTPError.self) { try await client.send(TestEndpoint(path: "/x", body: .data(Data("b".utf8), .plainText))) }
+        #expect(counting.count == 0)
+        do {
+            _ = try RequestBuilder().build(TestEndpoint(path: "/users/{id}"))
+        } catch {
+            #expect(error.message.contains("{id}"))
+        }
+    }
+
+    @Test func arrayQueryEncodings() throws {
+        let items = [QueryItem("tag", array: ["a b", "c&d"]), QueryItem("q", "x=y+z")]
+        #expect(RequestBuilder.encodeQuery(items, arrays: .repeatedKeys) == "tag=a%20b&tag=c%26d&q=x%3Dy%2Bz")
+        #expect(RequestBuilder.encodeQuery(items, arrays: .commaSeparated) == "tag=a%20b,c%26d&q=x%3Dy%2Bz")
+        #expect(RequestBuilder.encodeQuery(items, arrays: .brackets) == "tag%5B%5D=a%20b&tag%5B%5D=c%26d&q=x%3Dy%2Bz")
+    }
+
+    @Test func redaction() {
+        #expect(Redaction.url("https://u:p@id.example.com/cb?code=abc&state=xyz&x=1") == "https://***@id.example.com/cb?code=***&state=***&x=1")
+        #expect(Redaction.form("grant_type=refresh_token&refresh_token=secret&client_id=c") == "grant_type=refresh_token&refresh_token=***&client_id=c")
+        #expect(HTTPStatus(rawValue: 503).kind == .serverError && HTTPStatus.notFound.description == "404 Not Found")
+        #expect(RetryPolicy.retryAfter("120") == 120)
+        #expect(RetryPolicy.retryAfter(HTTPDate.format(Date().addingTimeInterval(30)))! > 28)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
+    }
+}
+
+/// Against the real server on 127.0.0.1.
+struct ClientTests {
+    let client = HTTPClient(transport: URLSessionTransport(), retryPolicy: RetryPolicy(backoff: .constant(0.05)))
+
+    @Test func everyBodyEncodingAsTheServerReceivedIt() async throws {
+        struct Payload: Codable, Sendable { let name: String; let count: Int }
+        let json = try await client.decode(Echo.self, from: TestEndpoint(path: "/echo", method: .post,
+                                                                          body: .json(Payload(name: "moose", count: 2))))
+        #expect(json.headers["content-type"] == "application/json")
+        #expect(json.bodyText == #"{"count":2,"name":"moose"}"#)
+
+        let form = try await client.decode(Echo.self, from: TestEndpoint(path: "/echo", method: .post,
+                                                                          body: .form([("grant_type", "refresh_token"), ("scope", "a b+c&d")])))
+        #expect(form.headers["content-type"] == "application/x-www-form-urlencoded")
+        #expect(form.bodyText == "grant_type=refresh_token&scope=a+b%2Bc%26d")
+
+        let raw = try await client.decode(Echo.self, from: TestEndpoint(path: "/echo", method: .put, body: .data(Data([0, 1, 2, 255]), .octetStream)))
+        #expect(raw.body_size == 4 && raw.headers["content-type"] == "application/octet-stream")
+    }
+
+    @Test func multipartWithAFiveMebibyteFileStreamedFromDisk() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moose-upload-\(UUID().uuidString).bin")
+        let content = Data((0..<(5 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 7) })
+        try content.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        var form = MultipartForm()
+        form.add(field: "title", value: "holiday \"2026\"")
+        form.add(file: file, name: "photo", filename: "photo.bin", type: .octetStream)
+        let echo = try await client.decode(Echo.self, from: TestEndpoint(path: "/echo/upload", method: .post, body: .multipart(form)))
+        #expect(echo.headers["content-type"]?.hasPrefix("multipart/form-data; boundary=moose-") == true)
+        #expect(echo.body_size > 5 << 20)
+        // The server's body contains the file byte for byte between the part headers and the boundary.
+        let body = try #require(Data(base64Encoded: echo.body))
+        #expect(body.range(of: content) != nil)
+        #expect(body.range(of: Data("name=\"title\"\r\n\r\nholiday \"2026\"\r\n".utf8)) != nil)
+        #expect(body.range(of: Data("filename=\"photo.bin\"\r\nContent-Type: application/octet-stream".utf8)) != nil)
+        // The temporary body file is gone afterwards.
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectoryPath())
+            .filter { $0.hasPrefix("moose-multipart-\(form.boundary)") }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func resourcePathAndQueryArriveEncoded() async throws {
+        let echo = try await client.decode(Echo.self, from: TestEndpoint(
+            path: "/echo/users/{id}", pathParameters: ["id": "a b/c?d"],
+            query: [QueryItem("ids", array: ["1", "2"]), QueryItem("q", "x&y")], arrayEncoding: .brackets))
+        #expect(echo.path == "/echo/users/a%20b%2Fc%3Fd")
+        #expect(echo.query == "ids%5B%5D=1&ids%5B%5D=2&q=x%26y")
+    }
+
+    @Test func retriesA503HonouringRetryAfter() async throws {
+        let key = UUID().uuidString
+        let started = Date()
+        let response = try await client.send(TestEndpoint(path: "/flaky/\(key)", query: [QueryItem("fail", "2"), QueryItem("retry_after", "1")]))
+        #expect(response.status == 200)
+        #expect(Date().timeIntervalSince(started) >= 1.9, "Retry-After: 1 was not honoured twice")
+        let count = try await client.json(from: TestEndpoint(path: "/count/\(key)"))
+        #expect(count["count"]?.number == 3)
+    }
+
+    @Test func postIsNotRetriedByDefault() async throws {
+        let key = UUID().uuidString
+        do {
+            try await client.send(TestEndpoint(path: "/flaky/\(key)", method: .post, query: [QueryItem("fail", "1")]))
+            Issue.record("POST succeeded, so it was retried")
+        } catch let error as HTTPError {
+            #expect(error.status == 503)
+        }
+        let count = try await client.json(from: TestEndpoint(path: "/count/\(key)"))
+        #expect(count["count"]?.number == 1)
+        // …unless the endpoint says it may be.
+        let retried = try await client.send(TestEndpoint(path: "/flaky/\(key)-2", method: .post, query: [QueryItem("fail", "1")], retryable: true))
+        #expect(retried.status == 200)
+    }
+
+    @Test func timeoutIsReported() async throws {
+        let started = Date()
+        do {
+            try await HTTPClient(transport: URLSessionTransport(), retryPolicy: .none)
+                .send(TestEndpoint(path: "/slow", query: [QueryItem("seconds", "3")], timeout: 0.5))
+            Issue.record("no timeout")
+        } catch let error as HTTPError {
+            #expect(error.code == HTTPError.timedOut)
+        }
+        #expect(Date().timeIntervalSince(started) < 2.5)
+    }
+
+    @Test func cancellationStopsTheCallWithCancellationError() async throws {
+        let task = Task { try await client.send(TestEndpoint(path: "/slow", query: [QueryItem("seconds", "3")])) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let started = Date()
+        task.cancel()
+        do {
+            _ = try await task.value
+            Issue.record("completed despite cancellation")
+        } catch {
+            #expect(error is CancellationError, "got \(error)")
+        }
+        #expect(Date().timeIntervalSince(started) < 1.5)
+    }
+
+    @Test func serverErrorsMapToTheAPIsOwnType() async throws {
+        do {
+            try await client.send(TestEndpoint(path: "/status/404"))
+        } catch let error as TestEndpoint.APIError {
+            #expect(error == TestEndpoint.APIError(code: "E404", message: "status 404 as asked"))
+        }
+        // Without a mapper: HTTPError with method, URL, status and a body excerpt.
+        struct Plain: Endpoint { var baseURL: URL { TestServer.base }; var path: String { "/status/418" } }
+        do {
+            try await client.send(Plain())
+            Issue.record("418 accepted")
+        } catch let error as HTTPError {
+            #expect(error.code == HTTPError.status && error.status == 418 && error.method == .get)
+            #expect(error.url?.hasSuffix("/status/418") == true)
+            #expect(error.bodyExcerpt?.contains("E418") == true)
+        }
+    }
+
+    @Test func logsAreRedacted() async throws {
+        let log = CapturedLog()
+        let client = HTTPClient(transport: URLSessionTransport(), logger: log.logger())
+        _ = try await client.send(TestEndpoint(path: "/echo", method: .post,
+                                               query: [QueryItem("access_token", "query-secret")],
+                                               headers: ["Authorization": "Bearer header-secret", "Cookie": "sid=cookie-secret"],
+                                               body: .form([("refresh_token", "body-secret"), ("client_id", "moose")])))
+        let text = log.text
+        #expect(text.contains("POST") && text.contains("client_id=moose"))
+        for secret in ["query-secret", "header-secret", "cookie-secret", "body-secret"] {
+            #expect(!text.contains(secret), "\(secret) leaked into the log")
+        }
+    }
+
+    @Test func downloadToAFile() async throws {
+        let destination = FileManager.default.temporaryDirectory.appendingPathComponent("moose-download-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: destination) }
+        let transport = URLSessionTransport()
+        let reported = CapturedLog()
+        let request = HTTPRequest(url: TestServer.base.appendingPathComponent("bytes").appending(queryItems: [.init(name: "n", value: "3000000")]))
+        let response = try await transport.download(request, to: destination) { received, expected in
+            reported.append("\(received)/\(expected ?? -1)")
+        }
+        #expect(response.status == 200)
+        let attributes = try FileManager.default.attributesOfItem(atPath: destination.path)
+        #expect(attributes[.size] as? Int == 3_000_000)
+        #expect(reported.text.hasSuffix("3000000/3000000"))
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Logging
+import MooseHTTP
+import MooseTesting
+import Synchronization
+import Testing
+
+/// tools/testserver/http_test_server.py, started once per test process on 127.0.0.1 (it exits when
+/// this process does).
+enum TestServer {
+    static let base: URL = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let script = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/testserver/http_test_server.py")
+        process.arguments = ["python3", "-u", script]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { fatalError("cannot start the test server: \(error)") }
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let port = text.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            fatalError("the test server did not print its port: \(text)")
+        }
+        return URL(string: "http://127.0.0.1:\(port)")!
+    }()
+}
+
+/// A transport wrapper that counts what reaches the real transport.
+final class CountingTransport: HTTPTransport, @unchecked Sendable {
+    let inner: any HTTPTransport
+    private let counter = Mutex(0)
+    init(_ inner: any HTTPTransport) { self.inner = inner }
+    var count: Int { counter.withLock { $0 } }
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        counter.withLock { $0 += 1 }
+        return try await inner.send(request)
+    }
+}
+
+/// Captures log lines (to assert that no secret reaches them).
+final class CapturedLog: @unchecked Sendable {
+    private let lines = Mutex<[String]>([])
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    func logger() -> Logger {
+        var logger = Logger(label: "test") { _ in CaptureHandler(log: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    struct CaptureHandler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { log.append("\(event.level) \(event.message)") }
+    }
+}
+
+/// What /echo saw.
+struct Echo: Decodable {
+    let method: String
+    let path: String
+    let query: String
+    let headers: [String: String]
+    let body: String
+    let body_sha256: String
+    let body_size: Int
+
+    var bodyText: String { String(decoding: Data(base64Encoded: body) ?? Data(), as: UTF8.self) }
+}
+
+/// An endpoint made of plain values, for tests.
+struct TestEndpoint: Endpoint {
+    var baseURL: URL = TestServer.base
+    var path: String
+    var pathParameters: [String: String] = [:]
+    var method: HTTPMethod = .get
+    var query: [QueryItem] = []
+    var arrayEncoding: ArrayEncoding = .repeatedKeys
+    var headers: HTTPHeaders = [:]
+    var body: RequestBody = .none
+    var timeout: TimeInterval? = nil
+    var retryable: Bool? = nil
+    var isRetryable: Bool { retryable ?? method.isIdempotent }
+
+    struct APIError: Error, Decodable, Equatable { let code: String; let message: String }
+    func serverError(for response: HTTPResponse) -> (any Error)? { decodeServerError(APIError.self, from: response) }
+}
