@@ -37,9 +37,12 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    // URLSession is thread-safe; the class holds only immutable references.
+    // URLSession is thread-safe; the class holds only immutable references. Plain requests and
+    // transfers use separate sessions: the transfer delegate's data callbacks must not see the
+    // async API's tasks.
     private let session: URLSession
-    private let delegate: NoRedirects
+    private let transferSession: URLSession
+    private let delegate: SessionDelegate
     /// The configuration in use.
     public let configuration: Configuration
 
@@ -53,11 +56,15 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         sessionConfiguration.httpCookieStorage = nil
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        delegate = NoRedirects()
-        session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
+        delegate = SessionDelegate()
+        session = URLSession(configuration: sessionConfiguration, delegate: NoRedirects(), delegateQueue: nil)
+        transferSession = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
     }
 
-    deinit { session.finishTasksAndInvalidate() }
+    deinit {
+        session.finishTasksAndInvalidate()
+        transferSession.finishTasksAndInvalidate()
+    }
 
     func urlRequest(for request: HTTPRequest) -> URLRequest {
         var urlRequest = URLRequest(url: request.url)
@@ -89,22 +96,23 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    /// Downloads the response body to `destination`: URLSession streams it to a temporary file (never
-    /// held in memory), which is then moved into place with mode 0600. `progress` gets (bytes, expected).
-    public func download(_ request: HTTPRequest, to destination: URL,
-                         progress: (@Sendable (Int64, Int64?) -> Void)? = nil) async throws -> HTTPResponse {
-        try Task.checkCancellation()
-        do {
-            let (temporary, response) = try await session.download(for: urlRequest(for: request))
-            try? FileManager.default.removeItem(at: destination)
-            try FileManager.default.moveItem(at: temporary, to: destination)
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.path)
-            let size = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int64) ?? nil
-            progress?(size ?? 0, response.expectedContentLength > 0 ? response.expectedContentLength : size)
-            return try Self.response(response, body: Data(), for: request)
-        } catch let error as URLError {
-            throw Self.map(error, request)
-        }
+    /// Downloads the response body to `destination`, streamed to disk (never held in memory), with
+    /// progress as an `AsyncSequence`. The file gets mode 0600. Cancel the task to stop the transfer.
+    ///
+    /// ```swift
+    /// let transfer = transport.download(request, to: file)
+    /// for await step in transfer.progress { print(step.fractionCompleted ?? 0) }
+    /// let response = try await transfer.response
+    /// ```
+    public func download(_ request: HTTPRequest, to destination: URL) -> Transfer {
+        let task = transferSession.downloadTask(with: urlRequest(for: request))
+        return delegate.start(task, request: request, destination: destination)
+    }
+
+    /// Uploads a file as the request body (streamed from disk), with progress as an `AsyncSequence`.
+    public func upload(_ request: HTTPRequest, fromFile file: URL) -> Transfer {
+        let task = transferSession.uploadTask(with: urlRequest(for: request), fromFile: file)
+        return delegate.start(task, request: request, destination: nil)
     }
 
     static func response(_ response: URLResponse, body: Data, for request: HTTPRequest) throws -> HTTPResponse {
@@ -127,7 +135,156 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     }
 }
 
-/// Refuses redirects so that credentials never follow a `Location` to another origin unasked.
+/// How far a transfer has got.
+public struct TransferProgress: Sendable, Hashable {
+    /// Bytes transferred so far.
+    public let completed: Int64
+    /// The expected total, when the server said.
+    public let total: Int64?
+    /// `completed / total`, when the total is known.
+    public var fractionCompleted: Double? { total.map { $0 > 0 ? Double(completed) / Double($0) : 1 } }
+}
+
+/// A running download or upload: its progress and, eventually, its response.
+public struct Transfer: Sendable {
+    /// Progress updates; finishes when the transfer does.
+    public let progress: AsyncStream<TransferProgress>
+    let task: Task<HTTPResponse, any Error>
+
+    /// The response (for a download, with an empty body: the bytes are in the file).
+    public var response: HTTPResponse {
+        get async throws { try await task.value }
+    }
+
+    /// Stops the transfer; `response` then throws `CancellationError`.
+    public func cancel() { task.cancel() }
+}
+
+/// Routes URLSession's delegate calls to the transfer they belong to, and refuses redirects so that
+/// credentials never follow a `Location` to another origin unasked.
+final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, @unchecked Sendable {
+    // Mutable fields are guarded by the delegate's lock.
+    final class Pending: @unchecked Sendable {
+        let request: HTTPRequest
+        let destination: URL?
+        let progress: AsyncStream<TransferProgress>.Continuation
+        var continuation: CheckedContinuation<HTTPResponse, any Error>?
+        var moveError: (any Error)?
+        var cancelled = false
+        var body = Data()
+        init(request: HTTPRequest, destination: URL?, progress: AsyncStream<TransferProgress>.Continuation) {
+            self.request = request
+            self.destination = destination
+            self.progress = progress
+        }
+    }
+
+    private let lock = NSLock()
+    private var pending: [Int: Pending] = [:]
+
+    func start(_ task: URLSessionTask, request: HTTPRequest, destination: URL?) -> Transfer {
+        let (stream, continuation) = AsyncStream<TransferProgress>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let entry = Pending(request: request, destination: destination, progress: continuation)
+        lock.withLock { pending[task.taskIdentifier] = entry }
+        let work = Task<HTTPResponse, any Error> {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (resume: CheckedContinuation<HTTPResponse, any Error>) in
+                    lock.withLock { entry.continuation = resume }
+                    task.resume()
+                }
+            } onCancel: {
+                // Also flagged for the progress callbacks: URLSession may not interrupt a running
+                // transfer on `cancel()` alone (seen with swift-corelibs-foundation downloads).
+                lock.withLock { entry.cancelled = true }
+                task.cancel()
+            }
+        }
+        return Transfer(progress: stream, task: work)
+    }
+
+    private func entry(_ task: URLSessionTask) -> Pending? { lock.withLock { pending[task.taskIdentifier] } }
+
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
+                    totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+        if let entry = entry(downloadTask), lock.withLock({ entry.cancelled }) {
+            downloadTask.cancel()
+            return
+        }
+        entry(downloadTask)?.progress.yield(TransferProgress(completed: totalBytesWritten,
+                                                             total: totalBytesExpectedToWrite > 0 ? totalBytesExpectedToWrite : nil))
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+                    totalBytesExpectedToSend: Int64) {
+        entry(task)?.progress.yield(TransferProgress(completed: totalBytesSent,
+                                                     total: totalBytesExpectedToSend > 0 ? totalBytesExpectedToSend : nil))
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard let entry = entry(dataTask) else { return }
+        lock.withLock { entry.body.append(data) }
+    }
+
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
+        // The file at `location` is deleted when this returns: move it now.
+        guard let entry = entry(downloadTask), let destination = entry.destination else { return }
+        do {
+            try? FileManager.default.removeItem(at: destination)
+            try FileManager.default.moveItem(at: location, to: destination)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.path)
+        } catch {
+            lock.withLock { entry.moveError = error }
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let entry: Pending? = lock.withLock { pending.removeValue(forKey: task.taskIdentifier) }
+        guard let entry else { return }
+        let continuation = lock.withLock { () -> CheckedContinuation<HTTPResponse, any Error>? in
+            defer { entry.continuation = nil }
+            return entry.continuation
+        }
+        if lock.withLock({ entry.cancelled }) {
+            entry.progress.finish()
+            continuation?.resume(throwing: CancellationError())
+            return
+        }
+        if let error = error as? URLError {
+            entry.progress.finish()
+            continuation?.resume(throwing: URLSessionTransport.map(error, entry.request))
+            return
+        }
+        if let error {
+            entry.progress.finish()
+            continuation?.resume(throwing: HTTPError.transportFailure("\(error)", entry.request))
+            return
+        }
+        if let moveError = entry.moveError {
+            entry.progress.finish()
+            continuation?.resume(throwing: HTTPError.transportFailure("cannot save the download: \(moveError)", entry.request))
+            return
+        }
+        let result = Result { () throws -> HTTPResponse in
+            guard let response = task.response else { throw HTTPError.transportFailure("no response", entry.request) }
+            return try URLSessionTransport.response(response, body: entry.body, for: entry.request)
+        }
+        if case .success = result, let destination = entry.destination {
+            // A final report, so that progress always reaches the file's full size.
+            let size = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int64) ?? 0
+            let expected = task.response?.expectedContentLength ?? -1
+            entry.progress.yield(TransferProgress(completed: size, total: expected > 0 ? expected : size))
+        }
+        entry.progress.finish()
+        continuation?.resume(with: result)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}
+
+/// Refuses redirects for plain requests, so that credentials never follow a `Location` unasked.
 final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {

@@ -180,18 +180,56 @@ struct ClientTests {
         }
     }
 
-    @Test func downloadToAFile() async throws {
+    @Test func downloadToAFileWithProgressToOneHundredPercent() async throws {
         let destination = FileManager.default.temporaryDirectory.appendingPathComponent("moose-download-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: destination) }
-        let transport = URLSessionTransport()
-        let reported = CapturedLog()
-        let request = HTTPRequest(url: TestServer.base.appendingPathComponent("bytes").appending(queryItems: [.init(name: "n", value: "3000000")]))
-        let response = try await transport.download(request, to: destination) { received, expected in
-            reported.append("\(received)/\(expected ?? -1)")
-        }
+        let request = HTTPRequest(url: TestServer.base.appendingPathComponent("bytes").appending(queryItems: [.init(name: "n", value: "8000000")]))
+        let transfer = URLSessionTransport().download(request, to: destination)
+        var steps: [TransferProgress] = []
+        for await step in transfer.progress { steps.append(step) }
+        let response = try await transfer.response
         #expect(response.status == 200)
-        let attributes = try FileManager.default.attributesOfItem(atPath: destination.path)
-        #expect(attributes[.size] as? Int == 3_000_000)
-        #expect(reported.text.hasSuffix("3000000/3000000"))
+        #expect(try FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int == 8_000_000)
+        #expect(try FileManager.default.attributesOfItem(atPath: destination.path)[.posixPermissions] as? Int == 0o600)
+        #expect(steps.last?.fractionCompleted == 1.0)
+        #expect(steps.count >= 2, "progress reported only at the end")
+        #expect(zip(steps, steps.dropFirst()).allSatisfy { $0.completed <= $1.completed })
+    }
+
+    @Test func downloadCancelledMidwayThrowsCancellation() async throws {
+        let destination = FileManager.default.temporaryDirectory.appendingPathComponent("moose-download-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: destination) }
+        let request = HTTPRequest(url: TestServer.base.appendingPathComponent("bytes").appending(queryItems: [.init(name: "n", value: "50000000"), .init(name: "pause", value: "0.01")]))
+        let transfer = URLSessionTransport().download(request, to: destination)
+        // Cancel from another task, a moment after the transfer has started.
+        let canceller = Task {
+            try await Task.sleep(nanoseconds: 300_000_000)
+            transfer.cancel()
+        }
+        var received: Int64 = 0
+        for await step in transfer.progress { received = step.completed }
+        _ = try await canceller.value
+        do {
+            _ = try await transfer.response
+            Issue.record("a cancelled download completed")
+        } catch {
+            #expect(error is CancellationError, "got \(error)")
+        }
+        #expect(received < 50_000_000)
+    }
+
+    @Test func uploadFromAFileWithProgress() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moose-up-\(UUID().uuidString)")
+        try Data(repeating: 42, count: 3_000_000).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        var request = HTTPRequest(method: .put, url: TestServer.base.appendingPathComponent("echo/upload"))
+        request.headers[.contentType] = MIMEType.octetStream.value
+        let transfer = URLSessionTransport().upload(request, fromFile: file)
+        var last: TransferProgress? = nil
+        for await step in transfer.progress { last = step }
+        let response = try await transfer.response
+        let echo = try JSONDecoder().decode(Echo.self, from: response.body)
+        #expect(echo.body_size == 3_000_000 && echo.method == "PUT")
+        #expect(last?.completed == 3_000_000)
     }
 }

@@ -10,7 +10,7 @@ Routes (any method unless noted):
   /flaky/<key>?fail=N&retry_after=S   first N calls answer 503 (with Retry-After: S), then 200
   /count/<key>          how many calls /flaky/<key> has had (GET)
   /slow?seconds=S       answers after S seconds
-  /bytes?n=N            N bytes of a repeating pattern, streamed in 64 KiB chunks
+  /bytes?n=N&pause=S    N bytes of a repeating pattern, streamed in 64 KiB chunks (pausing S s between chunks)
 """
 import base64
 import hashlib
@@ -85,6 +85,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, {"slept": True})
         if url.path == "/bytes":
             n = int(query.get("n", ["0"])[0])
+            pause = float(query.get("pause", ["0"])[0])
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(n))
@@ -96,6 +97,8 @@ class Handler(BaseHTTPRequestHandler):
                     piece = chunk[: min(len(chunk), n - sent)]
                     self.wfile.write(piece)
                     sent += len(piece)
+                    if pause:
+                        time.sleep(pause)
             except (BrokenPipeError, ConnectionResetError):
                 pass
             return
