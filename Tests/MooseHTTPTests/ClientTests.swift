@@ -233,3 +233,44 @@ struct ClientTests {
         #expect(last?.completed == 3_000_000)
     }
 }
+
+struct InterceptorTests {
+    /// Adds a header, then on a 401 asks for one retry with a new token: the shape of an auth interceptor.
+    struct TokenInterceptor: HTTPInterceptor {
+        let seen = CapturedLog()
+        func adapt(_ request: HTTPRequest, for endpoint: any Endpoint) async throws -> HTTPRequest {
+            var request = request
+            request.headers[.authorization] = AuthScheme.bearer.credentials("stale")
+            return request
+        }
+        func process(_ response: HTTPResponse, for request: HTTPRequest, endpoint: any Endpoint,
+                     attempt: Int) async throws -> InterceptorDecision {
+            seen.append("status \(response.status) attempt \(attempt)")
+            guard response.status == 401, attempt == 1 else { return .proceed(response) }
+            var retried = request
+            retried.headers[.authorization] = AuthScheme.bearer.credentials("fresh")
+            retried.url = TestServer.base.appendingPathComponent("echo/after-refresh")
+            return .retry(retried, after: 0)
+        }
+    }
+
+    @Test func adaptersAndResponseProcessorsCompose() async throws {
+        let interceptor = TokenInterceptor()
+        let client = HTTPClient(transport: URLSessionTransport(), interceptors: [interceptor])
+        let echo = try await client.decode(Echo.self, from: TestEndpoint(path: "/status/401"))
+        #expect(echo.headers["authorization"] == "Bearer fresh")
+        #expect(echo.path == "/echo/after-refresh")
+        #expect(interceptor.seen.text == "status 401 attempt 1\nstatus 200 attempt 2")
+    }
+
+    @Test func errorProcessorCanRecover() async throws {
+        struct Fallback: HTTPInterceptor {
+            func process(_ error: any Error, for request: HTTPRequest, endpoint: any Endpoint, attempt: Int) async -> InterceptorDecision {
+                .proceed(HTTPResponse(status: 200, body: Data("cached".utf8)))
+            }
+        }
+        let client = HTTPClient(transport: URLSessionTransport(), interceptors: [Fallback()], retryPolicy: .none)
+        let unreachable = TestEndpoint(baseURL: URL(string: "http://127.0.0.1:1")!, path: "/x")
+        #expect(try await client.string(from: unreachable) == "cached")
+    }
+}

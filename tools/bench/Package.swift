@@ -20,6 +20,8 @@ let package = Package(
                 .product(name: "MooseJWT", package: "Moose"),
                 .product(name: "MooseCrypto", package: "Moose"),
                 .product(name: "MooseSecretStore", package: "Moose"),
+                .product(name: "MooseHTTP", package: "Moose"),
+                .product(name: "MooseURLSession", package: "Moose"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),

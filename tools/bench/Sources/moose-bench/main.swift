@@ -188,6 +188,11 @@ if mode == "profile-store-get" {
     exit(0)
 }
 if mode == "all" || mode == "jwt" { try await JWTBench.run() }
+if mode == "all" || mode == "http" {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    try await HTTPBench.run(root: root)
+}
 if mode == "all" || mode == "store" {
     let sqlcipher = ProcessInfo.processInfo.environment["SQLCIPHER_BENCH"]
     try StoreBench.run(rows: 10_000, sqlcipher: sqlcipher)
