@@ -118,66 +118,18 @@ public enum AESGCM {
     }
 
     /// Seals into one buffer, `nonce(12) ‖ ciphertext ‖ tag(16)`, with a fresh random nonce: the
-    /// storage format of `MooseSecretStore`, without intermediate arrays.
+    /// storage format of `MooseSecretStore`. For many messages under one key, keep an `AESGCM.Context`.
     public static func sealCombined(
         _ plaintext: some ContiguousBytes, using key: SymmetricKey, authenticating aad: some ContiguousBytes
     ) throws(CryptoError) -> [UInt8] {
-        try withBytes(plaintext) { (input) throws(CryptoError) -> [UInt8] in
-            try withBytes(aad) { (aadBytes) throws(CryptoError) -> [UInt8] in
-                var output = [UInt8](repeating: 0, count: nonceByteCount + input.count + tagByteCount)
-                let failure: CryptoError? = output.withUnsafeMutableBufferPointer { out in
-                    do throws(CryptoError) {
-                        let base = out.baseAddress!
-                        try SecureRandom.fill(UnsafeMutableRawBufferPointer(start: base, count: nonceByteCount))
-                        let ctx = try context(for: key, nonce: UnsafeBufferPointer(start: base, count: nonceByteCount), encrypt: true)
-                        try addAAD(ctx, aadBytes)
-                        try update(ctx, input, into: base + nonceByteCount)
-                        var finalLength: Int32 = 0
-                        try OpenSSL.check(EVP_EncryptFinal_ex(ctx.pointer, base + nonceByteCount + input.count, &finalLength),
-                                          "EVP_EncryptFinal_ex failed")
-                        try OpenSSL.check(EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount),
-                                                              base + nonceByteCount + input.count), "reading the GCM tag failed")
-                        return nil
-                    } catch {
-                        return error
-                    }
-                }
-                if let failure { throw failure }
-                return output
-            }
-        }
+        try Context(key: key).sealCombined(plaintext, authenticating: aad)
     }
 
-    /// Opens `nonce(12) ‖ ciphertext ‖ tag(16)` without splitting it into copies.
+    /// Opens `nonce(12) ‖ ciphertext ‖ tag(16)`. For many messages under one key, keep an `AESGCM.Context`.
     public static func openCombined(
         _ combined: some ContiguousBytes, using key: SymmetricKey, authenticating aad: some ContiguousBytes
     ) throws(CryptoError) -> [UInt8] {
-        try withBytes(combined) { (sealed) throws(CryptoError) -> [UInt8] in
-            guard sealed.count >= nonceByteCount + tagByteCount, let base = sealed.baseAddress else {
-                throw CryptoError(CryptoError.authenticationFailure, "sealed value is shorter than nonce + tag")
-            }
-            let bytes = base.assumingMemoryBound(to: UInt8.self)
-            let length = sealed.count - nonceByteCount - tagByteCount
-            let ctx = try context(for: key, nonce: UnsafeBufferPointer(start: bytes, count: nonceByteCount), encrypt: false)
-            try OpenSSL.check(EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount),
-                                                  UnsafeMutableRawPointer(mutating: bytes + nonceByteCount + length)),
-                              "setting the GCM tag failed")
-            var output = [UInt8](repeating: 0, count: length)
-            let verified: Bool = try withBytes(aad) { (aadBytes) throws(CryptoError) -> Bool in
-                try addAAD(ctx, aadBytes)
-                return try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) -> Bool in
-                    try update(ctx, UnsafeRawBufferPointer(start: bytes + nonceByteCount, count: length), into: out.baseAddress)
-                    var finalLength: Int32 = 0
-                    return EVP_DecryptFinal_ex(ctx.pointer, out.baseAddress, &finalLength) == 1
-                } }
-            }
-            guard verified else {
-                OpenSSL.clearErrors()
-                output.withUnsafeMutableBytes { cleanse($0) }
-                throw CryptoError(CryptoError.authenticationFailure, "AES-GCM authentication failed")
-            }
-            return output
-        }
+        try Context(key: key).openCombined(combined, authenticating: aad)
     }
 
     private static func context(for key: SymmetricKey, nonce: [UInt8], encrypt: Bool) throws(CryptoError) -> CipherContext {

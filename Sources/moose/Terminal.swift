@@ -18,14 +18,7 @@ enum Terminal {
     /// Writes a line to standard error.
     static func error(_ message: String) {
         let line = message.hasSuffix("\n") ? message : message + "\n"
-        var bytes = Array(line.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0, errno == EINTR { continue }
-            if written <= 0 { return }
-            offset += written
-        }
+        writeAll(2, Array(line.utf8))
     }
 
     /// `true` when standard input is a terminal (nothing piped in).
@@ -35,10 +28,13 @@ enum Terminal {
     static var stdoutIsTerminal: Bool { isatty(1) == 1 }
 
     /// Writes bytes to standard output as they are.
-    static func writeStandardOutput(_ bytes: [UInt8]) {
+    static func writeStandardOutput(_ bytes: [UInt8]) { writeAll(1, bytes) }
+
+    /// Writes every byte to `descriptor`, retrying short writes and EINTR.
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0, errno == EINTR { continue }
             if written <= 0 { return }
             offset += written
