@@ -126,16 +126,17 @@ struct ClientTests {
         let started = Date()
         do {
             try await HTTPClient(transport: URLSessionTransport(), retryPolicy: .none)
-                .send(TestEndpoint(path: "/slow", query: [QueryItem("seconds", "3")], timeout: 0.5))
+                .send(TestEndpoint(path: "/slow", query: [QueryItem("seconds", "10")], timeout: 0.5))
             Issue.record("no timeout")
         } catch let error as HTTPError {
             #expect(error.code == HTTPError.timedOut)
         }
-        #expect(Date().timeIntervalSince(started) < 2.5)
+        // Well before the server's 10 s answer (generous: CI machines can be busy).
+        #expect(Date().timeIntervalSince(started) < 6)
     }
 
     @Test func cancellationStopsTheCallWithCancellationError() async throws {
-        let task = Task { try await client.send(TestEndpoint(path: "/slow", query: [QueryItem("seconds", "3")])) }
+        let task = Task { try await client.send(TestEndpoint(path: "/slow", query: [QueryItem("seconds", "10")])) }
         try await Task.sleep(nanoseconds: 200_000_000)
         let started = Date()
         task.cancel()
@@ -145,7 +146,7 @@ struct ClientTests {
         } catch {
             #expect(error is CancellationError, "got \(error)")
         }
-        #expect(Date().timeIntervalSince(started) < 1.5)
+        #expect(Date().timeIntervalSince(started) < 6)
     }
 
     @Test func serverErrorsMapToTheAPIsOwnType() async throws {
