@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "MooseHTTP", targets: ["MooseHTTP"]),
         .library(name: "MooseSecretStore", targets: ["MooseSecretStore"]),
         .library(name: "MooseURLSession", targets: ["MooseURLSession"]),
+        .library(name: "MooseOAuth", targets: ["MooseOAuth"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
         .executable(name: "moose", targets: ["moose"]),
     ],
@@ -44,8 +45,9 @@ let package = Package(
         .target(name: "MooseSecretStore", dependencies: ["CSQLite", "MooseCrypto"]),
         // URLSession (FoundationNetworking) in its own module: the CLI never links it.
         .target(name: "MooseURLSession", dependencies: ["MooseHTTP"]),
+        .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto", "MooseSecretStore"]),
         .target(name: "MooseTesting", dependencies: []),
-        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore"]),
+        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
         .executableTarget(
             name: "moose",
             dependencies: [
@@ -60,6 +62,7 @@ let package = Package(
         .executableTarget(name: "moose-store-worker", dependencies: ["MooseSecretStore"]),
         .testTarget(name: "MooseSecretStoreTests", dependencies: ["MooseSecretStore", "MooseTesting", "moose-store-worker"]),
         .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTesting"]),
+        .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseURLSession", "MooseTesting"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTesting"]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTesting"]),
         .testTarget(name: "MooseCLITests", dependencies: ["moose", "MooseTesting"]),

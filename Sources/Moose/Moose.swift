@@ -4,3 +4,4 @@
 @_exported public import MooseHTTP
 @_exported public import MooseSecretStore
 @_exported public import MooseURLSession
+@_exported public import MooseOAuth

@@ -1,0 +1,184 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import MooseHTTP
+import MooseJWT
+
+/// Extra authorization parameters (OIDC Core 3.1.2.1). An "edit profile" or "step-up" call is
+/// `authorize` with some of these set.
+public struct AuthorizationParameters: Sendable {
+    /// Scopes to request.
+    public var scopes: [String]
+    /// `prompt` (`login`, `consent`, `select_account`, `none`).
+    public var prompt: String?
+    /// `login_hint`
+    public var loginHint: String?
+    /// `acr_values`
+    public var acrValues: [String]?
+    /// `max_age` in seconds.
+    public var maxAge: Int?
+    /// Anything else, sent as is (`ui_locales`, a provider's own parameter…).
+    public var extra: [(String, String)]
+
+    /// Parameters.
+    public init(scopes: [String] = ["openid"], prompt: String? = nil, loginHint: String? = nil, acrValues: [String]? = nil,
+                maxAge: Int? = nil, extra: [(String, String)] = []) {
+        self.scopes = scopes
+        self.prompt = prompt
+        self.loginHint = loginHint
+        self.acrValues = acrValues
+        self.maxAge = maxAge
+        self.extra = extra
+    }
+
+    var queryItems: [(String, String)] {
+        var items: [(String, String)] = []
+        if let prompt { items.append(("prompt", prompt)) }
+        if let loginHint { items.append(("login_hint", loginHint)) }
+        if let acrValues { items.append(("acr_values", acrValues.joined(separator: " "))) }
+        if let maxAge { items.append(("max_age", String(maxAge))) }
+        return items + extra
+    }
+}
+
+/// What logging out did. Local secrets are always wiped; revocation is best effort and reported.
+public struct LogoutResult: Sendable {
+    /// Whether the refresh token was revoked at the server (nil: there was none, or no endpoint).
+    public var refreshTokenRevoked: Bool?
+    /// Whether the access token was revoked at the server (nil: no endpoint).
+    public var accessTokenRevoked: Bool?
+    /// The RP-initiated logout URL to open in a browser, when the provider has an `end_session_endpoint`.
+    public var endSessionURL: URL?
+    /// Why a revocation failed, if one did.
+    public var revocationError: OAuthError?
+}
+
+/// One way to obtain tokens: authorization code + PKCE, device authorization, client credentials.
+///
+/// ```swift
+/// let flow: any Authorizable = ClientCredentialsFlow(client: client)
+/// var tokens = try await flow.authorize(AuthorizationParameters(scopes: ["read"]))
+/// tokens = try await flow.refresh(tokens)
+/// let result = try await flow.logout(tokens)
+/// ```
+public protocol Authorizable: Sendable {
+    /// Runs the grant and returns fresh tokens.
+    func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet
+    /// Exchanges the refresh token (RFC 6749 §6). The old refresh token is kept when the response
+    /// carries none; a rotated one replaces it. `invalid_grant` is final (`OAuthError.invalidGrant`).
+    func refresh(_ tokens: TokenSet) async throws -> TokenSet
+    /// Revokes what can be revoked (RFC 7009) and builds the RP-initiated logout URL.
+    func logout(_ tokens: TokenSet) async throws -> LogoutResult
+}
+
+/// A client registered at an authorization server: its metadata, id, authentication, transport.
+/// The flows share it.
+public struct OAuthClient: Sendable {
+    /// The provider's (discovered and/or configured) metadata.
+    public let metadata: ProviderMetadata
+    /// The client id.
+    public let clientID: String
+    /// How the client authenticates.
+    public let authentication: ClientAuthentication
+    /// The transport for every call.
+    public let transport: any HTTPTransport
+    /// The clock.
+    public var clock: @Sendable () -> Date = { Date() }
+
+    /// A client.
+    public init(metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication = .none,
+                transport: any HTTPTransport) {
+        self.metadata = metadata
+        self.clientID = clientID
+        self.authentication = authentication
+        self.transport = transport
+    }
+
+    func tokenEndpoint() throws -> TokenEndpoint {
+        var endpoint = TokenEndpoint(url: try metadata.require(metadata.tokenEndpoint, "token endpoint"), clientID: clientID,
+                                     authentication: authentication, transport: transport)
+        endpoint.clock = clock
+        return endpoint
+    }
+
+    /// The refresh grant, keeping the old refresh token (and ID token) when the response has none.
+    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
+        guard let refreshToken = tokens.refreshToken else {
+            throw OAuthError(OAuthError.invalidGrant, "there is no refresh token: log in again")
+        }
+        var fresh = try await tokenEndpoint().request([("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
+                                                      requestedScopes: tokens.scopes)
+        if fresh.refreshToken == nil { fresh.refreshToken = refreshToken }
+        if fresh.idToken == nil { fresh.idToken = tokens.idToken }
+        return fresh
+    }
+
+    /// RFC 7009 revocation with `token_type_hint`. Returns normally when the server answered 200.
+    public func revoke(_ token: String, hint: String) async throws {
+        let url = try metadata.require(metadata.revocationEndpoint, "revocation endpoint")
+        let request = try tokenEndpoint().authenticatedRequest(url: url, parameters: [("token", token), ("token_type_hint", hint)])
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request)
+        } catch let error as HTTPError {
+            throw OAuthError(OAuthError.transient, "the revocation endpoint is unreachable: \(error.message)", underlying: error)
+        }
+        guard response.status == 200 else {
+            throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)))
+        }
+    }
+
+    /// Revokes the refresh and access tokens and builds the end-session URL; never throws for a
+    /// failed revocation (it is reported in the result) — the caller wipes local state regardless.
+    public func logout(_ tokens: TokenSet, postLogoutRedirectURI: URL? = nil, state: String? = nil) async -> LogoutResult {
+        var result = LogoutResult()
+        if metadata.revocationEndpoint != nil {
+            if let refreshToken = tokens.refreshToken {
+                do { try await revoke(refreshToken, hint: "refresh_token"); result.refreshTokenRevoked = true } catch {
+                    result.refreshTokenRevoked = false
+                    result.revocationError = error as? OAuthError
+                }
+            }
+            do { try await revoke(tokens.accessToken, hint: "access_token"); result.accessTokenRevoked = true } catch {
+                result.accessTokenRevoked = false
+                result.revocationError = result.revocationError ?? (error as? OAuthError)
+            }
+        }
+        if let endSession = metadata.endSessionEndpoint, var components = URLComponents(url: endSession, resolvingAgainstBaseURL: false) {
+            var items = components.queryItems ?? []
+            if let idToken = tokens.idToken { items.append(URLQueryItem(name: "id_token_hint", value: idToken)) }
+            items.append(URLQueryItem(name: "client_id", value: clientID))
+            if let postLogoutRedirectURI { items.append(URLQueryItem(name: "post_logout_redirect_uri", value: postLogoutRedirectURI.absoluteString)) }
+            if let state { items.append(URLQueryItem(name: "state", value: state)) }
+            components.queryItems = items
+            result.endSessionURL = components.url
+        }
+        return result
+    }
+}
+
+/// The client credentials grant (RFC 6749 §4.4): a confidential client acting for itself.
+public struct ClientCredentialsFlow: Authorizable {
+    /// The client.
+    public let client: OAuthClient
+
+    /// A flow.
+    public init(client: OAuthClient) { self.client = client }
+
+    public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
+        var fields = [("grant_type", "client_credentials")]
+        let scopes = parameters.scopes.filter { $0 != "openid" }
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        return try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: scopes)
+    }
+
+    /// Client credentials have no refresh token: a "refresh" is a new grant.
+    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
+        if tokens.refreshToken != nil { return try await client.refresh(tokens) }
+        return try await authorize(AuthorizationParameters(scopes: tokens.scopes))
+    }
+
+    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
+}

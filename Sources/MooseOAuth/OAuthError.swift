@@ -1,0 +1,91 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The one error type of `MooseOAuth`.
+///
+/// When the authorization server sent an OAuth error (RFC 6749 §5.2), `oauthError`,
+/// `errorDescription` and `errorURI` hold it; `code` says what it means for the caller. Messages never
+/// contain tokens, codes or secrets.
+///
+/// ```swift
+/// do { tokens = try await flow.refresh(tokens) }
+/// catch OAuthError.invalidGrant { … the session needs a new login … }
+/// ```
+public struct OAuthError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// The code's name.
+        public var description: String { name }
+
+        /// Lets a `catch` clause match on a code: `catch OAuthError.invalidGrant`.
+        public static func ~= (code: Self, error: any Error) -> Bool { (error as? OAuthError)?.code == code }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// A human-readable explanation, free of secrets.
+    public let message: String
+    /// The `error` the server sent, if any (`invalid_grant`…).
+    public let oauthError: String?
+    /// The server's `error_description`, if any.
+    public let errorDescription: String?
+    /// The server's `error_uri`, if any.
+    public let errorURI: String?
+    /// The HTTP status of the response that carried the error, if any.
+    public let status: Int?
+    /// The underlying cause, if any (a transport error, a JWT validation error…).
+    public let underlying: (any Error & Sendable)?
+
+    init(_ code: Code, _ message: String, oauthError: String? = nil, errorDescription: String? = nil,
+         errorURI: String? = nil, status: Int? = nil, underlying: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.oauthError = oauthError
+        self.errorDescription = errorDescription
+        self.errorURI = errorURI
+        self.status = status
+        self.underlying = underlying
+    }
+
+    /// `code: message (error: description)`
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let oauthError { text += " (\(oauthError)\(errorDescription.map { ": \($0)" } ?? ""))" }
+        return text
+    }
+
+    /// Discovery failed, or the document is unusable.
+    public static let discovery = Code(name: "discovery")
+    /// The discovery document names another issuer than the one asked for (OIDC Discovery §4.3).
+    public static let issuerMismatch = Code(name: "issuerMismatch")
+    /// An endpoint the operation needs is neither discovered nor configured.
+    public static let missingEndpoint = Code(name: "missingEndpoint")
+    /// `invalid_grant`: the code, refresh token or device code is no longer valid. Final: log in again.
+    public static let invalidGrant = Code(name: "invalidGrant")
+    /// `invalid_client` / `unauthorized_client`: the client's credentials or registration are wrong. Final.
+    public static let invalidClient = Code(name: "invalidClient")
+    /// Another OAuth error answer (`invalid_request`, `invalid_scope`, `unsupported_grant_type`…).
+    public static let server = Code(name: "server")
+    /// The token endpoint answered with something that is not a token response (HTML, garbage…).
+    public static let invalidResponse = Code(name: "invalidResponse")
+    /// The server could not be reached, timed out, or answered 5xx/429: worth retrying later.
+    public static let transient = Code(name: "transient")
+    /// The user (or the server) refused the authorization (`access_denied`).
+    public static let accessDenied = Code(name: "accessDenied")
+    /// The redirect's `state` does not match the request's: possible CSRF. Nothing was exchanged.
+    public static let stateMismatch = Code(name: "stateMismatch")
+    /// The ID token failed validation (OIDC Core 3.1.3.7); `underlying` has the specific `JWTError`.
+    public static let invalidIDToken = Code(name: "invalidIDToken")
+    /// The device code expired before the user approved (`expired_token`).
+    public static let expiredToken = Code(name: "expiredToken")
+    /// The user did not finish in time (loopback redirect, device flow).
+    public static let timedOut = Code(name: "timedOut")
+    /// A configuration or argument problem on the client side.
+    public static let invalidConfiguration = Code(name: "invalidConfiguration")
+    /// The UserInfo `sub` is not the ID token's `sub` (OIDC Core 5.3.2).
+    public static let subjectMismatch = Code(name: "subjectMismatch")
+}

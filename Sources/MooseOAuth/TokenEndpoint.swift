@@ -1,0 +1,148 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import MooseHTTP
+public import MooseJWT
+import MooseCrypto
+
+/// How the client proves its identity at the token endpoint (RFC 6749 §2.3, RFC 7523).
+public enum ClientAuthentication: Sendable {
+    /// A public client: `client_id` in the body, no secret (native apps, CLIs — with PKCE).
+    case none
+    /// `client_secret_basic`: HTTP Basic with the form-encoded id and secret (RFC 6749 §2.3.1).
+    case clientSecretBasic(String)
+    /// `client_secret_post`: id and secret in the body.
+    case clientSecretPost(String)
+    /// `private_key_jwt`: a signed assertion (RFC 7523 §2.2) made with this key and algorithm.
+    case privateKeyJWT(JWTKey, JWTAlgorithm)
+}
+
+/// Talks to a token endpoint: sends a grant with client authentication and turns the answer into a
+/// `TokenSet` or a typed `OAuthError` (RFC 6749 §5.1, §5.2).
+public struct TokenEndpoint: Sendable {
+    /// The endpoint.
+    public let url: URL
+    /// The client.
+    public let clientID: String
+    /// How the client authenticates.
+    public let authentication: ClientAuthentication
+    /// The transport.
+    public let transport: any HTTPTransport
+    /// The clock (for `expires_in` and assertions).
+    public var clock: @Sendable () -> Date = { Date() }
+
+    /// A token endpoint client.
+    public init(url: URL, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport) {
+        self.url = url
+        self.clientID = clientID
+        self.authentication = authentication
+        self.transport = transport
+    }
+
+    /// Sends `parameters` (a grant) and parses the answer. `requestedScopes` stand in when the
+    /// response has no `scope` (RFC 6749 §5.1: then the granted scope is the requested one).
+    public func request(_ parameters: [(String, String)], requestedScopes: [String]) async throws -> TokenSet {
+        var request = try authenticatedRequest(url: url, parameters: parameters)
+        request.headers[.accept] = MIMEType.json.value
+        let sentAt = clock()
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request)
+        } catch let error as HTTPError {
+            throw OAuthError(OAuthError.transient, "the token endpoint is unreachable: \(error.message)", underlying: error)
+        }
+        return try TokenResponse.parse(response, requestedAt: sentAt, requestedScopes: requestedScopes)
+    }
+
+    /// A form POST to `url` with the client's authentication applied (token, revocation, device endpoints).
+    public func authenticatedRequest(url: URL, parameters: [(String, String)]) throws -> HTTPRequest {
+        var fields = parameters
+        var headers = HTTPHeaders()
+        headers[.contentType] = MIMEType.formURLEncoded.value
+        switch authentication {
+        case .none:
+            fields.append(("client_id", clientID))
+        case .clientSecretPost(let secret):
+            fields.append(("client_id", clientID))
+            fields.append(("client_secret", secret))
+        case .clientSecretBasic(let secret):
+            // RFC 6749 §2.3.1: form-encode id and secret before joining them with ":" and base64.
+            let credentials = "\(Self.formEncode(clientID)):\(Self.formEncode(secret))"
+            headers[.authorization] = AuthScheme.basic.credentials(Data(credentials.utf8).base64EncodedString())
+        case .privateKeyJWT(let key, let algorithm):
+            let now = Int64(clock().timeIntervalSince1970)
+            let jti = (try? SecureRandom.bytes(count: 16)).map { Base64URL.encode($0) } ?? UUID().uuidString
+            let claims: JSONObject = ["iss": .string(clientID), "sub": .string(clientID), "aud": .string(self.url.absoluteString),
+                                      "jti": .string(jti), "iat": .number(JSONNumber(now)), "exp": .number(JSONNumber(now + 60))]
+            let assertion = try JWTSigner(key: key, algorithm: algorithm).sign(claims)
+            fields.append(("client_id", clientID))
+            fields.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
+            fields.append(("client_assertion", assertion))
+        }
+        return HTTPRequest(method: .post, url: url, headers: headers, body: Data(RequestBuilder.encodeForm(fields).utf8), timeout: 30)
+    }
+
+    static func formEncode(_ text: String) -> String {
+        String(RequestBuilder.encodeForm([(text, "")]).dropLast())
+    }
+}
+
+/// RFC 6749 §5.1/§5.2 parsing, liberal where it is safe.
+enum TokenResponse {
+    static func parse(_ response: HTTPResponse, requestedAt: Date, requestedScopes: [String]) throws -> TokenSet {
+        let object = try? JSONValue(parsing: Array(response.body))
+        guard (200..<300).contains(response.status) else {
+            throw error(from: response, object: object)
+        }
+        guard case .object(let fields)? = object else {
+            throw OAuthError(OAuthError.invalidResponse, "the token endpoint answered HTTP \(response.status) with no JSON object: \(excerpt(response))",
+                             status: response.status)
+        }
+        guard let accessToken = fields["access_token"]?.stringValue, !accessToken.isEmpty else {
+            throw OAuthError(OAuthError.invalidResponse, "the token response has no access_token", status: response.status)
+        }
+        // token_type is case-insensitive (RFC 6749 §5.1); a missing one is read as Bearer (liberal).
+        let rawType = fields["token_type"]?.stringValue ?? "Bearer"
+        let tokenType = rawType.lowercased() == "bearer" ? "Bearer" : rawType.lowercased() == "dpop" ? "DPoP" : rawType
+        var expiresAt: Date? = nil
+        // expires_in: a number, or (liberally) a numeric string; missing means "not said".
+        if let seconds = fields["expires_in"]?.doubleValue ?? fields["expires_in"]?.stringValue.flatMap(Double.init), seconds >= 0 {
+            expiresAt = requestedAt.addingTimeInterval(seconds)
+        }
+        let scopes = fields["scope"]?.stringValue.map { $0.split(separator: " ").map(String.init) } ?? requestedScopes
+        return TokenSet(accessToken: accessToken, tokenType: tokenType, refreshToken: fields["refresh_token"]?.stringValue,
+                        idToken: fields["id_token"]?.stringValue, expiresAt: expiresAt, scopes: scopes, requestedAt: requestedAt)
+    }
+
+    static func error(from response: HTTPResponse, object: JSONValue?) -> OAuthError {
+        let code = object?["error"]?.stringValue
+        let description = object?["error_description"]?.stringValue
+        let uri = object?["error_uri"]?.stringValue
+        if response.status >= 500 || response.status == 429 {
+            return OAuthError(OAuthError.transient, "the token endpoint answered HTTP \(response.status)", oauthError: code,
+                              errorDescription: description, errorURI: uri, status: response.status)
+        }
+        guard let code else {
+            return OAuthError(OAuthError.invalidResponse,
+                              "the token endpoint answered HTTP \(response.status) without an OAuth error: \(excerpt(response))",
+                              status: response.status)
+        }
+        let kind: OAuthError.Code = switch code {
+        case "invalid_grant": OAuthError.invalidGrant
+        case "invalid_client", "unauthorized_client": OAuthError.invalidClient
+        case "access_denied": OAuthError.accessDenied
+        case "expired_token": OAuthError.expiredToken
+        default: OAuthError.server
+        }
+        return OAuthError(kind, "the token endpoint refused the request", oauthError: code, errorDescription: description,
+                          errorURI: uri, status: response.status)
+    }
+
+    static func excerpt(_ response: HTTPResponse) -> String {
+        let text = String(decoding: response.body.prefix(200), as: UTF8.self)
+        let isHTML = text.lowercased().contains("<html") || text.lowercased().contains("<!doctype")
+        return isHTML ? "an HTML page (\(response.body.count) bytes)" : Redaction.form(text)
+    }
+}

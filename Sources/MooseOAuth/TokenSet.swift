@@ -1,0 +1,63 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+import MooseCrypto
+
+/// The tokens a grant produced (RFC 6749 §5.1), with the expiry measured from when the request was sent.
+///
+/// `description` never shows a token: only a short SHA-256 fingerprint of each.
+public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
+    /// The access token.
+    public var accessToken: String
+    /// The token type, normalised (`Bearer`, `DPoP`…; compared case-insensitively, RFC 6749 §5.1).
+    public var tokenType: String
+    /// The refresh token, if any.
+    public var refreshToken: String?
+    /// The ID token (a JWT), if any.
+    public var idToken: String?
+    /// When the access token expires, if the server said (`expires_in`, counted from `requestedAt`).
+    public var expiresAt: Date?
+    /// The granted scopes (the response's `scope`, else the requested ones).
+    public var scopes: [String]
+    /// When the request that produced these tokens was sent.
+    public var requestedAt: Date
+
+    /// A token set.
+    public init(accessToken: String, tokenType: String = "Bearer", refreshToken: String? = nil, idToken: String? = nil,
+                expiresAt: Date? = nil, scopes: [String] = [], requestedAt: Date = Date()) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.refreshToken = refreshToken
+        self.idToken = idToken
+        self.expiresAt = expiresAt
+        self.scopes = scopes
+        self.requestedAt = requestedAt
+    }
+
+    /// `true` when the access token is valid for at least `minimumValidity` more seconds at `now`.
+    /// A token without an expiry is taken as valid.
+    public func isValid(for minimumValidity: TimeInterval = 0, at now: Date = Date()) -> Bool {
+        guard let expiresAt else { return true }
+        return expiresAt.timeIntervalSince(now) >= minimumValidity
+    }
+
+    /// The first 6 hex digits of a token's SHA-256: enough to tell tokens apart in logs, useless to an attacker.
+    public static func fingerprint(_ token: String) -> String {
+        HashFunction.sha256.hash(Array(token.utf8)).prefix(3).map { byte in
+            let hex = String(byte, radix: 16)
+            return hex.count == 1 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// Fingerprints only.
+    public var description: String {
+        var parts = ["access_token #\(Self.fingerprint(accessToken))", "type \(tokenType)"]
+        if let refreshToken { parts.append("refresh_token #\(Self.fingerprint(refreshToken))") }
+        if idToken != nil { parts.append("id_token") }
+        if let expiresAt { parts.append("expires \(Int(expiresAt.timeIntervalSince1970))") }
+        if !scopes.isEmpty { parts.append("scope \(scopes.joined(separator: " "))") }
+        return "TokenSet(" + parts.joined(separator: ", ") + ")"
+    }
+}

@@ -1,0 +1,74 @@
+"""Settings of Moose's test identity provider: django-oauth-toolkit as a real OAuth 2.0 / OpenID
+Connect provider on 127.0.0.1. Test-only: a fixed secret key, no HTTPS, SQLite."""
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent
+STATE = Path(os.environ.get("MOOSE_IDP_STATE", BASE_DIR.parent / ".state"))
+PORT = int(os.environ.get("MOOSE_IDP_PORT", "8765"))
+ISSUER = f"http://127.0.0.1:{PORT}"
+
+SECRET_KEY = "moose-test-idp-only-never-in-production"
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "oauth2_provider",
+]
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+ROOT_URLCONF = "idp.urls"
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [BASE_DIR / "templates"],
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+    ]},
+}]
+# Concurrent requests under the threaded dev server need a busy timeout, IMMEDIATE writes and WAL,
+# or SQLite answers "database is locked" (500).
+DATABASES = {"default": {
+    "ENGINE": "django.db.backends.sqlite3",
+    "NAME": STATE / "db.sqlite3",
+    "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
+}}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+STATIC_URL = "/static/"
+LOGIN_URL = "/accounts/login/"
+USE_TZ = True
+
+_key_file = STATE / "oidc.key"
+OAUTH2_PROVIDER = {
+    "OIDC_ENABLED": True,
+    "OIDC_RSA_PRIVATE_KEY": _key_file.read_text() if _key_file.exists() else "",
+    "OIDC_ISS_ENDPOINT": ISSUER,
+    "PKCE_REQUIRED": True,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": False,
+    "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
+    "OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT": False,
+    "DEVICE_FLOW_INTERVAL": 1,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ.get("MOOSE_IDP_ACCESS_TOKEN_SECONDS", "60")),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": 24 * 3600,
+    "SCOPES": {"openid": "OpenID Connect", "profile": "Profile", "email": "Email", "read": "Read", "write": "Write"},
+    "DEFAULT_SCOPES": ["openid"],
+}
+LOGGING = {
+    "version": 1,
+    "handlers": {"file": {"class": "logging.FileHandler", "filename": str(STATE / "requests.log")}},
+    "loggers": {"django.server": {"handlers": ["file"], "level": "INFO"}},
+}
