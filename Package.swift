@@ -46,7 +46,7 @@ let package = Package(
         // URLSession (FoundationNetworking) in its own module: the CLI never links it.
         .target(name: "MooseURLSession", dependencies: ["MooseHTTP"]),
         .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto", "MooseSecretStore"]),
-        .target(name: "MooseTesting", dependencies: []),
+        .target(name: "MooseTesting", dependencies: ["MooseHTTP"]),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
         .executableTarget(
             name: "moose",

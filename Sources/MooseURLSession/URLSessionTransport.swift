@@ -86,7 +86,11 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
             if let file = request.bodyFile {
                 (data, response) = try await session.upload(for: urlRequest, fromFile: file)
             } else if let body = request.body {
-                (data, response) = try await session.upload(for: urlRequest, from: body)
+                // httpBody + data(for:) rather than upload(for:from:): on Linux an upload task whose
+                // response is a refused redirect (a login form's 302) never completes.
+                var withBody = urlRequest
+                withBody.httpBody = body
+                (data, response) = try await session.data(for: withBody)
             } else {
                 (data, response) = try await session.data(for: urlRequest)
             }

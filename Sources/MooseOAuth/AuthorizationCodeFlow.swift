@@ -1,0 +1,158 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+import MooseHTTP
+import MooseCrypto
+import MooseJWT
+
+/// How the authorization URL reaches the user and the redirect comes back.
+///
+/// The CLI opens a browser (or prints the URL) and receives the redirect on a loopback port; an
+/// Apple app would wrap `ASWebAuthenticationSession`; tests drive the provider's login form headlessly.
+public protocol ExternalUserAgent: Sendable {
+    /// Shows `url` to the user and returns the redirect URL (with `code`/`state` or `error`) that
+    /// came back to `redirectURI`.
+    func authorize(url: URL, redirectURI: URL) async throws -> URL
+}
+
+/// A loopback user agent for native apps and CLIs (RFC 8252): listens on 127.0.0.1, hands the
+/// authorization URL to `open` (a browser launcher, or a printer), and waits for the redirect.
+public struct LoopbackUserAgent: ExternalUserAgent {
+    /// Called with the URL the user must visit (open a browser, print it…).
+    public let open: @Sendable (URL) async throws -> Void
+    /// How long the user has.
+    public let timeout: TimeInterval
+    let receiver: LoopbackReceiver
+
+    /// A user agent listening on `port` (0: random).
+    public init(port: UInt16 = 0, timeout: TimeInterval = 300, open: @escaping @Sendable (URL) async throws -> Void) throws {
+        receiver = try LoopbackReceiver(port: port)
+        self.timeout = timeout
+        self.open = open
+    }
+
+    /// The redirect URI to register and send: `http://127.0.0.1:<port>/callback`.
+    public var redirectURI: URL { receiver.redirectURI }
+
+    public func authorize(url: URL, redirectURI: URL) async throws -> URL {
+        defer { receiver.close() }
+        // Listen before handing the URL out: the browser may come back before `open` returns.
+        async let callback = receiver.waitForCallback(timeout: timeout)
+        try await open(url)
+        return try await callback
+    }
+}
+
+/// Authorization code + PKCE (RFC 6749 §4.1, RFC 7636 S256 always), `state` and `nonce`, with ID
+/// token validation (OIDC Core 3.1.3.7).
+///
+/// ```swift
+/// let agent = try LoopbackUserAgent { url in print("Open \(url)") }
+/// let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
+/// let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid", "profile"]))
+/// ```
+public struct AuthorizationCodeFlow: Authorizable {
+    /// The client.
+    public let client: OAuthClient
+    /// The redirect URI sent (and registered).
+    public let redirectURI: URL
+    /// The user agent.
+    public let userAgent: any ExternalUserAgent
+    /// Validates ID tokens (required when `openid` is requested).
+    public let idTokens: IDTokenValidator?
+
+    /// A flow.
+    public init(client: OAuthClient, redirectURI: URL, userAgent: any ExternalUserAgent, idTokens: IDTokenValidator?) {
+        self.client = client
+        self.redirectURI = redirectURI
+        self.userAgent = userAgent
+        self.idTokens = idTokens
+    }
+
+    /// What the flow sends, for callers that drive the browser themselves.
+    public struct Request: Sendable {
+        /// The authorization URL.
+        public let url: URL
+        /// The `state` sent.
+        public let state: String
+        /// The `nonce` sent.
+        public let nonce: String
+        /// The PKCE verifier kept back.
+        public let pkce: PKCE
+        /// The scopes requested.
+        public let scopes: [String]
+    }
+
+    /// Builds the authorization request (fresh `state`, `nonce` and PKCE verifier).
+    public func makeRequest(_ parameters: AuthorizationParameters) throws -> Request {
+        let endpoint = try client.metadata.require(client.metadata.authorizationEndpoint, "authorization endpoint")
+        let state = Base64URL.encode(try SecureRandom.bytes(count: 32))
+        let nonce = Base64URL.encode(try SecureRandom.bytes(count: 32))
+        let pkce = try PKCE()
+        var items: [(String, String)] = [
+            ("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", redirectURI.absoluteString),
+            ("scope", parameters.scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
+            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
+        ]
+        items += parameters.queryItems
+        let query = RequestBuilder.encodeQuery(items.map { QueryItem($0.0, $0.1) }, arrays: .repeatedKeys)
+        var text = endpoint.absoluteString
+        text += text.contains("?") ? "&" + query : "?" + query
+        guard let url = URL(string: text) else { throw OAuthError(OAuthError.invalidConfiguration, "cannot build the authorization URL") }
+        return Request(url: url, state: state, nonce: nonce, pkce: pkce, scopes: parameters.scopes)
+    }
+
+    public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
+        let request = try makeRequest(parameters)
+        let callback = try await userAgent.authorize(url: request.url, redirectURI: redirectURI)
+        return try await complete(request, callback: callback)
+    }
+
+    /// Checks the redirect (`error`, then `state` in constant time), exchanges the code with the PKCE
+    /// verifier, and validates the ID token with the request's `nonce`.
+    public func complete(_ request: Request, callback: URL) async throws -> TokenSet {
+        let items = URLComponents(url: callback, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
+        // RFC 6749 §4.1.2.1: an error redirect; state is checked even then when present.
+        if let error = value("error") {
+            if let state = value("state"), !ConstantTime.equals(Array(state.utf8), Array(request.state.utf8)) {
+                throw OAuthError(OAuthError.stateMismatch, "an error redirect came back with a state this client did not send")
+            }
+            throw OAuthError(error == "access_denied" ? OAuthError.accessDenied : OAuthError.server,
+                             "the authorization server refused the request", oauthError: error,
+                             errorDescription: value("error_description"), errorURI: value("error_uri"))
+        }
+        guard let state = value("state"), ConstantTime.equals(Array(state.utf8), Array(request.state.utf8)) else {
+            throw OAuthError(OAuthError.stateMismatch, "the redirect's state does not match the request's; the code was not used")
+        }
+        guard let code = value("code"), !code.isEmpty else {
+            throw OAuthError(OAuthError.invalidResponse, "the redirect carries neither code nor error")
+        }
+        let tokens = try await client.tokenEndpoint().request(
+            [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI.absoluteString),
+             ("code_verifier", request.pkce.verifier)],
+            requestedScopes: request.scopes)
+        if request.scopes.contains("openid") {
+            guard let idToken = tokens.idToken else {
+                throw OAuthError(OAuthError.invalidIDToken, "openid was requested but the token response has no id_token")
+            }
+            guard let idTokens else {
+                throw OAuthError(OAuthError.invalidConfiguration, "an ID token arrived but no validator is configured")
+            }
+            try await idTokens.validate(idToken, nonce: request.nonce)
+        }
+        return tokens
+    }
+
+    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
+        let fresh = try await client.refresh(tokens)
+        if let idToken = fresh.idToken, idToken != tokens.idToken, let idTokens {
+            try await idTokens.validate(idToken, nonce: nil)
+        }
+        return fresh
+    }
+
+    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
+}

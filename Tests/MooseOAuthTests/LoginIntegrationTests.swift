@@ -1,0 +1,99 @@
+import Foundation
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseTesting
+import MooseURLSession
+import Testing
+
+/// Authorization code + PKCE against the real provider, through its own login form.
+struct LoginIntegrationTests {
+    static func validator(_ metadata: ProviderMetadata, clientID: String = "moose-cli") throws -> IDTokenValidator {
+        IDTokenValidator(issuer: metadata.issuer, clientID: clientID,
+                         jwks: JWKSCache(url: try #require(metadata.jwksURI), transport: TestIdP.transport))
+    }
+
+    /// Logs alice in; returns the flow and the tokens.
+    static func login(scopes: [String] = ["openid", "profile", "email"]) async throws -> (AuthorizationCodeFlow, TokenSet, HeadlessBrowser) {
+        let client = try await TestIdP.client("moose-cli")
+        let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
+        let agent = try LoopbackUserAgent(timeout: 30) { url in
+            // Stop at the redirect URI the request names (the IdP lives on 127.0.0.1 too).
+            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
+                .first { $0.name == "redirect_uri" }?.value ?? "http://127.0.0.1:0/callback"
+            try await browser.visit(url, stopAt: redirect)
+        }
+        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent,
+                                         idTokens: try validator(client.metadata))
+        let tokens = try await flow.authorize(AuthorizationParameters(scopes: scopes))
+        return (flow, tokens, browser)
+    }
+
+    @Test func fullCodePKCELoginWithAValidatedIDToken() async throws {
+        let (flow, tokens, browser) = try await Self.login()
+        #expect(!tokens.accessToken.isEmpty && tokens.refreshToken != nil && tokens.tokenType == "Bearer")
+        let idToken = try #require(tokens.idToken)
+        let claims = try await flow.idTokens!.validate(idToken, nonce: nil)
+        #expect(claims.issuer == TestIdP.issuer && claims.audience == ["moose-cli"])
+        // The browser went through the provider's login form, then back to our loopback receiver.
+        let paths = await browser.visited.map(\.path)
+        // (URL.path drops a trailing slash on Linux.)
+        #expect(paths.contains { $0.hasPrefix("/accounts/login") } && paths.last == "/callback")
+        // The authorization request carried PKCE S256, state and nonce.
+        let authorize = try #require(await browser.visited.first)
+        let query = authorize.query ?? ""
+        for name in ["code_challenge_method=S256", "code_challenge=", "state=", "nonce=", "redirect_uri=http://127.0.0.1:"] {
+            #expect(query.contains(name), "authorization request lacks \(name)")
+        }
+    }
+
+    @Test func refreshRotatesAndTheOldRefreshTokenIsThenRejected() async throws {
+        let (flow, first, _) = try await Self.login()
+        let second = try await flow.refresh(first)
+        #expect(second.refreshToken != nil && second.refreshToken != first.refreshToken)
+        #expect(second.accessToken != first.accessToken)
+        let third = try await flow.refresh(second)
+        #expect(third.refreshToken != second.refreshToken)
+        do {
+            _ = try await flow.refresh(first)
+            Issue.record("a rotated-away refresh token still worked")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.invalidGrant, "\(error)")
+        }
+    }
+
+    @Test func logoutRevokesAndBuildsTheEndSessionURL() async throws {
+        let (flow, tokens, _) = try await Self.login()
+        let result = try await flow.logout(tokens)
+        #expect(result.refreshTokenRevoked == true && result.accessTokenRevoked == true)
+        let endSession = try #require(result.endSessionURL)
+        #expect(endSession.path.hasPrefix("/logout") && (endSession.query ?? "").contains("id_token_hint="))
+        do {
+            _ = try await flow.refresh(tokens)
+            Issue.record("a revoked refresh token still worked")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.invalidGrant, "\(error)")
+        }
+    }
+
+    @Test func wrongStateIsRefusedBeforeTheCodeIsUsed() async throws {
+        let client = try await TestIdP.client("moose-cli")
+        let receiver = try LoopbackReceiver()
+        let flow = AuthorizationCodeFlow(client: client, redirectURI: receiver.redirectURI,
+                                         userAgent: try LoopbackUserAgent { _ in }, idTokens: try Self.validator(client.metadata))
+        let request = try flow.makeRequest(AuthorizationParameters())
+        let forged = URL(string: "\(receiver.redirectURI.absoluteString)?code=stolen&state=\(request.state)x")!
+        do {
+            _ = try await flow.complete(request, callback: forged)
+            Issue.record("a wrong state was accepted")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.stateMismatch)
+        }
+        let denied = URL(string: "\(receiver.redirectURI.absoluteString)?error=access_denied&state=\(request.state)")!
+        do {
+            _ = try await flow.complete(request, callback: denied)
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.accessDenied && error.oauthError == "access_denied")
+        }
+    }
+}
