@@ -1,0 +1,104 @@
+import Foundation
+import MooseCrypto
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import Synchronization
+import Testing
+
+/// A JWKS endpoint in memory (a fake is fine here: the keys and tokens are minted by the test so
+/// every rule can be broken on purpose). Counts fetches.
+final class FakeJWKS: HTTPTransport, @unchecked Sendable {
+    private let state = Mutex<(document: Data, fetches: Int)>((Data(), 0))
+    func publish(_ keys: [PrivateKey], kids: [String]) throws {
+        let jwks = JWKS(keys: try zip(keys, kids).map { try JWK(publicKey: $0.publicKey(), keyID: $1, algorithm: .rs256) })
+        state.withLock { $0.document = Data(jwks.json.utf8) }
+    }
+    var fetches: Int { state.withLock { $0.fetches } }
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let document = state.withLock { state -> Data in state.fetches += 1; return state.document }
+        return HTTPResponse(status: 200, body: document)
+    }
+}
+
+struct IDTokenTests {
+    let issuer = "https://id.example.com"
+    let key: PrivateKey
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    init() throws { key = try PrivateKey.generate(.rsa(bits: 2048)) }
+
+    func mint(_ claims: JSONObject, kid: String = "k1", key: PrivateKey? = nil) throws -> String {
+        var base: JSONObject = ["iss": .string(issuer), "sub": "alice", "aud": "moose-cli", "nonce": "n-123",
+                                "iat": .number(JSONNumber(Int64(now.timeIntervalSince1970))),
+                                "exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) + 300))]
+        for member in claims { base[member.key] = member.value }
+        return try JWTSigner(key: JWTKey(privateKey: key ?? self.key, keyID: kid), algorithm: .rs256).sign(base)
+    }
+
+    func validator(_ fake: FakeJWKS) -> IDTokenValidator {
+        let now = self.now
+        return IDTokenValidator(issuer: issuer, clientID: "moose-cli",
+                                jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake, cooldown: 0),
+                                leeway: 30, clock: { now })
+    }
+
+    func expectRejected(_ token: String, nonce: String? = "n-123", fake: FakeJWKS, because code: JWTError.Code?,
+                        sourceLocation: SourceLocation = #_sourceLocation) async {
+        do {
+            try await validator(fake).validate(token, nonce: nonce)
+            Issue.record("accepted", sourceLocation: sourceLocation)
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.invalidIDToken, sourceLocation: sourceLocation)
+            if let code { #expect((error.underlying as? JWTError)?.code == code, "\(error)", sourceLocation: sourceLocation) }
+        } catch {
+            Issue.record("\(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func eachRuleHasItsError() async throws {
+        let fake = FakeJWKS()
+        try fake.publish([key], kids: ["k1"])
+        #expect(try await validator(fake).validate(try mint([:]), nonce: "n-123").subject == "alice")
+        await expectRejected(try mint([:]), nonce: "other-nonce", fake: fake, because: nil)          // wrong nonce
+        await expectRejected(try mint(["nonce": .null]), nonce: "n-123", fake: fake, because: nil)    // missing nonce
+        await expectRejected(try mint(["iss": "https://evil.example.net"]), fake: fake, because: JWTError.issuerMismatch)
+        await expectRejected(try mint(["aud": "someone-else"]), fake: fake, because: JWTError.audienceMismatch)
+        await expectRejected(try mint(["exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) - 120))]), fake: fake,
+                             because: JWTError.expired)
+        await expectRejected(try mint(["aud": ["moose-cli", "other"]]), fake: fake, because: nil)      // several aud, no azp
+        #expect(try await validator(fake).validate(try mint(["aud": ["moose-cli", "other"], "azp": "moose-cli"]), nonce: "n-123")
+            .subject == "alice")
+        await expectRejected(try mint([:], key: try PrivateKey.generate(.rsa(bits: 2048))), fake: fake, because: JWTError.invalidSignature)
+    }
+
+    @Test func unknownKidRefetchesOnceThenRotationWorks() async throws {
+        let fake = FakeJWKS()
+        try fake.publish([key], kids: ["k1"])
+        let cache = JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake, cooldown: 60)
+        let now = self.now
+        let validator = IDTokenValidator(issuer: issuer, clientID: "moose-cli", jwks: cache, clock: { now })
+        _ = try await validator.validate(try mint([:]), nonce: "n-123")
+        #expect(fake.fetches == 1)
+        // The provider rotates to k2; our cache has only k1. An unknown kid refetches… but the cooldown
+        // (60 s) forbids a second fetch right after the first: the token is refused with unknownKey.
+        let rotated = try PrivateKey.generate(.rsa(bits: 2048))
+        try fake.publish([key, rotated], kids: ["k1", "k2"])
+        let newToken = try mint([:], kid: "k2", key: rotated)
+        do {
+            _ = try await validator.validate(newToken, nonce: "n-123")
+            Issue.record("refetched inside the cooldown")
+        } catch let error as OAuthError {
+            #expect((error.underlying as? JWTError)?.code == JWTError.unknownKey)
+        }
+        #expect(fake.fetches == 1)
+        // With the cooldown over, one refetch picks up k2; many concurrent validations share it.
+        let fresh = JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake, cooldown: 0)
+        let second = IDTokenValidator(issuer: issuer, clientID: "moose-cli", jwks: fresh, clock: { now })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 { group.addTask { _ = try await second.validate(newToken, nonce: "n-123") } }
+            try await group.waitForAll()
+        }
+        #expect(fake.fetches == 2, "concurrent validations did not share one fetch: \(fake.fetches)")
+    }
+}
