@@ -62,6 +62,7 @@ OAUTH2_PROVIDER = {
     "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
     "OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT": False,
     "DEVICE_FLOW_INTERVAL": 1,
+    "OAUTH_DEVICE_VERIFICATION_URI": f"{ISSUER}/device/",
     "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ.get("MOOSE_IDP_ACCESS_TOKEN_SECONDS", "60")),
     "REFRESH_TOKEN_EXPIRE_SECONDS": 24 * 3600,
     "SCOPES": {"openid": "OpenID Connect", "profile": "Profile", "email": "Email", "read": "Read", "write": "Write"},

@@ -1,0 +1,132 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+import MooseHTTP
+import MooseJWT
+
+/// What the device authorization endpoint answered (RFC 8628 §3.2): show `userCode` and
+/// `verificationURI` to the user.
+public struct DeviceAuthorization: Sendable {
+    /// The code the client polls with (secret: never shown or logged).
+    public let deviceCode: String
+    /// The code the user types.
+    public let userCode: String
+    /// Where the user goes.
+    public let verificationURI: URL
+    /// The same with the user code filled in, when the server offers it.
+    public let verificationURIComplete: URL?
+    /// When the codes expire.
+    public let expiresAt: Date
+    /// The minimum polling interval, seconds (5 when the server says nothing).
+    public let interval: TimeInterval
+
+    /// A device authorization (for tests and for callers that started it elsewhere).
+    public init(deviceCode: String, userCode: String, verificationURI: URL, verificationURIComplete: URL?,
+                expiresAt: Date, interval: TimeInterval) {
+        self.deviceCode = deviceCode
+        self.userCode = userCode
+        self.verificationURI = verificationURI
+        self.verificationURIComplete = verificationURIComplete
+        self.expiresAt = expiresAt
+        self.interval = interval
+    }
+}
+
+/// The device authorization grant (RFC 8628): for devices without a browser, and terminals.
+///
+/// ```swift
+/// let flow = DeviceAuthorizationFlow(client: client, idTokens: validator) { device in
+///     print("Go to \(device.verificationURI) and enter \(device.userCode)")
+/// }
+/// let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
+/// ```
+public struct DeviceAuthorizationFlow: Authorizable {
+    /// The client (its metadata must have a device authorization endpoint, discovered or configured).
+    public let client: OAuthClient
+    /// Validates ID tokens when `openid` is requested.
+    public let idTokens: IDTokenValidator?
+    /// Shows the user what to do.
+    public let present: @Sendable (DeviceAuthorization) async -> Void
+    /// Waits between polls (injectable for tests).
+    public var sleep: @Sendable (TimeInterval) async throws -> Void = { seconds in
+        try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000))
+    }
+
+    /// A flow.
+    public init(client: OAuthClient, idTokens: IDTokenValidator?, present: @escaping @Sendable (DeviceAuthorization) async -> Void) {
+        self.client = client
+        self.idTokens = idTokens
+        self.present = present
+    }
+
+    /// Requests the codes (RFC 8628 §3.1).
+    public func start(_ parameters: AuthorizationParameters) async throws -> DeviceAuthorization {
+        let url = try client.metadata.require(client.metadata.deviceAuthorizationEndpoint, "device authorization endpoint")
+        let request = try client.tokenEndpoint().authenticatedRequest(
+            url: url, parameters: [("scope", parameters.scopes.joined(separator: " "))] + parameters.extra)
+        let response: HTTPResponse
+        do { response = try await client.transport.send(request) } catch let error as HTTPError {
+            throw OAuthError(OAuthError.transient, "the device authorization endpoint is unreachable: \(error.message)", underlying: error)
+        }
+        let object = try? JSONValue(parsing: Array(response.body))
+        guard response.status == 200, case .object(let fields)? = object else {
+            throw TokenResponse.error(from: response, object: object)
+        }
+        guard let deviceCode = fields["device_code"]?.stringValue, let userCode = fields["user_code"]?.stringValue,
+              let uriText = (fields["verification_uri"] ?? fields["verification_url"])?.stringValue,   // "_url": Google's spelling
+              let uri = URL(string: uriText) else {
+            throw OAuthError(OAuthError.invalidResponse, "the device authorization response lacks device_code, user_code or verification_uri")
+        }
+        let now = client.clock()
+        let expiresIn = fields["expires_in"]?.doubleValue ?? 600
+        return DeviceAuthorization(deviceCode: deviceCode, userCode: userCode, verificationURI: uri,
+                                   verificationURIComplete: fields["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
+                                   expiresAt: now.addingTimeInterval(expiresIn),
+                                   interval: max(1, fields["interval"]?.doubleValue ?? 5))
+    }
+
+    /// Polls the token endpoint until the user decides (RFC 8628 §3.4–3.5): `authorization_pending`
+    /// waits, `slow_down` adds 5 s to the interval, `access_denied` and `expired_token` end it.
+    public func poll(_ device: DeviceAuthorization, scopes: [String]) async throws -> TokenSet {
+        var interval = device.interval
+        let endpoint = try client.tokenEndpoint()
+        while true {
+            try await sleep(interval)
+            guard client.clock() < device.expiresAt else {
+                throw OAuthError(OAuthError.expiredToken, "the user code expired before it was approved")
+            }
+            do {
+                let tokens = try await endpoint.request(
+                    [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", device.deviceCode)],
+                    requestedScopes: scopes)
+                return tokens
+            } catch let error as OAuthError {
+                switch error.oauthError {
+                case "authorization_pending": continue
+                case "slow_down": interval += 5
+                case "access_denied": throw OAuthError(OAuthError.accessDenied, "the user denied the request", oauthError: "access_denied")
+                case "expired_token": throw OAuthError(OAuthError.expiredToken, "the user code expired", oauthError: "expired_token")
+                default:
+                    if error.code == OAuthError.transient { continue }   // the server hiccuped: keep polling until expiry
+                    throw error
+                }
+            }
+        }
+    }
+
+    public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
+        let device = try await start(parameters)
+        await present(device)
+        let tokens = try await poll(device, scopes: parameters.scopes)
+        if parameters.scopes.contains("openid"), let idToken = tokens.idToken, let idTokens {
+            try await idTokens.validate(idToken, nonce: nil)
+        }
+        return tokens
+    }
+
+    public func refresh(_ tokens: TokenSet) async throws -> TokenSet { try await client.refresh(tokens) }
+
+    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
+}

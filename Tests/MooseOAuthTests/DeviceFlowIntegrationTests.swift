@@ -1,0 +1,94 @@
+import Foundation
+import MooseHTTP
+import MooseOAuth
+import MooseTesting
+import MooseURLSession
+import Synchronization
+import Testing
+
+/// The device authorization grant against the real provider: the "user" approves in the headless
+/// browser (sign in, type the user code at /device/, accept) while the flow polls.
+struct DeviceFlowIntegrationTests {
+    static func flow(present: @escaping @Sendable (DeviceAuthorization) async -> Void) async throws -> DeviceAuthorizationFlow {
+        let metadata = try await TestIdP.discovery.metadata(
+            for: TestIdP.issuer,
+            overrides: EndpointOverrides(deviceAuthorizationEndpoint: URL(string: TestIdP.issuer + "/device-authorization/")))
+        let client = OAuthClient(metadata: metadata, clientID: "moose-device", transport: TestIdP.transport)
+        return DeviceAuthorizationFlow(client: client, idTokens: try LoginIntegrationTests.validator(metadata, clientID: "moose-device"),
+                                       present: present)
+    }
+
+    @Test func userApprovesAndTheFlowGetsTokens() async throws {
+        let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
+        let shown = Mutex<DeviceAuthorization?>(nil)
+        let flow = try await Self.flow { device in
+            shown.withLock { $0 = device }
+            // The user, on another device: sign in, enter the code, accept.
+            Task {
+                let (page, _) = try await browser.page(device.verificationURI)
+                let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
+                if let location = answer.headers["Location"], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
+                    _ = try await browser.visit(confirm, stopAt: "http://never/")
+                }
+            }
+        }
+        let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
+        #expect(!tokens.accessToken.isEmpty)
+        let device = try #require(shown.withLock { $0 })
+        #expect(device.verificationURI.absoluteString == TestIdP.issuer + "/device/" && device.userCode.count >= 6)
+    }
+
+    @Test func deniedRequestEndsWithAccessDenied() async throws {
+        let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
+        let flow = try await Self.flow { device in
+            Task {
+                let (page, _) = try await browser.page(device.verificationURI)
+                let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
+                if let location = answer.headers["Location"], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
+                    _ = try await browser.submitForm(at: confirm, values: ["action": "deny"])
+                }
+            }
+        }
+        do {
+            _ = try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
+            Issue.record("a denied device request produced tokens")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.accessDenied, "\(error)")
+        }
+    }
+}
+
+/// Polling rules with an in-memory token endpoint (slow_down, expiry) — timing is the point here.
+struct DevicePollingTests {
+    final class Script: HTTPTransport, @unchecked Sendable {
+        let answers = Mutex<[String]>([])
+        init(_ answers: [String]) { self.answers.withLock { $0 = answers } }
+        func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+            let next = answers.withLock { $0.isEmpty ? "pending" : $0.removeFirst() }
+            switch next {
+            case "ok": return HTTPResponse(status: 200, body: Data(#"{"access_token":"a","token_type":"Bearer"}"#.utf8))
+            case "slow": return HTTPResponse(status: 400, body: Data(#"{"error":"slow_down"}"#.utf8))
+            case "expired": return HTTPResponse(status: 400, body: Data(#"{"error":"expired_token"}"#.utf8))
+            default: return HTTPResponse(status: 400, body: Data(#"{"error":"authorization_pending"}"#.utf8))
+            }
+        }
+    }
+
+    @Test func slowDownAddsFiveSecondsAndPendingKeepsPolling() async throws {
+        let metadata = ProviderMetadata(issuer: "https://id.example.com", tokenEndpoint: URL(string: "https://id.example.com/token")!)
+        let script = Script(["pending", "slow", "pending", "ok"])
+        var flow = DeviceAuthorizationFlow(client: OAuthClient(metadata: metadata, clientID: "c", transport: script),
+                                           idTokens: nil) { _ in }
+        let waits = Mutex<[TimeInterval]>([])
+        flow.sleep = { seconds in waits.withLock { $0.append(seconds) } }
+        let device = DeviceAuthorization(deviceCode: "d", userCode: "U", verificationURI: URL(string: "https://x")!,
+                                         verificationURIComplete: nil, expiresAt: Date().addingTimeInterval(600), interval: 2)
+        let tokens = try await flow.poll(device, scopes: [])
+        #expect(tokens.accessToken == "a")
+        #expect(waits.withLock { $0 } == [2, 2, 7, 7])
+        let expiring = Script(["pending", "expired"])
+        var second = DeviceAuthorizationFlow(client: OAuthClient(metadata: metadata, clientID: "c", transport: expiring), idTokens: nil) { _ in }
+        second.sleep = { _ in }
+        await #expect(throws: OAuthError.self) { _ = try await second.poll(device, scopes: []) }
+    }
+}
