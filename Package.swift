@@ -55,6 +55,7 @@ let package = Package(
                 "MooseCrypto",
                 "MooseHTTP",
                 "MooseSecretStore",
+                "MooseOAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

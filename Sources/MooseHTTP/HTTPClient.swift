@@ -142,7 +142,7 @@ public struct HTTPClient: Sendable {
             log(request: request, attempt: attempt)
             var decision: InterceptorDecision
             do {
-                let response = try await transport.send(request)
+                let response = try await Self.send(request, over: transport)
                 log(response: response, for: request, since: started)
                 decision = .proceed(response)
                 for interceptor in interceptors {
@@ -189,6 +189,23 @@ public struct HTTPClient: Sendable {
                 if let replacement { request = replacement }
                 attempt += 1
             }
+        }
+    }
+
+    /// Sends with the request's timeout enforced here (transports' own timers can be coarse: on
+    /// Linux a busy URLSession let a 0.5 s timeout run for seconds). The loser is cancelled.
+    static func send(_ request: HTTPRequest, over transport: any HTTPTransport) async throws -> HTTPResponse {
+        let timeout = request.timeout
+        return try await withThrowingTaskGroup(of: HTTPResponse.self) { group in
+            group.addTask { try await transport.send(request) }
+            group.addTask {
+                try await Task.sleep(nanoseconds: UInt64(max(0.001, timeout) * 1_000_000_000))
+                throw HTTPError(HTTPError.timedOut, "no answer within \(timeout) s", method: request.method,
+                                url: request.url.redactedForLogs)
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw CancellationError() }
+            return first
         }
     }
 

@@ -223,7 +223,7 @@ public enum Redaction {
     public static let sensitiveFields: Set<String> = [
         "access_token", "refresh_token", "id_token", "token", "code", "code_verifier", "client_secret",
         "client_assertion", "password", "secret", "assertion", "device_code", "subject_token", "actor_token",
-        "api_key", "apikey", "key", "sig", "signature", "state", "nonce",
+        "api_key", "apikey", "key", "sig", "signature", "state", "nonce", "id_token_hint", "logout_hint",
     ]
 
     /// A URL with sensitive query values and userinfo replaced.

@@ -1,0 +1,21 @@
+import Dispatch
+
+/// Runs async work from the synchronous CLI and waits for it. (`moose` keeps a synchronous `main`
+/// so that commands without network never start the concurrency runtime's threads.)
+enum Blocking {
+    final class Box<T>: @unchecked Sendable {
+        var result: Result<T, any Error>?
+    }
+
+    static func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+        let box = Box<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+            done.signal()
+        }
+        done.wait()
+        guard let result = box.result else { throw CLIError.failed("internal error: no result") }
+        return try result.get()
+    }
+}

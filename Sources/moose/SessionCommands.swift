@@ -1,0 +1,264 @@
+import ArgumentParser
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseSecretStore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Status {
+    /// The identity provider could not be reached (try again later).
+    static let unreachable = ExitCode(3)
+}
+
+/// What every session command shares: the store, the transport, discovery and the flows.
+struct OAuthContext {
+    let sessions: SessionStore
+    let transport: any HTTPTransport = CurlTransport()
+
+    init(options: StoreOptions, create: Bool) throws {
+        sessions = SessionStore(store: try options.open(create: create))
+    }
+
+    func client(for profile: Profile) throws -> OAuthClient {
+        let transport = self.transport
+        let metadata: ProviderMetadata = try Blocking.run {
+            try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
+        }
+        var authentication = ClientAuthentication.none
+        if let file = profile.clientSecretFile {
+            let secret = String(decoding: try KeyLoading.readFile(file, what: "client secret file", limit: 4096), as: UTF8.self)
+                .trimmingCharacters(in: ["\n", "\r"])
+            authentication = .clientSecretBasic(secret)
+        }
+        return OAuthClient(metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
+    }
+
+    func validator(for client: OAuthClient) throws -> IDTokenValidator? {
+        guard let jwksURI = client.metadata.jwksURI else { return nil }
+        var algorithms = Set((client.metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
+        algorithms.subtract([.hs256, .hs384, .hs512])
+        return IDTokenValidator(issuer: client.metadata.issuer, clientID: client.clientID,
+                                jwks: JWKSCache(url: jwksURI, transport: transport),
+                                algorithms: algorithms.isEmpty ? [.rs256] : algorithms)
+    }
+
+    /// Maps library errors to the CLI's exit statuses and messages.
+    static func fail(_ error: any Error) -> any Error {
+        if let error = error as? OAuthError {
+            if error.code == OAuthError.transient {
+                Terminal.error("moose: error: \(error.description)")
+                return Status.unreachable
+            }
+            return CLIError.failed(error.description)
+        }
+        if let error = error as? SecretStoreError { return StoreOptions.cliError(error) }
+        return error
+    }
+}
+
+/// The subject of an (already validated) ID token.
+func subject(of idToken: String?) -> String? {
+    idToken.flatMap { try? JWT(compact: $0).claims.subject }
+}
+
+func expiryText(_ tokens: TokenSet) -> String {
+    guard let expiresAt = tokens.expiresAt else { return "no expiry given" }
+    let left = expiresAt.timeIntervalSinceNow
+    return left > 0 ? "valid for \(Duration.describe(left))" : "expired \(Duration.describe(-left)) ago"
+}
+
+/// Opens `url` in the user's browser: `$BROWSER` (a command; the URL is its last argument) or xdg-open.
+func openBrowser(_ url: URL) {
+    let command = getenv("BROWSER").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "xdg-open"
+    var words = command.split(separator: " ").map(String.init)
+    words.append(url.absoluteString)
+    var pid = pid_t()
+    let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    if posix_spawnp(&pid, words[0], &actions, nil, argv, environ) != 0 {
+        Terminal.error("moose: could not start \(words[0]); open the URL above by hand")
+    }
+}
+
+struct LoginCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Log in and keep the session (encrypted) in the store.",
+        discussion: """
+            Authorization code + PKCE with a loopback redirect on 127.0.0.1 (RFC 8252), or --device for the \
+            device authorization grant. The browser is $BROWSER if set, else xdg-open; --no-browser only prints the URL.
+            """)
+
+    @OptionGroup var store: StoreOptions
+    @Option(help: "The profile to create or update.") var profile = "default"
+    @Option(help: "The issuer (required the first time).") var issuer: String?
+    @Option(name: .customLong("client-id"), help: "The client id (required the first time).") var clientID: String?
+    @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
+    var clientSecretFile: String?
+    @Option(help: "A scope to request (repeatable; default: openid profile email).") var scope: [String] = []
+    @Flag(help: "Use the device authorization grant.") var device = false
+    @Option(name: .customLong("device-endpoint"), help: ArgumentHelp("The device authorization endpoint, when discovery does not list it.", valueName: "URL"))
+    var deviceEndpoint: String?
+    @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
+    @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16 = 0
+    @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
+
+    func run() throws {
+        let context = try OAuthContext(options: store, create: true)
+        let existing = try? context.sessions.load(profile)
+        guard let issuer = issuer ?? existing?.profile.issuer, let clientID = clientID ?? existing?.profile.clientID else {
+            throw CLIError.usage("the first login of profile \(profile) needs --issuer and --client-id")
+        }
+        var endpoints = existing?.profile.endpoints ?? EndpointOverrides()
+        if let deviceEndpoint {
+            guard let url = URL(string: deviceEndpoint) else { throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL") }
+            endpoints.deviceAuthorizationEndpoint = url
+        }
+        let scopes = scope.isEmpty ? (existing?.profile.scopes ?? ["openid", "profile", "email"]) : scope
+        let settings = Profile(name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
+                               grant: device ? .deviceCode : .authorizationCode,
+                               clientSecretFile: clientSecretFile ?? existing?.profile.clientSecretFile, endpoints: endpoints)
+        do {
+            let client = try context.client(for: settings)
+            let validator = try context.validator(for: client)
+            let parameters = AuthorizationParameters(scopes: scopes)
+            let tokens: TokenSet
+            if device {
+                let flow = DeviceAuthorizationFlow(client: client, idTokens: validator) { device in
+                    Terminal.error("To sign in, open \(device.verificationURI.absoluteString) and enter the code \(device.userCode)")
+                    if let complete = device.verificationURIComplete { Terminal.error("(or open \(complete.absoluteString))") }
+                    Terminal.error("Waiting for approval…")
+                }
+                tokens = try Blocking.run { try await flow.authorize(parameters) }
+            } else {
+                let noBrowser = self.noBrowser
+                let agent = try LoopbackUserAgent(port: port, timeout: timeout) { url in
+                    Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
+                    if !noBrowser { openBrowser(url) }
+                    Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
+                }
+                let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
+                tokens = try Blocking.run { try await flow.authorize(parameters) }
+            }
+            let session = Session(profile: settings, tokens: tokens, subject: subject(of: tokens.idToken))
+            try context.sessions.save(session)
+            print("Logged in to \(issuer) as \(session.subject ?? "(no ID token)") (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))")
+        } catch {
+            throw OAuthContext.fail(error)
+        }
+    }
+}
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show sessions (never a token).")
+    @OptionGroup var store: StoreOptions
+    @Option(help: "Only this profile.") var profile: String?
+    @Flag(help: "One JSON array for scripts.") var json = false
+
+    func run() throws {
+        let context = try OAuthContext(options: store, create: false)
+        let names: [String]
+        do { names = try profile.map { [$0] } ?? context.sessions.profiles() } catch { throw OAuthContext.fail(error) }
+        var items: [JSONValue] = []
+        for name in names {
+            guard let session = try? context.sessions.load(name) else {
+                if profile != nil { throw CLIError.failed("no session for profile \(name); run moose login") }
+                continue
+            }
+            let tokens = session.tokens
+            if json {
+                var object: JSONObject = ["profile": .string(name), "issuer": .string(session.profile.issuer),
+                                          "client_id": .string(session.profile.clientID), "state": .string(session.state.rawValue),
+                                          "subject": session.subject.map { .string($0) } ?? .null,
+                                          "scopes": .array(tokens.scopes.map { .string($0) }),
+                                          "has_refresh_token": .bool(tokens.refreshToken != nil)]
+                object["expires_at"] = tokens.expiresAt.map { .string(ISO8601.string(from: $0)) } ?? .null
+                items.append(.object(object))
+            } else {
+                let state = session.state == .active ? (tokens.isValid() ? "active" : "expired (refreshable)") : "needs login"
+                print("\(name): \(session.subject ?? "-") at \(session.profile.issuer) — \(state); access token \(expiryText(tokens)); "
+                      + "refresh token \(tokens.refreshToken == nil ? "none" : "yes"); scopes: \(tokens.scopes.joined(separator: " "))")
+            }
+        }
+        if json { print(JSONValue.array(items).prettyPrinted()) } else if names.isEmpty { print("no sessions; run moose login") }
+    }
+}
+
+struct RefreshCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "refresh", abstract: "Refresh the session's tokens now.")
+    @OptionGroup var store: StoreOptions
+    @Option(help: "The profile.") var profile = "default"
+
+    func run() throws {
+        let context = try OAuthContext(options: store, create: false)
+        guard var session = try? context.sessions.load(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
+        guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login (its refresh token was refused); run moose login") }
+        do {
+            let client = try context.client(for: session.profile)
+            let validator = try context.validator(for: client)
+            let old = session.tokens
+            let fresh = try Blocking.run { () async throws -> TokenSet in
+                let tokens = try await client.refresh(old)
+                if let idToken = tokens.idToken, idToken != old.idToken, let validator { try await validator.validate(idToken, nonce: nil) }
+                return tokens
+            }
+            session.tokens = fresh
+            try context.sessions.save(session)
+            print("Refreshed profile \(profile): access token \(expiryText(fresh))\(fresh.refreshToken != old.refreshToken ? "; refresh token rotated" : "")")
+        } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
+            session.state = .needsReauthentication
+            try? context.sessions.save(session)
+            throw CLIError.failed("the refresh token was refused (\(error.oauthError ?? "invalid_grant")); run moose login --profile \(profile)")
+        } catch {
+            throw OAuthContext.fail(error)
+        }
+    }
+}
+
+struct LogoutCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "logout", abstract: "Revoke the tokens at the provider and wipe the local session (always).")
+    @OptionGroup var store: StoreOptions
+    @Option(help: "The profile.") var profile = "default"
+    @Flag(name: .customLong("show-end-session-url"),
+          help: "Print the provider's logout URL in full (it carries the ID token as id_token_hint).")
+    var showEndSessionURL = false
+
+    func run() throws {
+        let context = try OAuthContext(options: store, create: false)
+        guard let session = try? context.sessions.load(profile) else { throw CLIError.failed("no session for profile \(profile)") }
+        var result: LogoutResult? = nil
+        var failure: (any Error)? = nil
+        do {
+            let client = try context.client(for: session.profile)
+            result = try Blocking.run { await client.logout(session.tokens) }
+        } catch {
+            failure = error
+        }
+        // Local secrets go whatever the provider said.
+        do { try context.sessions.delete(profile) } catch { throw OAuthContext.fail(error) }
+        print("Logged out of profile \(profile): local session wiped.")
+        if let url = result?.endSessionURL {
+            // The URL carries the ID token: shown redacted unless asked for.
+            let text = showEndSessionURL ? url.absoluteString : Redaction.url(url.absoluteString)
+            print("To end the provider's browser session too, open\(showEndSessionURL ? "" : " (rerun with --show-end-session-url for the full URL)"):\n  \(text)")
+        }
+        if let error = result?.revocationError ?? failure {
+            Terminal.error("moose: warning: revocation at the provider failed: \(error)")
+            throw Status.failed
+        }
+    }
+}
