@@ -2,6 +2,7 @@ import Foundation
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
+import MooseCrypto
 import MooseTesting
 import MooseURLSession
 import Testing
@@ -96,4 +97,72 @@ struct LoginIntegrationTests {
             #expect(error.code == OAuthError.accessDenied && error.oauthError == "access_denied")
         }
     }
+}
+
+struct UserInfoAndClientAuthTests {
+    @Test func userInfoWithTheSubjectCheck() async throws {
+        let (_, tokens, _) = try await LoginIntegrationTests.login()
+        let client = try await TestIdP.client("moose-cli")
+        let subject = try JWT(compact: try #require(tokens.idToken)).claims.subject
+        let info = try await client.userInfo(accessToken: tokens.accessToken, expectedSubject: subject)
+        #expect(info["sub"]?.stringValue == subject)
+        do {
+            _ = try await client.userInfo(accessToken: tokens.accessToken, expectedSubject: "someone-else")
+            Issue.record("a different sub was accepted")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.subjectMismatch)
+        }
+    }
+
+    @Test func clockSkewFromTheDateHeader() throws {
+        let ahead = HTTPResponse(status: 200, headers: ["Date": HTTPDate.format(Date().addingTimeInterval(600))])
+        let skew = try #require(ClockSkew(response: ahead))
+        #expect(abs(skew.offset - 600) < 2 && skew.isSignificant(leeway: 60))
+        #expect(ClockSkew(response: HTTPResponse(status: 200)) == nil)
+    }
+
+    @Test func clientSecretBasicFormEncodesIdAndSecret() throws {
+        // RFC 6749 §2.3.1: id and secret are form-encoded before "id:secret" is base64-encoded.
+        let endpoint = TokenEndpoint(url: URL(string: "https://id.example.com/token")!, clientID: "my client:1",
+                                     authentication: .clientSecretBasic("p@ss wörd+/="), transport: TestIdP.transport)
+        let request = try endpoint.authenticatedRequest(url: endpoint.url, parameters: [("grant_type", "client_credentials")])
+        let header = try #require(request.headers["Authorization"])
+        #expect(header.hasPrefix("Basic "))
+        let decoded = String(decoding: try #require(Data(base64Encoded: String(header.dropFirst(6)))), as: UTF8.self)
+        #expect(decoded == "my+client%3A1:p%40ss+w%C3%B6rd%2B%2F%3D")
+        #expect(String(decoding: request.body ?? Data(), as: UTF8.self) == "grant_type=client_credentials")
+    }
+
+    @Test func privateKeyJWTAssertion() throws {
+        let key = try JWTKey(privateKey: .generate(.es256Curve), keyID: "k")
+        let endpoint = TokenEndpoint(url: URL(string: "https://id.example.com/token")!, clientID: "svc",
+                                     authentication: .privateKeyJWT(key, .es256), transport: TestIdP.transport)
+        let request = try endpoint.authenticatedRequest(url: endpoint.url, parameters: [("grant_type", "client_credentials")])
+        let form = String(decoding: request.body ?? Data(), as: UTF8.self)
+        #expect(form.contains("client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer"))
+        let assertion = try #require(form.split(separator: "&").first { $0.hasPrefix("client_assertion=") }?.dropFirst(17))
+        let jwt = try JWTVerifier(keys: [key], allowedAlgorithms: [.es256],
+                                  validation: ClaimValidation(issuer: "svc", audiences: ["https://id.example.com/token"],
+                                                              requiredClaims: ["jti", "exp", "sub"])).verify(String(assertion))
+        #expect(jwt.claims.subject == "svc")
+        #expect(request.headers["Authorization"] == nil)
+    }
+
+    @Test func confidentialClientLogsInWithClientSecretBasic() async throws {
+        let client = try await TestIdP.client("moose-confidential", .clientSecretBasic("moose-confidential-secret"))
+        let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
+        let agent = try LoopbackUserAgent(timeout: 30) { url in
+            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
+                .first { $0.name == "redirect_uri" }?.value ?? ""
+            try await browser.visit(url, stopAt: redirect)
+        }
+        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent,
+                                         idTokens: try LoginIntegrationTests.validator(client.metadata, clientID: "moose-confidential"))
+        let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
+        #expect(tokens.idToken != nil && tokens.refreshToken != nil)
+    }
+}
+
+extension PrivateKey.GenerationSpec {
+    static var es256Curve: PrivateKey.GenerationSpec { .ec(.p256) }
 }

@@ -1,0 +1,60 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import MooseHTTP
+public import MooseJWT
+
+extension OAuthClient {
+    /// The UserInfo response (OIDC Core §5.3), checked against the ID token's subject: a `sub` that
+    /// differs means the response must not be used (§5.3.2).
+    ///
+    /// ```swift
+    /// let info = try await client.userInfo(accessToken: tokens.accessToken, expectedSubject: "248289761001")
+    /// info["email"]?.stringValue
+    /// ```
+    public func userInfo(accessToken: String, expectedSubject: String?) async throws -> JSONObject {
+        let url = try metadata.require(metadata.userinfoEndpoint, "userinfo endpoint")
+        var request = HTTPRequest(url: url, timeout: 20)
+        request.headers[.authorization] = AuthScheme.bearer.credentials(accessToken)
+        request.headers[.accept] = MIMEType.json.value
+        let response: HTTPResponse
+        do { response = try await transport.send(request) } catch let error as HTTPError {
+            throw OAuthError(OAuthError.transient, "the userinfo endpoint is unreachable: \(error.message)", underlying: error)
+        }
+        guard response.status == 200 else {
+            throw OAuthError(response.status >= 500 ? OAuthError.transient : OAuthError.server,
+                             "the userinfo endpoint answered HTTP \(response.status)", status: response.status)
+        }
+        guard case .object(let claims)? = try? JSONValue(parsing: Array(response.body)) else {
+            throw OAuthError(OAuthError.invalidResponse, "the userinfo response is not a JSON object (signed UserInfo is not supported)")
+        }
+        guard let subject = claims["sub"]?.stringValue else {
+            throw OAuthError(OAuthError.invalidResponse, "the userinfo response has no sub")
+        }
+        if let expectedSubject, subject != expectedSubject {
+            throw OAuthError(OAuthError.subjectMismatch, "userinfo sub \(subject) is not the ID token's sub \(expectedSubject)")
+        }
+        return claims
+    }
+}
+
+/// The offset between the provider's clock and ours, learned from HTTP `Date` headers, for expiry
+/// decisions when the local clock is wrong.
+public struct ClockSkew: Sendable {
+    /// Server time minus local time, seconds (positive: the server is ahead).
+    public let offset: TimeInterval
+
+    /// The offset from one response's `Date` header and the local time it arrived; `nil` without one.
+    public init?(response: HTTPResponse, receivedAt: Date = Date()) {
+        guard let header = response.headers[.date], let serverDate = HTTPDate.parse(header) else { return nil }
+        offset = serverDate.timeIntervalSince(receivedAt)
+    }
+
+    /// `true` when the difference exceeds `leeway` (then use `correctedNow` for expiry decisions, and log it).
+    public func isSignificant(leeway: TimeInterval) -> Bool { abs(offset) > leeway }
+
+    /// The provider's "now".
+    public func correctedNow(_ now: Date = Date()) -> Date { now.addingTimeInterval(offset) }
+}
