@@ -1,5 +1,7 @@
 import ArgumentParser
+import MooseHTTP
 import MooseJWT
+import MooseOAuth
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -28,6 +30,9 @@ struct InspectCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Verify with the keys of a JWKS file or URL.", valueName: "FILE|URL"))
     var jwks: String?
+
+    @Option(help: ArgumentHelp("Verify through this issuer's discovery document and JWKS (and require it as iss).", valueName: "URL"))
+    var issuer: String?
 
     @Option(help: ArgumentHelp("Verify with a PEM public key, certificate, private key, or a JWK file.", valueName: "FILE"))
     var key: String?
@@ -71,7 +76,7 @@ struct InspectCommand: ParsableCommand {
         let text = try readToken()
         let keys = try loadKeys()
         let validation = ClaimValidation(
-            issuer: iss, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway, clock: { instant })
+            issuer: iss ?? issuer, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway, clock: { instant })
         var verifier: JWTVerifier? = nil
         if !keys.isEmpty {
             let allowed = alg.isEmpty
@@ -128,6 +133,17 @@ struct InspectCommand: ParsableCommand {
             } else {
                 keys += try KeyLoading.jwks(try KeyLoading.readFile(jwks, what: "JWKS file"), source: jwks)
             }
+        }
+        if let issuer {
+            let metadata: ProviderMetadata
+            do {
+                let transport = CurlTransport()
+                metadata = try Blocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
+            } catch {
+                throw CLIError.failed("cannot use issuer \(issuer): \(error)")
+            }
+            guard let jwksURI = metadata.jwksURI else { throw CLIError.failed("issuer \(issuer) publishes no jwks_uri") }
+            keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwksURI.absoluteString), source: jwksURI.absoluteString)
         }
         if let key { keys += try KeyLoading.keyFile(key) }
         if let secretFile {

@@ -41,3 +41,25 @@ struct SessionCLITests {
         #expect(try moose(["login"]).status == 2)   // no profile, no --issuer
     }
 }
+
+struct InspectIssuerCLITests {
+    @Test func inspectVerifiesThroughTheIssuersDiscoveryAndJWKS() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-inspect-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
+                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
+        let login = try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+                                environment: environment, timeout: 60)
+        #expect(login.status == 0, "\(login.stderr)")
+        let stored = try CLI.run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
+        let session = try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
+        let idToken = try #require((session["tokens"] as? [String: Any])?["idToken"] as? String)
+        let verified = try CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", "--json"])
+        #expect(verified.status == 0, "\(verified.stderr)")
+        #expect(try verified.json()["verdict"] as? String == "valid")
+        // The same token judged against another issuer: refused.
+        let wrong = try CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer.replacingOccurrences(of: "127.0.0.1", with: "localhost")])
+        #expect(wrong.status == 1 && wrong.stderr.contains("issuer"))
+    }
+}
