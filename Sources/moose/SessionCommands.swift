@@ -46,8 +46,22 @@ struct OAuthContext {
         guard let jwksURI = client.metadata.jwksURI else { return nil }
         var algorithms = Set((client.metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
         algorithms.subtract([.hs256, .hs384, .hs512])
+        // The JWKS is kept in the store, so a new process does not refetch it while its keys still match.
+        let store = sessions.store
+        let name = jwksURI.absoluteString
+        let persistence = JWKSCache.Persistence(
+            load: {
+                guard let bytes = try? store.get(namespace: "moose.jwks", name: name), bytes.count > 8 else { return nil }
+                let seconds = bytes.prefix(8).reduce(0) { $0 << 8 | Int64($1) }
+                return (Array(bytes.dropFirst(8)), Date(timeIntervalSince1970: TimeInterval(seconds)))
+            },
+            save: { document, fetchedAt in
+                let seconds = Int64(fetchedAt.timeIntervalSince1970)
+                let stamp = (0..<8).map { UInt8(truncatingIfNeeded: seconds >> (56 - 8 * $0)) }
+                try? store.put(stamp + document, namespace: "moose.jwks", name: name)
+            })
         return IDTokenValidator(issuer: client.metadata.issuer, clientID: client.clientID,
-                                jwks: JWKSCache(url: jwksURI, transport: transport),
+                                jwks: JWKSCache(url: jwksURI, transport: transport, persistence: persistence),
                                 algorithms: algorithms.isEmpty ? [.rs256] : algorithms)
     }
 

@@ -29,6 +29,9 @@ struct SessionCLITests {
         let accessToken = try #require(tokens["accessToken"] as? String)
         #expect(!status.stdout.contains(accessToken))
 
+        // The provider's JWKS is cached in the store for the next process.
+        #expect(try moose(["store", "list", "--namespace", "moose.jwks"]).stdout.contains("jwks.json"))
+
         let refresh = try moose(["refresh"])
         #expect(refresh.status == 0 && refresh.stdout.contains("refresh token rotated"))
 

@@ -102,3 +102,22 @@ struct IDTokenTests {
         #expect(fake.fetches == 2, "concurrent validations did not share one fetch: \(fake.fetches)")
     }
 }
+
+struct JWKSPersistenceTests {
+    @Test func aSavedJWKSSurvivesARestart() async throws {
+        let key = try PrivateKey.generate(.rsa(bits: 2048))
+        let fake = FakeJWKS()
+        try fake.publish([key], kids: ["k1"])
+        let saved = Mutex<([UInt8], Date)?>(nil)
+        let persistence = JWKSCache.Persistence(load: { saved.withLock { $0.map { (document: $0.0, fetchedAt: $0.1) } } },
+                                                save: { document, date in saved.withLock { $0 = (document, date) } })
+        let url = URL(string: "https://id.example.com/jwks")!
+        let first = JWKSCache(url: url, transport: fake, persistence: persistence)
+        #expect(try await first.keys(for: "k1").count == 1)
+        #expect(fake.fetches == 1 && saved.withLock { $0 != nil })
+        // A new "process": starts from the saved document, no fetch for a known kid.
+        let second = JWKSCache(url: url, transport: fake, persistence: persistence)
+        #expect(try await second.keys(for: "k1").count == 1)
+        #expect(fake.fetches == 1)
+    }
+}
