@@ -45,7 +45,8 @@ let package = Package(
         .target(name: "MooseSecretStore", dependencies: ["CSQLite", "MooseCrypto"]),
         // URLSession (FoundationNetworking) in its own module: the CLI never links it.
         .target(name: "MooseURLSession", dependencies: ["MooseHTTP"]),
-        .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto", "MooseSecretStore"]),
+        .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto", "MooseSecretStore",
+                                                 .product(name: "Logging", package: "swift-log")]),
         .target(name: "MooseTesting", dependencies: ["MooseHTTP"]),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
         .executableTarget(

@@ -141,7 +141,7 @@ public struct AuthorizationCodeFlow: Authorizable {
             guard let idTokens else {
                 throw OAuthError(OAuthError.invalidConfiguration, "an ID token arrived but no validator is configured")
             }
-            try await idTokens.validate(idToken, nonce: request.nonce)
+            try await idTokens.validate(idToken, nonce: request.nonce, serverClockOffset: tokens.serverClockOffset)
         }
         return tokens
     }

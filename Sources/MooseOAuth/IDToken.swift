@@ -6,6 +6,7 @@ public import Foundation
 public import MooseHTTP
 public import MooseJWT
 import MooseCrypto
+import Logging
 
 /// PKCE (RFC 7636) with S256, always.
 public struct PKCE: Sendable {
@@ -137,6 +138,19 @@ public struct IDTokenValidator: Sendable {
     ///   nonce and `azp` rules, a message naming the rule.
     @discardableResult
     public func validate(_ token: String, nonce: String?) async throws -> JWTClaims {
+        try await validate(token, nonce: nonce, serverClockOffset: nil)
+    }
+
+    /// Validates with the provider's clock when ours is off by more than the leeway (the offset
+    /// comes from the token response's `Date` header); logs that it did.
+    @discardableResult
+    public func validate(_ token: String, nonce: String?, serverClockOffset: TimeInterval?) async throws -> JWTClaims {
+        var clock = self.clock
+        if let offset = serverClockOffset, abs(offset) > leeway {
+            let base = self.clock
+            clock = { base().addingTimeInterval(offset) }
+            Logger(label: "moose.oauth").warning("local clock differs from \(issuer)'s by \(Int(offset)) s; judging the ID token by the provider's clock")
+        }
         let header: JOSEHeader
         do { header = try JWS(compact: token).header } catch { throw invalid("ID token is malformed: \(error.message)", error) }
         let keys = try await jwks.keys(for: header.keyID)

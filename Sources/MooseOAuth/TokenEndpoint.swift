@@ -53,7 +53,9 @@ public struct TokenEndpoint: Sendable {
         } catch let error as HTTPError {
             throw OAuthError(OAuthError.transient, "the token endpoint is unreachable: \(error.message)", underlying: error)
         }
-        return try TokenResponse.parse(response, requestedAt: sentAt, requestedScopes: requestedScopes)
+        var tokens = try TokenResponse.parse(response, requestedAt: sentAt, requestedScopes: requestedScopes)
+        tokens.serverClockOffset = ClockSkew(response: response, receivedAt: clock())?.offset
+        return tokens
     }
 
     /// A form POST to `url` with the client's authentication applied (token, revocation, device endpoints).

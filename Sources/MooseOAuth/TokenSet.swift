@@ -23,6 +23,8 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
     public var scopes: [String]
     /// When the request that produced these tokens was sent.
     public var requestedAt: Date
+    /// The provider's clock minus ours when the tokens arrived (from the HTTP `Date` header), if known.
+    public var serverClockOffset: TimeInterval?
 
     /// A token set.
     public init(accessToken: String, tokenType: String = "Bearer", refreshToken: String? = nil, idToken: String? = nil,

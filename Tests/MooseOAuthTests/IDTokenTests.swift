@@ -121,3 +121,23 @@ struct JWKSPersistenceTests {
         #expect(fake.fetches == 1)
     }
 }
+
+struct ClockSkewValidationTests {
+    @Test func anIDTokenIsJudgedByTheProvidersClockWhenOursIsOff() async throws {
+        let key = try PrivateKey.generate(.rsa(bits: 2048))
+        let fake = FakeJWKS()
+        try fake.publish([key], kids: ["k1"])
+        let serverNow = Date(timeIntervalSince1970: 1_800_000_000)
+        let token = try JWTSigner(key: JWTKey(privateKey: key, keyID: "k1"), algorithm: .rs256).sign(
+            ["iss": "https://id.example.com", "sub": "a", "aud": "c", "nonce": "n",
+             "iat": .number(JSONNumber(Int64(serverNow.timeIntervalSince1970))),
+             "exp": .number(JSONNumber(Int64(serverNow.timeIntervalSince1970) + 300))])
+        // Our clock is an hour behind: iat looks like the future.
+        let localNow = serverNow.addingTimeInterval(-3600)
+        let validator = IDTokenValidator(issuer: "https://id.example.com", clientID: "c",
+                                         jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake),
+                                         leeway: 60, clock: { localNow })
+        await #expect(throws: OAuthError.self) { try await validator.validate(token, nonce: "n") }
+        #expect(try await validator.validate(token, nonce: "n", serverClockOffset: 3600).subject == "a")
+    }
+}
