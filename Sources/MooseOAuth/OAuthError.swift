@@ -88,4 +88,10 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let invalidConfiguration = Code(name: "invalidConfiguration")
     /// The UserInfo `sub` is not the ID token's `sub` (OIDC Core 5.3.2).
     public static let subjectMismatch = Code(name: "subjectMismatch")
+    /// The session needs a new login (no session, or its refresh token was refused). Final.
+    public static let needsLogin = Code(name: "needsLogin")
+    /// The secret store cannot be written: no refresh token was spent.
+    public static let storeUnavailable = Code(name: "storeUnavailable")
+    /// Too many refreshes in a short time (a refresh loop): refused until the window passes.
+    public static let refreshLimit = Code(name: "refreshLimit")
 }

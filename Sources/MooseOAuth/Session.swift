@@ -100,6 +100,19 @@ public struct SessionStore: Sendable {
         try store.put(Array(try JSONEncoder().encode(session)), namespace: Self.namespace, name: session.profile.name)
     }
 
+    /// Writes `session` only while `lease` is still held (fencing): a refresher that lost its lease
+    /// never overwrites a newer session.
+    public func save(_ session: Session, holding lease: Lease) throws {
+        var session = session
+        session.updatedAt = Date()
+        let bytes = Array(try JSONEncoder().encode(session))
+        let name = session.profile.name
+        try store.transaction { (tx) throws(SecretStoreError) in
+            try tx.requireLease(lease)
+            try tx.put(bytes, namespace: Self.namespace, name: name)
+        }
+    }
+
     /// Removes the profile's session; `true` if there was one.
     @discardableResult
     public func delete(_ profile: String) throws -> Bool {

@@ -66,3 +66,87 @@ struct InspectIssuerCLITests {
         #expect(wrong.status == 1 && wrong.stderr.contains("issuer"))
     }
 }
+
+/// `moose token` from many processes at once: one refresh at the provider.
+struct TokenCLITests {
+    /// How many refresh tokens the provider has issued in the family of `refreshToken` (login + refreshes),
+    /// read from its database (django-oauth-toolkit keeps a token_family and a SHA-256 checksum per token).
+    /// Exact even while other tests use the same provider.
+    static func familySize(of refreshToken: String) throws -> Int {
+        let database = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/idp/.state/db.sqlite3")
+        let script = """
+            import hashlib, sqlite3, sys
+            db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=30)
+            checksum = hashlib.sha256(sys.argv[2].encode()).hexdigest()
+            family = db.execute("SELECT token_family FROM oauth2_provider_refreshtoken WHERE token_checksum = ?", (checksum,)).fetchone()
+            print(db.execute("SELECT COUNT(*) FROM oauth2_provider_refreshtoken WHERE token_family = ?", (family[0],)).fetchone()[0] if family else -1)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, database, refreshToken]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        process.waitUntilExit()
+        return Int(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    @Test func twelveConcurrentScriptsCauseOneRefresh() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-token-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
+                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
+        #expect(try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+                            environment: environment, timeout: 60).status == 0)
+        // A valid token is printed straight from the store.
+        let cached = try CLI.run(["token"], environment: environment)
+        #expect(cached.status == 0 && !cached.stdout.isEmpty)
+        let header = try CLI.run(["token", "--format", "header"], environment: environment)
+        #expect(header.stdout.hasPrefix("Authorization: Bearer "))
+
+        // Make the stored access token look expired (as time would), then ask from 12 processes at once.
+        let stored = try CLI.run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
+        var session = try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
+        var tokens = try #require(session["tokens"] as? [String: Any])
+        let firstRefreshToken = try #require(tokens["refreshToken"] as? String)
+        #expect(try Self.familySize(of: firstRefreshToken) == 1)
+        tokens["expiresAt"] = 0   // 2001-01-01 in JSONEncoder's default date format
+        session["tokens"] = tokens
+        let edited = try JSONSerialization.data(withJSONObject: session)
+        #expect(try CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
+
+        let results = try (0..<12).map { _ in try BackgroundCLI(["token", "--format", "json"], environment: environment) }.map { $0.finish() }
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
+        let values = Set(results.compactMap { try? $0.json()["token"] as? String })
+        #expect(values.count == 1, "the processes got different tokens")
+        #expect(try Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
+    }
+}
+
+/// A `moose` process started now and collected later (for concurrency tests).
+final class BackgroundCLI {
+    let process = Process()
+    let out = Pipe(), err = Pipe()
+
+    init(_ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: CLI.binary)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func finish() -> CLIResult {
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CLIResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                         stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}

@@ -201,7 +201,7 @@ struct InProcessConcurrencyTests {
         }
         try await Task.sleep(nanoseconds: 400_000_000)
         #expect(try !store.isHeld(lease))
-        let second = try await store.acquireLease(name: "refresh", ttl: 5, timeout: 1)
+        let second = try await store.acquireLease(name: "refresh", ttl: 60, timeout: 5)
         #expect(second.token == lease.token + 1)
         _ = expectStoreError(SecretStoreError.leaseLost) {
             try store.transaction { tx throws(SecretStoreError) in

@@ -1,0 +1,334 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+import MooseSecretStore
+import MooseCrypto
+import Synchronization
+
+/// An access token as handed out by a `RefreshCoordinator`: its value and the generation it belongs
+/// to (so a 401 can say which token failed). `description` shows a fingerprint, never the token.
+public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
+    /// The token.
+    public let value: String
+    /// `Bearer`, `DPoP`…
+    public let tokenType: String
+    /// When it expires, if known.
+    public let expiresAt: Date?
+    /// Increases every time the coordinator publishes a new token.
+    public let generation: Int64
+
+    /// A token (coordinators make these; tests and adapters may too).
+    public init(value: String, tokenType: String = "Bearer", expiresAt: Date? = nil, generation: Int64 = 0) {
+        self.value = value
+        self.tokenType = tokenType
+        self.expiresAt = expiresAt
+        self.generation = generation
+    }
+
+    /// `Bearer <token>` for an `Authorization` header (RFC 6750 §2.1).
+    public var authorizationHeader: String { "\(tokenType) \(value)" }
+
+    /// Fingerprint and generation only.
+    public var description: String { "AccessToken(#\(TokenSet.fingerprint(value)), generation \(generation))" }
+}
+
+/// What a coordinator tells the app (for a UI that shows "signed in" / "please sign in again").
+public enum RefreshEvent: Sendable {
+    /// A refresh succeeded (or tokens refreshed by another process were adopted).
+    case refreshed(generation: Int64, expiresAt: Date?)
+    /// A refresh failed; tokens are kept (transient) unless the next event says otherwise.
+    case refreshFailed(OAuthError)
+    /// The refresh token was refused: only a new login helps. Persisted; never retried.
+    case needsReauthentication
+    /// The session was logged out.
+    case loggedOut
+}
+
+/// Hands every caller a valid access token, with one refresh however many callers, tasks, threads
+/// and processes ask at once.
+///
+/// - `accessToken(minimumValidity:)` returns the cached token when it is valid for that long —
+///   read from a lock-protected snapshot, no actor hop (`cachedAccessToken`) — and otherwise joins
+///   the one shared refresh. The in-flight task is set before the first `await`.
+/// - Across processes sharing the store, the refresher takes the store's lease, re-reads the session
+///   (another process may have refreshed: then its tokens are adopted), refreshes only if still
+///   needed, commits the new `TokenSet` while holding the lease, and releases it.
+/// - `refresh(rejecting:)` (for a 401) refreshes only if the rejected token is still the current one.
+/// - Cancelling a waiter never cancels the shared refresh. `invalid_grant` is final unless the store
+///   shows another process already rotated the token; transient failures retry with bounded,
+///   jittered backoff. A refresh window stops refresh loops.
+///
+/// ```swift
+/// let coordinator = RefreshCoordinator(profile: "default", sessions: sessions) { tokens in
+///     try await flow.refresh(tokens)
+/// }
+/// let token = try await coordinator.accessToken()
+/// request.headers[.authorization] = token.authorizationHeader
+/// ```
+public actor RefreshCoordinator {
+    /// Tuning.
+    public struct Configuration: Sendable {
+        /// The validity a cached token must still have (default 30 s).
+        public var minimumValidity: TimeInterval = 30
+        /// The cross-process lease's lifetime: a crashed refresher's lease lapses after it.
+        public var leaseTTL: TimeInterval = 30
+        /// How long a waiter waits for another process's lease.
+        public var leaseWait: TimeInterval = 45
+        /// Attempts for transient failures (network, 5xx, 429), the first included.
+        public var transientAttempts = 3
+        /// The first backoff delay (doubled each time, jittered 50–100%).
+        public var backoff: TimeInterval = 0.5
+        /// At most this many refreshes…
+        public var refreshLimit = 5
+        /// …within this many seconds.
+        public var refreshWindow: TimeInterval = 30
+        /// The clock.
+        public var clock: @Sendable () -> Date = { Date() }
+
+        /// Defaults.
+        public init() {}
+    }
+
+    struct Snapshot {
+        var token: AccessToken?
+        var tokens: TokenSet?
+    }
+
+    /// The profile whose session this coordinates.
+    public nonisolated let profile: String
+    private let sessions: SessionStore
+    private let refresher: @Sendable (TokenSet) async throws -> TokenSet
+    private let configuration: Configuration
+    private nonisolated let snapshot = Mutex(Snapshot())
+    private var generation: Int64 = 0
+    private var inFlight: Task<AccessToken, any Error>?
+    private var recentRefreshes: [Date] = []
+    private var pendingWrite: Session?
+    private let eventStream: AsyncStream<RefreshEvent>
+    private let eventContinuation: AsyncStream<RefreshEvent>.Continuation
+
+    /// A coordinator for `profile`'s session in `sessions`; `refresher` runs the refresh grant
+    /// (for example `flow.refresh`).
+    public init(profile: String, sessions: SessionStore, configuration: Configuration = Configuration(),
+                refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet) {
+        self.profile = profile
+        self.sessions = sessions
+        self.refresher = refresher
+        self.configuration = configuration
+        (eventStream, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(32))
+        if let session = try? sessions.load(profile), session.state == .active {
+            snapshot.withLock { $0 = Snapshot(token: AccessToken(value: session.tokens.accessToken, tokenType: session.tokens.tokenType,
+                                                                 expiresAt: session.tokens.expiresAt, generation: 0),
+                                              tokens: session.tokens) }
+        }
+    }
+
+    /// Events for UIs.
+    public nonisolated var events: AsyncStream<RefreshEvent> { eventStream }
+
+    /// The cached token if valid for `minimumValidity` seconds — a lock read, callable from any
+    /// context (the main actor included) without an actor hop.
+    public nonisolated func cachedAccessToken(minimumValidity: TimeInterval? = nil) -> AccessToken? {
+        let minimum = minimumValidity ?? configuration.minimumValidity
+        let now = configuration.clock()
+        return snapshot.withLock { snapshot in
+            guard let token = snapshot.token else { return nil }
+            if let expiresAt = token.expiresAt, expiresAt.timeIntervalSince(now) < minimum { return nil }
+            return token
+        }
+    }
+
+    /// A token valid for at least `minimumValidity` seconds (default: the configuration's), refreshing
+    /// once for all concurrent callers when needed.
+    public func accessToken(minimumValidity: TimeInterval? = nil) async throws -> AccessToken {
+        if let cached = cachedAccessToken(minimumValidity: minimumValidity) { return cached }
+        return try await join(minimumValidity: minimumValidity ?? configuration.minimumValidity)
+    }
+
+    /// For a 401: refreshes only if `rejected` is still the current token; otherwise returns the newer one.
+    public func refresh(rejecting rejected: AccessToken) async throws -> AccessToken {
+        if let current = snapshot.withLock({ $0.token }), current.value != rejected.value { return current }
+        return try await join(minimumValidity: .infinity)
+    }
+
+    /// For a 401 seen on a request that carried `authorizationHeader`.
+    public func refresh(rejectingHeader authorizationHeader: String) async throws -> AccessToken {
+        if let current = snapshot.withLock({ $0.token }), current.authorizationHeader != authorizationHeader { return current }
+        return try await join(minimumValidity: .infinity)
+    }
+
+    /// Refreshes now if the token is valid for less than `minimumValidity` (for apps that schedule it).
+    public func refreshIfNeeded(minimumValidity: TimeInterval? = nil) async throws {
+        _ = try await accessToken(minimumValidity: minimumValidity)
+    }
+
+    /// Forgets the in-memory tokens and announces `loggedOut` (the caller wipes the store).
+    public func didLogOut() {
+        snapshot.withLock { $0 = Snapshot() }
+        eventContinuation.yield(.loggedOut)
+    }
+
+    // MARK: - The shared refresh
+
+    private func join(minimumValidity: TimeInterval) async throws -> AccessToken {
+        let task: Task<AccessToken, any Error>
+        if let running = inFlight {
+            task = running
+        } else {
+            try checkRefreshWindow()
+            // Set before the first await: re-entrant callers join this task.
+            task = Task { try await self.performRefresh(minimumValidity: minimumValidity) }
+            inFlight = task
+        }
+        return try await Self.wait(for: task)
+    }
+
+    /// Waits for the shared task; a cancelled waiter leaves at once with `CancellationError` and the
+    /// shared refresh goes on for the others.
+    private static func wait(for task: Task<AccessToken, any Error>) async throws -> AccessToken {
+        let box = ContinuationBox()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AccessToken, any Error>) in
+                box.install(continuation)
+                Task { box.resume(with: await task.result) }
+            }
+        } onCancel: {
+            box.resume(with: .failure(CancellationError()))
+        }
+    }
+
+    private func checkRefreshWindow() throws {
+        let now = configuration.clock()
+        recentRefreshes.removeAll { now.timeIntervalSince($0) > configuration.refreshWindow }
+        guard recentRefreshes.count < configuration.refreshLimit else {
+            throw OAuthError(OAuthError.refreshLimit,
+                             "\(recentRefreshes.count) refreshes of \(profile) in \(Int(configuration.refreshWindow)) s: refusing another (a refresh loop?)")
+        }
+        recentRefreshes.append(now)
+    }
+
+    private func publish(_ tokens: TokenSet) -> AccessToken {
+        generation += 1
+        let token = AccessToken(value: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: tokens.expiresAt, generation: generation)
+        snapshot.withLock { $0 = Snapshot(token: token, tokens: tokens) }
+        return token
+    }
+
+    private func performRefresh(minimumValidity: TimeInterval) async throws -> AccessToken {
+        defer { inFlight = nil }
+        // A rotated refresh token that could not be written yet: write it before anything else.
+        if let pending = pendingWrite {
+            do {
+                try sessions.save(pending)
+                pendingWrite = nil
+            } catch {
+                if let token = cachedAccessToken(minimumValidity: 0) { return token }
+                throw OAuthError(OAuthError.storeUnavailable, "the store is still not writable; holding the new tokens in memory")
+            }
+        }
+        // Taking the lease is a write: a read-only store fails here, before any refresh token is spent.
+        let lease: Lease
+        do {
+            lease = try await sessions.store.acquireLease(name: "refresh:\(profile)", ttl: configuration.leaseTTL,
+                                                          timeout: configuration.leaseWait)
+        } catch let error as SecretStoreError where error.code == SecretStoreError.leaseTimeout {
+            throw OAuthError(OAuthError.transient, "another process holds the refresh lease of \(profile) for too long", underlying: error)
+        } catch let error as SecretStoreError {
+            throw OAuthError(OAuthError.storeUnavailable, "the store is unavailable (\(error.code)); no refresh token was spent", underlying: error)
+        }
+        defer { try? sessions.store.releaseLease(lease) }
+
+        guard var session = try loadSession() else {
+            throw OAuthError(OAuthError.needsLogin, "there is no session for \(profile): log in")
+        }
+        guard session.state == .active else {
+            throw OAuthError(OAuthError.needsLogin, "\(profile) needs a new login (its refresh token was refused)")
+        }
+        // Another process may have refreshed while we waited for the lease: adopt its tokens.
+        let known = snapshot.withLock { $0.tokens?.accessToken }
+        if session.tokens.accessToken != known, session.tokens.isValid(for: min(minimumValidity, configuration.minimumValidity), at: configuration.clock()) {
+            let token = publish(session.tokens)
+            eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
+            return token
+        }
+        let spent = session.tokens
+        let fresh: TokenSet
+        do {
+            fresh = try await refreshWithRetries(spent)
+        } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
+            // Maybe another process rotated the token a moment ago: then its tokens are the answer.
+            if let stored = try loadSession(), stored.tokens.refreshToken != spent.refreshToken, stored.state == .active {
+                let token = publish(stored.tokens)
+                eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
+                return token
+            }
+            session.state = .needsReauthentication
+            try? sessions.save(session, holding: lease)
+            snapshot.withLock { $0 = Snapshot() }
+            eventContinuation.yield(.needsReauthentication)
+            throw error
+        } catch let error as OAuthError {
+            eventContinuation.yield(.refreshFailed(error))
+            throw error
+        }
+        session.tokens = fresh
+        // No lost tokens: the rotated refresh token is committed before any caller sees the new access token.
+        do {
+            try sessions.save(session, holding: lease)
+        } catch {
+            pendingWrite = session   // keep it, hand it out, retry the write before the next refresh
+        }
+        let token = publish(fresh)
+        eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
+        return token
+    }
+
+    private func loadSession() throws -> Session? {
+        do { return try sessions.load(profile) } catch {
+            throw OAuthError(OAuthError.storeUnavailable, "cannot read the session of \(profile): \(error)")
+        }
+    }
+
+    private func refreshWithRetries(_ tokens: TokenSet) async throws -> TokenSet {
+        var attempt = 1
+        while true {
+            do {
+                return try await refresher(tokens)
+            } catch let error as OAuthError where error.code == OAuthError.transient && attempt < configuration.transientAttempts {
+                let delay = configuration.backoff * Double(1 << (attempt - 1)) * Double.random(in: 0.5...1.0)
+                try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                attempt += 1
+            }
+        }
+    }
+}
+
+/// One waiter's continuation, resumed exactly once (by the result or by cancellation).
+final class ContinuationBox: @unchecked Sendable {
+    private let lock = NSLockLite()
+    private var continuation: CheckedContinuation<AccessToken, any Error>?
+    private var early: Result<AccessToken, any Error>?
+
+    func install(_ continuation: CheckedContinuation<AccessToken, any Error>) {
+        let resumeNow: Result<AccessToken, any Error>? = lock.withLock {
+            if let early { return early }
+            self.continuation = continuation
+            return nil
+        }
+        if let resumeNow { continuation.resume(with: resumeNow) }
+    }
+
+    func resume(with result: Result<AccessToken, any Error>) {
+        let continuation: CheckedContinuation<AccessToken, any Error>? = lock.withLock {
+            guard let current = self.continuation else {
+                if early == nil { early = result }
+                return nil
+            }
+            self.continuation = nil
+            return current
+        }
+        continuation?.resume(with: result)
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import MooseCrypto
+import MooseHTTP
+import MooseOAuth
+import MooseSecretStore
+import MooseTesting
+import MooseURLSession
+import Synchronization
+import Testing
+
+/// Wraps the real transport: counts token-endpoint calls and can inject failures before them.
+final class TokenEndpointSpy: HTTPTransport, @unchecked Sendable {
+    let inner: any HTTPTransport
+    private let state = Mutex<(calls: Int, failuresLeft: Int, delay: TimeInterval)>((0, 0, 0))
+    init(_ inner: any HTTPTransport) { self.inner = inner }
+    var tokenCalls: Int { state.withLock { $0.calls } }
+    func failNext(_ count: Int) { state.withLock { $0.failuresLeft = count } }
+    func delay(_ seconds: TimeInterval) { state.withLock { $0.delay = seconds } }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard request.url.path.hasPrefix("/token") else { return try await inner.send(request) }
+        let (fail, delay) = state.withLock { state -> (Bool, TimeInterval) in
+            if state.failuresLeft > 0 { state.failuresLeft -= 1; return (true, state.delay) }
+            state.calls += 1
+            return (false, state.delay)
+        }
+        if delay > 0 { try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000)) }
+        if fail { return HTTPResponse(status: 503, headers: ["Retry-After": "0"], body: Data("busy".utf8)) }
+        return try await inner.send(request)
+    }
+}
+
+/// A logged-in session in a fresh store whose access token is made to look expired.
+struct CoordinatorFixture {
+    let folder: URL
+    let sessions: SessionStore
+    let spy: TokenEndpointSpy
+    let client: OAuthClient
+    let original: TokenSet
+
+    init() async throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-coordinator-\(UUID().uuidString)")
+        let store = try SecretStore(path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        sessions = SessionStore(store: store)
+        let (_, tokens, _) = try await LoginIntegrationTests.login(scopes: ["openid"])
+        var expired = tokens
+        expired.expiresAt = Date().addingTimeInterval(-5)
+        original = expired
+        try sessions.save(Session(profile: Profile(name: "default", issuer: TestIdP.issuer, clientID: "moose-cli", scopes: ["openid"]),
+                                  tokens: expired))
+        spy = TokenEndpointSpy(TestIdP.transport)
+        client = OAuthClient(metadata: try await TestIdP.metadata(), clientID: "moose-cli", transport: spy)
+    }
+
+    func coordinator(_ configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) -> RefreshCoordinator {
+        let client = self.client
+        return RefreshCoordinator(profile: "default", sessions: sessions, configuration: configuration) { try await client.refresh($0) }
+    }
+
+    func cleanUp() { try? FileManager.default.removeItem(at: folder) }
+}
+
+struct RefreshCoordinatorTests {
+    @Test func aThousandConcurrentCallersCauseOneRefresh() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let coordinator = fixture.coordinator()
+        #expect(coordinator.cachedAccessToken() == nil)   // expired: the hot path says so without a hop
+        let tokens = try await withThrowingTaskGroup(of: AccessToken.self) { group in
+            for _ in 0..<1000 { group.addTask { try await coordinator.accessToken() } }
+            var all: [AccessToken] = []
+            for try await token in group { all.append(token) }
+            return all
+        }
+        #expect(fixture.spy.tokenCalls == 1)
+        #expect(Set(tokens.map(\.value)).count == 1 && tokens.count == 1000)
+        #expect(tokens.first?.value != fixture.original.accessToken)
+        // The rotated refresh token was committed before anyone got the new access token.
+        let stored = try #require(try fixture.sessions.load("default"))
+        #expect(stored.tokens.accessToken == tokens.first?.value)
+        #expect(stored.tokens.refreshToken != fixture.original.refreshToken)
+        // And now the hot path answers from the snapshot.
+        #expect(coordinator.cachedAccessToken()?.value == tokens.first?.value)
+    }
+
+    @Test func parallel401sForOneStaleTokenCauseOneRefresh() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let coordinator = fixture.coordinator()
+        let stale = AccessToken(value: fixture.original.accessToken, tokenType: "Bearer", expiresAt: nil, generation: 0)
+        let fresh = try await withThrowingTaskGroup(of: AccessToken.self) { group in
+            for _ in 0..<50 { group.addTask { try await coordinator.refresh(rejecting: stale) } }
+            var all: [AccessToken] = []
+            for try await token in group { all.append(token) }
+            return all
+        }
+        #expect(fixture.spy.tokenCalls == 1 && Set(fresh.map(\.value)).count == 1)
+        // A 401 for the already replaced token: no refresh, the newer token comes back.
+        let again = try await coordinator.refresh(rejecting: stale)
+        #expect(again.value == fresh.first?.value && fixture.spy.tokenCalls == 1)
+    }
+
+    @Test func aCancelledWaiterLeavesAndTheOthersGetTheToken() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        fixture.spy.delay(0.5)
+        let coordinator = fixture.coordinator()
+        let others = (0..<5).map { _ in Task { try await coordinator.accessToken() } }
+        let cancelled = Task { try await coordinator.accessToken() }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        cancelled.cancel()
+        do {
+            _ = try await cancelled.value
+            Issue.record("the cancelled waiter got a token")
+        } catch {
+            #expect(error is CancellationError, "\(error)")
+        }
+        var values = Set<String>()
+        for task in others { values.insert(try await task.value.value) }
+        #expect(values.count == 1 && fixture.spy.tokenCalls == 1)
+    }
+
+    @Test func invalidGrantReachesEveryWaiterAndIsFinal() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        _ = await fixture.client.logout(fixture.original)   // revoke the refresh token at the provider
+        let callsBefore = fixture.spy.tokenCalls
+        let coordinator = fixture.coordinator()
+        let results = await withTaskGroup(of: (any Error)?.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    do { _ = try await coordinator.accessToken(); return nil } catch { return error }
+                }
+            }
+            var all: [(any Error)?] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+        #expect(results.allSatisfy { ($0 as? OAuthError)?.code == OAuthError.invalidGrant }, "\(results)")
+        #expect(fixture.spy.tokenCalls == callsBefore + 1)
+        #expect(try fixture.sessions.load("default")?.state == .needsReauthentication)
+        // A second call makes no network request.
+        do {
+            _ = try await coordinator.accessToken()
+            Issue.record("refreshed a session marked for re-authentication")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.needsLogin)
+        }
+        #expect(fixture.spy.tokenCalls == callsBefore + 1)
+    }
+
+    @Test func transientFailuresRetryWithBoundedDelay() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        fixture.spy.failNext(2)
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.backoff = 0.1
+        let coordinator = fixture.coordinator(configuration)
+        let started = Date()
+        let token = try await coordinator.accessToken()
+        #expect(!token.value.isEmpty && fixture.spy.tokenCalls == 1)
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test func refreshWindowStopsLoops() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.refreshLimit = 2
+        let coordinator = fixture.coordinator(configuration)
+        var token = try await coordinator.accessToken()
+        token = try await coordinator.refresh(rejecting: token)
+        do {
+            _ = try await coordinator.refresh(rejecting: token)
+            Issue.record("a third refresh inside the window went through")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.refreshLimit)
+        }
+        #expect(fixture.spy.tokenCalls == 2)
+    }
+
+    @Test func authInterceptorRetriesA401OnceWithTheNewToken() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let coordinator = fixture.coordinator()
+        struct UserInfoEndpoint: Endpoint {
+            var baseURL: URL { URL(string: TestIdP.issuer)! }
+            var path: String { "/userinfo/" }
+            var requiresAuthentication: Bool { true }
+        }
+        let client = HTTPClient(transport: TestIdP.transport, interceptors: [AuthInterceptor(coordinator: coordinator)])
+        let info = try await client.json(from: UserInfoEndpoint())
+        #expect(info["sub"]?.string != nil)
+        #expect(fixture.spy.tokenCalls == 1)   // the expired token was refreshed before the first request
+    }
+}
