@@ -79,11 +79,17 @@ public final class SecretStore: Sendable {
 
     /// Opens the store at `path`, creating it (file 0600, folder 0700) if it does not exist.
     ///
+    /// `readOnly` opens an existing store for reading only: every write fails with `permission`.
+    ///
     /// - Throws: `wrongKey` if `masterKey` is not this store's key, `corrupt` for a damaged or foreign
     ///   file, `permission`, `io`, `busy`, `keyUnavailable`. Opening never modifies an existing file.
     public init(path: String, masterKey: MasterKeySource, create: Bool = true, durability: Durability = .full,
+                readOnly: Bool = false,
                 scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters) throws(SecretStoreError) {
         self.path = path
+        if readOnly, !FileSystem.exists(path) {
+            throw SecretStoreError(SecretStoreError.io, "no store at \(path) to open read-only")
+        }
         let isNew: Bool
         if FileSystem.exists(path) {
             isNew = FileSystem.size(path) == 0 && !FileSystem.exists(path + "-wal")
@@ -95,9 +101,10 @@ public final class SecretStore: Sendable {
         }
         let connection: SQLiteConnection
         do {
-            connection = try SQLiteConnection(path: path, mode: .readWrite)
+            connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite)
             let synchronous = durability == .full ? "FULL" : "NORMAL"
             try connection.execute("PRAGMA synchronous=\(synchronous); PRAGMA secure_delete=ON; PRAGMA foreign_keys=ON")
+            if readOnly { try connection.execute("PRAGMA query_only=ON") }
         } catch {
             throw error.storeError
         }

@@ -33,6 +33,7 @@ final class TokenEndpointSpy: HTTPTransport, @unchecked Sendable {
 /// A logged-in session in a fresh store whose access token is made to look expired.
 struct CoordinatorFixture {
     let folder: URL
+    let key: [UInt8]
     let sessions: SessionStore
     let spy: TokenEndpointSpy
     let client: OAuthClient
@@ -40,7 +41,8 @@ struct CoordinatorFixture {
 
     init() async throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-coordinator-\(UUID().uuidString)")
-        let store = try SecretStore(path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        key = try SecureRandom.bytes(count: 32)
+        let store = try SecretStore(path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(key))
         sessions = SessionStore(store: store)
         let (_, tokens, _) = try await LoginIntegrationTests.login(scopes: ["openid"])
         var expired = tokens
@@ -192,5 +194,76 @@ struct RefreshCoordinatorTests {
         let info = try await client.json(from: UserInfoEndpoint())
         #expect(info["sub"]?.string != nil)
         #expect(fixture.spy.tokenCalls == 1)   // the expired token was refreshed before the first request
+    }
+}
+
+struct RefreshCoordinatorRobustnessTests {
+    @Test func aReadOnlyStoreSpendsNoRefreshToken() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let readOnly = try SecretStore(path: fixture.folder.appendingPathComponent("store.sqlite").path,
+                                       masterKey: .raw(fixture.key), readOnly: true)
+        let client = fixture.client
+        let coordinator = RefreshCoordinator(profile: "default", sessions: SessionStore(store: readOnly)) { try await client.refresh($0) }
+        do {
+            _ = try await coordinator.accessToken()
+            Issue.record("refreshed with a read-only store")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.storeUnavailable, "\(error)")
+        }
+        #expect(fixture.spy.tokenCalls == 0, "a refresh token was spent although the store could not keep its successor")
+        // The old refresh token still works: nothing was lost.
+        #expect(try await fixture.client.refresh(fixture.original).accessToken.isEmpty == false)
+    }
+
+    @Test func twoHundredRefreshCyclesWithRotation() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.refreshLimit = 1000
+        let coordinator = fixture.coordinator(configuration)
+        var token = try await coordinator.accessToken()
+        var seen = Set([token.value])
+        for _ in 0..<199 {
+            token = try await coordinator.refresh(rejecting: token)
+            seen.insert(token.value)
+        }
+        #expect(seen.count == 200 && fixture.spy.tokenCalls == 200)
+        let stored = try #require(try fixture.sessions.load("default"))
+        #expect(stored.state == .active && stored.tokens.accessToken == token.value)
+        // The last refresh token in the store still works.
+        #expect(try await fixture.client.refresh(stored.tokens).refreshToken != nil)
+    }
+
+    @Test func aProcessWhoseRefreshLostTheRaceAdoptsTheOthersTokens() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let client = fixture.client, sessions = fixture.sessions
+        // "Process B" spends the old refresh token after "process A" (an old client that takes no
+        // lease) has already rotated it and written its tokens: B gets invalid_grant, re-reads, adopts.
+        let b = RefreshCoordinator(profile: "default", sessions: sessions) { old in
+            let rotated = try await client.refresh(old)
+            var session = try #require(try sessions.load("default"))
+            session.tokens = rotated
+            try sessions.save(session)
+            return try await client.refresh(old)   // the old refresh token: invalid_grant
+        }
+        let token = try await b.accessToken()
+        let stored = try #require(try sessions.load("default"))
+        #expect(stored.state == .active, "a lost race logged the user out")
+        #expect(token.value == stored.tokens.accessToken)
+    }
+
+    @Test func aRefresherKilledWhileHoldingTheLeaseDelaysButLosesNothing() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        // Another "process" took the lease and died: the lease lapses after its ttl, then we refresh.
+        let dead = try #require(try fixture.sessions.store.tryAcquireLease(name: "refresh:default", ttl: 1.5))
+        _ = dead   // never released, as after kill -9
+        let started = Date()
+        let token = try await fixture.coordinator().accessToken()
+        #expect(Date().timeIntervalSince(started) >= 1.2)
+        #expect(try fixture.sessions.load("default")?.tokens.accessToken == token.value)
+        #expect(fixture.spy.tokenCalls == 1)
     }
 }
