@@ -6,6 +6,11 @@ public import Foundation
 import MooseSecretStore
 import MooseCrypto
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// An access token as handed out by a `RefreshCoordinator`: its value and the generation it belongs
 /// to (so a 401 can say which token failed). `description` shows a fingerprint, never the token.
@@ -84,8 +89,10 @@ public actor RefreshCoordinator {
         public var refreshLimit = 5
         /// …within this many seconds.
         public var refreshWindow: TimeInterval = 30
-        /// The clock.
-        public var clock: @Sendable () -> Date = { Date() }
+        /// The wall clock; `nil` (the default) reads the system's, cheaply enough for the hot path
+        /// (on Linux the coarse real-time clock: a few milliseconds of resolution, which no expiry
+        /// decision with seconds of margin can notice). Tests set their own.
+        public var clock: (@Sendable () -> Date)? = nil
 
         /// Defaults.
         public init() {}
@@ -102,6 +109,8 @@ public actor RefreshCoordinator {
     private let refresher: @Sendable (TokenSet) async throws -> TokenSet
     private let configuration: Configuration
     private nonisolated let snapshot = Mutex(Snapshot())
+    private nonisolated let defaultMinimumValidity: TimeInterval
+    private nonisolated let customClock: (@Sendable () -> Date)?
     private var generation: Int64 = 0
     private var inFlight: Task<AccessToken, any Error>?
     private var recentRefreshes: [Date] = []
@@ -117,6 +126,8 @@ public actor RefreshCoordinator {
         self.sessions = sessions
         self.refresher = refresher
         self.configuration = configuration
+        self.defaultMinimumValidity = configuration.minimumValidity
+        self.customClock = configuration.clock
         (eventStream, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(32))
         if let session = try? sessions.load(profile), session.state == .active {
             snapshot.withLock { $0 = Snapshot(token: AccessToken(value: session.tokens.accessToken, tokenType: session.tokens.tokenType,
@@ -131,18 +142,35 @@ public actor RefreshCoordinator {
     /// The cached token if valid for `minimumValidity` seconds — a lock read, callable from any
     /// context (the main actor included) without an actor hop.
     public nonisolated func cachedAccessToken(minimumValidity: TimeInterval? = nil) -> AccessToken? {
-        let minimum = minimumValidity ?? configuration.minimumValidity
-        let now = configuration.clock()
+        let minimum = minimumValidity ?? defaultMinimumValidity
+        let now = nowSince1970()
         return snapshot.withLock { snapshot in
             guard let token = snapshot.token else { return nil }
-            if let expiresAt = token.expiresAt, expiresAt.timeIntervalSince(now) < minimum { return nil }
+            if let expiresAt = token.expiresAt, expiresAt.timeIntervalSince1970 - now < minimum { return nil }
             return token
         }
     }
 
+    /// Seconds since 1970 on the configured clock.
+    private nonisolated func nowSince1970() -> TimeInterval {
+        if let customClock { return customClock().timeIntervalSince1970 }
+        #if os(Linux) || os(Android)
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME_COARSE, &spec)
+        return TimeInterval(spec.tv_sec) + TimeInterval(spec.tv_nsec) / 1e9
+        #else
+        return Date().timeIntervalSince1970
+        #endif
+    }
+
+    private nonisolated func now() -> Date { Date(timeIntervalSince1970: nowSince1970()) }
+
     /// A token valid for at least `minimumValidity` seconds (default: the configuration's), refreshing
     /// once for all concurrent callers when needed.
-    public func accessToken(minimumValidity: TimeInterval? = nil) async throws -> AccessToken {
+    ///
+    /// `nonisolated(nonsending)`: it runs on the caller's executor, so with a valid cached token it is
+    /// a lock read — no hop to this actor, none off the main actor. Only a refresh enters the actor.
+    public nonisolated(nonsending) func accessToken(minimumValidity: TimeInterval? = nil) async throws -> AccessToken {
         if let cached = cachedAccessToken(minimumValidity: minimumValidity) { return cached }
         return try await join(minimumValidity: minimumValidity ?? configuration.minimumValidity)
     }
@@ -200,7 +228,7 @@ public actor RefreshCoordinator {
     }
 
     private func checkRefreshWindow() throws {
-        let now = configuration.clock()
+        let now = now()
         recentRefreshes.removeAll { now.timeIntervalSince($0) > configuration.refreshWindow }
         guard recentRefreshes.count < configuration.refreshLimit else {
             throw OAuthError(OAuthError.refreshLimit,
@@ -248,7 +276,7 @@ public actor RefreshCoordinator {
         }
         // Another process may have refreshed while we waited for the lease: adopt its tokens.
         let known = snapshot.withLock { $0.tokens?.accessToken }
-        if session.tokens.accessToken != known, session.tokens.isValid(for: min(minimumValidity, configuration.minimumValidity), at: configuration.clock()) {
+        if session.tokens.accessToken != known, session.tokens.isValid(for: min(minimumValidity, configuration.minimumValidity), at: now()) {
             let token = publish(session.tokens)
             eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
             return token

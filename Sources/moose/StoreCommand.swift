@@ -82,7 +82,7 @@ struct StoreCommand: ParsableCommand {
     )
 
     struct Init: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create the store (and its key file) if missing.")
+        static let configuration = CommandConfiguration(commandName: "init", abstract: "Create the store (and its key file) if missing.")
         @OptionGroup var options: StoreOptions
 
         func run() throws {
@@ -95,6 +95,7 @@ struct StoreCommand: ParsableCommand {
 
     struct Put: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "put",
             abstract: "Store a value read from standard input (never from the command line).")
         @OptionGroup var options: StoreOptions
         @Option(help: "The namespace.") var namespace = "default"
@@ -116,7 +117,7 @@ struct StoreCommand: ParsableCommand {
     }
 
     struct Get: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a value (exactly as stored).")
+        static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a value (exactly as stored).")
         @OptionGroup var options: StoreOptions
         @Option(help: "The namespace.") var namespace = "default"
         @Argument(help: "The value's name.") var name: String
@@ -133,7 +134,7 @@ struct StoreCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List names (never values).")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List names (never values).")
         @OptionGroup var options: StoreOptions
         @Option(help: "Only this namespace.") var namespace: String?
         @Flag(help: "One JSON array for scripts.") var json = false
@@ -217,6 +218,7 @@ struct StoreCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "check",
             abstract: "Open every value and report wrong key, tampered or corrupt rows (changes nothing).")
         @OptionGroup var options: StoreOptions
 

@@ -22,6 +22,7 @@ let package = Package(
                 .product(name: "MooseSecretStore", package: "Moose"),
                 .product(name: "MooseHTTP", package: "Moose"),
                 .product(name: "MooseURLSession", package: "Moose"),
+                .product(name: "MooseOAuth", package: "Moose"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),

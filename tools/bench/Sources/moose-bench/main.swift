@@ -188,6 +188,9 @@ if mode == "profile-store-get" {
     exit(0)
 }
 if mode == "all" || mode == "jwt" { try await JWTBench.run() }
+if mode == "all" || mode == "coordinator" {
+    try await CoordinatorBench.run()
+}
 if mode == "all" || mode == "http" {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
