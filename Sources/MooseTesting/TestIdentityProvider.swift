@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The repository's test identity provider (tools/idp: django-oauth-toolkit on 127.0.0.1).
 ///
@@ -8,15 +13,12 @@ public enum TestIdentityProvider {
     /// The issuer, e.g. `http://127.0.0.1:8765`.
     public static let issuer: String = {
         if let issuer = ProcessInfo.processInfo.environment["MOOSE_IDP_ISSUER"], !issuer.isEmpty { return issuer }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/idp/start"))
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        do { try process.run() } catch { fatalError("cannot run tools/idp/start: \(error)") }
-        process.waitUntilExit()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        guard process.terminationStatus == 0, let issuer = output.split(separator: "\n").last.map(String.init) else {
-            fatalError("tools/idp/start failed: \(output)")
+        let script = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/idp/start")
+        // posix_spawn + waitpid rather than Foundation's Process: its waitUntilExit never returned
+        // here when called from a Swift Testing task (the child stayed a zombie, unreaped).
+        let (status, output) = runCapturingStdout(script)
+        guard status == 0, let issuer = output.split(separator: "\n").last.map(String.init), issuer.hasPrefix("http") else {
+            fatalError("tools/idp/start failed (status \(status)): \(output)")
         }
         return issuer
     }()
@@ -26,3 +28,35 @@ public enum TestIdentityProvider {
         "python3 " + Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/idp/headless_browser.py")
     }
 }
+
+/// Runs `path` (no arguments), returning its exit status and standard output (stderr is inherited).
+private func runCapturingStdout(_ path: String) -> (Int32, String) {
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { return (-1, "pipe failed") }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+    posix_spawn_file_actions_addclose(&actions, fds[0])
+    posix_spawn_file_actions_addclose(&actions, fds[1])
+    var pid: pid_t = 0
+    let spawned = path.withCString { cPath -> Int32 in
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup(cPath), nil]
+        defer { free(argv[0]) }
+        return posix_spawn(&pid, cPath, &actions, nil, &argv, environ)
+    }
+    close(fds[1])
+    guard spawned == 0 else { close(fds[0]); return (-1, "cannot run \(path): error \(spawned)") }
+    var output: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = read(fds[0], &buffer, buffer.count)
+        if n > 0 { output.append(contentsOf: buffer[0..<n]) } else if n == 0 || errno != EINTR { break }
+    }
+    close(fds[0])
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+    return (exitStatus, String(decoding: output, as: UTF8.self))
+}
+
