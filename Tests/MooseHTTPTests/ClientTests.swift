@@ -203,14 +203,20 @@ struct ClientTests {
         defer { try? FileManager.default.removeItem(at: destination) }
         let request = HTTPRequest(url: TestServer.base.appendingPathComponent("bytes").appending(queryItems: [.init(name: "n", value: "50000000"), .init(name: "pause", value: "0.01")]))
         let transfer = URLSessionTransport().download(request, to: destination)
-        // Cancel from another task, a moment after the transfer has started.
+        // Cancel from another task once the first bytes have arrived (a timer raced a loaded machine:
+        // once the whole body had arrived before it fired).
+        let started = AsyncStream<Void>.makeStream()
         let canceller = Task {
-            try await Task.sleep(nanoseconds: 300_000_000)
+            for await _ in started.stream { break }
             transfer.cancel()
         }
         var received: Int64 = 0
-        for await step in transfer.progress { received = step.completed }
-        _ = try await canceller.value
+        for await step in transfer.progress {
+            received = step.completed
+            if received > 0 { started.continuation.yield() }
+        }
+        started.continuation.finish()
+        await canceller.value
         do {
             _ = try await transfer.response
             Issue.record("a cancelled download completed")
