@@ -61,13 +61,13 @@ let package = Package(
             ]
         ),
         // A child process for the store's multi-process tests.
-        .executableTarget(name: "moose-store-worker", dependencies: ["MooseSecretStore"]),
+        .executableTarget(name: "moose-store-worker", dependencies: ["MooseSecretStore", "MooseOAuth", "MooseHTTP"]),
         .testTarget(name: "MooseSecretStoreTests", dependencies: ["MooseSecretStore", "MooseTesting", "moose-store-worker"]),
         .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTesting"]),
         .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseURLSession", "MooseTesting"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTesting"]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTesting"]),
-        .testTarget(name: "MooseCLITests", dependencies: ["moose", "MooseTesting"]),
+        .testTarget(name: "MooseCLITests", dependencies: ["moose", "moose-store-worker", "MooseTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,6 +4,11 @@
 //   moose-store-worker loop STORE KEYFILE WORKER            put values until killed, print "ok N" after each
 //   moose-store-worker lease STORE KEYFILE NAME TTL HOLD    take the lease, print "acquired TOKEN T0 T1", hold
 //                                                           HOLD seconds (forever if negative), release
+//   moose-store-worker tokens STORE KEYFILE PROFILE TASKS  TASKS concurrent accessToken() calls through one
+//                                                           RefreshCoordinator (public client, discovery over
+//                                                           libcurl); print "token FINGERPRINT" per distinct token
+import MooseHTTP
+import MooseOAuth
 import MooseSecretStore
 #if canImport(Glibc)
 import Glibc
@@ -56,6 +61,22 @@ do {
         let stillHeld = try store.isHeld(lease)
         try store.releaseLease(lease)
         say("released \(lease.token) \(start) \(end) \(stillHeld)")
+    case "tokens":
+        let profile = arguments[4]
+        let tasks = Int(arguments[5]) ?? 1
+        let sessions = SessionStore(store: store)
+        guard let session = try sessions.load(profile) else { say("no session \(profile)"); exit(1) }
+        let transport = CurlTransport()
+        let metadata = try await Discovery(transport: transport).metadata(for: session.profile.issuer)
+        let client = OAuthClient(metadata: metadata, clientID: session.profile.clientID, authentication: .none, transport: transport)
+        let coordinator = RefreshCoordinator(profile: profile, sessions: sessions) { try await client.refresh($0) }
+        let values = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<tasks { group.addTask { try await coordinator.accessToken().value } }
+            var seen = Set<String>()
+            for try await value in group { seen.insert(value) }
+            return seen
+        }
+        for value in values.sorted() { say("token \(TokenSet.fingerprint(value))") }
     default:
         say("unknown command \(command)")
         exit(2)

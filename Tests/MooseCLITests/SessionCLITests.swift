@@ -92,6 +92,61 @@ struct TokenCLITests {
             .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
+    /// Rewrites the stored session so its access token looks expired; returns its refresh token.
+    static func expireStoredSession(environment: [String: String]) throws -> String {
+        let stored = try CLI.run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
+        var session = try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
+        var tokens = try #require(session["tokens"] as? [String: Any])
+        let refreshToken = try #require(tokens["refreshToken"] as? String)
+        tokens["expiresAt"] = 0   // 2001-01-01 in JSONEncoder's default date format
+        session["tokens"] = tokens
+        let edited = try JSONSerialization.data(withJSONObject: session)
+        #expect(try CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
+        return refreshToken
+    }
+
+    /// 8 processes × 50 tasks, each process with its own RefreshCoordinator on the one store: one
+    /// refresh at the provider in all, every task gets the same token, and the stored refresh token works.
+    @Test func eightProcessesOfFiftyTasksCauseOneRefresh() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-8x50-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
+                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
+        #expect(try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+                            environment: environment, timeout: 60).status == 0)
+        let firstRefreshToken = try Self.expireStoredSession(environment: environment)
+
+        let worker = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("moose-store-worker").path
+        let store = home.appendingPathComponent("data/moose/store.sqlite").path
+        let key = home.appendingPathComponent("config/moose/store.key").path
+        let processes = try (0..<8).map { _ -> (Process, Pipe) in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: worker)
+            process.arguments = ["tokens", store, key, "default", "50"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            return (process, pipe)
+        }
+        var printed: [String] = []
+        for (process, pipe) in processes {
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "worker said: \(output)")
+            let lines = output.split(separator: "\n").filter { $0.hasPrefix("token ") }
+            #expect(lines.count == 1, "one process's 50 tasks got different tokens: \(output)")
+            printed += lines.map(String.init)
+        }
+        #expect(printed.count == 8 && Set(printed).count == 1, "the processes got different tokens: \(printed)")
+        #expect(try Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
+
+        // The refresh token the store ends with is the live one: the provider accepts it.
+        let refresh = try CLI.run(["refresh"], environment: environment)
+        #expect(refresh.status == 0, "\(refresh.stderr)")
+        #expect(try Self.familySize(of: firstRefreshToken) == 3)
+    }
+
     @Test func twelveConcurrentScriptsCauseOneRefresh() throws {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-token-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: home) }
@@ -107,16 +162,8 @@ struct TokenCLITests {
         #expect(header.stdout.hasPrefix("Authorization: Bearer "))
 
         // Make the stored access token look expired (as time would), then ask from 12 processes at once.
-        let stored = try CLI.run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
-        var session = try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
-        var tokens = try #require(session["tokens"] as? [String: Any])
-        let firstRefreshToken = try #require(tokens["refreshToken"] as? String)
+        let firstRefreshToken = try Self.expireStoredSession(environment: environment)
         #expect(try Self.familySize(of: firstRefreshToken) == 1)
-        tokens["expiresAt"] = 0   // 2001-01-01 in JSONEncoder's default date format
-        session["tokens"] = tokens
-        let edited = try JSONSerialization.data(withJSONObject: session)
-        #expect(try CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
-
         let results = try (0..<12).map { _ in try BackgroundCLI(["token", "--format", "json"], environment: environment) }.map { $0.finish() }
         #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
         let values = Set(results.compactMap { try? $0.json()["token"] as? String })
