@@ -114,7 +114,8 @@ public actor RefreshCoordinator {
     private var generation: Int64 = 0
     private var inFlight: Task<AccessToken, any Error>?
     private var recentRefreshes: [Date] = []
-    private var pendingWrite: Session?
+    private var pendingWrite: (session: Session, spentRefreshToken: String?)?
+    private var writeRetry: Task<Void, Never>?
     private let eventStream: AsyncStream<RefreshEvent>
     private let eventContinuation: AsyncStream<RefreshEvent>.Continuation
 
@@ -194,6 +195,9 @@ public actor RefreshCoordinator {
 
     /// Forgets the in-memory tokens and announces `loggedOut` (the caller wipes the store).
     public func didLogOut() {
+        pendingWrite = nil
+        writeRetry?.cancel()
+        writeRetry = nil
         snapshot.withLock { $0 = Snapshot() }
         eventContinuation.yield(.loggedOut)
     }
@@ -247,14 +251,9 @@ public actor RefreshCoordinator {
     private func performRefresh(minimumValidity: TimeInterval) async throws -> AccessToken {
         defer { inFlight = nil }
         // A rotated refresh token that could not be written yet: write it before anything else.
-        if let pending = pendingWrite {
-            do {
-                try sessions.save(pending)
-                pendingWrite = nil
-            } catch {
-                if let token = cachedAccessToken(minimumValidity: 0) { return token }
-                throw OAuthError(OAuthError.storeUnavailable, "the store is still not writable; holding the new tokens in memory")
-            }
+        if pendingWrite != nil, !flushPendingWrite() {
+            if let token = cachedAccessToken(minimumValidity: 0) { return token }
+            throw OAuthError(OAuthError.storeUnavailable, "the store is still not writable; holding the new tokens in memory")
         }
         // Taking the lease is a write: a read-only store fails here, before any refresh token is spent.
         let lease: Lease
@@ -306,11 +305,47 @@ public actor RefreshCoordinator {
         do {
             try sessions.save(session, holding: lease)
         } catch {
-            pendingWrite = session   // keep it, hand it out, retry the write before the next refresh
+            // Keep them, hand them out, and keep trying to write them (in the background, and before
+            // any further refresh): never drop a rotated refresh token.
+            pendingWrite = (session, spent.refreshToken)
+            scheduleWriteRetry()
         }
         let token = publish(fresh)
         eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
         return token
+    }
+
+    /// Writes the tokens a failed write left in memory; `true` once nothing is pending. Writes only
+    /// over the session whose refresh token was spent for them: a newer session in the store wins,
+    /// and a session wiped meanwhile (a logout) stays wiped.
+    private func flushPendingWrite() -> Bool {
+        guard let pending = pendingWrite else { return true }
+        do {
+            let stored = try sessions.load(profile)
+            if let stored, stored.tokens.refreshToken == pending.spentRefreshToken {
+                var session = pending.session
+                session.state = .active
+                try sessions.save(session)
+            }
+            pendingWrite = nil
+            writeRetry = nil
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    private func scheduleWriteRetry() {
+        guard writeRetry == nil else { return }
+        writeRetry = Task { [weak self] in
+            var delay = 0.25
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                guard let self else { return }
+                if await self.flushPendingWrite() { return }
+                delay = min(delay * 2, 30)
+            }
+        }
     }
 
     private func loadSession() throws -> Session? {

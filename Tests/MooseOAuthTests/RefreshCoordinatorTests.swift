@@ -254,6 +254,39 @@ struct RefreshCoordinatorRobustnessTests {
         #expect(token.value == stored.tokens.accessToken)
     }
 
+    @Test func aStoreWriteThatFailsAfterTheIdPAnsweredLosesNothing() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let client = fixture.client, sessions = fixture.sessions
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.leaseTTL = 0.3
+        let fresh = Mutex<TokenSet?>(nil)
+        // The IdP answers (the old refresh token is spent), then the refresher is slow: its lease
+        // lapses and another holder takes it, so the fenced write of the new tokens fails.
+        let coordinator = RefreshCoordinator(profile: "default", sessions: sessions, configuration: configuration) { old in
+            let rotated = try await client.refresh(old)
+            fresh.withLock { $0 = rotated }
+            try await Task.sleep(nanoseconds: 600_000_000)
+            _ = try #require(try sessions.store.tryAcquireLease(name: "refresh:default", ttl: 5))
+            return rotated
+        }
+        let token = try await coordinator.accessToken()
+        let rotated = try #require(fresh.withLock { $0 })
+        #expect(token.value == rotated.accessToken, "the new tokens did not reach the caller")
+        #expect(try sessions.load("default")?.tokens.refreshToken == fixture.original.refreshToken,
+                "the injected write failure did not happen")
+        // The coordinator keeps retrying the write: the rotated refresh token reaches the store.
+        let deadline = Date().addingTimeInterval(10)
+        while try sessions.load("default")?.tokens.refreshToken != rotated.refreshToken, Date() < deadline {
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        let stored = try #require(try sessions.load("default"))
+        #expect(stored.tokens.refreshToken == rotated.refreshToken, "the rotated refresh token never reached the store")
+        #expect(stored.state == .active)
+        // And it is the live one.
+        _ = try await client.refresh(stored.tokens)
+    }
+
     @Test func aRefresherKilledWhileHoldingTheLeaseDelaysButLosesNothing() async throws {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
