@@ -161,7 +161,7 @@ struct RefreshCoordinatorTests {
         let started = Date()
         let token = try await coordinator.accessToken()
         #expect(!token.value.isEmpty && fixture.spy.tokenCalls == 1)
-        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(Date().timeIntervalSince(started) < 15, "loose: the suite can starve the cooperative pool for seconds")
     }
 
     @Test func refreshWindowStopsLoops() async throws {
