@@ -92,6 +92,18 @@ struct TokenCLITests {
             .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
+    /// A fresh home (XDG data and config folders) with a session logged in at the test IdP.
+    static func logIn(_ label: String) throws -> (URL, [String: String]) {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
+        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
+                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
+        let login = try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+                                environment: environment, timeout: 60)
+        #expect(login.status == 0, "\(login.stderr)")
+        return (home, environment)
+    }
+
     /// Rewrites the stored session so its access token looks expired; returns its refresh token.
     static func expireStoredSession(environment: [String: String]) throws -> String {
         let stored = try CLI.run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
@@ -108,13 +120,8 @@ struct TokenCLITests {
     /// 8 processes × 50 tasks, each process with its own RefreshCoordinator on the one store: one
     /// refresh at the provider in all, every task gets the same token, and the stored refresh token works.
     @Test func eightProcessesOfFiftyTasksCauseOneRefresh() throws {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-8x50-\(UUID().uuidString)")
+        let (home, environment) = try Self.logIn("moose-cli-8x50")
         defer { try? FileManager.default.removeItem(at: home) }
-        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
-        #expect(try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
-                            environment: environment, timeout: 60).status == 0)
         let firstRefreshToken = try Self.expireStoredSession(environment: environment)
 
         let worker = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("moose-store-worker").path
@@ -148,13 +155,8 @@ struct TokenCLITests {
     }
 
     @Test func twelveConcurrentScriptsCauseOneRefresh() throws {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-token-\(UUID().uuidString)")
+        let (home, environment) = try Self.logIn("moose-cli-token")
         defer { try? FileManager.default.removeItem(at: home) }
-        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
-        #expect(try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
-                            environment: environment, timeout: 60).status == 0)
         // A valid token is printed straight from the store.
         let cached = try CLI.run(["token"], environment: environment)
         #expect(cached.status == 0 && !cached.stdout.isEmpty)
