@@ -1,4 +1,5 @@
 import Foundation
+import MooseTesting
 import Testing
 
 /// Runs the built `moose` binary and captures what it printed: end-to-end CLI tests.
@@ -33,6 +34,30 @@ enum CLI {
         }
         return "moose"
     }()
+
+    /// A fresh home: XDG data and config folders under a new temporary directory (not created), the
+    /// scripted browser as `$BROWSER`, and no key from the environment.
+    static func home(_ label: String) -> (URL, [String: String]) {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
+        return (home, ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
+                       "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                       "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""])
+    }
+
+    /// A fresh home with a session logged in at the test IdP.
+    static func logIn(_ label: String) throws -> (URL, [String: String]) {
+        let (home, environment) = Self.home(label)
+        let login = try run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+                            environment: environment, timeout: 60)
+        #expect(login.status == 0, "\(login.stderr)")
+        return (home, environment)
+    }
+
+    /// The default profile's session as the store holds it (JSON), read with `moose store get`.
+    static func storedSession(environment: [String: String]) throws -> [String: Any] {
+        let stored = try run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
+        return try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
+    }
 
     /// Runs `moose arguments…` with `stdin` piped in; fails the test if it takes longer than `timeout`.
     static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],

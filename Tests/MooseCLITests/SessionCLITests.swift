@@ -6,11 +6,8 @@ import Testing
 /// scripted one (tools/idp/headless_browser.py) set as $BROWSER.
 struct SessionCLITests {
     @Test func loginStatusRefreshLogout() throws {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-session-\(UUID().uuidString)")
+        let (home, environment) = CLI.home("moose-cli-session")
         defer { try? FileManager.default.removeItem(at: home) }
-        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
         func moose(_ arguments: [String]) throws -> CLIResult { try CLI.run(arguments, environment: environment, timeout: 60) }
 
         let login = try moose(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"])
@@ -23,8 +20,7 @@ struct SessionCLITests {
         let sessions = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])
         #expect(sessions.first?["state"] as? String == "active" && sessions.first?["has_refresh_token"] as? Bool == true)
         // Never a token in status output.
-        let stored = try moose(["store", "get", "default", "--namespace", "moose.session"])
-        let session = try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
+        let session = try CLI.storedSession(environment: environment)
         let tokens = try #require(session["tokens"] as? [String: Any])
         let accessToken = try #require(tokens["accessToken"] as? String)
         #expect(!status.stdout.contains(accessToken))
@@ -47,16 +43,9 @@ struct SessionCLITests {
 
 struct InspectIssuerCLITests {
     @Test func inspectVerifiesThroughTheIssuersDiscoveryAndJWKS() throws {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-inspect-\(UUID().uuidString)")
+        let (home, environment) = try CLI.logIn("moose-cli-inspect")
         defer { try? FileManager.default.removeItem(at: home) }
-        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
-        let login = try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
-                                environment: environment, timeout: 60)
-        #expect(login.status == 0, "\(login.stderr)")
-        let stored = try CLI.run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
-        let session = try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
+        let session = try CLI.storedSession(environment: environment)
         let idToken = try #require((session["tokens"] as? [String: Any])?["idToken"] as? String)
         let verified = try CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", "--json"])
         #expect(verified.status == 0, "\(verified.stderr)")
@@ -92,22 +81,9 @@ struct TokenCLITests {
             .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
-    /// A fresh home (XDG data and config folders) with a session logged in at the test IdP.
-    static func logIn(_ label: String) throws -> (URL, [String: String]) {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
-        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
-        let login = try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
-                                environment: environment, timeout: 60)
-        #expect(login.status == 0, "\(login.stderr)")
-        return (home, environment)
-    }
-
     /// Rewrites the stored session so its access token looks expired; returns its refresh token.
     static func expireStoredSession(environment: [String: String]) throws -> String {
-        let stored = try CLI.run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
-        var session = try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
+        var session = try CLI.storedSession(environment: environment)
         var tokens = try #require(session["tokens"] as? [String: Any])
         let refreshToken = try #require(tokens["refreshToken"] as? String)
         tokens["expiresAt"] = 0   // 2001-01-01 in JSONEncoder's default date format
@@ -120,7 +96,7 @@ struct TokenCLITests {
     /// 8 processes × 50 tasks, each process with its own RefreshCoordinator on the one store: one
     /// refresh at the provider in all, every task gets the same token, and the stored refresh token works.
     @Test func eightProcessesOfFiftyTasksCauseOneRefresh() throws {
-        let (home, environment) = try Self.logIn("moose-cli-8x50")
+        let (home, environment) = try CLI.logIn("moose-cli-8x50")
         defer { try? FileManager.default.removeItem(at: home) }
         let firstRefreshToken = try Self.expireStoredSession(environment: environment)
 
@@ -155,7 +131,7 @@ struct TokenCLITests {
     }
 
     @Test func twelveConcurrentScriptsCauseOneRefresh() throws {
-        let (home, environment) = try Self.logIn("moose-cli-token")
+        let (home, environment) = try CLI.logIn("moose-cli-token")
         defer { try? FileManager.default.removeItem(at: home) }
         // A valid token is printed straight from the store.
         let cached = try CLI.run(["token"], environment: environment)

@@ -8,10 +8,8 @@ struct StoreCLITests {
     let environment: [String: String]
 
     init() throws {
-        home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-cli-store-\(UUID().uuidString)")
+        (home, environment) = CLI.home("moose-cli-store")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                       "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "MOOSE_STORE_KEY": ""]
     }
 
     var storePath: String { home.appendingPathComponent("data/moose/store.sqlite").path }
