@@ -93,28 +93,14 @@ public enum AESGCM {
             throw CryptoError(CryptoError.authenticationFailure, "GCM tag must be \(tagByteCount) bytes, got \(box.tag.count)")
         }
         let ctx = try context(for: key, nonce: box.nonce, encrypt: false)
-        var output = [UInt8](repeating: 0, count: box.ciphertext.count)
         var tag = box.tag
         let tagSet = tag.withUnsafeMutableBytes {
             EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), $0.baseAddress)
         }
         try OpenSSL.check(tagSet, "setting the GCM tag failed")
-        let verified: Bool = try withBytes(aad) { (aadBytes) throws(CryptoError) in
-            try addAAD(ctx, aadBytes)
-            return try typed { try box.ciphertext.withUnsafeBytes { (input) throws(CryptoError) in
-                try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) in
-                    try update(ctx, input, into: out.baseAddress)
-                    var finalLength: Int32 = 0
-                    return EVP_DecryptFinal_ex(ctx.pointer, out.baseAddress, &finalLength) == 1
-                }
-            } }
+        return try withBytes(aad) { (aadBytes) throws(CryptoError) in
+            try typed { try box.ciphertext.withUnsafeBytes { (input) throws(CryptoError) in try decryptVerifying(ctx, input, aad: aadBytes) } }
         }
-        guard verified else {
-            OpenSSL.clearErrors()
-            output.withUnsafeMutableBytes { cleanse($0) }
-            throw CryptoError(CryptoError.authenticationFailure, "AES-GCM authentication failed")
-        }
-        return output
     }
 
     /// Seals into one buffer, `nonce(12) ‖ ciphertext ‖ tag(16)`, with a fresh random nonce: the
@@ -159,6 +145,25 @@ public enum AESGCM {
         }
         try OpenSSL.check(keyed, "AES-GCM key/nonce setup failed")
         return ctx
+    }
+
+    /// With key, nonce and tag already set on `ctx`: adds `aad`, decrypts `ciphertext` and checks the
+    /// tag. On a mismatch the plaintext is wiped and `authenticationFailure` thrown.
+    fileprivate static func decryptVerifying(_ ctx: CipherContext, _ ciphertext: UnsafeRawBufferPointer,
+                                             aad: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        try addAAD(ctx, aad)
+        var output = [UInt8](repeating: 0, count: ciphertext.count)
+        let verified: Bool = try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) -> Bool in
+            try update(ctx, ciphertext, into: out.baseAddress)
+            var finalLength: Int32 = 0
+            return EVP_DecryptFinal_ex(ctx.pointer, out.baseAddress, &finalLength) == 1
+        } }
+        guard verified else {
+            OpenSSL.clearErrors()
+            output.withUnsafeMutableBytes { cleanse($0) }
+            throw CryptoError(CryptoError.authenticationFailure, "AES-GCM authentication failed")
+        }
+        return output
     }
 
     fileprivate static func addAAD(_ ctx: CipherContext, _ aad: UnsafeRawBufferPointer) throws(CryptoError) {
@@ -268,20 +273,8 @@ extension AESGCM {
             try OpenSSL.check(EVP_CIPHER_CTX_ctrl(decryptor.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount),
                                                   UnsafeMutableRawPointer(mutating: bytes + nonceByteCount + length)),
                               "setting the GCM tag failed")
-            var output = [UInt8](repeating: 0, count: length)
-            try AESGCM.addAAD(decryptor, aadBytes)
-            let verified: Bool = try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) -> Bool in
-                try AESGCM.update(decryptor, UnsafeRawBufferPointer(start: bytes + nonceByteCount, count: length),
-                                  into: out.baseAddress)
-                var finalLength: Int32 = 0
-                return EVP_DecryptFinal_ex(decryptor.pointer, out.baseAddress, &finalLength) == 1
-            } }
-            guard verified else {
-                OpenSSL.clearErrors()
-                output.withUnsafeMutableBytes { cleanse($0) }
-                throw CryptoError(CryptoError.authenticationFailure, "AES-GCM authentication failed")
-            }
-            return output
+            return try AESGCM.decryptVerifying(decryptor, UnsafeRawBufferPointer(start: bytes + nonceByteCount, count: length),
+                                               aad: aadBytes)
         }
     }
 }
