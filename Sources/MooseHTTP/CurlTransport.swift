@@ -108,33 +108,59 @@ public struct CurlTransport: HTTPTransport {
             throw HTTPError(HTTPError.transport, "\(request.url.redactedForLogs): \(message)")
         }
         let body = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
-        let headerText = response.headers.map { String(cString: $0) } ?? ""
-        return HTTPResponse(status: response.status, headers: parseHeaders(headerText), body: body)
+        let headerBytes = response.headers.map { pointer in
+            pointer.withMemoryRebound(to: UInt8.self, capacity: response.headers_length) {
+                Array(UnsafeBufferPointer(start: $0, count: response.headers_length))
+            }
+        } ?? []
+        return HTTPResponse(status: response.status, headers: parseHeaders(headerBytes), body: body)
     }
 
-    /// Parses a raw header block; with several blocks (a `100 Continue`, a proxy), the last one wins.
-    static func parseHeaders(_ text: String) -> HTTPHeaders {
+    /// The most header fields kept from one response; the rest are dropped.
+    package static let maximumHeaderFields = 256
+
+    /// Parses raw response header block(s) as libcurl hands them over, on bytes: lines end in CRLF
+    /// (or a bare LF), and with several blocks (a `100 Continue`, a proxy's answer) the last one wins.
+    /// Total over any input: obsolete line folding, lines without a colon, names that are not RFC 9110
+    /// tokens and values with control characters (other than tab) are dropped, never trusted.
+    package static func parseHeaders(_ bytes: [UInt8]) -> HTTPHeaders {
         var headers = HTTPHeaders()
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
-            if line.hasPrefix("HTTP/") {
+        var count = 0
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count, bytes[end] != 0x0A { end += 1 }
+            var lineEnd = end
+            if lineEnd > start, bytes[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+            let line = bytes[start..<lineEnd]
+            start = end + 1
+            if line.starts(with: Array("HTTP/".utf8)) {
                 headers = HTTPHeaders()
+                count = 0
                 continue
             }
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = trimmed(line[..<colon])
-            let value = trimmed(line[line.index(after: colon)...])
-            if !name.isEmpty { headers.add(name, value) }
+            guard let first = line.first, first != 0x20, first != 0x09, let colon = line.firstIndex(of: 0x3A) else { continue }
+            let name = line[line.startIndex..<colon]
+            guard !name.isEmpty, name.allSatisfy(isTokenByte) else { continue }
+            var valueStart = colon + 1, valueEnd = line.endIndex
+            while valueStart < valueEnd, line[valueStart] == 0x20 || line[valueStart] == 0x09 { valueStart += 1 }
+            while valueEnd > valueStart, line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+            let value = line[valueStart..<valueEnd]
+            guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }), count < maximumHeaderFields else { continue }
+            headers.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+            count += 1
         }
         return headers
     }
 }
 
-func trimmed(_ text: Substring) -> String {
-    var text = text
-    while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
-    while let last = text.last, last == " " || last == "\t" { text.removeLast() }
-    return String(text)
+/// RFC 9110 `tchar`.
+func isTokenByte(_ byte: UInt8) -> Bool {
+    switch byte {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+    case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: true
+    default: false
+    }
 }
 
 nonisolated(unsafe) private let emptyBodyStorage = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)

@@ -15,6 +15,18 @@ public protocol ExternalUserAgent: Sendable {
     /// Shows `url` to the user and returns the redirect URL (with `code`/`state` or `error`) that
     /// came back to `redirectURI`.
     func authorize(url: URL, redirectURI: URL) async throws -> URL
+
+    /// Like `authorize(url:redirectURI:)`, knowing the `state` the flow sent: an agent that can see
+    /// several redirects (a loopback listener any local process can reach) ignores every one whose
+    /// `state` differs and keeps waiting. The default calls `authorize(url:redirectURI:)`.
+    func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL
+}
+
+extension ExternalUserAgent {
+    /// Calls `authorize(url:redirectURI:)`; the flow checks the `state` of what comes back.
+    public func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
+        try await authorize(url: url, redirectURI: redirectURI)
+    }
 }
 
 /// A loopback user agent for native apps and CLIs (RFC 8252): listens on 127.0.0.1, hands the
@@ -36,10 +48,22 @@ public struct LoopbackUserAgent: ExternalUserAgent {
     /// The redirect URI to register and send: `http://127.0.0.1:<port>/callback`.
     public var redirectURI: URL { receiver.redirectURI }
 
+    /// Waits for a redirect carrying the `state` of `url`'s query (if it has one).
     public func authorize(url: URL, redirectURI: URL) async throws -> URL {
+        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+        return try await wait(url: url, expectedState: state)
+    }
+
+    /// Waits for the redirect carrying `expectedState`; any other request to the listener is
+    /// answered with an error page and ignored, until the timeout.
+    public func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
+        try await wait(url: url, expectedState: expectedState)
+    }
+
+    private func wait(url: URL, expectedState: String?) async throws -> URL {
         defer { receiver.close() }
         // Listen before handing the URL out: the browser may come back before `open` returns.
-        async let callback = receiver.waitForCallback(timeout: timeout)
+        async let callback = receiver.waitForCallback(timeout: timeout, expectedState: expectedState)
         try await open(url)
         return try await callback
     }
@@ -106,15 +130,26 @@ public struct AuthorizationCodeFlow: Authorizable {
 
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let request = try makeRequest(parameters)
-        let callback = try await userAgent.authorize(url: request.url, redirectURI: redirectURI)
+        let callback = try await userAgent.authorize(url: request.url, redirectURI: redirectURI, expectedState: request.state)
         return try await complete(request, callback: callback)
     }
 
-    /// Checks the redirect (`error`, then `state` in constant time), exchanges the code with the PKCE
-    /// verifier, and validates the ID token with the request's `nonce`.
+    /// Checks the redirect (`state` in constant time, RFC 9207 `iss` exactly, then `error`),
+    /// exchanges the code with the PKCE verifier, and validates the ID token with the request's `nonce`.
     public func complete(_ request: Request, callback: URL) async throws -> TokenSet {
         let items = URLComponents(url: callback, resolvingAgainstBaseURL: false)?.queryItems ?? []
         func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
+        // RFC 9207 §2.4: an `iss` that is not the issuer's, or none where the server promised one,
+        // means a mix-up: stop before anything else (an error redirect included) is believed.
+        if let iss = value("iss") {
+            guard iss.utf8.elementsEqual(client.metadata.issuer.utf8) else {
+                throw OAuthError(OAuthError.issuerMismatchInResponse,
+                                 "the authorization response names issuer \(iss), not \(client.metadata.issuer) (RFC 9207); the code was not used")
+            }
+        } else if client.metadata.authorizationResponseIssParameterSupported == true {
+            throw OAuthError(OAuthError.issuerMismatchInResponse,
+                             "\(client.metadata.issuer) promises an iss in every authorization response (RFC 9207) and this one has none; the code was not used")
+        }
         // RFC 6749 §4.1.2.1: an error redirect; state is checked even then when present.
         if let error = value("error") {
             if let state = value("state"), !ConstantTime.equals(Array(state.utf8), Array(request.state.utf8)) {

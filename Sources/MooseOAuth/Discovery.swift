@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import MooseHTTP
+import MooseJWT
 
 /// An authorization server's metadata (OpenID Connect Discovery 1.0 §3, RFC 8414 §2).
 public struct ProviderMetadata: Sendable, Codable, Hashable {
@@ -35,6 +36,13 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
     public var tokenEndpointAuthMethodsSupported: [String]?
     /// `id_token_signing_alg_values_supported`
     public var idTokenSigningAlgValuesSupported: [String]?
+    /// `response_types_supported` (REQUIRED in both OIDC Discovery §3 and RFC 8414 §2).
+    public var responseTypesSupported: [String]?
+    /// `subject_types_supported` (REQUIRED in OIDC Discovery §3).
+    public var subjectTypesSupported: [String]?
+    /// `authorization_response_iss_parameter_supported` (RFC 9207 §3): when `true`, every
+    /// authorization response must carry `iss`, and a response without it is refused.
+    public var authorizationResponseIssParameterSupported: Bool?
 
     enum CodingKeys: String, CodingKey {
         case issuer
@@ -51,6 +59,9 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         case codeChallengeMethodsSupported = "code_challenge_methods_supported"
         case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
         case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
+        case responseTypesSupported = "response_types_supported"
+        case subjectTypesSupported = "subject_types_supported"
+        case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
     }
 
     /// Metadata configured by hand (for servers without discovery, or to fill gaps).
@@ -70,7 +81,7 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
 
     /// This metadata with every endpoint `other` has and this one lacks filled in (same issuer only).
     public func filling(from other: ProviderMetadata) -> ProviderMetadata {
-        guard other.issuer == issuer else { return self }
+        guard other.issuer.utf8.elementsEqual(issuer.utf8) else { return self }
         var merged = self
         merged.authorizationEndpoint = authorizationEndpoint ?? other.authorizationEndpoint
         merged.tokenEndpoint = tokenEndpoint ?? other.tokenEndpoint
@@ -85,6 +96,10 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         merged.codeChallengeMethodsSupported = codeChallengeMethodsSupported ?? other.codeChallengeMethodsSupported
         merged.tokenEndpointAuthMethodsSupported = tokenEndpointAuthMethodsSupported ?? other.tokenEndpointAuthMethodsSupported
         merged.idTokenSigningAlgValuesSupported = idTokenSigningAlgValuesSupported ?? other.idTokenSigningAlgValuesSupported
+        merged.responseTypesSupported = responseTypesSupported ?? other.responseTypesSupported
+        merged.subjectTypesSupported = subjectTypesSupported ?? other.subjectTypesSupported
+        merged.authorizationResponseIssParameterSupported = authorizationResponseIssParameterSupported
+            ?? other.authorizationResponseIssParameterSupported
         return merged
     }
 
@@ -102,12 +117,39 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         return merged
     }
 
-    /// An endpoint, or `missingEndpoint`.
+    /// An endpoint, or `missingEndpoint`; `insecureEndpoint` when it is plain `http` to another
+    /// machine (every endpoint is checked again here, whether discovered or configured by hand).
     func require(_ endpoint: URL?, _ name: String) throws(OAuthError) -> URL {
         guard let endpoint else {
             throw OAuthError(OAuthError.missingEndpoint, "\(issuer) has no \(name) (neither discovered nor configured)")
         }
+        guard TransportSecurity.permits(endpoint) else {
+            throw OAuthError(OAuthError.insecureEndpoint,
+                             "the \(name) \(endpoint.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+        }
         return endpoint
+    }
+
+    /// Every endpoint with its metadata name, for checks that cover them all.
+    var namedEndpoints: [(String, URL?)] {
+        [("authorization_endpoint", authorizationEndpoint), ("token_endpoint", tokenEndpoint),
+         ("userinfo_endpoint", userinfoEndpoint), ("jwks_uri", jwksURI), ("revocation_endpoint", revocationEndpoint),
+         ("introspection_endpoint", introspectionEndpoint), ("end_session_endpoint", endSessionEndpoint),
+         ("device_authorization_endpoint", deviceAuthorizationEndpoint)]
+    }
+
+    /// Throws `insecureEndpoint` unless the issuer and every endpoint are `https` (or loopback `http`).
+    public func checkTransportSecurity() throws(OAuthError) {
+        guard let issuerURL = URL(string: issuer), TransportSecurity.permits(issuerURL) else {
+            throw OAuthError(OAuthError.insecureEndpoint,
+                             "issuer \(issuer) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+        }
+        for (name, url) in namedEndpoints {
+            if let url, !TransportSecurity.permits(url) {
+                throw OAuthError(OAuthError.insecureEndpoint,
+                                 "\(name) \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+            }
+        }
     }
 }
 
@@ -163,16 +205,24 @@ public actor Discovery {
     /// The metadata of `issuer`, from the cache or the network (one fetch for concurrent callers).
     public func metadata(for issuer: String, overrides: EndpointOverrides = EndpointOverrides()) async throws -> ProviderMetadata {
         if let cached = cache[issuer], Date().timeIntervalSince(cached.fetched) < timeToLive {
-            return cached.metadata.overridden(by: overrides)
+            let merged = cached.metadata.overridden(by: overrides)
+            try merged.checkTransportSecurity()
+            return merged
         }
-        if let running = inFlight[issuer] { return try await running.value.overridden(by: overrides) }
+        if let running = inFlight[issuer] {
+            let merged = try await running.value.overridden(by: overrides)
+            try merged.checkTransportSecurity()
+            return merged
+        }
         let transport = self.transport
         let task = Task { try await Discovery.fetch(issuer: issuer, transport: transport) }
         inFlight[issuer] = task
         defer { inFlight[issuer] = nil }
         let metadata = try await task.value
         cache[issuer] = (metadata, Date())
-        return metadata.overridden(by: overrides)
+        let merged = metadata.overridden(by: overrides)
+        try merged.checkTransportSecurity()
+        return merged
     }
 
     /// Forgets a cached document (after a key rotation the JWKS URI may change, for instance).
@@ -184,25 +234,87 @@ public actor Discovery {
               base.host != nil, base.query == nil, base.fragment == nil else {
             throw OAuthError(OAuthError.invalidConfiguration, "issuer \(issuer) must be an http(s) URL without query or fragment")
         }
+        // RFC 8414 §2, OIDC Discovery §3: the issuer uses https; RFC 8252 §8.3 allows loopback http.
+        guard TransportSecurity.permits(base) else {
+            throw OAuthError(OAuthError.insecureEndpoint,
+                             "issuer \(issuer) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+        }
         // OIDC Discovery §4: issuer + "/.well-known/openid-configuration" (a trailing "/" on the issuer removed).
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        let oidc = try await document(trimmed + "/.well-known/openid-configuration", issuer: issuer, transport: transport)
+        let oidc = try await document(trimmed + "/.well-known/openid-configuration", issuer: issuer, kind: .openIDConnect,
+                                      transport: transport)
         // RFC 8414 §3: the well-known segment goes between host and path.
         var components = URLComponents(string: trimmed)
         let path = components?.path ?? ""
         components?.path = "/.well-known/oauth-authorization-server" + path
         var metadata = oidc
-        if let url = components?.string, let rfc8414 = try? await document(url, issuer: issuer, transport: transport) {
+        if let url = components?.string,
+           let rfc8414 = try? await document(url, issuer: issuer, kind: .authorizationServer, transport: transport) {
             metadata = (metadata ?? rfc8414).filling(from: rfc8414)
         }
         guard let metadata else {
             throw OAuthError(OAuthError.discovery, "\(issuer) publishes no discovery document")
         }
+        try metadata.checkTransportSecurity()
+        return metadata
+    }
+
+    /// The two metadata documents, each with its own REQUIRED members.
+    public enum DocumentKind: Sendable {
+        /// `/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §3).
+        case openIDConnect
+        /// `/.well-known/oauth-authorization-server` (RFC 8414 §2).
+        case authorizationServer
+    }
+
+    /// Parses and validates one metadata document: a JSON object (at most 256 KiB) whose `issuer`
+    /// equals `issuer` exactly (byte for byte; OIDC Discovery §4.3, RFC 8414 §3.3) and which has
+    /// every member its kind makes REQUIRED. The error names each missing member.
+    package static func parseDocument(_ body: [UInt8], issuer: String, kind: DocumentKind) throws -> ProviderMetadata {
+        guard body.count <= 256 << 10 else {
+            throw OAuthError(OAuthError.discovery, "the discovery document of \(issuer) is larger than 256 KiB")
+        }
+        guard case .object(let object)? = try? JSONValue(parsing: body) else {
+            throw OAuthError(OAuthError.discovery, "the discovery document of \(issuer) is not a JSON object")
+        }
+        let metadata: ProviderMetadata
+        do {
+            metadata = try JSONDecoder().decode(ProviderMetadata.self, from: Data(body))
+        } catch {
+            throw OAuthError(OAuthError.discovery, "the discovery document of \(issuer) has a member of the wrong type or a malformed URL")
+        }
+        guard metadata.issuer.utf8.elementsEqual(issuer.utf8) else {
+            throw OAuthError(OAuthError.issuerMismatch,
+                             "the discovery document of \(issuer) names another issuer (\(metadata.issuer)); refusing it")
+        }
+        var missing: [String] = []
+        func need(_ name: String) { if object[name] == nil || object[name] == .null { missing.append(name) } }
+        let responseTypes = metadata.responseTypesSupported ?? []
+        let implicitOnly = !responseTypes.isEmpty && responseTypes.allSatisfy { !$0.split(separator: " ").contains("code") }
+        switch kind {
+        case .openIDConnect:
+            need("authorization_endpoint")
+            if !implicitOnly { need("token_endpoint") }
+            for name in ["jwks_uri", "response_types_supported", "subject_types_supported", "id_token_signing_alg_values_supported"] {
+                need(name)
+            }
+        case .authorizationServer:
+            need("response_types_supported")
+            // authorization_endpoint: REQUIRED unless no grant type uses it (RFC 8414 §2).
+            let grants = metadata.grantTypesSupported ?? ["authorization_code", "implicit"]
+            if grants.contains("authorization_code") || grants.contains("implicit") { need("authorization_endpoint") }
+            if !implicitOnly { need("token_endpoint") }
+        }
+        guard missing.isEmpty else {
+            let which = kind == .openIDConnect ? "OpenID Connect Discovery §3" : "RFC 8414 §2"
+            throw OAuthError(OAuthError.discovery,
+                             "the discovery document of \(issuer) lacks \(missing.joined(separator: ", ")) (REQUIRED by \(which))")
+        }
         return metadata
     }
 
     /// One document; `nil` for a 404 (so the other may stand in), an error for anything else wrong.
-    static func document(_ text: String, issuer: String, transport: any HTTPTransport) async throws -> ProviderMetadata? {
+    static func document(_ text: String, issuer: String, kind: DocumentKind, transport: any HTTPTransport) async throws -> ProviderMetadata? {
         guard let url = URL(string: text) else { throw OAuthError(OAuthError.discovery, "bad discovery URL \(text)") }
         let response: HTTPResponse
         do {
@@ -215,16 +327,6 @@ public actor Discovery {
             throw OAuthError(response.status >= 500 ? OAuthError.transient : OAuthError.discovery,
                              "\(url.redactedForLogs) answered HTTP \(response.status)", status: response.status)
         }
-        let metadata: ProviderMetadata
-        do {
-            metadata = try JSONDecoder().decode(ProviderMetadata.self, from: response.body)
-        } catch {
-            throw OAuthError(OAuthError.discovery, "\(url.redactedForLogs) is not a valid metadata document: \(error)")
-        }
-        guard metadata.issuer == issuer else {
-            throw OAuthError(OAuthError.issuerMismatch,
-                             "the discovery document of \(issuer) names issuer \(metadata.issuer); refusing it")
-        }
-        return metadata
+        return try parseDocument(Array(response.body), issuer: issuer, kind: kind)
     }
 }

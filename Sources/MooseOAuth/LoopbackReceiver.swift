@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 import Dispatch
+import MooseCrypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -11,13 +12,19 @@ import Darwin
 #endif
 
 /// Receives the authorization redirect on 127.0.0.1 (RFC 8252 §7.3): a random free port, one
-/// callback, a small page telling the user to go back to the terminal, and a timeout.
+/// callback, a small page telling the user to go back to the terminal, and a deadline.
+///
+/// Every connection is hostile until its request proves otherwise: connections are served
+/// concurrently (at most `maximumConnections` at once), each within its own deadline (10 s, never
+/// past the login's), so a slow or idle local client cannot hold the real redirect back. With an
+/// `expectedState`, a redirect whose `state` is missing or different (byte for byte) gets an error
+/// page and is ignored: the receiver keeps waiting for the right one until its deadline.
 ///
 /// ```swift
 /// let receiver = try LoopbackReceiver()
 /// let redirectURI = receiver.redirectURI          // http://127.0.0.1:53117/callback
-/// … send the user to the authorization URL …
-/// let callback = try await receiver.waitForCallback(timeout: 300)
+/// … send the user to the authorization URL with state S …
+/// let callback = try await receiver.waitForCallback(timeout: 300, expectedState: S)
 /// ```
 public final class LoopbackReceiver: @unchecked Sendable {
     // The socket is only touched by `waitForCallback` (one caller) and `close`.
@@ -27,6 +34,12 @@ public final class LoopbackReceiver: @unchecked Sendable {
     /// The path the redirect must use.
     public let path: String
     private let closed = LockedFlag()
+    /// The most connections served at once; more are closed at once.
+    public static let maximumConnections = 16
+    /// How long one connection may take to send its request head.
+    public static let connectionDeadline: TimeInterval = 10
+    /// The largest request head read (bytes).
+    public static let maximumRequestHead = 16_384
 
     /// Listens on 127.0.0.1 at `port` (0: a random free port).
     public init(port: UInt16 = 0, path: String = "/callback") throws {
@@ -46,7 +59,7 @@ public final class LoopbackReceiver: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(fd, 8) == 0 else {
+        guard bound == 0, listen(fd, 64) == 0 else {
             _ = Glibc_close(fd)
             throw OAuthError(OAuthError.invalidConfiguration, "cannot listen on 127.0.0.1:\(port) for the redirect")
         }
@@ -62,22 +75,29 @@ public final class LoopbackReceiver: @unchecked Sendable {
     deinit { close() }
 
     /// `http://127.0.0.1:<port><path>` — the loopback IP literal, not `localhost` (RFC 8252 §8.3).
-    public var redirectURI: URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+    public var redirectURI: URL {
+        // Built from a port number and a path given by the caller: only a malformed `path` fails.
+        URL(string: "http://127.0.0.1:\(port)\(path)") ?? URL(fileURLWithPath: "/")
+    }
 
     /// Stops listening.
     public func close() {
         if closed.set() { _ = shutdown(socketDescriptor, Int32(SHUT_RDWR)); _ = Glibc_close(socketDescriptor) }
     }
 
-    /// Waits for the redirect to `path` and returns its full URL. Other requests (a favicon) get a
-    /// 404 and are ignored. Throws `OAuthError.timedOut`, or `CancellationError` when cancelled.
-    public func waitForCallback(timeout: TimeInterval = 300) async throws -> URL {
+    /// Waits for the redirect to `path` and returns its full URL. Other paths (a favicon) get a 404;
+    /// with `expectedState`, redirects whose `state` differs get an error page; both are ignored.
+    /// Throws `OAuthError.timedOut` at the deadline, or `CancellationError` when cancelled.
+    public func waitForCallback(timeout: TimeInterval = 300, expectedState: String? = nil) async throws -> URL {
         let deadline = Date().addingTimeInterval(timeout)
         let cancelled = LockedFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
+                // A blocking accept loop: on a Dispatch thread, never on the cooperative pool.
                 DispatchQueue.global().async {
-                    continuation.resume(with: Result { try self.acceptLoop(until: deadline, cancelled: cancelled) })
+                    continuation.resume(with: Result {
+                        try self.acceptLoop(until: deadline, expectedState: expectedState, cancelled: cancelled)
+                    })
                 }
             }
         } onCancel: {
@@ -85,59 +105,216 @@ public final class LoopbackReceiver: @unchecked Sendable {
         }
     }
 
-    private func acceptLoop(until deadline: Date, cancelled: LockedFlag) throws -> URL {
+    /// What one connection's request came to.
+    enum Verdict: Equatable {
+        /// The redirect the login waits for.
+        case accepted(URL)
+        /// Answered and ignored.
+        case ignored
+    }
+
+    private func acceptLoop(until deadline: Date, expectedState: String?, cancelled: LockedFlag) throws -> URL {
+        let outcome = CallbackOutcome()
+        let group = DispatchGroup()
+        let queue = DispatchQueue(label: "moose.loopback", attributes: .concurrent)
+        defer { group.wait() }
         while true {
+            if let url = outcome.url { return url }
             if cancelled.isSet { throw CancellationError() }
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else {
                 throw OAuthError(OAuthError.timedOut, "no authorization redirect arrived on 127.0.0.1:\(port) in time")
             }
             var poller = pollfd(fd: socketDescriptor, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(min(remaining, 0.25) * 1000))
+            let ready = poll(&poller, 1, Int32(min(remaining, 0.1) * 1000))
             if ready <= 0 { continue }
             let client = accept(socketDescriptor, nil, nil)
             guard client >= 0 else { continue }
-            defer { _ = Glibc_close(client) }
-            guard let target = readRequestTarget(client) else { continue }
-            let pathPart = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
-            guard pathPart == path, let url = URL(string: "http://127.0.0.1:\(port)\(target)") else {
-                respond(client, status: "404 Not Found", body: "Not found.")
+            guard outcome.beginConnection(limit: Self.maximumConnections) else {
+                _ = Glibc_close(client)
                 continue
             }
-            let failed = target.contains("error=")
-            respond(client, status: "200 OK", body: failed
-                ? "Sign-in did not complete. You can close this window and return to the terminal."
-                : "Signed in. You can close this window and return to the terminal.")
-            return url
+            let connectionDeadline = min(deadline, Date().addingTimeInterval(Self.connectionDeadline))
+            group.enter()
+            queue.async {
+                defer { outcome.endConnection(); group.leave() }
+                defer { _ = Glibc_close(client) }
+                let head = Self.readRequestHead(client, until: connectionDeadline)
+                let verdict = self.answer(client, head: head, expectedState: expectedState, alreadyDone: outcome.url != nil)
+                if case .accepted(let url) = verdict { outcome.deliver(url) }
+            }
         }
     }
 
-    /// Reads the request head (up to 16 KiB, 5 s) and returns the request target of a GET.
-    private func readRequestTarget(_ client: Int32) -> String? {
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    /// Decides and answers one request.
+    private func answer(_ client: Int32, head: [UInt8], expectedState: String?, alreadyDone: Bool) -> Verdict {
+        guard let target = Self.requestTarget(fromHead: head) else {
+            respond(client, status: "400 Bad Request", page: LoopbackPage.badRequest)
+            return .ignored
+        }
+        let pathPart = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? target
+        guard pathPart == path, let url = URL(string: "http://127.0.0.1:\(port)\(target)") else {
+            respond(client, status: "404 Not Found", page: LoopbackPage.notFound)
+            return .ignored
+        }
+        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
+        if let expectedState {
+            guard let state = value("state"), ConstantTime.equals(Array(state.utf8), Array(expectedState.utf8)) else {
+                respond(client, status: "400 Bad Request", page: LoopbackPage.stateMismatch)
+                return .ignored
+            }
+        }
+        if alreadyDone {
+            respond(client, status: "409 Conflict", page: LoopbackPage.alreadyDone)
+            return .ignored
+        }
+        if let error = value("error") {
+            respond(client, status: "200 OK", page: LoopbackPage.providerError(error, description: value("error_description")))
+        } else {
+            respond(client, status: "200 OK", page: LoopbackPage.received)
+        }
+        return .accepted(url)
+    }
+
+    /// The request target of a `GET` request head (`/callback?code=…`), or `nil` when the head is
+    /// not a well-formed `GET <origin-form> HTTP/1.x` line. Total over any bytes.
+    package static func requestTarget(fromHead bytes: [UInt8]) -> String? {
+        let lineEnd = bytes.firstIndex(of: 0x0A) ?? bytes.endIndex
+        var line = bytes[bytes.startIndex..<lineEnd]
+        if line.last == 0x0D { line = line.dropLast() }
+        let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].elementsEqual("GET".utf8), parts[2].starts(with: "HTTP/1.".utf8),
+              let first = parts[1].first, first == UInt8(ascii: "/"),
+              parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        return String(decoding: parts[1], as: UTF8.self)
+    }
+
+    /// Reads a request head (up to `maximumRequestHead` bytes) until the blank line, the peer's
+    /// end, or `deadline` — one overall deadline, however slowly the bytes trickle in.
+    static func readRequestHead(_ client: Int32, until deadline: Date) -> [UInt8] {
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while data.count < 16_384 {
-            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+        while data.count < maximumRequestHead {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { break }
+            var poller = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(max(1, min(remaining, 1) * 1000)))
+            if ready < 0, errno == EINTR { continue }
+            if ready < 0 { break }
+            if ready == 0 { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, min($0.count, maximumRequestHead - data.count), Int32(MSG_DONTWAIT)) }
+            if count < 0, errno == EAGAIN || errno == EINTR { continue }
             if count <= 0 { break }
             data += buffer[0..<count]
-            if data.count >= 4, data.suffix(4) == [13, 10, 13, 10] { break }
-            if String(decoding: data, as: UTF8.self).contains("\r\n\r\n") { break }
+            if data.count >= 4, data.suffix(4).elementsEqual([13, 10, 13, 10]) { break }
+            if let first = data.firstIndex(of: 0x0A), data[(first + 1)...].contains(0x0A), containsBlankLine(data) { break }
         }
-        let head = String(decoding: data, as: UTF8.self)
-        let parts = head.split(separator: "\r\n").first?.split(separator: " ") ?? []
-        guard parts.count >= 2, parts[0] == "GET" else { return nil }
-        return String(parts[1])
+        return data
     }
 
-    private func respond(_ client: Int32, status: String, body: String) {
-        let html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>moose</title></head>"
-            + "<body style=\"font-family:sans-serif\"><p>\(body)</p></body></html>"
+    private static func containsBlankLine(_ data: [UInt8]) -> Bool {
+        var previous: UInt8 = 0, beforePrevious: UInt8 = 0
+        for byte in data {
+            if byte == 0x0A, previous == 0x0A || (previous == 0x0D && beforePrevious == 0x0A) { return true }
+            beforePrevious = previous
+            previous = byte
+        }
+        return false
+    }
+
+    private func respond(_ client: Int32, status: String, page: LoopbackPage) {
+        let html = page.html
         let response = "HTTP/1.1 \(status)\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(html.utf8.count)\r\n"
-            + "Cache-Control: no-store\r\nConnection: close\r\n\r\n" + html
+            + "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+            + "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'\r\nReferrer-Policy: no-referrer\r\n"
+            + "Connection: close\r\n\r\n" + html
         var bytes = Array(response.utf8)
-        _ = bytes.withUnsafeMutableBytes { send(client, $0.baseAddress, $0.count, 0) }
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeMutableBytes { send(client, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return }
+            offset += sent
+        }
+    }
+}
+
+/// The first accepted callback, and how many connections are being served.
+final class CallbackOutcome: @unchecked Sendable {
+    private let lock = NSLockLite()
+    private var accepted: URL?
+    private var active = 0
+
+    var url: URL? { lock.withLock { accepted } }
+
+    func deliver(_ url: URL) { lock.withLock { if accepted == nil { accepted = url } } }
+
+    func beginConnection(limit: Int) -> Bool {
+        lock.withLock {
+            guard active < limit else { return false }
+            active += 1
+            return true
+        }
+    }
+
+    func endConnection() { lock.withLock { active -= 1 } }
+}
+
+/// The small HTML pages the loopback listener shows in the browser: a title, readable text, no
+/// external resources, and anything that came from outside HTML-escaped (never markup).
+struct LoopbackPage {
+    let title: String
+    let heading: String
+    let paragraphs: [String]
+
+    static let received = LoopbackPage(
+        title: "Moose — signed in", heading: "Signed in",
+        paragraphs: ["Moose received the sign-in response. You may close this tab and return to the terminal."])
+    static let stateMismatch = LoopbackPage(
+        title: "Moose — not this sign-in", heading: "This response was ignored",
+        paragraphs: ["It does not belong to the sign-in Moose is waiting for (its state does not match).",
+                     "If you are signing in, finish in the window Moose opened. You may close this tab."])
+    static let alreadyDone = LoopbackPage(
+        title: "Moose — already done", heading: "Already received",
+        paragraphs: ["Moose already received a sign-in response. You may close this tab."])
+    static let notFound = LoopbackPage(title: "Moose — not found", heading: "Not found",
+                                       paragraphs: ["Nothing is served here. You may close this tab."])
+    static let badRequest = LoopbackPage(title: "Moose — bad request", heading: "Bad request",
+                                         paragraphs: ["Moose could not read this request. You may close this tab."])
+
+    static func providerError(_ error: String, description: String?) -> LoopbackPage {
+        var paragraphs = ["The identity provider did not complete the sign-in. You may close this tab and return to the terminal."]
+        paragraphs.append("Provider's answer: " + error + (description.map { " — " + $0 } ?? ""))
+        return LoopbackPage(title: "Moose — sign-in did not complete", heading: "Sign-in did not complete", paragraphs: paragraphs)
+    }
+
+    var html: String {
+        let body = paragraphs.map { "<p>\(Self.escape($0))</p>" }.joined()
+        return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>\(Self.escape(title))</title>"
+            + "<meta name=\"viewport\" content=\"width=device-width\">"
+            + "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em;color:#222}"
+            + "h1{font-size:1.4em}</style></head><body><h1>\(Self.escape(heading))</h1>\(body)</body></html>"
+    }
+
+    /// HTML-escapes text and drops control characters: outside words are shown, never interpreted.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars.prefix(2_000) {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default:
+                if scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format {
+                    out += "\u{FFFD}"
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out
     }
 }
 

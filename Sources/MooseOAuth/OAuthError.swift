@@ -92,6 +92,14 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let needsLogin = Code(name: "needsLogin")
     /// The secret store cannot be written: no refresh token was spent.
     public static let storeUnavailable = Code(name: "storeUnavailable")
+    /// An endpoint or issuer is plain `http` to another machine: codes and tokens would travel in clear text.
+    public static let insecureEndpoint = Code(name: "insecureEndpoint")
+    /// Something from outside (a token, a token type, a header value) is not safe to use where it
+    /// would go: characters outside RFC 6750's `b64token`, or control characters.
+    public static let unsafeValue = Code(name: "unsafeValue")
+    /// The authorization response's `iss` (RFC 9207) is missing where the server promised it, or
+    /// names another issuer: possible mix-up attack. Nothing was exchanged.
+    public static let issuerMismatchInResponse = Code(name: "authorizationResponseIssuerMismatch")
     /// Too many refreshes in a short time (a refresh loop): refused until the window passes.
     public static let refreshLimit = Code(name: "refreshLimit")
 }

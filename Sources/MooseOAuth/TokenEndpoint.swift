@@ -92,8 +92,9 @@ public struct TokenEndpoint: Sendable {
 }
 
 /// RFC 6749 §5.1/§5.2 parsing, liberal where it is safe.
-enum TokenResponse {
-    static func parse(_ response: HTTPResponse, requestedAt: Date, requestedScopes: [String]) throws -> TokenSet {
+package enum TokenResponse {
+    /// Parses a token endpoint response (RFC 6749 §5.1/§5.2). Every byte of `response` is untrusted.
+    package static func parse(_ response: HTTPResponse, requestedAt: Date, requestedScopes: [String]) throws -> TokenSet {
         let object = try? JSONValue(parsing: Array(response.body))
         guard (200..<300).contains(response.status) else {
             throw error(from: response, object: object)

@@ -27,14 +27,19 @@ extension OAuthClient {
             throw OAuthError(response.status >= 500 ? OAuthError.transient : OAuthError.server,
                              "the userinfo endpoint answered HTTP \(response.status)", status: response.status)
         }
-        guard case .object(let claims)? = try? JSONValue(parsing: Array(response.body)) else {
+        return try Self.parseUserInfo(Array(response.body), expectedSubject: expectedSubject)
+    }
+
+    /// Parses a UserInfo response body and checks its `sub` exactly (byte for byte) against `expectedSubject`.
+    package static func parseUserInfo(_ body: [UInt8], expectedSubject: String?) throws -> JSONObject {
+        guard case .object(let claims)? = try? JSONValue(parsing: body) else {
             throw OAuthError(OAuthError.invalidResponse, "the userinfo response is not a JSON object (signed UserInfo is not supported)")
         }
         guard let subject = claims["sub"]?.stringValue else {
             throw OAuthError(OAuthError.invalidResponse, "the userinfo response has no sub")
         }
-        if let expectedSubject, subject != expectedSubject {
-            throw OAuthError(OAuthError.subjectMismatch, "userinfo sub \(subject) is not the ID token's sub \(expectedSubject)")
+        if let expectedSubject, !subject.utf8.elementsEqual(expectedSubject.utf8) {
+            throw OAuthError(OAuthError.subjectMismatch, "the userinfo response is about another subject than the ID token")
         }
         return claims
     }
