@@ -87,13 +87,23 @@ public struct RetryPolicy: Sendable {
 
     private func pow2(_ exponent: Int) -> Double { Double(1 << max(0, min(exponent, 30))) }
 
-    /// `Retry-After` as seconds from now: delta-seconds or an HTTP date (RFC 9110 §10.2.3).
+    /// `Retry-After` as seconds from now: delta-seconds or an HTTP date (RFC 9110 §10.2.3). Any
+    /// answer is finite and at most one day (`86400`); a value too large to read counts as a day.
     public static func retryAfter(_ value: String?, now: Date = Date()) -> TimeInterval? {
         guard let value = value?.trimmed(), !value.isEmpty else { return nil }
-        if let seconds = Int(value), seconds >= 0 { return TimeInterval(seconds) }
+        let bytes = Array(value.utf8)
+        if bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            // delta-seconds = 1*DIGIT: long runs of digits are simply "a very long time".
+            guard bytes.count <= 9, let seconds = HTTPDate.digits(bytes, count: 1...9) else { return Self.maximumRetryAfterValue }
+            return min(TimeInterval(seconds), Self.maximumRetryAfterValue)
+        }
         guard let date = HTTPDate.parse(value) else { return nil }
-        return max(0, date.timeIntervalSince(now))
+        let delta = date.timeIntervalSince(now)
+        return delta.isFinite ? min(max(0, delta), Self.maximumRetryAfterValue) : nil
     }
+
+    /// The largest delay `retryAfter` reports (one day); `maximumRetryAfter` caps what a retry waits.
+    public static let maximumRetryAfterValue: TimeInterval = 86_400
 }
 
 /// A small, complete HTTP client: endpoints in, models out; interceptors, retry, cancellation,
@@ -309,20 +319,38 @@ public enum JSON: Sendable, Hashable, Decodable {
 public enum HTTPDate {
     static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    /// Parses `Sun, 06 Nov 1994 08:49:37 GMT`; `nil` otherwise.
+    /// Parses an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110 §5.6.7); `nil` otherwise.
+    /// Every field is bounded before any arithmetic: year 1–9999, day 1–31, hour 0–23, minute 0–59,
+    /// second 0–60 (a hostile `Date: … 99999999 …` is refused, never trapped on).
     public static func parse(_ text: String) -> Date? {
-        let parts = text.split(separator: " ")
-        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]),
-              let month = months.firstIndex(of: String(parts[2])), let year = Int(parts[3]) else { return nil }
-        let time = parts[4].split(separator: ":").compactMap { Int($0) }
-        guard time.count == 3 else { return nil }
-        let days = daysFromCivil(Int64(year), Int64(month + 1), Int64(day))
-        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + Int64(time[0] * 3600 + time[1] * 60 + time[2])))
+        let parts = text.utf8.split(separator: 0x20)
+        guard parts.count == 6, parts[5].elementsEqual("GMT".utf8),
+              let day = digits(parts[1], count: 1...2), (1...31).contains(day),
+              let month = months.firstIndex(where: { $0.utf8.elementsEqual(parts[2]) }),
+              let year = digits(parts[3], count: 4...4), year >= 1 else { return nil }
+        let time = parts[4].split(separator: 0x3A, omittingEmptySubsequences: false)
+        guard time.count == 3, let hour = digits(time[0], count: 2...2), let minute = digits(time[1], count: 2...2),
+              let second = digits(time[2], count: 2...2), hour < 24, minute < 60, second <= 60 else { return nil }
+        let days = daysFromCivil(year, Int64(month + 1), day)
+        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
     }
 
-    /// Formats a date as IMF-fixdate.
+    /// The decimal value of `bytes` when it is `count` ASCII digits, else `nil`.
+    static func digits(_ bytes: some Collection<UInt8>, count: ClosedRange<Int>) -> Int64? {
+        guard count.contains(bytes.count) else { return nil }
+        var value: Int64 = 0
+        for byte in bytes {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = value * 10 + Int64(byte - 0x30)
+        }
+        return value
+    }
+
+    /// Formats a date as IMF-fixdate. Total: dates before year 1 or after 9999 (or not finite) are
+    /// clamped to those years' ends.
     public static func format(_ date: Date) -> String {
-        let seconds = Int64(date.timeIntervalSince1970)
+        let raw = date.timeIntervalSince1970
+        let seconds = raw.isNaN ? 0 : Int64(min(max(raw, -62_135_596_800), 253_402_300_799))
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let rest = seconds - days * 86_400
         let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][Int(((days % 7) + 7) % 7)]

@@ -248,6 +248,55 @@ public enum Redaction {
         return String(text[...question]) + form(query) + fragment
     }
 
+    /// What an error message may quote of a response body, free of anything that could be a
+    /// secret: a JSON body is described by its member names only (values are never shown), an HTML
+    /// page by its size, and other text is cut to 200 bytes with form-encoded secrets and every
+    /// token-like run of 20 or more characters replaced by `***` and control characters removed.
+    public static func body(_ bytes: [UInt8]) -> String {
+        let first = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        if first == UInt8(ascii: "{") {
+            if let keys = try? JSONDecoder().decode(MemberNames.self, from: Data(bytes)).names {
+                let shown = keys.prefix(12).map { name in String(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(40).map(Character.init)) }
+                return "a JSON object (\(bytes.count) bytes) with members \(shown.joined(separator: ", "))\(keys.count > 12 ? ", …" : "") (values not shown)"
+            }
+            return "a JSON-like body (\(bytes.count) bytes, not shown)"
+        }
+        if first == UInt8(ascii: "[") { return "a JSON array or malformed JSON (\(bytes.count) bytes, not shown)" }
+        let text = String(decoding: bytes.prefix(200), as: UTF8.self)
+        let lower = text.lowercased()
+        if lower.contains("<html") || lower.contains("<!doctype") || lower.contains("<body") {
+            return "an HTML page (\(bytes.count) bytes)"
+        }
+        var out = ""
+        var run = ""
+        func flush() { out += run.count >= 20 ? "***" : run; run = "" }
+        for scalar in form(text).unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) { flush(); out += " "; continue }
+            if scalar.isASCII, TokenCharacters.isAlphanumeric(UInt8(scalar.value)) || "-._~+/=".unicodeScalars.contains(scalar) {
+                run.unicodeScalars.append(scalar)
+            } else {
+                flush()
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        flush()
+        return out + (bytes.count > 200 ? "…" : "")
+    }
+
+    /// Decodes only the member names of a JSON object.
+    private struct MemberNames: Decodable {
+        let names: [String]
+        init(from decoder: any Decoder) throws {
+            names = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+        }
+        struct AnyKey: CodingKey {
+            let stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+    }
+
     /// A form-encoded (or query) string with sensitive values replaced by `***`.
     public static func form(_ text: String) -> String {
         text.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in

@@ -4,6 +4,25 @@ public import FoundationEssentials
 public import Foundation
 #endif
 
+/// Bounds for NumericDate values (RFC 7519 §2) from outside: ±1e11 seconds around 1970 (years
+/// −1200 to 5138) is far beyond any real token and small enough that every date computation and
+/// format stays exact. Anything else — huge, negative-huge or not finite — is refused.
+public enum NumericDate {
+    /// The largest magnitude accepted, in seconds since 1970.
+    public static let limit: Double = 1e11
+
+    /// `true` when `seconds` is finite and within ±`limit`.
+    public static func isInRange(_ seconds: Double) -> Bool { seconds.isFinite && abs(seconds) <= limit }
+}
+
+extension Int64 {
+    /// `value` rounded toward zero and clamped to `Int64`'s range; NaN is 0. For numbers from
+    /// outside, which must never trap a conversion.
+    package init(saturating value: Double) {
+        if value.isNaN { self = 0 } else if value >= 9.2e18 { self = .max } else if value <= -9.2e18 { self = .min } else { self = Int64(value) }
+    }
+}
+
 /// A JSON claim set (RFC 7519 §4) with typed access to the registered claims.
 ///
 /// ```swift
@@ -29,9 +48,14 @@ public struct JWTClaims: Sendable, Hashable {
         }
         for name in ["exp", "nbf", "iat"] {
             if let value = fields[name] {
-                guard let number = value.doubleValue, number.isFinite else {
+                guard let number = value.doubleValue else {
                     throw JWTError(JWTError.invalidClaim,
                                    "claim \"\(name)\" must be a NumericDate (seconds since 1970), found \(value.typeName)",
+                                   field: name)
+                }
+                guard NumericDate.isInRange(number) else {
+                    throw JWTError(JWTError.invalidClaim,
+                                   "claim \"\(name)\" is outside the NumericDate range Moose accepts (±\(Int64(NumericDate.limit)) s around 1970)",
                                    field: name)
                 }
             }

@@ -11,9 +11,12 @@ public import Foundation
 /// ISO8601.date(from: "2026-01-01T12:00:00+01:00")        // 2026-01-01T11:00:00Z
 /// ```
 public enum ISO8601 {
-    /// `YYYY-MM-DDTHH:MM:SSZ` (whole seconds, UTC).
+    /// `YYYY-MM-DDTHH:MM:SSZ` (whole seconds, UTC). Total: a date beyond ±1e15 s around 1970 (about
+    /// ±31 million years) or not finite is shown as `"(out of range)"` rather than trapping.
     public static func string(from date: Date) -> String {
-        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let raw = date.timeIntervalSince1970
+        guard raw.isFinite, abs(raw) <= 1e15 else { return "(out of range)" }
+        let seconds = Int64(raw.rounded(.down))
         var days = seconds / 86_400
         var rest = seconds % 86_400
         if rest < 0 { rest += 86_400; days -= 1 }

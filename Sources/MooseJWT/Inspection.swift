@@ -60,13 +60,23 @@ public struct TokenInspection: Sendable {
         jws = try JWS(compact: token, maximumSize: maximumSize)
         var problems: [JWTError] = []
 
-        // Payload: a claims object, or (for a plain JWS) text.
-        let trimmedFirst = jws.payload.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
-        if trimmedFirst == UInt8(ascii: "{") || trimmedFirst == UInt8(ascii: "[") {
+        // Payload: a claims object — anything else (other JSON, text, nothing) is shown but is no
+        // claims set, and the verdict says so (RFC 7519 §7.2 step 10), as JWTVerifier does.
+        let parsed: JSONValue?
+        do throws(JWTError) {
+            parsed = try jws.payload.withUnsafeBufferPointer { buffer throws(JWTError) in
+                try JSONValue(parsing: buffer, maximumDepth: JSONValue.defaultMaximumDepth, context: "payload")
+            }
+        } catch {
+            // Meant as JSON but broken (duplicate members, too deep…): the token is unusable.
+            let first = jws.payload.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+            if first == UInt8(ascii: "{") || first == UInt8(ascii: "[") { throw error }
+            parsed = nil
+        }
+        if case .object(let object)? = parsed {
             do throws(JWTError) {
-                let jwt = try JWT(jws: jws)
-                claims = jwt.claims
-            } catch where error.code == JWTError.invalidClaim {
+                claims = try JWTClaims(object)
+            } catch {
                 problems.append(error)
                 claims = nil
             }
@@ -77,6 +87,9 @@ public struct TokenInspection: Sendable {
                 throw JWTError(JWTError.invalidJSON, "payload is neither JSON nor UTF-8 text (\(jws.payload.count) bytes)")
             }
             payloadText = text
+            let what = parsed.map { "a JSON \($0.typeName)" } ?? (text.isEmpty ? "empty" : "not JSON")
+            problems.append(JWTError(JWTError.claimsNotObject,
+                                     "payload is \(what), not a JSON object: it is no JWT claims set (RFC 7519 §7.2)"))
         }
 
         if jws.header.algorithm.lowercased() == "none" {

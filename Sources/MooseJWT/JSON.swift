@@ -61,9 +61,11 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// A number from an integer.
     public init(_ value: Int64) { text = String(value) }
 
-    /// A number from a double (must be finite).
+    /// A number from a double. JSON has no infinities or NaN: those become the largest finite
+    /// number of the same sign, and 0.
     public init(_ value: Double) {
-        if value.rounded() == value, abs(value) < 9.0e15 { text = String(Int64(value)) } else { text = "\(value)" }
+        let finite = value.isNaN ? 0 : min(max(value, -.greatestFiniteMagnitude), .greatestFiniteMagnitude)
+        if finite.rounded() == finite, abs(finite) < 9.0e15 { text = String(Int64(finite)) } else { text = "\(finite)" }
     }
 
     /// The value as a `Double`.
@@ -431,6 +433,11 @@ extension JSONValue {
         }
     }
 
+    /// U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069: characters that reorder displayed text.
+    package static func isBidiControl(_ value: UInt32) -> Bool {
+        value == 0x061C || (0x200E...0x200F).contains(value) || (0x202A...0x202E).contains(value) || (0x2066...0x2069).contains(value)
+    }
+
     static func writeString(_ string: String, to output: inout String) {
         output += "\""
         for scalar in string.unicodeScalars {
@@ -443,7 +450,10 @@ extension JSONValue {
             case "\u{08}": output += "\\b"
             case "\u{0C}": output += "\\f"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F || (0x2028...0x2029).contains(scalar.value) {
+                // Control characters (C0, DEL, C1), line separators and bidirectional controls are
+                // escaped: the text stays valid JSON and can never drive a terminal or hide text.
+                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || (0x2028...0x2029).contains(scalar.value)
+                    || JSONValue.isBidiControl(scalar.value) {
                     let hex = String(scalar.value, radix: 16)
                     output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 } else {

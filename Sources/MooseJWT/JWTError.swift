@@ -94,6 +94,11 @@ public struct JWTError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let issuerMismatch = Code(name: "issuerMismatch", isInputError: false)
     /// `aud` does not contain an expected audience.
     public static let audienceMismatch = Code(name: "audienceMismatch", isInputError: false)
+    /// The token names audiences (`aud`) and the verifier was given none to look for (RFC 7519
+    /// §4.1.3: such a token MUST be rejected), nor told to accept any audience.
+    public static let audienceNotChecked = Code(name: "audienceNotChecked", isInputError: false)
+    /// The payload is not a JSON object, so it is no claims set (RFC 7519 §7.2 step 10).
+    public static let claimsNotObject = Code(name: "claimsNotObject", isInputError: false)
     /// A required claim is missing.
     public static let missingClaim = Code(name: "missingClaim", isInputError: false)
     /// A claim has the wrong type (for example `exp` as a string).

@@ -8,8 +8,13 @@ public import Foundation
 public struct ClaimValidation: Sendable {
     /// The exact `iss` required (`nil`: not checked).
     public var issuer: String?
-    /// Audiences this verifier accepts; `aud` must contain at least one (`nil`: not checked).
+    /// Audiences this verifier accepts; `aud` must contain at least one, compared byte for byte.
+    /// `nil`: none configured — then a token that *has* an `aud` is refused (RFC 7519 §4.1.3)
+    /// unless `acceptsAnyAudience` is set.
     public var audiences: Set<String>?
+    /// Accept a token whatever its `aud` says when `audiences` is `nil` — an explicit choice for
+    /// tools that only look (`moose inspect --any-audience`), never a default.
+    public var acceptsAnyAudience: Bool
     /// Clock-skew tolerance for `exp`, `nbf` and `iat`, in seconds.
     public var leeway: TimeInterval
     /// Claims that must be present (for example `["exp", "sub"]`).
@@ -24,12 +29,14 @@ public struct ClaimValidation: Sendable {
         issuer: String? = nil,
         audiences: Set<String>? = nil,
         leeway: TimeInterval = 0,
+        acceptsAnyAudience: Bool = false,
         requiredClaims: Set<String> = [],
         checksTime: Bool = true,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.issuer = issuer
         self.audiences = audiences
+        self.acceptsAnyAudience = acceptsAnyAudience
         self.leeway = leeway
         self.requiredClaims = requiredClaims
         self.checksTime = checksTime
@@ -51,7 +58,7 @@ public struct ClaimValidation: Sendable {
             let now = clock()
             if let exp = claims.expiresAt, now.timeIntervalSince1970 >= exp.timeIntervalSince1970 + leeway {
                 failures.append(JWTError(JWTError.expired,
-                                         "token expired \(Duration.describe(now.timeIntervalSince(exp))) ago (exp \(ISO8601.string(from: exp)), leeway \(Int(leeway))s)",
+                                         "token expired \(Duration.describe(now.timeIntervalSince(exp))) ago (exp \(ISO8601.string(from: exp)), leeway \(Duration.describe(leeway)))",
                                          field: "exp"))
             }
             if let nbf = claims.notBefore, now.timeIntervalSince1970 + leeway < nbf.timeIntervalSince1970 {
@@ -67,7 +74,9 @@ public struct ClaimValidation: Sendable {
         }
         if let issuer {
             if let actual = claims.issuer {
-                if actual != issuer {
+                // Exact, code point for code point (RFC 7519 §2 StringOrURI): String == would equate
+                // canonically equivalent spellings (NFC and NFD).
+                if !actual.utf8.elementsEqual(issuer.utf8) {
                     failures.append(JWTError(JWTError.issuerMismatch, "issuer is \"\(actual)\", expected \"\(issuer)\"", field: "iss"))
                 }
             } else {
@@ -76,7 +85,7 @@ public struct ClaimValidation: Sendable {
         }
         if let audiences {
             if let actual = claims.audience {
-                if !actual.contains(where: audiences.contains) {
+                if !actual.contains(where: { value in audiences.contains { $0.utf8.elementsEqual(value.utf8) } }) {
                     failures.append(JWTError(JWTError.audienceMismatch,
                                              "audience \(actual) does not include \(audiences.sorted().joined(separator: " or "))",
                                              field: "aud"))
@@ -84,6 +93,11 @@ public struct ClaimValidation: Sendable {
             } else {
                 failures.append(JWTError(JWTError.missingClaim, "claim \"aud\" is missing", field: "aud"))
             }
+        } else if let actual = claims.audience, !acceptsAnyAudience {
+            failures.append(JWTError(JWTError.audienceNotChecked,
+                                     "token is meant for audience \(actual) and no audience was configured to check it against "
+                                     + "(RFC 7519 §4.1.3); configure this verifier's audience, or accept any audience explicitly",
+                                     field: "aud"))
         }
         return failures
     }
@@ -279,8 +293,11 @@ public struct JWTSigner: Sendable {
 
 /// Human-readable durations: `3m 12s`, `2h 5m`, `4d 3h`.
 public enum Duration {
-    /// `seconds` as the two largest units (`1h 2m`), or `0s`.
+    /// `seconds` as the two largest units (`1h 2m`), or `0s`. Total: beyond a million years (or not
+    /// finite) it says so instead of trapping.
     public static func describe(_ seconds: TimeInterval) -> String {
+        guard seconds.isFinite else { return "forever" }
+        guard abs(seconds) < 3.2e13 else { return "over a million years" }
         var remaining = Int64(abs(seconds).rounded(.down))
         if remaining == 0 { return "0s" }
         let units: [(String, Int64)] = [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)]

@@ -24,7 +24,7 @@ public struct AuthInterceptor: HTTPInterceptor {
     public func adapt(_ request: HTTPRequest, for endpoint: any Endpoint) async throws -> HTTPRequest {
         guard endpoint.requiresAuthentication else { return request }
         var request = request
-        request.headers[.authorization] = try await coordinator.accessToken().authorizationHeader
+        request.headers[.authorization] = try await coordinator.accessToken().checkedAuthorizationHeader()
         return request
     }
 
@@ -34,13 +34,15 @@ public struct AuthInterceptor: HTTPInterceptor {
               let sent = request.headers[.authorization] else { return .proceed(response) }
         let fresh = try await coordinator.refresh(rejectingHeader: sent)
         var retried = request
-        retried.headers[.authorization] = fresh.authorizationHeader
+        retried.headers[.authorization] = try fresh.checkedAuthorizationHeader()
         return .retry(retried, after: 0)
     }
 
     /// A 401, or a `WWW-Authenticate: Bearer error="invalid_token"` challenge (RFC 6750 §3.1).
     static func rejectsToken(_ response: HTTPResponse) -> Bool {
         if response.status == 401 { return true }
-        return response.headers.values("WWW-Authenticate").contains { $0.lowercased().contains("error=\"invalid_token\"") }
+        return AuthenticationChallenge.parse(response.headers.values("WWW-Authenticate")).contains {
+            $0.hasScheme("Bearer") && $0["error"] == "invalid_token"
+        }
     }
 }

@@ -115,6 +115,17 @@ public struct OAuthClient: Sendable {
         return fresh
     }
 
+    /// Refreshes and, when a new ID token comes back, validates it as the login did (OIDC Core
+    /// §12.2: same `iss`, `sub` rules; nonce absent or equal; `at_hash` against the new access
+    /// token). The one refresh-and-validate step every flow's `refresh` uses.
+    public func refresh(_ tokens: TokenSet, validatingWith validator: IDTokenValidator?) async throws -> TokenSet {
+        let fresh = try await refresh(tokens)
+        if let idToken = fresh.idToken, idToken != tokens.idToken, let validator {
+            try await validator.validate(idToken, nonce: nil, accessToken: fresh.accessToken, serverClockOffset: fresh.serverClockOffset)
+        }
+        return fresh
+    }
+
     /// RFC 7009 revocation with `token_type_hint`. Returns normally when the server answered 200.
     public func revoke(_ token: String, hint: String) async throws {
         let url = try metadata.require(metadata.revocationEndpoint, "revocation endpoint")

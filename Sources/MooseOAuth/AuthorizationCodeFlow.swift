@@ -176,17 +176,14 @@ public struct AuthorizationCodeFlow: Authorizable {
             guard let idTokens else {
                 throw OAuthError(OAuthError.invalidConfiguration, "an ID token arrived but no validator is configured")
             }
-            try await idTokens.validate(idToken, nonce: request.nonce, serverClockOffset: tokens.serverClockOffset)
+            try await idTokens.validate(idToken, nonce: request.nonce, accessToken: tokens.accessToken,
+                                        serverClockOffset: tokens.serverClockOffset)
         }
         return tokens
     }
 
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
-        let fresh = try await client.refresh(tokens)
-        if let idToken = fresh.idToken, idToken != tokens.idToken, let idTokens {
-            try await idTokens.validate(idToken, nonce: nil)
-        }
-        return fresh
+        try await client.refresh(tokens, validatingWith: idTokens)
     }
 
     public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }

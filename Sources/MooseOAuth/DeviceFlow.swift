@@ -19,8 +19,12 @@ public struct DeviceAuthorization: Sendable {
     public let verificationURIComplete: URL?
     /// When the codes expire.
     public let expiresAt: Date
-    /// The minimum polling interval, seconds (5 when the server says nothing).
+    /// The minimum polling interval, seconds (5 when the server says nothing; bounded to 1–60).
     public let interval: TimeInterval
+    /// The longest device-code lifetime believed from `expires_in`: one hour.
+    public static let maximumLifetime: TimeInterval = 3600
+    /// The longest polling interval used, whatever the server says (`interval`, `slow_down`): 60 s.
+    public static let maximumInterval: TimeInterval = 60
 
     /// A device authorization (for tests and for callers that started it elsewhere).
     public init(deviceCode: String, userCode: String, verificationURI: URL, verificationURIComplete: URL?,
@@ -80,11 +84,14 @@ public struct DeviceAuthorizationFlow: Authorizable {
             throw OAuthError(OAuthError.invalidResponse, "the device authorization response lacks device_code, user_code or verification_uri")
         }
         let now = client.clock()
-        let expiresIn = fields["expires_in"]?.doubleValue ?? 600
+        // Bounded before use (RFC 8628 says nothing of limits): the code lives at most an hour, and
+        // polling waits 1–60 s between requests, whatever the server says (1e300 included).
+        let expiresIn = min(max(fields["expires_in"]?.doubleValue ?? 600, 0), DeviceAuthorization.maximumLifetime)
+        let interval = fields["interval"]?.doubleValue ?? 5
         return DeviceAuthorization(deviceCode: deviceCode, userCode: userCode, verificationURI: uri,
                                    verificationURIComplete: fields["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
-                                   expiresAt: now.addingTimeInterval(expiresIn),
-                                   interval: max(1, fields["interval"]?.doubleValue ?? 5))
+                                   expiresAt: now.addingTimeInterval(expiresIn.isNaN ? 600 : expiresIn),
+                                   interval: interval.isNaN ? 5 : min(max(interval, 1), DeviceAuthorization.maximumInterval))
     }
 
     /// Polls the token endpoint until the user decides (RFC 8628 §3.4–3.5): `authorization_pending`
@@ -105,7 +112,7 @@ public struct DeviceAuthorizationFlow: Authorizable {
             } catch let error as OAuthError {
                 switch error.oauthError {
                 case "authorization_pending": continue
-                case "slow_down": interval += 5
+                case "slow_down": interval = min(interval + 5, DeviceAuthorization.maximumInterval)
                 case "access_denied": throw OAuthError(OAuthError.accessDenied, "the user denied the request", oauthError: "access_denied")
                 case "expired_token": throw OAuthError(OAuthError.expiredToken, "the user code expired", oauthError: "expired_token")
                 default:
@@ -121,12 +128,15 @@ public struct DeviceAuthorizationFlow: Authorizable {
         await present(device)
         let tokens = try await poll(device, scopes: parameters.scopes)
         if parameters.scopes.contains("openid"), let idToken = tokens.idToken, let idTokens {
-            try await idTokens.validate(idToken, nonce: nil)
+            try await idTokens.validate(idToken, nonce: nil, accessToken: tokens.accessToken, serverClockOffset: tokens.serverClockOffset)
         }
         return tokens
     }
 
-    public func refresh(_ tokens: TokenSet) async throws -> TokenSet { try await client.refresh(tokens) }
+    /// Refreshes, validating a new ID token the way the code flow does (OIDC Core §12.2).
+    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
+        try await client.refresh(tokens, validatingWith: idTokens)
+    }
 
     public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
 }

@@ -6,7 +6,7 @@ public import Foundation
 public import MooseHTTP
 public import MooseJWT
 import MooseCrypto
-import Logging
+public import Logging
 
 /// PKCE (RFC 7636) with S256, always.
 public struct PKCE: Sendable {
@@ -104,7 +104,15 @@ public actor JWKSCache {
     }
 }
 
-/// Validates ID tokens (OpenID Connect Core 1.0 §3.1.3.7).
+/// Validates ID tokens (OpenID Connect Core 1.0 §3.1.3.7, errata set 2).
+///
+/// Every identity comparison (`iss`, `aud`, `azp`, `nonce`) is exact, byte for byte.
+///
+/// ```swift
+/// let validator = IDTokenValidator(issuer: metadata.issuer, clientID: "my-app",
+///                                  jwks: JWKSCache(url: jwksURI, transport: transport))
+/// let claims = try await validator.validate(idToken, nonce: request.nonce, accessToken: tokens.accessToken)
+/// ```
 public struct IDTokenValidator: Sendable {
     /// The expected issuer (exact).
     public let issuer: String
@@ -112,20 +120,29 @@ public struct IDTokenValidator: Sendable {
     public let clientID: String
     /// Where the provider's keys come from.
     public let jwks: JWKSCache
-    /// Algorithms accepted (default RS256, the OIDC default; never `none`, never HMAC here).
+    /// Algorithms accepted (default RS256, the OIDC default; never `none`; HMAC only with `clientSecret`).
     public var algorithms: Set<JWTAlgorithm>
+    /// Audiences besides `clientID` the client trusts (rule 3, errata set 2: an ID token with any
+    /// other audience is refused). Default: none.
+    public var trustedAudiences: Set<String>
+    /// The client secret, for confidential clients that opt in to HS256/384/512 ID tokens signed
+    /// with it (OIDC Core §10.1). `nil` (the default): HMAC-signed ID tokens are refused.
+    public var clientSecret: String?
     /// Clock-skew tolerance, seconds.
     public var leeway: TimeInterval
     /// The clock.
     public var clock: @Sendable () -> Date
 
-    /// A validator.
+    /// A validator. HMAC algorithms in `algorithms` are kept only when `clientSecret` is given.
     public init(issuer: String, clientID: String, jwks: JWKSCache, algorithms: Set<JWTAlgorithm> = [.rs256],
+                trustedAudiences: Set<String> = [], clientSecret: String? = nil,
                 leeway: TimeInterval = 60, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.issuer = issuer
         self.clientID = clientID
         self.jwks = jwks
-        self.algorithms = algorithms.subtracting([.hs256, .hs384, .hs512])
+        self.algorithms = clientSecret == nil ? algorithms.subtracting([.hs256, .hs384, .hs512]) : algorithms
+        self.trustedAudiences = trustedAudiences
+        self.clientSecret = clientSecret
         self.leeway = leeway
         self.clock = clock
     }
@@ -135,25 +152,37 @@ public struct IDTokenValidator: Sendable {
     ///
     /// - Throws: `OAuthError.invalidIDToken` whose `underlying` is the specific `JWTError`
     ///   (`issuerMismatch`, `audienceMismatch`, `expired`, `invalidSignature`, `unknownKey`…) or, for the
-    ///   nonce and `azp` rules, a message naming the rule.
+    ///   nonce, `azp`, extra-audience and `at_hash` rules, a message naming the rule.
     @discardableResult
     public func validate(_ token: String, nonce: String?) async throws -> JWTClaims {
-        try await validate(token, nonce: nonce, serverClockOffset: nil)
+        try await validate(token, nonce: nonce, accessToken: nil, serverClockOffset: nil)
     }
 
     /// Validates with the provider's clock when ours is off by more than the leeway (the offset
-    /// comes from the token response's `Date` header); logs that it did.
+    /// comes from the token response's `Date` header; logged when used), and checks `at_hash`
+    /// against `accessToken` when the token carries one (OIDC Core 3.1.3.8, 3.2.2.9).
     @discardableResult
-    public func validate(_ token: String, nonce: String?, serverClockOffset: TimeInterval?) async throws -> JWTClaims {
+    public func validate(_ token: String, nonce: String?, accessToken: String? = nil,
+                         serverClockOffset: TimeInterval?, logger: Logger? = nil) async throws -> JWTClaims {
         var clock = self.clock
-        if let offset = serverClockOffset, abs(offset) > leeway {
+        if let offset = serverClockOffset, offset.isFinite, abs(offset) > leeway {
             let base = self.clock
             clock = { base().addingTimeInterval(offset) }
-            Logger(label: "moose.oauth").warning("local clock differs from \(issuer)'s by \(Int(offset)) s; judging the ID token by the provider's clock")
+            logger?.warning("local clock differs from \(issuer)'s by \(Int64(saturating: offset)) s; judging the ID token by the provider's clock")
         }
         let header: JOSEHeader
         do { header = try JWS(compact: token).header } catch { throw invalid("ID token is malformed: \(error.message)", error) }
-        let keys = try await jwks.keys(for: header.keyID)
+        let algorithm = header.knownAlgorithm
+        let keys: [JWTKey]
+        if let algorithm, algorithm.keyFamily == .hmac {
+            // OIDC Core §10.1: the key is the client secret's UTF-8 octets — only when opted in.
+            guard let clientSecret, algorithms.contains(algorithm) else {
+                throw invalid("ID token is signed with \(algorithm) and this client did not opt in to HMAC ID tokens", nil)
+            }
+            keys = [JWTKey(secret: Array(clientSecret.utf8), algorithm: algorithm)]
+        } else {
+            keys = try await jwks.keys(for: header.keyID)
+        }
         // Rules 2–3, 9, 10 (iss, aud, exp, iat) and 6–7 (alg, signature) through the JWT verifier.
         let verifier = JWTVerifier(keys: keys, allowedAlgorithms: algorithms,
                                    validation: ClaimValidation(issuer: issuer, audiences: [clientID], leeway: leeway,
@@ -161,11 +190,18 @@ public struct IDTokenValidator: Sendable {
         let jwt: JWT
         do { jwt = try verifier.verify(token) } catch { throw invalid("ID token rejected: \(error.message)", error) }
         let claims = jwt.claims
-        // Rule 4–5: with several audiences, azp must be present and be this client.
-        if let audience = claims.audience, audience.count > 1, claims["azp"]?.stringValue != clientID {
+        let audience = claims.audience ?? []
+        func same(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
+        // Rule 3 (errata set 2): no audience the client does not trust.
+        if let untrusted = audience.first(where: { value in !same(value, clientID) && !trustedAudiences.contains { same($0, value) } }) {
+            throw invalid("ID token is also meant for \(untrusted), an audience this client does not trust (OIDC Core 3.1.3.7 rule 3)", nil)
+        }
+        // Rules 4–5: with several audiences, azp should be present; when present it must be this client.
+        let azp = claims["azp"]?.stringValue
+        if audience.count > 1, azp.map({ same($0, clientID) }) != true {
             throw invalid("ID token has several audiences and azp is not this client (OIDC Core 3.1.3.7 rule 5)", nil)
         }
-        if let azp = claims["azp"]?.stringValue, azp != clientID {
+        if let azp, !same(azp, clientID) {
             throw invalid("ID token azp is \(azp), not this client", nil)
         }
         // Rule 11: the nonce must match the request's.
@@ -173,6 +209,15 @@ public struct IDTokenValidator: Sendable {
         if let nonce {
             guard let tokenNonce, ConstantTime.equals(Array(tokenNonce.utf8), Array(nonce.utf8)) else {
                 throw invalid("ID token nonce does not match the request's (OIDC Core 3.1.3.7 rule 11)", nil)
+            }
+        }
+        // at_hash (3.1.3.8): the left half of the hash of the access token's ASCII octets, with the
+        // hash of the ID token's algorithm (SHA-512 for EdDSA/Ed25519).
+        if let accessToken, let atHash = claims["at_hash"]?.stringValue, let algorithm {
+            let digest = (algorithm.hash ?? .sha512).hash(Array(accessToken.utf8))
+            let expected = Base64URL.encode(Array(digest.prefix(digest.count / 2)))
+            guard ConstantTime.equals(Array(expected.utf8), Array(atHash.utf8)) else {
+                throw invalid("ID token at_hash does not match the access token that came with it (OIDC Core 3.1.3.8)", nil)
             }
         }
         return claims

@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 import MooseSecretStore
+import MooseHTTP
 import MooseCrypto
 import Synchronization
 #if canImport(Glibc)
@@ -32,8 +33,21 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
         self.generation = generation
     }
 
-    /// `Bearer <token>` for an `Authorization` header (RFC 6750 §2.1).
+    /// `Bearer <token>` for an `Authorization` header (RFC 6750 §2.1), unchecked: prefer
+    /// `checkedAuthorizationHeader()` for tokens that came from a server.
     public var authorizationHeader: String { "\(tokenType) \(value)" }
+
+    /// `Bearer <token>`, after checking that the token is an RFC 6750 `b64token` and the type an
+    /// RFC 9110 token — so nothing a provider sent can break out of the header.
+    ///
+    /// - Throws: `OAuthError.unsafeValue`.
+    public func checkedAuthorizationHeader() throws -> String {
+        guard TokenCharacters.isB64Token(value), TokenCharacters.isHTTPToken(tokenType) else {
+            throw OAuthError(OAuthError.unsafeValue,
+                             "the access token (or its type) has characters outside RFC 6750's b64token set; it is not sent as a header")
+        }
+        return authorizationHeader
+    }
 
     /// Fingerprint and generation only.
     public var description: String { "AccessToken(#\(TokenSet.fingerprint(value)), generation \(generation))" }
@@ -186,6 +200,13 @@ public actor RefreshCoordinator {
     public func refresh(rejectingHeader authorizationHeader: String) async throws -> AccessToken {
         if let current = snapshot.withLock({ $0.token }), current.authorizationHeader != authorizationHeader { return current }
         return try await join(minimumValidity: .infinity)
+    }
+
+    /// Refreshes now, whatever the cached token's expiry, through the same shared, leased path as
+    /// every other refresh (`moose refresh`, a "refresh now" button). Concurrent callers share it.
+    @discardableResult
+    public func refreshNow() async throws -> AccessToken {
+        try await join(minimumValidity: .infinity)
     }
 
     /// Refreshes now if the token is valid for less than `minimumValidity` (for apps that schedule it).

@@ -106,16 +106,32 @@ package enum TokenResponse {
         guard let accessToken = fields["access_token"]?.stringValue, !accessToken.isEmpty else {
             throw OAuthError(OAuthError.invalidResponse, "the token response has no access_token", status: response.status)
         }
+        // RFC 6749 Appendix A.12: access_token = 1*VSCHAR. Control characters (and anything beyond
+        // ASCII) are refused here; whether it may become a header or shell text is decided there.
+        guard TokenCharacters.isVisibleASCII(accessToken), accessToken.utf8.count <= TokenCharacters.maximumTokenLength else {
+            throw OAuthError(OAuthError.unsafeValue,
+                             "the token response's access_token has characters outside RFC 6749's VSCHAR set (or is over 64 KiB); refusing it")
+        }
+        let refreshToken = fields["refresh_token"]?.stringValue
+        if let refreshToken, !TokenCharacters.isVisibleASCII(refreshToken) || refreshToken.utf8.count > TokenCharacters.maximumTokenLength {
+            throw OAuthError(OAuthError.unsafeValue,
+                             "the token response's refresh_token has characters outside RFC 6749's VSCHAR set (or is over 64 KiB); refusing it")
+        }
         // token_type is case-insensitive (RFC 6749 §5.1); a missing one is read as Bearer (liberal).
+        // It becomes an Authorization scheme: it must be an RFC 9110 token.
         let rawType = fields["token_type"]?.stringValue ?? "Bearer"
+        guard TokenCharacters.isHTTPToken(rawType), rawType.utf8.count <= 64 else {
+            throw OAuthError(OAuthError.unsafeValue, "the token response's token_type is not an HTTP token (RFC 9110 §5.6.2); refusing it")
+        }
         let tokenType = rawType.lowercased() == "bearer" ? "Bearer" : rawType.lowercased() == "dpop" ? "DPoP" : rawType
         var expiresAt: Date? = nil
-        // expires_in: a number, or (liberally) a numeric string; missing means "not said".
-        if let seconds = fields["expires_in"]?.doubleValue ?? fields["expires_in"]?.stringValue.flatMap(Double.init), seconds >= 0 {
-            expiresAt = requestedAt.addingTimeInterval(seconds)
+        // expires_in: a number, or (liberally) a numeric string; missing means "not said". Bounded
+        // to 0…1 year before it becomes a date (1e300 would trap later arithmetic and formatting).
+        if let seconds = fields["expires_in"]?.doubleValue ?? fields["expires_in"]?.stringValue.flatMap(Double.init) {
+            expiresAt = requestedAt.addingTimeInterval(TokenSet.clampedLifetime(seconds))
         }
         let scopes = fields["scope"]?.stringValue.map { $0.split(separator: " ").map(String.init) } ?? requestedScopes
-        return TokenSet(accessToken: accessToken, tokenType: tokenType, refreshToken: fields["refresh_token"]?.stringValue,
+        return TokenSet(accessToken: accessToken, tokenType: tokenType, refreshToken: refreshToken,
                         idToken: fields["id_token"]?.stringValue, expiresAt: expiresAt, scopes: scopes, requestedAt: requestedAt)
     }
 
@@ -143,9 +159,8 @@ package enum TokenResponse {
                           errorURI: uri, status: response.status)
     }
 
+    /// What an error message may quote of a response body: never a value that could be a secret.
     static func excerpt(_ response: HTTPResponse) -> String {
-        let text = String(decoding: response.body.prefix(200), as: UTF8.self)
-        let isHTML = text.lowercased().contains("<html") || text.lowercased().contains("<!doctype")
-        return isHTML ? "an HTML page (\(response.body.count) bytes)" : Redaction.form(text)
+        Redaction.body(Array(response.body))
     }
 }

@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 import MooseCrypto
+import MooseJWT
 
 /// The tokens a grant produced (RFC 6749 §5.1), with the expiry measured from when the request was sent.
 ///
@@ -25,6 +26,17 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
     public var requestedAt: Date
     /// The provider's clock minus ours when the tokens arrived (from the HTTP `Date` header), if known.
     public var serverClockOffset: TimeInterval?
+
+    /// The longest access-token lifetime believed from `expires_in`: one year. A provider that says
+    /// more (or `1e300`) is taken as saying one year, so every later date computation stays exact.
+    public static let maximumLifetime: TimeInterval = 365 * 86_400
+
+    /// The lifetime to believe from an `expires_in` value: negative or NaN → 0 (already expired),
+    /// more than `maximumLifetime` (or infinite) → `maximumLifetime`.
+    public static func clampedLifetime(_ seconds: Double) -> TimeInterval {
+        guard !seconds.isNaN else { return 0 }
+        return min(max(seconds, 0), maximumLifetime)
+    }
 
     /// A token set.
     public init(accessToken: String, tokenType: String = "Bearer", refreshToken: String? = nil, idToken: String? = nil,
@@ -58,7 +70,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
         var parts = ["access_token #\(Self.fingerprint(accessToken))", "type \(tokenType)"]
         if let refreshToken { parts.append("refresh_token #\(Self.fingerprint(refreshToken))") }
         if idToken != nil { parts.append("id_token") }
-        if let expiresAt { parts.append("expires \(Int(expiresAt.timeIntervalSince1970))") }
+        if let expiresAt { parts.append("expires \(Int64(saturating: expiresAt.timeIntervalSince1970))") }
         if !scopes.isEmpty { parts.append("scope \(scopes.joined(separator: " "))") }
         return "TokenSet(" + parts.joined(separator: ", ") + ")"
     }

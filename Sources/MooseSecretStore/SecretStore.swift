@@ -92,7 +92,15 @@ public final class SecretStore: Sendable {
         }
         let isNew: Bool
         if FileSystem.exists(path) {
-            isNew = FileSystem.size(path) == 0 && !FileSystem.exists(path + "-wal")
+            // An existing empty file (and no write-ahead log holding its pages) is a damaged store —
+            // truncated, or left by a crash during `init` — never silently made anew: that would
+            // hide the loss of every secret it held.
+            if FileSystem.size(path) == 0, !FileSystem.exists(path + "-wal") {
+                throw SecretStoreError(SecretStoreError.corrupt,
+                                       "\(path) is empty (0 bytes): the store was truncated or damaged; restore it from a backup, "
+                                       + "or remove the file and run `moose store init` to start over")
+            }
+            isNew = false
         } else {
             guard create else { throw SecretStoreError(SecretStoreError.io, "no store at \(path) (run `moose store init`)") }
             try FileSystem.ensurePrivateFolder(for: path)

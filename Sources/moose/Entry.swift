@@ -43,7 +43,7 @@ struct MooseCommand: ParsableCommand {
             let code = exitCode(for: error)
             let message = fullMessage(for: error)
             if code == .success {
-                if !message.isEmpty { print(message) }
+                if !message.isEmpty { Terminal.out(message) }
                 terminate(0)
             }
             if !message.isEmpty { Terminal.error(message) }

@@ -47,6 +47,10 @@ struct InspectCommand: ParsableCommand {
     @Option(help: "Require this audience (repeatable: any one of them).")
     var aud: [String] = []
 
+    @Flag(name: .customLong("any-audience"),
+          help: "Accept the token whatever its aud says (RFC 7519 §4.1.3 wants it refused when no --aud is given).")
+    var anyAudience = false
+
     @Option(help: ArgumentHelp("Allow this algorithm (repeatable).", valueName: "ALG"))
     var alg: [String] = []
 
@@ -76,7 +80,8 @@ struct InspectCommand: ParsableCommand {
         let text = try readToken()
         let keys = try loadKeys()
         let validation = ClaimValidation(
-            issuer: iss ?? issuer, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway, clock: { instant })
+            issuer: iss ?? issuer, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway,
+            acceptsAnyAudience: anyAudience, clock: { instant })
         var verifier: JWTVerifier? = nil
         if !keys.isEmpty {
             let allowed = alg.isEmpty
@@ -88,13 +93,14 @@ struct InspectCommand: ParsableCommand {
         do {
             report = try TokenInspection(text, verifier: verifier, validation: validation)
         } catch {
-            if json { print(InspectOutput.unusable(error)) }
+            if json { Terminal.out(InspectOutput.unusable(error)) }
             throw CLIError.usage("token is unusable: \(error.message)")
         }
         if json {
-            print(InspectOutput.json(report, now: instant))
+            Terminal.out(InspectOutput.json(report, now: instant))
         } else {
-            print(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
+            // The report's outside parts are made safe inside `human`; its own colors stay.
+            Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
         }
         if report.problems.contains(where: { $0.isInputError }) { throw Status.usage }
         if report.verdict == .invalid { throw Status.failed }

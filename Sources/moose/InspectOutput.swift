@@ -37,9 +37,9 @@ enum InspectOutput {
                 out += paint("Times", "1") + " (now \(ISO8601.string(from: now)))\n" + times.joined(separator: "\n") + "\n"
             }
         } else if let text = report.payloadText {
-            out += paint("Payload (not JSON)", "1") + "\n" + indent(text) + "\n"
+            out += paint("Payload (not a JSON object)", "1") + "\n" + indent(Terminal.safe(text)) + "\n"
         }
-        out += paint("Signature", "1") + "\n  " + signatureLine(report) + "\n"
+        out += paint("Signature", "1") + "\n  " + Terminal.safe(signatureLine(report)) + "\n"
         let verdictLine: String
         switch report.verdict {
         case .valid:
@@ -47,11 +47,18 @@ enum InspectOutput {
         case .decoded:
             verdictLine = paint("● decoded", "33") + ": claims checked, signature NOT verified (give --jwks, --key or --secret-file)"
         case .invalid:
-            verdictLine = paint("✘ invalid", "31") + ": " + (report.problems.first?.message ?? "")
+            verdictLine = paint("✘ invalid", "31") + ": " + Terminal.safe(report.problems.first.map(message) ?? "")
         }
         out += verdictLine
-        for problem in report.problems.dropFirst() { out += "\n  also: " + problem.message }
+        for problem in report.problems.dropFirst() { out += "\n  also: " + Terminal.safe(message(problem)) }
         return out
+    }
+
+    /// A problem's message, with what to pass on the command line where that helps.
+    static func message(_ problem: JWTError) -> String {
+        problem.code == JWTError.audienceNotChecked
+            ? problem.message + " — the audience was NOT checked: pass --aud AUDIENCE, or --any-audience to accept any"
+            : problem.message
     }
 
     static func signatureLine(_ report: TokenInspection) -> String {
@@ -101,7 +108,7 @@ enum InspectOutput {
     }
 
     static func reason(_ error: JWTError) -> JSONValue {
-        var object: JSONObject = ["code": .string(error.code.description), "message": .string(error.message)]
+        var object: JSONObject = ["code": .string(error.code.description), "message": .string(message(error))]
         if let field = error.field { object["field"] = .string(field) }
         if let position = error.position { object["position"] = .number(JSONNumber(Int64(position))) }
         return .object(object)

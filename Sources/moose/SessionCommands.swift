@@ -65,6 +65,17 @@ struct OAuthContext {
                                 algorithms: algorithms.isEmpty ? [.rs256] : algorithms)
     }
 
+    /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the
+    /// coordinator, with the store's lease across processes, refreshing and validating with the
+    /// session's flow.
+    func coordinator(for session: Session) throws -> RefreshCoordinator {
+        let client = try client(for: session.profile)
+        let validator = try validator(for: client)
+        return RefreshCoordinator(profile: session.profile.name, sessions: sessions) { old in
+            try await client.refresh(old, validatingWith: validator)
+        }
+    }
+
     /// Maps library errors to the CLI's exit statuses and messages.
     static func fail(_ error: any Error) -> any Error {
         if let error = error as? OAuthError {
@@ -169,7 +180,7 @@ struct LoginCommand: ParsableCommand {
             }
             let session = Session(profile: settings, tokens: tokens, subject: subject(of: tokens.idToken))
             try context.sessions.save(session)
-            print("Logged in to \(issuer) as \(session.subject ?? "(no ID token)") (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))")
+            Terminal.out("Logged in to \(issuer) as \(session.subject ?? "(no ID token)") (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))")
         } catch {
             throw OAuthContext.fail(error)
         }
@@ -203,11 +214,11 @@ struct StatusCommand: ParsableCommand {
                 items.append(.object(object))
             } else {
                 let state = session.state == .active ? (tokens.isValid() ? "active" : "expired (refreshable)") : "needs login"
-                print("\(name): \(session.subject ?? "-") at \(session.profile.issuer) — \(state); access token \(expiryText(tokens)); "
+                Terminal.out("\(name): \(session.subject ?? "-") at \(session.profile.issuer) — \(state); access token \(expiryText(tokens)); "
                       + "refresh token \(tokens.refreshToken == nil ? "none" : "yes"); scopes: \(tokens.scopes.joined(separator: " "))")
             }
         }
-        if json { print(JSONValue.array(items).prettyPrinted()) } else if names.isEmpty { print("no sessions; run moose login") }
+        if json { Terminal.out(JSONValue.array(items).prettyPrinted()) } else if names.isEmpty { Terminal.out("no sessions; run moose login") }
     }
 }
 
@@ -218,23 +229,17 @@ struct RefreshCommand: ParsableCommand {
 
     func run() throws {
         let context = try OAuthContext(options: store, create: false)
-        guard var session = try? context.sessions.load(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
+        guard let session = try? context.sessions.load(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login (its refresh token was refused); run moose login") }
         do {
-            let client = try context.client(for: session.profile)
-            let validator = try context.validator(for: client)
-            let old = session.tokens
-            let fresh = try Blocking.run { () async throws -> TokenSet in
-                let tokens = try await client.refresh(old)
-                if let idToken = tokens.idToken, idToken != old.idToken, let validator { try await validator.validate(idToken, nonce: nil) }
-                return tokens
-            }
-            session.tokens = fresh
-            try context.sessions.save(session)
-            print("Refreshed profile \(profile): access token \(expiryText(fresh))\(fresh.refreshToken != old.refreshToken ? "; refresh token rotated" : "")")
-        } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
-            session.state = .needsReauthentication
-            try? context.sessions.save(session)
+            // The coordinator: lease, writable-store check before the refresh token is spent,
+            // fenced write — the same guarantees `moose token` has.
+            let coordinator = try context.coordinator(for: session)
+            _ = try Blocking.run { try await coordinator.refreshNow() }
+            let fresh = try context.sessions.load(profile)?.tokens ?? session.tokens
+            let rotated = fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
+            Terminal.out("Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")")
+        } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
             throw CLIError.failed("the refresh token was refused (\(error.oauthError ?? "invalid_grant")); run moose login --profile \(profile)")
         } catch {
             throw OAuthContext.fail(error)
@@ -264,11 +269,11 @@ struct LogoutCommand: ParsableCommand {
         }
         // Local secrets go whatever the provider said.
         do { try context.sessions.delete(profile) } catch { throw OAuthContext.fail(error) }
-        print("Logged out of profile \(profile): local session wiped.")
+        Terminal.out("Logged out of profile \(profile): local session wiped.")
         if let url = result?.endSessionURL {
             // The URL carries the ID token: shown redacted unless asked for.
             let text = showEndSessionURL ? url.absoluteString : Redaction.url(url.absoluteString)
-            print("To end the provider's browser session too, open\(showEndSessionURL ? "" : " (rerun with --show-end-session-url for the full URL)"):\n  \(text)")
+            Terminal.out("To end the provider's browser session too, open\(showEndSessionURL ? "" : " (rerun with --show-end-session-url for the full URL)"):\n  \(text)")
         }
         if let error = result?.revocationError ?? failure {
             Terminal.error("moose: warning: revocation at the provider failed: \(error)")

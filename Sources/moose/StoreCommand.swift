@@ -89,7 +89,7 @@ struct StoreCommand: ParsableCommand {
             let path = options.resolvedStorePath
             let existed = FileManager.default.fileExists(atPath: path)
             _ = try options.open(create: true)
-            print(existed ? "store \(path) already exists; key OK" : "created store \(path)")
+            Terminal.out(existed ? "store \(path) already exists; key OK" : "created store \(path)")
         }
     }
 
@@ -148,9 +148,9 @@ struct StoreCommand: ParsableCommand {
                     .object(["namespace": .string($0.namespace), "name": .string($0.name),
                              "updated": .string(ISO8601Text.string($0.updatedAt))])
                 }
-                print(JSONValue.array(items).serialized())
+                Terminal.out(JSONValue.array(items).serialized())
             } else {
-                for entry in entries { print("\(entry.namespace)/\(entry.name)\t\(ISO8601Text.string(entry.updatedAt))") }
+                for entry in entries { Terminal.out("\(entry.namespace)/\(entry.name)\t\(ISO8601Text.string(entry.updatedAt))") }
             }
         }
     }
@@ -190,7 +190,7 @@ struct StoreCommand: ParsableCommand {
             do {
                 guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
                     try store.rotateDataKey()
-                    print("data key rotated; every value re-encrypted")
+                    Terminal.out("data key rotated; every value re-encrypted")
                     return
                 }
                 if let toKeyEnvironment {
@@ -209,7 +209,7 @@ struct StoreCommand: ParsableCommand {
                         throw CLIError.failed("the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
                     }
                 }
-                print("master key rotated")
+                Terminal.out("master key rotated")
             } catch let error as SecretStoreError {
                 throw StoreOptions.cliError(error)
             }
@@ -226,9 +226,9 @@ struct StoreCommand: ParsableCommand {
             let store = try options.open()
             let report: SecretStore.CheckReport
             do { report = try store.check() } catch { throw StoreOptions.cliError(error) }
-            for (entry, error) in report.bad { print("BAD  \(entry.namespace)/\(entry.name): \(error.code)") }
-            print("file: \(report.integrity == "ok" ? "ok" : "corrupt (\(report.integrity))")")
-            print("\(report.good) values open, \(report.bad.count) do not")
+            for (entry, error) in report.bad { Terminal.out("BAD  \(entry.namespace)/\(entry.name): \(error.code)") }
+            Terminal.out("file: \(report.integrity == "ok" ? "ok" : "corrupt (\(report.integrity))")")
+            Terminal.out("\(report.good) values open, \(report.bad.count) do not")
             if !report.isHealthy { throw Status.failed }
         }
     }

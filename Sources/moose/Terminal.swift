@@ -1,3 +1,4 @@
+import MooseJWT
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -15,10 +16,45 @@ func terminate(_ status: Int32) -> Never {
 
 /// Standard streams without pulling in all of Foundation (start-up time matters for a CLI).
 enum Terminal {
-    /// Writes a line to standard error.
+    /// Writes a line to standard error, made safe for a terminal (`safe`).
     static func error(_ message: String) {
-        let line = message.hasSuffix("\n") ? message : message + "\n"
+        let text = safe(message)
+        let line = text.hasSuffix("\n") ? text : text + "\n"
         writeAll(2, Array(line.utf8))
+    }
+
+    /// Writes a line to standard output, made safe for a terminal (`safe`). Every line the CLI
+    /// prints goes through here or `error`, so no provider, token or browser text reaches the
+    /// terminal raw.
+    static func out(_ message: String) {
+        writeAll(1, Array((safe(message) + "\n").utf8))
+    }
+
+    /// Writes a line to standard output as it is: only for text whose outside parts were already
+    /// passed through `safe` (the colored `moose inspect` report).
+    static func outPreSanitized(_ message: String) {
+        writeAll(1, Array((message + "\n").utf8))
+    }
+
+    /// `text` with every character that could drive a terminal or disguise output shown as a
+    /// visible escape instead: C0 controls (but newline and tab), DEL, C1 controls (U+0080–U+009F,
+    /// CSI included), line separators and bidirectional controls — `ESC` becomes `\u{1b}`.
+    /// Total over any string.
+    static func safe(_ text: String, keepNewlines: Bool = true) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if value == 0x09 || (value == 0x0A && keepNewlines) {
+                out.unicodeScalars.append(scalar)
+            } else if value < 0x20 || (0x7F...0x9F).contains(value) || (0x2028...0x2029).contains(value)
+                        || JSONValue.isBidiControl(value) {
+                out += "\\u{" + String(value, radix: 16) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     /// `true` when standard input is a terminal (nothing piped in).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import MooseHTTP
 import MooseJWT
 import MooseOAuth
 #if canImport(FoundationEssentials)
@@ -28,24 +29,19 @@ struct TokenCommand: ParsableCommand {
     @Option(help: "token | header | env | json") var format: Format = .token
 
     func run() throws {
-        guard let minimum = Double(minValidity.hasSuffix("s") ? String(minValidity.dropLast()) : minValidity), minimum >= 0 else {
-            throw CLIError.usage("--min-validity \(minValidity): expected seconds, like 60 or 60s")
+        guard let minimum = Double(minValidity.hasSuffix("s") ? String(minValidity.dropLast()) : minValidity),
+              minimum >= 0, minimum <= 86_400 * 365 else {
+            throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
         }
         let sessions = SessionStore(store: try store.open(create: false))
         guard let session = try? sessions.load(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
         var tokens = session.tokens
         if !tokens.isValid(for: minimum) {
-            // Slow path: the network. Every process shares one refresh through the store's lease.
-            let context = try OAuthContext(options: store, create: false)
-            let client = try context.client(for: session.profile)
-            let validator = try context.validator(for: client)
-            let coordinator = RefreshCoordinator(profile: profile, sessions: sessions) { old in
-                let fresh = try await client.refresh(old)
-                if let idToken = fresh.idToken, idToken != old.idToken, let validator { try await validator.validate(idToken, nonce: nil) }
-                return fresh
-            }
+            // Slow path: the network, through the one refresh path every command shares.
             do {
+                let context = try OAuthContext(options: store, create: false)
+                let coordinator = try context.coordinator(for: session)
                 _ = try Blocking.run { try await coordinator.accessToken(minimumValidity: minimum) }
             } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
                 throw CLIError.failed("the session of profile \(profile) needs a new login (\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
@@ -61,18 +57,45 @@ struct TokenCommand: ParsableCommand {
         } else {
             value = tokens.accessToken
         }
-        switch format {
-        case .token: print(value)
-        case .header: print("Authorization: \(idToken ? "Bearer" : tokens.tokenType) \(value)")
-        case .env:
-            print("export MOOSE_ACCESS_TOKEN='\(value)'")
-            print("export MOOSE_TOKEN_TYPE='\(tokens.tokenType)'")
-            print("export MOOSE_TOKEN_EXPIRES_AT='\(tokens.expiresAt.map { String(Int64($0.timeIntervalSince1970)) } ?? "")'")
-        case .json:
-            var object: JSONObject = ["token": .string(value), "token_type": .string(tokens.tokenType),
-                                      "scopes": .array(tokens.scopes.map { .string($0) })]
-            object["expires_at"] = tokens.expiresAt.map { .number(JSONNumber(Int64($0.timeIntervalSince1970))) } ?? .null
-            print(JSONValue.object(object).serialized())
+        let tokenType = idToken ? "Bearer" : tokens.tokenType
+        // Shell and header text only from safe characters: RFC 6750's b64token for the token, an
+        // RFC 9110 token for its type. Anything else could run commands in `eval "$(…)"` or inject
+        // a header; it is refused, not escaped into something that might still be pasted raw.
+        if format != .json {
+            guard TokenCharacters.isB64Token(value) else {
+                throw CLIError.failed("the \(idToken ? "ID" : "access") token has characters outside RFC 6750's b64token set; "
+                                      + "refusing to print it as shell or header text (--format json shows it JSON-escaped)")
+            }
+            guard TokenCharacters.isHTTPToken(tokenType) else {
+                throw CLIError.failed("the token type is not an HTTP token (RFC 9110); refusing to print it as shell or header text")
+            }
         }
+        let expiresAt = tokens.expiresAt.map { Int64(saturating: $0.timeIntervalSince1970) }
+        switch format {
+        case .token: Terminal.out(value)
+        case .header: Terminal.out("Authorization: \(tokenType) \(value)")
+        case .env:
+            Terminal.out("export MOOSE_ACCESS_TOKEN=\(Shell.quote(value))")
+            Terminal.out("export MOOSE_TOKEN_TYPE=\(Shell.quote(tokenType))")
+            Terminal.out("export MOOSE_TOKEN_EXPIRES_AT=\(Shell.quote(expiresAt.map(String.init) ?? ""))")
+        case .json:
+            var object: JSONObject = ["token": .string(value), "token_type": .string(tokenType),
+                                      "scopes": .array(tokens.scopes.map { .string($0) })]
+            object["expires_at"] = expiresAt.map { .number(JSONNumber($0)) } ?? .null
+            Terminal.out(JSONValue.object(object).serialized())
+        }
+    }
+}
+
+/// Shell quoting for text the CLI prints for `eval`.
+enum Shell {
+    /// `text` as one POSIX shell word: single-quoted, each `'` written as `'\''`. Safe for any
+    /// input (the shell interprets nothing inside single quotes).
+    static func quote(_ text: String) -> String {
+        var out = "'"
+        for character in text.unicodeScalars {
+            if character == "'" { out += "'\\''" } else { out.unicodeScalars.append(character) }
+        }
+        return out + "'"
     }
 }

@@ -19,7 +19,7 @@ struct VerifierTests {
 
     func verifier(
         _ algorithms: Set<JWTAlgorithm> = JWTAlgorithm.asymmetric,
-        issuer: String? = nil, audiences: Set<String>? = nil, leeway: TimeInterval = 0
+        issuer: String? = nil, audiences: Set<String>? = ["moose-cli"], leeway: TimeInterval = 0
     ) -> JWTVerifier {
         JWTVerifier(keys: asymmetricKeys, allowedAlgorithms: algorithms,
                     validation: ClaimValidation(issuer: issuer, audiences: audiences, leeway: leeway, clock: fixtures.clock))
@@ -43,7 +43,7 @@ struct VerifierTests {
         let secret = try Fixtures.data("joserfc/hs256.secret")
         let key = JWTKey(secret: secret)
         let verifier = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256],
-                                   validation: ClaimValidation(clock: fixtures.clock))
+                                   validation: ClaimValidation(audiences: ["moose-cli"], clock: fixtures.clock))
         #expect(try verifier.verify(fixtures.token("hs256")).claims.subject == "248289761001")
         // A secret shorter than the hash is refused (RFC 7518 §3.2) even if the MAC would match.
         let short = JWTVerifier(keys: [JWTKey(secret: Array(secret.prefix(16)))], allowedAlgorithms: [.hs256])
@@ -167,6 +167,58 @@ struct VerifierTests {
         expectJWTError(JWTError.issuerMismatch) {
             _ = try verifier(issuer: "https://id.example.com/").verify(fixtures.token("valid_short"))
         }
+    }
+
+    @Test func audiencePresentButNotConfiguredIsRefusedUnlessAnyIsAccepted() throws {
+        // RFC 7519 §4.1.3: a processor that does not identify itself in aud MUST reject the token.
+        let error = expectJWTError(JWTError.audienceNotChecked) { _ = try verifier(audiences: nil).verify(fixtures.token("es256")) }
+        #expect(error?.field == "aud")
+        var any = verifier(audiences: nil)
+        any.validation.acceptsAnyAudience = true
+        #expect(throws: Never.self) { _ = try any.verify(fixtures.token("es256")) }
+    }
+
+    @Test func identitiesCompareCodePointForCodePoint() throws {
+        // "é" as one scalar (NFC) and as "e" + combining acute (NFD): equal to Swift's ==, not to RFC 7519 §2.
+        let nfc = "https://id.example.com/caf\u{E9}", nfd = "https://id.example.com/cafe\u{301}"
+        #expect(nfc == nfd)
+        let key = JWTKey(secret: Array(repeating: UInt8(7), count: 32))
+        let signer = try JWTSigner(key: key, algorithm: .hs256)
+        let token = try signer.sign(["iss": .string(nfd), "aud": .string(nfd), "sub": "alice"])
+        let strict = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256],
+                                 validation: ClaimValidation(issuer: nfc, audiences: [nfd], checksTime: false))
+        expectJWTError(JWTError.issuerMismatch) { _ = try strict.verify(token) }
+        let audience = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256],
+                                   validation: ClaimValidation(issuer: nfd, audiences: [nfc], checksTime: false))
+        expectJWTError(JWTError.audienceMismatch) { _ = try audience.verify(token) }
+        let exact = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256],
+                                validation: ClaimValidation(issuer: nfd, audiences: [nfd], checksTime: false))
+        #expect(throws: Never.self) { _ = try exact.verify(token) }
+    }
+
+    @Test func numericDatesOutsideTheRangeAreRefusedAndFormattingIsTotal() throws {
+        let key = JWTKey(secret: Array(repeating: UInt8(7), count: 32))
+        let signer = try JWTSigner(key: key, algorithm: .hs256)
+        let verifier = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256], validation: ClaimValidation(acceptsAnyAudience: true))
+        for text in ["1e300", "-1e300", "18446744073709551616", "100000000001", "-100000000001"] {
+            for claim in ["exp", "nbf", "iat"] {
+                let payload = Array("{\"sub\":\"a\",\"\(claim)\":\(text)}".utf8)
+                let token = try signer.sign(payload: payload)
+                let error = expectJWTError(JWTError.invalidClaim) { _ = try verifier.verify(token) }
+                #expect(error?.field == claim)
+                // The diagnostic path (moose inspect) reports it and never traps.
+                let report = try TokenInspection(token, verifier: verifier, validation: verifier.validation)
+                #expect(report.verdict == .invalid)
+            }
+        }
+        // Every formatting helper is total over all finite (and non-finite) inputs.
+        for seconds in [1e300, -1e300, 9.3e18, -9.3e18, .infinity, -.infinity, .nan, 0, 1e11, -1e11] {
+            _ = ISO8601.string(from: Date(timeIntervalSince1970: seconds))
+            _ = Duration.describe(seconds)
+            _ = JSONNumber(seconds).text
+        }
+        #expect(ISO8601.string(from: Date(timeIntervalSince1970: 1e300)) == "(out of range)")
+        #expect(ISO8601.string(from: Date(timeIntervalSince1970: 1e11)) == "5138-11-16T09:46:40Z")
     }
 
     @Test func requiredClaimsAndClaimTypes() throws {

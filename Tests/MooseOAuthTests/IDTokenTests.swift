@@ -67,9 +67,54 @@ struct IDTokenTests {
         await expectRejected(try mint(["exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) - 120))]), fake: fake,
                              because: JWTError.expired)
         await expectRejected(try mint(["aud": ["moose-cli", "other"]]), fake: fake, because: nil)      // several aud, no azp
-        #expect(try await validator(fake).validate(try mint(["aud": ["moose-cli", "other"], "azp": "moose-cli"]), nonce: "n-123")
+        // Rule 3 (errata set 2): an audience the client does not trust is refused even with azp…
+        await expectRejected(try mint(["aud": ["moose-cli", "other"], "azp": "moose-cli"]), fake: fake, because: nil)
+        // …and accepted once the client says it trusts it.
+        var trusting = validator(fake)
+        trusting.trustedAudiences = ["other"]
+        #expect(try await trusting.validate(try mint(["aud": ["moose-cli", "other"], "azp": "moose-cli"]), nonce: "n-123")
             .subject == "alice")
         await expectRejected(try mint([:], key: try PrivateKey.generate(.rsa(bits: 2048))), fake: fake, because: JWTError.invalidSignature)
+        // Identities are compared code point for code point: an NFD issuer is not the NFC one.
+        await expectRejected(try mint(["iss": "https://id.example.com/cafe\u{301}"]), fake: fake, because: JWTError.issuerMismatch)
+    }
+
+    @Test func atHashIsCheckedWhenAnAccessTokenCameWithTheIDToken() async throws {
+        let fake = FakeJWKS()
+        try fake.publish([key], kids: ["k1"])
+        let accessToken = "dNZX1hEZ9wBCzNL40Upu646bdzQA"
+        // OIDC Core 3.1.3.8: base64url of the left half of SHA-256 of the access token's ASCII octets.
+        let digest = HashFunction.sha256.hash(Array(accessToken.utf8))
+        let atHash = Base64URL.encode(Array(digest.prefix(16)))
+        let good = try mint(["at_hash": .string(atHash)])
+        _ = try await validator(fake).validate(good, nonce: "n-123", accessToken: accessToken, serverClockOffset: nil)
+        do {
+            _ = try await validator(fake).validate(good, nonce: "n-123", accessToken: accessToken + "x", serverClockOffset: nil)
+            Issue.record("an at_hash for another access token was accepted")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.invalidIDToken && error.message.contains("at_hash"))
+        }
+    }
+
+    @Test func hmacIDTokensNeedTheClientSecretAndAnOptIn() async throws {
+        let fake = FakeJWKS()
+        try fake.publish([key], kids: ["k1"])
+        let secret = "moose-confidential-secret-with-32-bytes!"
+        var claims: JSONObject = ["iss": .string(issuer), "sub": "alice", "aud": "moose-cli", "nonce": "n-123",
+                                  "iat": .number(JSONNumber(Int64(now.timeIntervalSince1970))),
+                                  "exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) + 300))]
+        let token = try JWTSigner(key: JWTKey(secret: Array(secret.utf8)), algorithm: .hs256).sign(claims)
+        // Not opted in: refused, whatever the signature.
+        await expectRejected(token, fake: fake, because: nil)
+        // Opted in (OIDC Core §10.1): the client secret's octets are the key.
+        let now = self.now
+        let confidential = IDTokenValidator(issuer: issuer, clientID: "moose-cli",
+                                            jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake),
+                                            algorithms: [.rs256, .hs256], clientSecret: secret, leeway: 30, clock: { now })
+        #expect(try await confidential.validate(token, nonce: "n-123").subject == "alice")
+        claims["sub"] = "mallory"
+        let forged = try JWTSigner(key: JWTKey(secret: Array("another-secret-of-thirty-two-bytes!!".utf8)), algorithm: .hs256).sign(claims)
+        await #expect(throws: OAuthError.self) { try await confidential.validate(forged, nonce: "n-123") }
     }
 
     @Test func unknownKidRefetchesOnceThenRotationWorks() async throws {
