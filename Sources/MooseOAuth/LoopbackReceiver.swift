@@ -93,8 +93,9 @@ public final class LoopbackReceiver: @unchecked Sendable {
         let cancelled = LockedFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
-                // A blocking accept loop: on a Dispatch thread, never on the cooperative pool.
-                DispatchQueue.global().async {
+                // A blocking accept loop: on its own thread (a private serial queue is served by a
+                // thread of its own even while others block), never on the cooperative pool.
+                DispatchQueue(label: "moose.loopback.accept").async {
                     continuation.resume(with: Result {
                         try self.acceptLoop(until: deadline, expectedState: expectedState, cancelled: cancelled)
                     })
@@ -115,9 +116,6 @@ public final class LoopbackReceiver: @unchecked Sendable {
 
     private func acceptLoop(until deadline: Date, expectedState: String?, cancelled: LockedFlag) throws -> URL {
         let outcome = CallbackOutcome()
-        let group = DispatchGroup()
-        let queue = DispatchQueue(label: "moose.loopback", attributes: .concurrent)
-        defer { group.wait() }
         while true {
             if let url = outcome.url { return url }
             if cancelled.isSet { throw CancellationError() }
@@ -135,9 +133,11 @@ public final class LoopbackReceiver: @unchecked Sendable {
                 continue
             }
             let connectionDeadline = min(deadline, Date().addingTimeInterval(Self.connectionDeadline))
-            group.enter()
-            queue.async {
-                defer { outcome.endConnection(); group.leave() }
+            // One private serial queue per connection: each gets a thread even while the others
+            // block (a shared concurrent queue runs only as many as there are cores), and none
+            // outlives its own deadline. The accept loop never waits for them.
+            DispatchQueue(label: "moose.loopback.connection").async {
+                defer { outcome.endConnection() }
                 defer { _ = Glibc_close(client) }
                 let head = Self.readRequestHead(client, until: connectionDeadline)
                 let verdict = self.answer(client, head: head, expectedState: expectedState, alreadyDone: outcome.url != nil)
