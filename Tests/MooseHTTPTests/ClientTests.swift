@@ -284,3 +284,46 @@ struct InterceptorTests {
         #expect(try await client.string(from: unreachable) == "cached")
     }
 }
+
+/// Response headers reach the caller through every transport (CurlTransport dropped them all: it
+/// split on "\n" Characters, which never match Swift's single "\r\n" Character).
+struct TransportHeaderTests {
+    static let transports: [(String, any HTTPTransport)] = [("URLSession", URLSessionTransport()), ("curl", CurlTransport())]
+
+    @Test(arguments: [0, 1])
+    func responseHeadersArriveThroughEveryTransport(index: Int) async throws {
+        let (name, transport) = Self.transports[index]
+        var components = URLComponents(url: TestServer.base.appendingPathComponent("with-headers"), resolvingAgainstBaseURL: false)!
+        components.queryItems = [URLQueryItem(name: "h", value: #"WWW-Authenticate:Bearer error="invalid_token""#),
+                                 URLQueryItem(name: "h", value: "Retry-After:7")]
+        let response = try await transport.send(HTTPRequest(url: components.url!))
+        #expect(response.status == 200, "\(name)")
+        #expect(response.headers["WWW-Authenticate"] == #"Bearer error="invalid_token""#, "\(name)")
+        #expect(RetryPolicy.retryAfter(response.headers[.retryAfter]) == 7, "\(name)")
+        let date = try #require(response.headers[.date].flatMap(HTTPDate.parse), "\(name): no Date header")
+        #expect(abs(date.timeIntervalSinceNow) < 120, "\(name)")
+    }
+
+    @Test func curlHeaderBlocksAreParsedOnBytes() {
+        let block = Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n  folded: no\r\nBad Name: x\r\nX-Ctl: a\u{1B}b\r\nRetry-After: 5\nwww-authenticate: DPoP error=\"use_dpop_nonce\"\r\n\r\n".utf8)
+        let headers = CurlTransport.parseHeaders(block)
+        #expect(headers[.date] == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(headers[.retryAfter] == "5")
+        #expect(headers["WWW-Authenticate"] == #"DPoP error="use_dpop_nonce""#)
+        #expect(headers["Bad Name"] == nil && headers["X-Ctl"] == nil && headers["folded"] == nil)
+    }
+
+    @Test func httpDatesAndRetryAfterAreBounded() {
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
+        for hostile in ["Fri, 01 Jan 99999999 00:00:00 GMT", "Fri, 01 Jan 2027 99999999999999999999:00:00 GMT",
+                        "Fri, 99 Jan 2027 00:00:00 GMT", "Fri, 01 Jan 2027 24:00:00 GMT", "Fri, 01 Jan -2027 00:00:00 GMT"] {
+            #expect(HTTPDate.parse(hostile) == nil, "\(hostile)")
+        }
+        #expect(RetryPolicy.retryAfter("99999999999999999999999") == RetryPolicy.maximumRetryAfterValue)
+        #expect(RetryPolicy.retryAfter("Fri, 01 Jan 9999 00:00:00 GMT") == RetryPolicy.maximumRetryAfterValue)
+        for seconds in [1e300, -1e300, .infinity, .nan] { _ = HTTPDate.format(Date(timeIntervalSince1970: seconds)) }
+        #expect(AuthenticationChallenge.parse(#"Bearer realm="api", error="invalid_token", DPoP algs="ES256 EdDSA""#)
+            .map { "\($0.scheme) \($0["error"] ?? $0["algs"] ?? "")" } == ["Bearer invalid_token", "DPoP ES256 EdDSA"])
+        #expect(AuthenticationChallenge.parse("Basic dXNlcjpwYXNz==, Bearer")[0].token68 == "dXNlcjpwYXNz==")
+    }
+}

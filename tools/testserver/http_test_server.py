@@ -10,6 +10,7 @@ Routes (any method unless noted):
   /flaky/<key>?fail=N&retry_after=S   first N calls answer 503 (with Retry-After: S), then 200
   /count/<key>          how many calls /flaky/<key> has had (GET)
   /slow?seconds=S       answers after S seconds
+  /with-headers?h=Name:Value (repeatable)   200 with those response headers added
   /bytes?n=N&pause=S    N bytes of a repeating pattern, streamed in 64 KiB chunks (pausing S s between chunks)
 """
 import base64
@@ -85,6 +86,12 @@ class Handler(BaseHTTPRequestHandler):
             if n <= int(query.get("fail", ["0"])[0]):
                 return self.send(503, {"code": "busy"}, extra={"Retry-After": query.get("retry_after", ["0"])[0]})
             return self.send(200, {"attempt": n})
+        if url.path == "/with-headers":
+            extra = {}
+            for item in query.get("h", []):
+                name, _, value = item.partition(":")
+                extra[name] = value
+            return self.send(200, {"ok": True}, extra=extra)
         if url.path.startswith("/count/"):
             return self.send(200, {"count": counts.get(url.path.split("/")[2], 0)})
         if url.path == "/slow":
