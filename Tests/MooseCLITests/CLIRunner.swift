@@ -60,11 +60,12 @@ enum CLI {
     }
 
     /// Runs `moose arguments…` with `stdin` piped in; fails the test if it takes longer than `timeout`.
+    /// With `executable`, runs that program with `arguments` instead (a shell around `moose`).
     static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
-                    timeout: TimeInterval = 30) throws -> CLIResult {
+                    timeout: TimeInterval = 30, executable: String? = nil) throws -> CLIResult {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
+        process.executableURL = URL(fileURLWithPath: executable ?? binary)
+        process.arguments = executable == nil ? arguments : Array(arguments.dropFirst())
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         process.environment = env

@@ -1,0 +1,83 @@
+import Foundation
+import MooseTesting
+import Testing
+
+/// Issue "Untrusted input", end to end through the `moose` binary against real parts.
+struct UntrustedInputCLITests {
+    /// `moose refresh` used to refresh first and save after: with a store that could not be written,
+    /// the provider rotated the refresh token, the save failed, and the session was lost. Now it goes
+    /// through the coordinator, whose lease is a write made before any refresh token is spent.
+    @Test func refreshWithAnUnwritableStoreSpendsNoRefreshToken() throws {
+        let (home, environment) = try CLI.logIn("moose-cli-unwritable")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let session = try CLI.storedSession(environment: environment)
+        let refreshToken = try #require((session["tokens"] as? [String: Any])?["refreshToken"] as? String)
+        let before = try TokenCLITests.familySize(of: refreshToken)
+
+        // Another process keeps the store open (its -wal and -shm exist), and this one may not grow
+        // any file (RLIMIT_FSIZE 0, SIGXFSZ ignored): it can read the store but never write it.
+        let store = home.appendingPathComponent("data/moose/store.sqlite").path
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = ["python3", "-c", """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1]); c.execute("select count(*) from sqlite_master").fetchall()
+            print("open", flush=True); time.sleep(30)
+            """, store]
+        let pipe = Pipe()
+        holder.standardOutput = pipe
+        try holder.run()
+        defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
+        _ = pipe.fileHandleForReading.availableData   // "open"
+
+        let limited = try CLI.run(["/bin/sh", "-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" refresh", CLI.binary],
+                                  environment: environment, timeout: 60, executable: "/bin/sh")
+        #expect(limited.status == 1, "\(limited.stdout) \(limited.stderr)")
+        #expect(limited.stderr.contains("no refresh token was spent"), "\(limited.stderr)")
+        #expect(try TokenCLITests.familySize(of: refreshToken) == before, "the provider saw a refresh")
+
+        // The session is intact: an ordinary refresh still works with the stored refresh token.
+        kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        let again = try CLI.run(["refresh"], environment: environment, timeout: 60)
+        #expect(again.status == 0, "\(again.stderr)")
+    }
+
+    /// A store truncated to 0 bytes is damaged: never silently re-created, and `store check` says so.
+    @Test func aTruncatedStoreIsReportedAsDamaged() throws {
+        let (home, environment) = CLI.home("moose-cli-truncated")
+        defer { try? FileManager.default.removeItem(at: home) }
+        #expect(try CLI.run(["store", "init"], environment: environment).status == 0)
+        let store = home.appendingPathComponent("data/moose/store.sqlite").path
+        #expect(truncate(store, 0) == 0)
+        for arguments in [["status"], ["store", "check"], ["store", "list"], ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"]] {
+            let result = try CLI.run(arguments, environment: environment, timeout: 60)
+            #expect(result.status == 1, "\(arguments): \(result.stdout) \(result.stderr)")
+            #expect(result.stderr.contains("empty (0 bytes)"), "\(arguments): \(result.stderr)")
+        }
+        let size = try FileManager.default.attributesOfItem(atPath: store)[.size] as? Int
+        #expect(size == 0, "the damaged file was re-created")
+    }
+
+    /// `moose token` exits 3 (not 1, "needs login") when the provider cannot be reached.
+    @Test func tokenExitsThreeWhenTheProviderIsUnreachable() throws {
+        let (home, environment) = CLI.home("moose-cli-unreachable")
+        defer { try? FileManager.default.removeItem(at: home) }
+        #expect(try CLI.run(["store", "init"], environment: environment).status == 0)
+        // An expired session whose issuer listens nowhere (port 9 on loopback: nothing there).
+        let reference = Date().timeIntervalSinceReferenceDate
+        let session = """
+            {"profile":{"name":"default","issuer":"http://127.0.0.1:9","clientID":"moose-cli","scopes":["openid"],
+             "grant":"authorization_code","endpoints":{}},
+             "tokens":{"accessToken":"expired-token","tokenType":"Bearer","refreshToken":"r1","expiresAt":\(reference - 600),
+                       "scopes":["openid"],"requestedAt":\(reference - 4000)},
+             "state":"active","updatedAt":\(reference - 600)}
+            """
+        let put = try CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: Data(session.utf8), environment: environment)
+        #expect(put.status == 0, "\(put.stderr)")
+        let token = try CLI.run(["token"], environment: environment, timeout: 60)
+        #expect(token.status == 3, "\(token.stdout) \(token.stderr)")
+        // The session is kept (nothing was spent): still "active".
+        #expect(try CLI.storedSession(environment: environment)["state"] as? String == "active")
+    }
+}
