@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
 public import MooseCrypto
 
@@ -197,6 +197,11 @@ public struct JWKS: Sendable {
     /// Parses a JWKS document from text.
     public init(json: String) throws(JWTError) {
         try self.init(json: Array(json.utf8))
+    }
+
+    /// Parses a JWKS document from `Data` (what `URLSession` hands back).
+    public init(json data: Data) throws(JWTError) {
+        try self.init(json: Array(data))
     }
 
     /// The JWKS as compact JSON.
