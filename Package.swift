@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "MooseURLSession", dependencies: ["MooseHTTP"]),
         .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto", "MooseSecretStore",
                                                  .product(name: "Logging", package: "swift-log")]),
-        .target(name: "MooseTesting", dependencies: ["MooseHTTP"]),
+        .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth"]),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
         .executableTarget(
             name: "moose",

@@ -40,7 +40,9 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     /// The underlying cause, if any (a transport error, a JWT validation error…).
     public let underlying: (any Error & Sendable)?
 
-    init(_ code: Code, _ message: String, oauthError: String? = nil, errorDescription: String? = nil,
+    /// An error; storages and user agents of an app's own throw these too (for example
+    /// `OAuthError(OAuthError.storageConflict, "…")`, as the storage contract asks).
+    public init(_ code: Code, _ message: String, oauthError: String? = nil, errorDescription: String? = nil,
          errorURI: String? = nil, status: Int? = nil, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
@@ -100,6 +102,12 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     /// The authorization response's `iss` (RFC 9207) is missing where the server promised it, or
     /// names another issuer: possible mix-up attack. Nothing was exchanged.
     public static let issuerMismatchInResponse = Code(name: "authorizationResponseIssuerMismatch")
+    /// A storage's compare-and-set lost: someone else wrote the session since it was read.
+    public static let storageConflict = Code(name: "storageConflict")
+    /// A storage lease lapsed or was taken over before the write that needed it.
+    public static let leaseLost = Code(name: "leaseLost")
+    /// A storage lease could not be taken in time: another holder kept it.
+    public static let leaseBusy = Code(name: "leaseBusy")
     /// Too many refreshes in a short time (a refresh loop): refused until the window passes.
     public static let refreshLimit = Code(name: "refreshLimit")
 }

@@ -3,7 +3,6 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-import MooseSecretStore
 import MooseHTTP
 import MooseCrypto
 import Synchronization
@@ -65,33 +64,36 @@ public enum RefreshEvent: Sendable {
     case loggedOut
 }
 
-/// Hands every caller a valid access token, with one refresh however many callers, tasks, threads
-/// and processes ask at once.
+/// Hands every caller a valid access token, with one refresh however many callers, tasks, threads,
+/// processes and — with a shared storage — machines ask at once. The only code in Moose that
+/// refreshes.
 ///
 /// - `accessToken(minimumValidity:)` returns the cached token when it is valid for that long —
 ///   read from a lock-protected snapshot, no actor hop (`cachedAccessToken`) — and otherwise joins
 ///   the one shared refresh. The in-flight task is set before the first `await`.
-/// - Across processes sharing the store, the refresher takes the store's lease, re-reads the session
-///   (another process may have refreshed: then its tokens are adopted), refreshes only if still
-///   needed, commits the new `TokenSet` while holding the lease, and releases it.
+/// - The shared refresh first re-reads the storage (another process may have refreshed: its tokens
+///   are adopted), then takes the storage's lease (renewed while the refresh runs), re-reads inside
+///   it, refreshes only if still needed, commits with a compare-and-set fenced by the lease, and
+///   releases it. Waiters in other processes re-read inside the lease: a refresh token read before
+///   it is never reused.
 /// - `refresh(rejecting:)` (for a 401) refreshes only if the rejected token is still the current one.
-/// - Cancelling a waiter never cancels the shared refresh. `invalid_grant` is final unless the store
-///   shows another process already rotated the token; transient failures retry with bounded,
-///   jittered backoff. A refresh window stops refresh loops.
+/// - Cancelling a waiter never cancels the shared refresh. `invalid_grant` is final unless the
+///   storage shows another process already rotated the token; transient failures retry with bounded,
+///   jittered backoff; a storage that cannot be written fails before any refresh token is spent.
+///   A refresh window stops refresh loops.
 ///
 /// ```swift
-/// let coordinator = RefreshCoordinator(profile: "default", sessions: sessions) { tokens in
-///     try await flow.refresh(tokens)
-/// }
+/// let coordinator = RefreshCoordinator(key: "default", storage: storage, authorizer: flow)
 /// let token = try await coordinator.accessToken()
-/// request.headers[.authorization] = token.authorizationHeader
+/// request.headers[.authorization] = try token.checkedAuthorizationHeader()
 /// ```
 public actor RefreshCoordinator {
     /// Tuning.
     public struct Configuration: Sendable {
         /// The validity a cached token must still have (default 30 s).
         public var minimumValidity: TimeInterval = 30
-        /// The cross-process lease's lifetime: a crashed refresher's lease lapses after it.
+        /// The cross-process lease's lifetime: a crashed refresher's lease lapses after it. The
+        /// lease is renewed every third of it while a refresh runs.
         public var leaseTTL: TimeInterval = 30
         /// How long a waiter waits for another process's lease.
         public var leaseWait: TimeInterval = 45
@@ -117,9 +119,9 @@ public actor RefreshCoordinator {
         var tokens: TokenSet?
     }
 
-    /// The profile whose session this coordinates.
-    public nonisolated let profile: String
-    private let sessions: SessionStore
+    /// The storage key of the session this coordinates (a profile name, an account id…).
+    public nonisolated let key: String
+    private let storage: any SessionStorage
     private let refresher: @Sendable (TokenSet) async throws -> TokenSet
     private let configuration: Configuration
     private nonisolated let snapshot = Mutex(Snapshot())
@@ -128,26 +130,38 @@ public actor RefreshCoordinator {
     private var generation: Int64 = 0
     private var inFlight: Task<AccessToken, any Error>?
     private var recentRefreshes: [Date] = []
-    private var pendingWrite: (session: Session, spentRefreshToken: String?)?
+    private var pendingWrite: (session: Session, expectedGeneration: Int64?)?
     private var writeRetry: Task<Void, Never>?
     private let eventStream: AsyncStream<RefreshEvent>
     private let eventContinuation: AsyncStream<RefreshEvent>.Continuation
 
-    /// A coordinator for `profile`'s session in `sessions`; `refresher` runs the refresh grant
-    /// (for example `flow.refresh`).
-    public init(profile: String, sessions: SessionStore, configuration: Configuration = Configuration(),
-                refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet) {
-        self.profile = profile
-        self.sessions = sessions
+    /// A coordinator for the session under `key` in `storage`; `refresher` runs the refresh grant
+    /// and validates what comes back (an `Authorizable`'s `refresh` does both).
+    ///
+    /// `current`, when the caller already read the session, seeds the cache so the first call
+    /// needs no storage read.
+    public init(key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
+                current: Session? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet) {
+        self.key = key
+        self.storage = storage
         self.refresher = refresher
         self.configuration = configuration
         self.defaultMinimumValidity = configuration.minimumValidity
         self.customClock = configuration.clock
         (eventStream, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(32))
-        if let session = try? sessions.load(profile), session.state == .active {
-            snapshot.withLock { $0 = Snapshot(token: AccessToken(value: session.tokens.accessToken, tokenType: session.tokens.tokenType,
-                                                                 expiresAt: session.tokens.expiresAt, generation: 0),
-                                              tokens: session.tokens) }
+        if let current, current.state == .active {
+            snapshot.withLock { $0 = Snapshot(token: AccessToken(value: current.tokens.accessToken, tokenType: current.tokens.tokenType,
+                                                                 expiresAt: current.tokens.expiresAt, generation: 0),
+                                              tokens: current.tokens) }
+        }
+    }
+
+    /// A coordinator that refreshes with `authorizer` (its `refresh` validates a new ID token the
+    /// way its login did): the one refresh path for every flow.
+    public init(key: String, storage: any SessionStorage, authorizer: any Authorizable,
+                configuration: Configuration = Configuration(), current: Session? = nil) {
+        self.init(key: key, storage: storage, configuration: configuration, current: current) { tokens in
+            try await authorizer.refresh(tokens)
         }
     }
 
@@ -187,26 +201,29 @@ public actor RefreshCoordinator {
     /// a lock read — no hop to this actor, none off the main actor. Only a refresh enters the actor.
     public nonisolated(nonsending) func accessToken(minimumValidity: TimeInterval? = nil) async throws -> AccessToken {
         if let cached = cachedAccessToken(minimumValidity: minimumValidity) { return cached }
-        return try await join(minimumValidity: minimumValidity ?? configuration.minimumValidity)
+        return try await join(minimumValidity: minimumValidity ?? configuration.minimumValidity, rejecting: nil)
     }
 
     /// For a 401: refreshes only if `rejected` is still the current token; otherwise returns the newer one.
     public func refresh(rejecting rejected: AccessToken) async throws -> AccessToken {
-        if let current = snapshot.withLock({ $0.token }), current.value != rejected.value { return current }
-        return try await join(minimumValidity: .infinity)
+        if let current = snapshot.withLock({ $0.token }), !current.value.utf8.elementsEqual(rejected.value.utf8) { return current }
+        return try await join(minimumValidity: .infinity, rejecting: rejected.value)
     }
 
     /// For a 401 seen on a request that carried `authorizationHeader`.
     public func refresh(rejectingHeader authorizationHeader: String) async throws -> AccessToken {
-        if let current = snapshot.withLock({ $0.token }), current.authorizationHeader != authorizationHeader { return current }
-        return try await join(minimumValidity: .infinity)
+        if let current = snapshot.withLock({ $0.token }), !current.authorizationHeader.utf8.elementsEqual(authorizationHeader.utf8) {
+            return current
+        }
+        let rejected = authorizationHeader.split(separator: " ", maxSplits: 1).last.map(String.init)
+        return try await join(minimumValidity: .infinity, rejecting: rejected)
     }
 
     /// Refreshes now, whatever the cached token's expiry, through the same shared, leased path as
     /// every other refresh (`moose refresh`, a "refresh now" button). Concurrent callers share it.
     @discardableResult
     public func refreshNow() async throws -> AccessToken {
-        try await join(minimumValidity: .infinity)
+        try await join(minimumValidity: .infinity, rejecting: nil)
     }
 
     /// Refreshes now if the token is valid for less than `minimumValidity` (for apps that schedule it).
@@ -214,7 +231,7 @@ public actor RefreshCoordinator {
         _ = try await accessToken(minimumValidity: minimumValidity)
     }
 
-    /// Forgets the in-memory tokens and announces `loggedOut` (the caller wipes the store).
+    /// Forgets the in-memory tokens and announces `loggedOut` (the caller wipes the storage).
     public func didLogOut() {
         pendingWrite = nil
         writeRetry?.cancel()
@@ -225,14 +242,13 @@ public actor RefreshCoordinator {
 
     // MARK: - The shared refresh
 
-    private func join(minimumValidity: TimeInterval) async throws -> AccessToken {
+    private func join(minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
         let task: Task<AccessToken, any Error>
         if let running = inFlight {
             task = running
         } else {
-            try checkRefreshWindow()
             // Set before the first await: re-entrant callers join this task.
-            task = Task { try await self.performRefresh(minimumValidity: minimumValidity) }
+            task = Task { try await self.performRefresh(minimumValidity: minimumValidity, rejecting: rejecting) }
             inFlight = task
         }
         return try await Self.wait(for: task)
@@ -257,7 +273,7 @@ public actor RefreshCoordinator {
         recentRefreshes.removeAll { now.timeIntervalSince($0) > configuration.refreshWindow }
         guard recentRefreshes.count < configuration.refreshLimit else {
             throw OAuthError(OAuthError.refreshLimit,
-                             "\(recentRefreshes.count) refreshes of \(profile) in \(Int(configuration.refreshWindow)) s: refusing another (a refresh loop?)")
+                             "\(recentRefreshes.count) refreshes of \(key) in \(Int64(saturating: configuration.refreshWindow)) s: refusing another (a refresh loop?)")
         }
         recentRefreshes.append(now)
     }
@@ -269,37 +285,70 @@ public actor RefreshCoordinator {
         return token
     }
 
-    private func performRefresh(minimumValidity: TimeInterval) async throws -> AccessToken {
+    private func adopt(_ tokens: TokenSet) -> AccessToken {
+        let token = publish(tokens)
+        eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
+        return token
+    }
+
+    /// Whether stored tokens answer the request without a refresh: valid for `minimumValidity` (a
+    /// finite one), or — for a 401 — different from the rejected token and valid for the default.
+    private func answers(_ tokens: TokenSet, minimumValidity: TimeInterval, rejecting: String?) -> Bool {
+        if let rejecting {
+            return !tokens.accessToken.utf8.elementsEqual(rejecting.utf8) && tokens.isValid(for: configuration.minimumValidity, at: now())
+        }
+        return minimumValidity.isFinite && tokens.isValid(for: minimumValidity, at: now())
+    }
+
+    private func performRefresh(minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
         defer { inFlight = nil }
         // A rotated refresh token that could not be written yet: write it before anything else.
-        if pendingWrite != nil, !flushPendingWrite() {
+        if pendingWrite != nil, await !flushPendingWrite() {
             if let token = cachedAccessToken(minimumValidity: 0) { return token }
-            throw OAuthError(OAuthError.storeUnavailable, "the store is still not writable; holding the new tokens in memory")
+            throw OAuthError(OAuthError.storeUnavailable, "the storage is still not writable; holding the new tokens in memory")
         }
-        // Taking the lease is a write: a read-only store fails here, before any refresh token is spent.
-        let lease: Lease
+        // Another process may have refreshed already: a plain read, no lease needed to adopt it.
+        if let stored = try await loadSession(), stored.session.state == .active,
+           answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+            return adopt(stored.session.tokens)
+        }
+        try checkRefreshWindow()
+        // Taking the lease is a write: a storage that cannot be written fails here, before any
+        // refresh token is spent.
+        let lease: SessionLease
         do {
-            lease = try await sessions.store.acquireLease(name: "refresh:\(profile)", ttl: configuration.leaseTTL,
-                                                          timeout: configuration.leaseWait)
-        } catch let error as SecretStoreError where error.code == SecretStoreError.leaseTimeout {
-            throw OAuthError(OAuthError.transient, "another process holds the refresh lease of \(profile) for too long", underlying: error)
-        } catch let error as SecretStoreError {
-            throw OAuthError(OAuthError.storeUnavailable, "the store is unavailable (\(error.code)); no refresh token was spent", underlying: error)
+            lease = try await storage.acquireLease("refresh:\(key)", ttl: configuration.leaseTTL, timeout: configuration.leaseWait)
+        } catch let error as OAuthError where error.code == OAuthError.leaseBusy {
+            throw OAuthError(OAuthError.transient, "another process holds the refresh lease of \(key) for too long", underlying: error)
+        } catch {
+            throw OAuthError(OAuthError.storeUnavailable, "the storage is unavailable; no refresh token was spent", underlying: error)
         }
-        defer { try? sessions.store.releaseLease(lease) }
+        let renewal = LeaseRenewal(storage: storage, lease: lease, ttl: configuration.leaseTTL)
+        let result: Result<AccessToken, any Error>
+        do {
+            result = .success(try await refreshHolding(lease, minimumValidity: minimumValidity, rejecting: rejecting))
+        } catch {
+            result = .failure(error)
+        }
+        await renewal.stop()
+        try? await storage.releaseLease(lease)
+        return try result.get()
+    }
 
-        guard var session = try loadSession() else {
-            throw OAuthError(OAuthError.needsLogin, "there is no session for \(profile): log in")
+    /// The part of a refresh done while holding the lease.
+    private func refreshHolding(_ lease: SessionLease, minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
+        // Inside the lease: re-read; never reuse a refresh token read before it.
+        guard let stored = try await loadSession() else {
+            throw OAuthError(OAuthError.needsLogin, "there is no session for \(key): log in")
         }
+        var session = stored.session
         guard session.state == .active else {
-            throw OAuthError(OAuthError.needsLogin, "\(profile) needs a new login (its refresh token was refused)")
+            throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login (its refresh token was refused)")
         }
-        // Another process may have refreshed while we waited for the lease: adopt its tokens.
         let known = snapshot.withLock { $0.tokens?.accessToken }
-        if session.tokens.accessToken != known, session.tokens.isValid(for: min(minimumValidity, configuration.minimumValidity), at: now()) {
-            let token = publish(session.tokens)
-            eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
-            return token
+        if known.map({ !session.tokens.accessToken.utf8.elementsEqual($0.utf8) }) ?? true,
+           answers(session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+            return adopt(session.tokens)
         }
         let spent = session.tokens
         let fresh: TokenSet
@@ -307,13 +356,12 @@ public actor RefreshCoordinator {
             fresh = try await refreshWithRetries(spent)
         } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
             // Maybe another process rotated the token a moment ago: then its tokens are the answer.
-            if let stored = try loadSession(), stored.tokens.refreshToken != spent.refreshToken, stored.state == .active {
-                let token = publish(stored.tokens)
-                eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
-                return token
+            if let again = try await loadSession(), again.session.state == .active,
+               again.session.tokens.refreshToken != spent.refreshToken {
+                return adopt(again.session.tokens)
             }
             session.state = .needsReauthentication
-            try? sessions.save(session, holding: lease)
+            _ = try? await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
             snapshot.withLock { $0 = Snapshot() }
             eventContinuation.yield(.needsReauthentication)
             throw error
@@ -322,38 +370,41 @@ public actor RefreshCoordinator {
             throw error
         }
         session.tokens = fresh
-        // No lost tokens: the rotated refresh token is committed before any caller sees the new access token.
+        // No lost tokens: the rotated refresh token is committed before any caller sees the new
+        // access token — with a compare-and-set on the generation read inside the lease, fenced by it.
         do {
-            try sessions.save(session, holding: lease)
+            try await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
         } catch {
-            // Keep them, hand them out, and keep trying to write them (in the background, and before
-            // any further refresh): never drop a rotated refresh token.
-            pendingWrite = (session, spent.refreshToken)
+            // Someone else's tokens landed first (our lease lapsed and another holder committed):
+            // theirs win, ours are dropped.
+            if let winner = try? await storage.load(key), winner.generation != stored.generation {
+                if winner.session.state == .active { return adopt(winner.session.tokens) }
+                throw OAuthError(OAuthError.needsLogin, "\(key) was logged out or needs a new login")
+            }
+            // Otherwise keep them, hand them out, and keep trying to write them (in the background,
+            // and before any further refresh): never drop a rotated refresh token.
+            pendingWrite = (session, stored.generation)
             scheduleWriteRetry()
         }
-        let token = publish(fresh)
-        eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
-        return token
+        return adopt(fresh)
     }
 
-    /// Writes the tokens a failed write left in memory; `true` once nothing is pending. Writes only
-    /// over the session whose refresh token was spent for them: a newer session in the store wins,
-    /// and a session wiped meanwhile (a logout) stays wiped.
-    private func flushPendingWrite() -> Bool {
+    /// Writes the tokens a failed write left in memory; `true` once nothing is pending. A
+    /// compare-and-set on the generation they were refreshed from: a newer session in the storage
+    /// wins, and a session wiped meanwhile (a logout) stays wiped.
+    private func flushPendingWrite() async -> Bool {
         guard let pending = pendingWrite else { return true }
         do {
-            let stored = try sessions.load(profile)
-            if let stored, stored.tokens.refreshToken == pending.spentRefreshToken {
-                var session = pending.session
-                session.state = .active
-                try sessions.save(session)
-            }
-            pendingWrite = nil
-            writeRetry = nil
-            return true
+            guard let expected = pending.expectedGeneration else { pendingWrite = nil; return true }
+            try await storage.save(pending.session, key: key, expectedGeneration: expected, lease: nil)
+        } catch let error as OAuthError where error.code == OAuthError.storageConflict {
+            // Superseded (a newer session, or none): nothing of ours to write any more.
         } catch {
             return false
         }
+        pendingWrite = nil
+        writeRetry = nil
+        return true
     }
 
     private func scheduleWriteRetry() {
@@ -369,9 +420,9 @@ public actor RefreshCoordinator {
         }
     }
 
-    private func loadSession() throws -> Session? {
-        do { return try sessions.load(profile) } catch {
-            throw OAuthError(OAuthError.storeUnavailable, "cannot read the session of \(profile): \(error)")
+    private func loadSession() async throws -> StoredSession? {
+        do { return try await storage.load(key) } catch {
+            throw OAuthError(OAuthError.storeUnavailable, "cannot read the session of \(key)", underlying: error)
         }
     }
 
@@ -381,11 +432,35 @@ public actor RefreshCoordinator {
             do {
                 return try await refresher(tokens)
             } catch let error as OAuthError where error.code == OAuthError.transient && attempt < configuration.transientAttempts {
-                let delay = configuration.backoff * Double(1 << (attempt - 1)) * Double.random(in: 0.5...1.0)
+                let delay = min(configuration.backoff * Double(1 << min(attempt - 1, 16)), 60) * Double.random(in: 0.5...1.0)
                 try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
                 attempt += 1
             }
         }
+    }
+}
+
+/// Keeps a lease alive while a refresh runs: renews it every third of its ttl until stopped. A
+/// renewal that fails stops (the fenced commit then fails safely).
+actor LeaseRenewal {
+    private var task: Task<Void, Never>?
+
+    init(storage: any SessionStorage, lease: SessionLease, ttl: TimeInterval) {
+        let interval = UInt64(max(ttl / 3, 0.05) * 1_000_000_000)
+        task = Task {
+            var current = lease
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: interval)
+                if Task.isCancelled { return }
+                guard let renewed = try? await storage.renewLease(current, ttl: ttl) else { return }
+                current = renewed
+            }
+        }
+    }
+
+    func stop() {
+        task?.cancel()
+        task = nil
     }
 }
 

@@ -3,50 +3,15 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseSecretStore
 
-/// A named configuration: which provider, which client, which scopes, which grant.
-public struct Profile: Sendable, Codable, Hashable {
-    /// The grant used to log in.
-    public enum Grant: String, Sendable, Codable {
-        /// Authorization code + PKCE with a loopback redirect.
-        case authorizationCode = "authorization_code"
-        /// Device authorization (RFC 8628).
-        case deviceCode = "device_code"
-        /// Client credentials.
-        case clientCredentials = "client_credentials"
-    }
-
-    /// The profile's name (`default`).
-    public var name: String
-    /// The issuer.
-    public var issuer: String
-    /// The client id.
-    public var clientID: String
-    /// Scopes requested at login.
-    public var scopes: [String]
-    /// The grant.
-    public var grant: Grant
-    /// A file holding the client secret (confidential clients); the secret itself is never stored here.
-    public var clientSecretFile: String?
-    /// Endpoints configured by hand.
-    public var endpoints: EndpointOverrides
-
-    /// A profile.
-    public init(name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
-                clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()) {
-        self.name = name
-        self.issuer = issuer
-        self.clientID = clientID
-        self.scopes = scopes
-        self.grant = grant
-        self.clientSecretFile = clientSecretFile
-        self.endpoints = endpoints
-    }
-}
-
-/// A profile's session: its tokens and whether it is usable.
-public struct Session: Sendable, Codable {
+/// A signed-in session: whose tokens these are (issuer and client), the tokens, and whether they
+/// are still usable. What a `SessionStorage` keeps under a key (a profile name, an account id…).
+///
+/// ```swift
+/// let session = Session(issuer: metadata.issuer, clientID: "my-app", tokens: tokens)
+/// try await storage.replace(session, key: "default")
+/// ```
+public struct Session: Sendable, Codable, Hashable {
     /// Where a session stands.
     public enum State: String, Sendable, Codable {
         /// Tokens are usable (or refreshable).
@@ -55,72 +20,114 @@ public struct Session: Sendable, Codable {
         case needsReauthentication = "needs_reauthentication"
     }
 
-    /// The profile.
-    public var profile: Profile
+    /// The issuer the tokens came from.
+    public var issuer: String
+    /// The client they were issued to.
+    public var clientID: String
     /// The tokens.
     public var tokens: TokenSet
     /// The state.
     public var state: State
     /// The ID token's `sub`, when known.
     public var subject: String?
+    /// App-defined, non-secret values kept in the same row as the tokens (written and read
+    /// together). The CLI keeps its profile settings here.
+    public var attributes: [String: String]
     /// When the session was last written.
     public var updatedAt: Date
 
     /// A session.
-    public init(profile: Profile, tokens: TokenSet, state: State = .active, subject: String? = nil, updatedAt: Date = Date()) {
-        self.profile = profile
+    public init(issuer: String, clientID: String, tokens: TokenSet, state: State = .active, subject: String? = nil,
+                attributes: [String: String] = [:], updatedAt: Date = Date()) {
+        self.issuer = issuer
+        self.clientID = clientID
         self.tokens = tokens
         self.state = state
         self.subject = subject
+        self.attributes = attributes
         self.updatedAt = updatedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case issuer, clientID, tokens, state, subject, attributes, updatedAt
+        case profile   // written by Moose 0.1: issuer and client inside an embedded CLI profile
+    }
+
+    /// The attribute under which sessions written by Moose 0.1 keep their embedded profile (JSON).
+    public static let legacyProfileAttribute = "moose.cli.profile"
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        tokens = try container.decode(TokenSet.self, forKey: .tokens)
+        state = try container.decode(State.self, forKey: .state)
+        subject = try container.decodeIfPresent(String.self, forKey: .subject)
+        updatedAt = try container.decodeIfPresent(Date.self, forKey: .updatedAt) ?? Date(timeIntervalSince1970: 0)
+        var attributes = try container.decodeIfPresent([String: String].self, forKey: .attributes) ?? [:]
+        if let issuer = try container.decodeIfPresent(String.self, forKey: .issuer) {
+            self.issuer = issuer
+            clientID = try container.decode(String.self, forKey: .clientID)
+        } else {
+            // Moose 0.1 embedded the CLI's profile; read issuer and client from it and keep the rest.
+            let legacy = try container.decode(LegacyProfile.self, forKey: .profile)
+            issuer = legacy.issuer
+            clientID = legacy.clientID
+            if attributes[Self.legacyProfileAttribute] == nil,
+               let raw = try? container.decode(RawJSON.self, forKey: .profile).text {
+                attributes[Self.legacyProfileAttribute] = raw
+            }
+        }
+        self.attributes = attributes
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(issuer, forKey: .issuer)
+        try container.encode(clientID, forKey: .clientID)
+        try container.encode(tokens, forKey: .tokens)
+        try container.encode(state, forKey: .state)
+        try container.encodeIfPresent(subject, forKey: .subject)
+        if !attributes.isEmpty { try container.encode(attributes, forKey: .attributes) }
+        try container.encode(updatedAt, forKey: .updatedAt)
+    }
+
+    private struct LegacyProfile: Decodable {
+        let issuer: String
+        let clientID: String
+    }
+
+    /// Any JSON value, re-encoded as text (to carry a legacy profile over unchanged).
+    private struct RawJSON: Decodable {
+        let text: String
+        init(from decoder: any Decoder) throws {
+            let value = try AnyJSON(from: decoder)
+            text = String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+        }
     }
 }
 
-/// Sessions kept in the secret store: one encrypted row per profile, written whole in one
-/// transaction (tokens, state and profile land together or not at all).
-public struct SessionStore: Sendable {
-    /// The store.
-    public let store: SecretStore
-    /// The namespace used for sessions.
-    public static let namespace = "moose.session"
+/// A JSON value of any shape, for carrying documents through `Codable` unchanged.
+enum AnyJSON: Codable, Hashable {
+    case null, bool(Bool), number(Double), string(String), array([AnyJSON]), object([String: AnyJSON])
 
-    /// Sessions in `store`.
-    public init(store: SecretStore) { self.store = store }
-
-    /// The session of `profile`, if any.
-    public func load(_ profile: String) throws -> Session? {
-        guard let bytes = try store.get(namespace: Self.namespace, name: profile) else { return nil }
-        return try JSONDecoder().decode(Session.self, from: Data(bytes))
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([AnyJSON].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: AnyJSON].self)) }
     }
 
-    /// Writes `session` (durably) as one row.
-    public func save(_ session: Session) throws {
-        var session = session
-        session.updatedAt = Date()
-        try store.put(Array(try JSONEncoder().encode(session)), namespace: Self.namespace, name: session.profile.name)
-    }
-
-    /// Writes `session` only while `lease` is still held (fencing): a refresher that lost its lease
-    /// never overwrites a newer session.
-    public func save(_ session: Session, holding lease: Lease) throws {
-        var session = session
-        session.updatedAt = Date()
-        let bytes = Array(try JSONEncoder().encode(session))
-        let name = session.profile.name
-        try store.transaction { (tx) throws(SecretStoreError) in
-            try tx.requireLease(lease)
-            try tx.put(bytes, namespace: Self.namespace, name: name)
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
         }
-    }
-
-    /// Removes the profile's session; `true` if there was one.
-    @discardableResult
-    public func delete(_ profile: String) throws -> Bool {
-        try store.delete(namespace: Self.namespace, name: profile)
-    }
-
-    /// Every profile with a session.
-    public func profiles() throws -> [String] {
-        try store.list(namespace: Self.namespace).map(\.name)
     }
 }

@@ -19,6 +19,14 @@ public struct Lease: Sendable, Hashable {
     public let token: Int64
     /// When the lease lapses unless renewed.
     public let expiresAt: Date
+
+    /// A lease as a store handed it out (for adapters that carry it through another type).
+    public init(name: String, holder: String, token: Int64, expiresAt: Date) {
+        self.name = name
+        self.holder = holder
+        self.token = token
+        self.expiresAt = expiresAt
+    }
 }
 
 extension SecretStore {

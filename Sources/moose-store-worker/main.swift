@@ -64,12 +64,12 @@ do {
     case "tokens":
         let profile = arguments[4]
         let tasks = Int(arguments[5]) ?? 1
-        let sessions = SessionStore(store: store)
-        guard let session = try sessions.load(profile) else { say("no session \(profile)"); exit(1) }
+        let sessions = EncryptedSessionStorage(store: store)
+        guard let session = try sessions.loadNow(profile)?.session else { say("no session \(profile)"); exit(1) }
         let transport = CurlTransport()
-        let metadata = try await Discovery(transport: transport).metadata(for: session.profile.issuer)
-        let client = OAuthClient(metadata: metadata, clientID: session.profile.clientID, authentication: .none, transport: transport)
-        let coordinator = RefreshCoordinator(profile: profile, sessions: sessions) { try await client.refresh($0) }
+        let metadata = try await Discovery(transport: transport).metadata(for: session.issuer)
+        let client = OAuthClient(metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
+        let coordinator = RefreshCoordinator(key: profile, storage: sessions, current: session) { try await client.refresh($0) }
         let values = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<tasks { group.addTask { try await coordinator.accessToken().value } }
             var seen = Set<String>()

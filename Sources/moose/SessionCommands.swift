@@ -21,11 +21,20 @@ extension Status {
 
 /// What every session command shares: the store, the transport, discovery and the flows.
 struct OAuthContext {
-    let sessions: SessionStore
+    let sessions: EncryptedSessionStorage
     let transport: any HTTPTransport = CurlTransport()
 
     init(options: StoreOptions, create: Bool) throws {
-        sessions = SessionStore(store: try options.open(create: create))
+        sessions = EncryptedSessionStorage(store: try options.open(create: create))
+    }
+
+    /// The stored session of `profile` and its profile settings, if any; a store that cannot be
+    /// read is an error (exit 1), never "no session".
+    func loadOrFail(_ profile: String) throws -> (session: Session, profile: Profile)? {
+        let stored: StoredSession?
+        do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
+        guard let stored else { return nil }
+        return (stored.session, Profile.of(stored.session, key: profile))
     }
 
     func client(for profile: Profile) throws -> OAuthClient {
@@ -68,10 +77,10 @@ struct OAuthContext {
     /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the
     /// coordinator, with the store's lease across processes, refreshing and validating with the
     /// session's flow.
-    func coordinator(for session: Session) throws -> RefreshCoordinator {
-        let client = try client(for: session.profile)
+    func coordinator(for session: Session, profile: Profile) throws -> RefreshCoordinator {
+        let client = try client(for: profile)
         let validator = try validator(for: client)
-        return RefreshCoordinator(profile: session.profile.name, sessions: sessions) { old in
+        return RefreshCoordinator(key: profile.name, storage: sessions, current: session) { old in
             try await client.refresh(old, validatingWith: validator)
         }
     }
@@ -143,19 +152,19 @@ struct LoginCommand: ParsableCommand {
 
     func run() throws {
         let context = try OAuthContext(options: store, create: true)
-        let existing = try? context.sessions.load(profile)
-        guard let issuer = issuer ?? existing?.profile.issuer, let clientID = clientID ?? existing?.profile.clientID else {
+        let existing = try context.loadOrFail(profile)?.profile
+        guard let issuer = issuer ?? existing?.issuer, let clientID = clientID ?? existing?.clientID else {
             throw CLIError.usage("the first login of profile \(profile) needs --issuer and --client-id")
         }
-        var endpoints = existing?.profile.endpoints ?? EndpointOverrides()
+        var endpoints = existing?.endpoints ?? EndpointOverrides()
         if let deviceEndpoint {
             guard let url = URL(string: deviceEndpoint) else { throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL") }
             endpoints.deviceAuthorizationEndpoint = url
         }
-        let scopes = scope.isEmpty ? (existing?.profile.scopes ?? ["openid", "profile", "email"]) : scope
+        let scopes = scope.isEmpty ? (existing?.scopes ?? ["openid", "profile", "email"]) : scope
         let settings = Profile(name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
                                grant: device ? .deviceCode : .authorizationCode,
-                               clientSecretFile: clientSecretFile ?? existing?.profile.clientSecretFile, endpoints: endpoints)
+                               clientSecretFile: clientSecretFile ?? existing?.clientSecretFile, endpoints: endpoints)
         do {
             let client = try context.client(for: settings)
             let validator = try context.validator(for: client)
@@ -178,8 +187,9 @@ struct LoginCommand: ParsableCommand {
                 let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
                 tokens = try Blocking.run { try await flow.authorize(parameters) }
             }
-            let session = Session(profile: settings, tokens: tokens, subject: subject(of: tokens.idToken))
-            try context.sessions.save(session)
+            let session = Session(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
+                                  subject: subject(of: tokens.idToken), attributes: settings.stored())
+            try context.sessions.replaceNow(session, key: profile)
             Terminal.out("Logged in to \(issuer) as \(session.subject ?? "(no ID token)") (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))")
         } catch {
             throw OAuthContext.fail(error)
@@ -196,17 +206,17 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let context = try OAuthContext(options: store, create: false)
         let names: [String]
-        do { names = try profile.map { [$0] } ?? context.sessions.profiles() } catch { throw OAuthContext.fail(error) }
+        do { names = try profile.map { [$0] } ?? context.sessions.keysNow() } catch { throw OAuthContext.fail(error) }
         var items: [JSONValue] = []
         for name in names {
-            guard let session = try? context.sessions.load(name) else {
+            guard let session = try context.loadOrFail(name)?.session else {
                 if profile != nil { throw CLIError.failed("no session for profile \(name); run moose login") }
                 continue
             }
             let tokens = session.tokens
             if json {
-                var object: JSONObject = ["profile": .string(name), "issuer": .string(session.profile.issuer),
-                                          "client_id": .string(session.profile.clientID), "state": .string(session.state.rawValue),
+                var object: JSONObject = ["profile": .string(name), "issuer": .string(session.issuer),
+                                          "client_id": .string(session.clientID), "state": .string(session.state.rawValue),
                                           "subject": session.subject.map { .string($0) } ?? .null,
                                           "scopes": .array(tokens.scopes.map { .string($0) }),
                                           "has_refresh_token": .bool(tokens.refreshToken != nil)]
@@ -214,7 +224,7 @@ struct StatusCommand: ParsableCommand {
                 items.append(.object(object))
             } else {
                 let state = session.state == .active ? (tokens.isValid() ? "active" : "expired (refreshable)") : "needs login"
-                Terminal.out("\(name): \(session.subject ?? "-") at \(session.profile.issuer) — \(state); access token \(expiryText(tokens)); "
+                Terminal.out("\(name): \(session.subject ?? "-") at \(session.issuer) — \(state); access token \(expiryText(tokens)); "
                       + "refresh token \(tokens.refreshToken == nil ? "none" : "yes"); scopes: \(tokens.scopes.joined(separator: " "))")
             }
         }
@@ -229,14 +239,14 @@ struct RefreshCommand: ParsableCommand {
 
     func run() throws {
         let context = try OAuthContext(options: store, create: false)
-        guard let session = try? context.sessions.load(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
+        guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login (its refresh token was refused); run moose login") }
         do {
             // The coordinator: lease, writable-store check before the refresh token is spent,
             // fenced write — the same guarantees `moose token` has.
-            let coordinator = try context.coordinator(for: session)
+            let coordinator = try context.coordinator(for: session, profile: settings)
             _ = try Blocking.run { try await coordinator.refreshNow() }
-            let fresh = try context.sessions.load(profile)?.tokens ?? session.tokens
+            let fresh = try context.sessions.loadNow(profile)?.session.tokens ?? session.tokens
             let rotated = fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
             Terminal.out("Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")")
         } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
@@ -258,17 +268,17 @@ struct LogoutCommand: ParsableCommand {
 
     func run() throws {
         let context = try OAuthContext(options: store, create: false)
-        guard let session = try? context.sessions.load(profile) else { throw CLIError.failed("no session for profile \(profile)") }
+        guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile)") }
         var result: LogoutResult? = nil
         var failure: (any Error)? = nil
         do {
-            let client = try context.client(for: session.profile)
+            let client = try context.client(for: settings)
             result = try Blocking.run { await client.logout(session.tokens) }
         } catch {
             failure = error
         }
         // Local secrets go whatever the provider said.
-        do { try context.sessions.delete(profile) } catch { throw OAuthContext.fail(error) }
+        do { try context.sessions.deleteNow(profile) } catch { throw OAuthContext.fail(error) }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
         if let url = result?.endSessionURL {
             // The URL carries the ID token: shown redacted unless asked for.

@@ -33,22 +33,24 @@ struct TokenCommand: ParsableCommand {
               minimum >= 0, minimum <= 86_400 * 365 else {
             throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
         }
-        let sessions = SessionStore(store: try store.open(create: false))
-        guard let session = try? sessions.load(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
+        let sessions = EncryptedSessionStorage(store: try store.open(create: false))
+        let stored: StoredSession?
+        do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
+        guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
         var tokens = session.tokens
         if !tokens.isValid(for: minimum) {
             // Slow path: the network, through the one refresh path every command shares.
             do {
                 let context = try OAuthContext(options: store, create: false)
-                let coordinator = try context.coordinator(for: session)
+                let coordinator = try context.coordinator(for: session, profile: Profile.of(session, key: profile))
                 _ = try Blocking.run { try await coordinator.accessToken(minimumValidity: minimum) }
             } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
                 throw CLIError.failed("the session of profile \(profile) needs a new login (\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
             } catch {
                 throw OAuthContext.fail(error)
             }
-            tokens = try sessions.load(profile)?.tokens ?? tokens
+            tokens = try sessions.loadNow(profile)?.session.tokens ?? tokens
         }
         let value: String
         if idToken {

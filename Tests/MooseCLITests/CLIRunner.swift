@@ -53,8 +53,15 @@ enum CLI {
         return (home, environment)
     }
 
-    /// The default profile's session as the store holds it (JSON), read with `moose store get`.
+    /// The default profile's session as the store holds it (JSON), read with `moose store get`
+    /// (a row is `{"generation": N, "session": {…}}`).
     static func storedSession(environment: [String: String]) throws -> [String: Any] {
+        let row = try storedRow(environment: environment)
+        return try #require(row["session"] as? [String: Any])
+    }
+
+    /// The default profile's whole session row.
+    static func storedRow(environment: [String: String]) throws -> [String: Any] {
         let stored = try run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
         return try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
     }

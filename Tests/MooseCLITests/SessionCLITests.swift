@@ -83,12 +83,14 @@ struct TokenCLITests {
 
     /// Rewrites the stored session so its access token looks expired; returns its refresh token.
     static func expireStoredSession(environment: [String: String]) throws -> String {
-        var session = try CLI.storedSession(environment: environment)
+        var row = try CLI.storedRow(environment: environment)
+        var session = try #require(row["session"] as? [String: Any])
         var tokens = try #require(session["tokens"] as? [String: Any])
         let refreshToken = try #require(tokens["refreshToken"] as? String)
         tokens["expiresAt"] = 0   // 2001-01-01 in JSONEncoder's default date format
         session["tokens"] = tokens
-        let edited = try JSONSerialization.data(withJSONObject: session)
+        row["session"] = session
+        let edited = try JSONSerialization.data(withJSONObject: row)
         #expect(try CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
         return refreshToken
     }

@@ -1,7 +1,7 @@
 import Foundation
 import MooseCrypto
 import MooseHTTP
-import MooseOAuth
+@testable import MooseOAuth
 import MooseSecretStore
 import MooseTesting
 import MooseURLSession
@@ -34,7 +34,7 @@ final class TokenEndpointSpy: HTTPTransport, @unchecked Sendable {
 struct CoordinatorFixture {
     let folder: URL
     let key: [UInt8]
-    let sessions: SessionStore
+    let sessions: EncryptedSessionStorage
     let spy: TokenEndpointSpy
     let client: OAuthClient
     let original: TokenSet
@@ -43,20 +43,19 @@ struct CoordinatorFixture {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-coordinator-\(UUID().uuidString)")
         key = try SecureRandom.bytes(count: 32)
         let store = try SecretStore(path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(key))
-        sessions = SessionStore(store: store)
+        sessions = EncryptedSessionStorage(store: store)
         let (_, tokens, _) = try await LoginIntegrationTests.login(scopes: ["openid"])
         var expired = tokens
         expired.expiresAt = Date().addingTimeInterval(-5)
         original = expired
-        try sessions.save(Session(profile: Profile(name: "default", issuer: TestIdP.issuer, clientID: "moose-cli", scopes: ["openid"]),
-                                  tokens: expired))
+        try sessions.replaceNow(Session(issuer: TestIdP.issuer, clientID: "moose-cli", tokens: expired), key: "default")
         spy = TokenEndpointSpy(TestIdP.transport)
         client = OAuthClient(metadata: try await TestIdP.metadata(), clientID: "moose-cli", transport: spy)
     }
 
     func coordinator(_ configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) -> RefreshCoordinator {
         let client = self.client
-        return RefreshCoordinator(profile: "default", sessions: sessions, configuration: configuration) { try await client.refresh($0) }
+        return RefreshCoordinator(key: "default", storage: sessions, configuration: configuration) { try await client.refresh($0) }
     }
 
     func cleanUp() { try? FileManager.default.removeItem(at: folder) }
@@ -78,7 +77,7 @@ struct RefreshCoordinatorTests {
         #expect(Set(tokens.map(\.value)).count == 1 && tokens.count == 1000)
         #expect(tokens.first?.value != fixture.original.accessToken)
         // The rotated refresh token was committed before anyone got the new access token.
-        let stored = try #require(try fixture.sessions.load("default"))
+        let stored = try #require(try fixture.sessions.loadNow("default")?.session)
         #expect(stored.tokens.accessToken == tokens.first?.value)
         #expect(stored.tokens.refreshToken != fixture.original.refreshToken)
         // And now the hot path answers from the snapshot.
@@ -140,7 +139,7 @@ struct RefreshCoordinatorTests {
         }
         #expect(results.allSatisfy { ($0 as? OAuthError)?.code == OAuthError.invalidGrant }, "\(results)")
         #expect(fixture.spy.tokenCalls == callsBefore + 1)
-        #expect(try fixture.sessions.load("default")?.state == .needsReauthentication)
+        #expect(try fixture.sessions.loadNow("default")?.session.state == .needsReauthentication)
         // A second call makes no network request.
         do {
             _ = try await coordinator.accessToken()
@@ -204,7 +203,7 @@ struct RefreshCoordinatorRobustnessTests {
         let readOnly = try SecretStore(path: fixture.folder.appendingPathComponent("store.sqlite").path,
                                        masterKey: .raw(fixture.key), readOnly: true)
         let client = fixture.client
-        let coordinator = RefreshCoordinator(profile: "default", sessions: SessionStore(store: readOnly)) { try await client.refresh($0) }
+        let coordinator = RefreshCoordinator(key: "default", storage: EncryptedSessionStorage(store: readOnly)) { try await client.refresh($0) }
         do {
             _ = try await coordinator.accessToken()
             Issue.record("refreshed with a read-only store")
@@ -229,7 +228,7 @@ struct RefreshCoordinatorRobustnessTests {
             seen.insert(token.value)
         }
         #expect(seen.count == 200 && fixture.spy.tokenCalls == 200)
-        let stored = try #require(try fixture.sessions.load("default"))
+        let stored = try #require(try fixture.sessions.loadNow("default")?.session)
         #expect(stored.state == .active && stored.tokens.accessToken == token.value)
         // The last refresh token in the store still works.
         #expect(try await fixture.client.refresh(stored.tokens).refreshToken != nil)
@@ -241,15 +240,15 @@ struct RefreshCoordinatorRobustnessTests {
         let client = fixture.client, sessions = fixture.sessions
         // "Process B" spends the old refresh token after "process A" (an old client that takes no
         // lease) has already rotated it and written its tokens: B gets invalid_grant, re-reads, adopts.
-        let b = RefreshCoordinator(profile: "default", sessions: sessions) { old in
+        let b = RefreshCoordinator(key: "default", storage: sessions) { old in
             let rotated = try await client.refresh(old)
-            var session = try #require(try sessions.load("default"))
+            var session = try #require(try sessions.loadNow("default")?.session)
             session.tokens = rotated
-            try sessions.save(session)
+            try sessions.replaceNow(session, key: "default")
             return try await client.refresh(old)   // the old refresh token: invalid_grant
         }
         let token = try await b.accessToken()
-        let stored = try #require(try sessions.load("default"))
+        let stored = try #require(try sessions.loadNow("default")?.session)
         #expect(stored.state == .active, "a lost race logged the user out")
         #expect(token.value == stored.tokens.accessToken)
     }
@@ -258,33 +257,75 @@ struct RefreshCoordinatorRobustnessTests {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         let client = fixture.client, sessions = fixture.sessions
-        var configuration = RefreshCoordinator.Configuration()
-        configuration.leaseTTL = 0.3
+        // The real storage, wrapped: its first fenced write fails after the IdP answered (the old
+        // refresh token is spent by then).
+        let faulty = FaultyStorage(sessions, failingSaves: 1)
         let fresh = Mutex<TokenSet?>(nil)
-        // The IdP answers (the old refresh token is spent), then the refresher is slow: its lease
-        // lapses and another holder takes it, so the fenced write of the new tokens fails.
-        let coordinator = RefreshCoordinator(profile: "default", sessions: sessions, configuration: configuration) { old in
+        let coordinator = RefreshCoordinator(key: "default", storage: faulty) { old in
             let rotated = try await client.refresh(old)
             fresh.withLock { $0 = rotated }
-            try await Task.sleep(nanoseconds: 600_000_000)
-            _ = try #require(try sessions.store.tryAcquireLease(name: "refresh:default", ttl: 5))
             return rotated
         }
         let token = try await coordinator.accessToken()
         let rotated = try #require(fresh.withLock { $0 })
         #expect(token.value == rotated.accessToken, "the new tokens did not reach the caller")
-        #expect(try sessions.load("default")?.tokens.refreshToken == fixture.original.refreshToken,
-                "the injected write failure did not happen")
+        #expect(faulty.failedSaves == 1, "the injected write failure did not happen")
         // The coordinator keeps retrying the write: the rotated refresh token reaches the store.
         let deadline = Date().addingTimeInterval(10)
-        while try sessions.load("default")?.tokens.refreshToken != rotated.refreshToken, Date() < deadline {
+        while try sessions.loadNow("default")?.session.tokens.refreshToken != rotated.refreshToken, Date() < deadline {
             try await Task.sleep(nanoseconds: 100_000_000)
         }
-        let stored = try #require(try sessions.load("default"))
+        let stored = try #require(try sessions.loadNow("default")?.session)
         #expect(stored.tokens.refreshToken == rotated.refreshToken, "the rotated refresh token never reached the store")
         #expect(stored.state == .active)
         // And it is the live one.
         _ = try await client.refresh(stored.tokens)
+    }
+
+    /// A refresh slower than the lease's ttl keeps its lease (renewed while it runs): another
+    /// "process" waits for it and adopts its tokens instead of refreshing a second time.
+    @Test func aSlowRefreshKeepsItsLeaseAndNoSecondRefreshHappens() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let client = fixture.client
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.leaseTTL = 0.3
+        let started = Mutex(false)
+        let slow = RefreshCoordinator(key: "default", storage: fixture.sessions, configuration: configuration) { old in
+            started.withLock { $0 = true }
+            try await Task.sleep(nanoseconds: 1_200_000_000)   // four lease lifetimes
+            return try await client.refresh(old)
+        }
+        let other = fixture.coordinator(configuration)
+        async let first = slow.accessToken()
+        while !started.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
+        let second = try await other.accessToken()
+        #expect(try await first.value == second.value)
+        #expect(fixture.spy.tokenCalls == 1, "the lease lapsed during a slow refresh and a second refresh ran")
+    }
+
+    /// When a refresher's lease does lapse (its renewals fail) and another holder commits first,
+    /// its own fenced commit fails and it adopts the winner's tokens.
+    @Test func aLostLeaseMakesTheCommitFailAndTheWinnersTokensAreAdopted() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let client = fixture.client
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.leaseTTL = 0.3
+        let noRenewals = FaultyStorage(fixture.sessions, failingSaves: 0, failingRenewals: true)
+        let started = Mutex(false)
+        let loser = RefreshCoordinator(key: "default", storage: noRenewals, configuration: configuration) { old in
+            started.withLock { $0 = true }
+            try await Task.sleep(nanoseconds: 1_200_000_000)
+            return try await client.refresh(old)
+        }
+        async let lost = loser.accessToken()
+        while !started.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
+        try await Task.sleep(nanoseconds: 400_000_000)   // the loser's lease has lapsed
+        let winner = try await fixture.coordinator(configuration).refreshNow()
+        let adopted = try await lost
+        #expect(adopted.value == winner.value, "the loser's tokens overwrote the winner's or were handed out")
+        #expect(try fixture.sessions.loadNow("default")?.session.tokens.accessToken == winner.value)
     }
 
     @Test func aRefresherKilledWhileHoldingTheLeaseDelaysButLosesNothing() async throws {
@@ -296,7 +337,53 @@ struct RefreshCoordinatorRobustnessTests {
         let started = Date()
         let token = try await fixture.coordinator().accessToken()
         #expect(Date().timeIntervalSince(started) >= 1.2)
-        #expect(try fixture.sessions.load("default")?.tokens.accessToken == token.value)
+        #expect(try fixture.sessions.loadNow("default")?.session.tokens.accessToken == token.value)
         #expect(fixture.spy.tokenCalls == 1)
+    }
+}
+
+/// The real storage with injected faults: the first `failingSaves` fenced saves fail as if the
+/// store were unwritable; with `failingRenewals`, lease renewals fail (the lease lapses).
+final class FaultyStorage: SessionStorage, @unchecked Sendable {
+    let base: any SessionStorage
+    private let state: Mutex<(remaining: Int, failed: Int)>
+    let failingRenewals: Bool
+
+    init(_ base: any SessionStorage, failingSaves: Int, failingRenewals: Bool = false) {
+        self.base = base
+        state = Mutex((failingSaves, 0))
+        self.failingRenewals = failingRenewals
+    }
+
+    var failedSaves: Int { state.withLock { $0.failed } }
+
+    func load(_ key: String) async throws -> StoredSession? { try await base.load(key) }
+    func save(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+        let fail = lease != nil && state.withLock { state -> Bool in
+            guard state.remaining > 0 else { return false }
+            state.remaining -= 1
+            state.failed += 1
+            return true
+        }
+        if fail { throw OAuthError.injectedStoreFailure }
+        return try await base.save(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
+    }
+    func replace(_ session: Session, key: String) async throws -> Int64 { try await base.replace(session, key: key) }
+    func delete(_ key: String) async throws -> Bool { try await base.delete(key) }
+    func keys() async throws -> [String] { try await base.keys() }
+    func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
+        try await base.acquireLease(name, ttl: ttl, timeout: timeout)
+    }
+    func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease {
+        if failingRenewals { throw OAuthError.injectedStoreFailure }
+        return try await base.renewLease(lease, ttl: ttl)
+    }
+    func releaseLease(_ lease: SessionLease) async throws { try await base.releaseLease(lease) }
+}
+
+extension OAuthError {
+    /// What `FaultyStorage` throws.
+    static var injectedStoreFailure: OAuthError {
+        OAuthError(OAuthError.storeUnavailable, "injected: the store cannot be written")
     }
 }

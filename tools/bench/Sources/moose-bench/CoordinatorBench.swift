@@ -46,10 +46,11 @@ enum CoordinatorBench {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-coord-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try SecretStore(path: folder.appendingPathComponent("s.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
-        let sessions = SessionStore(store: store)
+        let sessions = EncryptedSessionStorage(store: store)
         let tokens = TokenSet(accessToken: String(repeating: "a", count: 40), expiresAt: Date().addingTimeInterval(3600))
-        try sessions.save(Session(profile: Profile(name: "p", issuer: "https://x", clientID: "c", scopes: []), tokens: tokens))
-        let coordinator = RefreshCoordinator(profile: "p", sessions: sessions) { $0 }
+        let session = Session(issuer: "https://x", clientID: "c", tokens: tokens)
+        try sessions.replaceNow(session, key: "p")
+        let coordinator = RefreshCoordinator(key: "p", storage: sessions, current: session) { $0 }
         let mutex = Mutex(Cached(token: try await coordinator.accessToken()))
         let iterations = 2_000_000
         var sink = 0
@@ -98,10 +99,10 @@ enum CoordinatorBench {
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-herd-\(round)-\(UUID().uuidString)")
                 defer { try? FileManager.default.removeItem(at: folder) }
                 let store = try SecretStore(path: folder.appendingPathComponent("s.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
-                let sessions = SessionStore(store: store)
-                try sessions.save(Session(profile: Profile(name: "p", issuer: issuer, clientID: "moose-service", scopes: ["read"]),
-                                          tokens: TokenSet(accessToken: "old", expiresAt: Date().addingTimeInterval(-1))))
-                let coordinator = RefreshCoordinator(profile: "p", sessions: sessions) { try await flow.refresh($0) }
+                let sessions = EncryptedSessionStorage(store: store)
+                try sessions.replaceNow(Session(issuer: issuer, clientID: "moose-service",
+                                                tokens: TokenSet(accessToken: "old", expiresAt: Date().addingTimeInterval(-1))), key: "p")
+                let coordinator = RefreshCoordinator(key: "p", storage: sessions) { try await flow.refresh($0) }
                 let t1 = DispatchTime.now().uptimeNanoseconds
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for _ in 0..<1000 { group.addTask { _ = try await coordinator.accessToken() } }

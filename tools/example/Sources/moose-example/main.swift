@@ -33,17 +33,16 @@ let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-
 defer { try? FileManager.default.removeItem(at: home) }
 let store = try SecretStore(path: home.appendingPathComponent("data/store.sqlite").path,
                             masterKey: .keyFile(home.appendingPathComponent("config/store.key").path))
-let sessions = SessionStore(store: store)
+let sessions = EncryptedSessionStorage(store: store)
 
 // 3. Log in: authorization code + PKCE with a loopback redirect.
 let agent = try LoopbackUserAgent { url in try openBrowser(url) }
 let login = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: idTokens)
 let tokens = try await login.authorize(AuthorizationParameters(scopes: ["openid", "profile"]))
-let profile = Profile(name: "example", issuer: issuer, clientID: client.clientID, scopes: ["openid", "profile"])
-try sessions.save(Session(profile: profile, tokens: tokens))
+try await sessions.replace(Session(issuer: metadata.issuer, clientID: client.clientID, tokens: tokens), key: "example")
 
 // 4. One coordinator per session: every request gets a valid token, one refresh at a time.
-let coordinator = RefreshCoordinator(profile: "example", sessions: sessions) { try await login.refresh($0) }
+let coordinator = RefreshCoordinator(key: "example", storage: sessions, authorizer: login)
 
 // 5. An HTTP client for the API, with the AuthInterceptor in its pipeline.
 let api = HTTPClient(transport: transport, interceptors: [AuthInterceptor(coordinator: coordinator)])
@@ -58,7 +57,7 @@ let again = try await api.json(from: UserInfo(baseURL: URL(string: issuer)!))
 print("UserInfo again: \(again["sub"]?.string ?? "?")")
 
 // 6. Log out: revoke at the provider, wipe the local session.
-let result = await client.logout(try sessions.load("example")?.tokens ?? tokens)
-try sessions.delete("example")
+let result = await client.logout(try await sessions.load("example")?.session.tokens ?? tokens)
+try await sessions.delete("example")
 await coordinator.didLogOut()
 print("Logged out (refresh token revoked: \(result.refreshTokenRevoked == true))")

@@ -1,0 +1,171 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import MooseSecretStore
+
+/// Sessions in the encrypted SQLite secret store (the default storage): one AES-256-GCM sealed row
+/// per key in namespace `moose.session`, bound to its name by the AAD; leases are the store's own
+/// cross-process leases with fencing tokens, so every process that opens the file shares them.
+///
+/// ```swift
+/// let store = try SecretStore(path: path, masterKey: .keyFile(keyPath))
+/// let storage = EncryptedSessionStorage(store: store)
+/// let coordinator = RefreshCoordinator(key: "default", storage: storage, authorizer: flow)
+/// ```
+///
+/// A row holds `{"generation": N, "session": {…}}`; rows written by Moose 0.1 (a bare session with
+/// an embedded profile) read as generation 0 and are rewritten in the new shape on the next save.
+public struct EncryptedSessionStorage: SessionStorage {
+    /// The store.
+    public let store: SecretStore
+    /// The namespace used for sessions.
+    public static let namespace = "moose.session"
+
+    /// Sessions in `store`.
+    public init(store: SecretStore) { self.store = store }
+
+    struct Record: Codable {
+        var generation: Int64
+        var session: Session
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> StoredSession {
+        let decoder = JSONDecoder()
+        if let record = try? decoder.decode(Record.self, from: Data(bytes)) {
+            return StoredSession(session: record.session, generation: record.generation)
+        }
+        return StoredSession(session: try decoder.decode(Session.self, from: Data(bytes)), generation: 0)
+    }
+
+    static func encode(_ session: Session, generation: Int64) throws -> [UInt8] {
+        Array(try JSONEncoder().encode(Record(generation: generation, session: session)))
+    }
+
+    /// Reads synchronously, without the concurrency runtime (for command-line fast paths).
+    public func loadNow(_ key: String) throws -> StoredSession? {
+        do {
+            guard let bytes = try store.get(namespace: Self.namespace, name: key) else { return nil }
+            return try Self.decode(bytes)
+        } catch let error as SecretStoreError {
+            throw Self.map(error)
+        }
+    }
+
+    public func load(_ key: String) async throws -> StoredSession? { try loadNow(key) }
+
+    @discardableResult
+    public func save(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+        try saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
+    }
+
+    enum Outcome { case written(Int64), conflict(Int64?), undecodable }
+
+    /// `save(_:key:expectedGeneration:lease:)`, synchronously.
+    @discardableResult
+    public func saveNow(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) throws -> Int64 {
+        var session = session
+        session.updatedAt = Date()
+        let outcome: Outcome
+        do {
+            outcome = try store.transaction { (tx) throws(SecretStoreError) -> Outcome in
+                if let lease { try tx.requireLease(Self.storeLease(lease)) }
+                let current: Int64?
+                if let bytes = try tx.get(namespace: Self.namespace, name: key) {
+                    guard let stored = try? Self.decode(bytes) else { return .undecodable }
+                    current = stored.generation
+                } else {
+                    current = nil
+                }
+                guard current == expectedGeneration else { return .conflict(current) }
+                let next = (current ?? 0) + 1
+                guard let bytes = try? Self.encode(session, generation: next) else { return .undecodable }
+                try tx.put(bytes, namespace: Self.namespace, name: key)
+                return .written(next)
+            }
+        } catch {
+            throw Self.map(error)
+        }
+        switch outcome {
+        case .written(let generation): return generation
+        case .conflict(let current):
+            throw OAuthError(OAuthError.storageConflict,
+                             "the session \(key) is at generation \(current.map(String.init) ?? "none"), not \(expectedGeneration.map(String.init) ?? "none"): someone else wrote it")
+        case .undecodable:
+            throw OAuthError(OAuthError.storeUnavailable, "the stored session \(key) cannot be read")
+        }
+    }
+
+    @discardableResult
+    public func replace(_ session: Session, key: String) async throws -> Int64 { try replaceNow(session, key: key) }
+
+    /// `replace(_:key:)`, synchronously.
+    @discardableResult
+    public func replaceNow(_ session: Session, key: String) throws -> Int64 {
+        var session = session
+        session.updatedAt = Date()
+        let written: Int64?
+        do {
+            written = try store.transaction { (tx) throws(SecretStoreError) -> Int64? in
+                let current = try tx.get(namespace: Self.namespace, name: key).flatMap { try? Self.decode($0).generation } ?? 0
+                guard let bytes = try? Self.encode(session, generation: current + 1) else { return nil }
+                try tx.put(bytes, namespace: Self.namespace, name: key)
+                return current + 1
+            }
+        } catch {
+            throw Self.map(error)
+        }
+        guard let written else { throw OAuthError(OAuthError.invalidConfiguration, "the session cannot be encoded") }
+        return written
+    }
+
+    @discardableResult
+    public func delete(_ key: String) async throws -> Bool { try deleteNow(key) }
+
+    /// `delete(_:)`, synchronously.
+    @discardableResult
+    public func deleteNow(_ key: String) throws -> Bool {
+        do { return try store.delete(namespace: Self.namespace, name: key) } catch { throw Self.map(error) }
+    }
+
+    public func keys() async throws -> [String] { try keysNow() }
+
+    /// `keys()`, synchronously.
+    public func keysNow() throws -> [String] {
+        do { return try store.list(namespace: Self.namespace).map(\.name).sorted() } catch { throw Self.map(error) }
+    }
+
+    public func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
+        do {
+            return Self.sessionLease(try await store.acquireLease(name: name, ttl: ttl, timeout: timeout))
+        } catch let error as SecretStoreError {
+            throw Self.map(error)
+        }
+    }
+
+    public func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease {
+        do { return Self.sessionLease(try store.renewLease(Self.storeLease(lease), ttl: ttl)) } catch { throw Self.map(error) }
+    }
+
+    public func releaseLease(_ lease: SessionLease) async throws {
+        do { try store.releaseLease(Self.storeLease(lease)) } catch { throw Self.map(error) }
+    }
+
+    static func storeLease(_ lease: SessionLease) -> Lease {
+        Lease(name: lease.name, holder: lease.holder, token: lease.fencingToken, expiresAt: lease.expiresAt)
+    }
+
+    static func sessionLease(_ lease: Lease) -> SessionLease {
+        SessionLease(name: lease.name, holder: lease.holder, fencingToken: lease.token, expiresAt: lease.expiresAt)
+    }
+
+    /// The storage contract's errors for the store's.
+    static func map(_ error: SecretStoreError) -> OAuthError {
+        switch error.code {
+        case SecretStoreError.leaseLost: OAuthError(OAuthError.leaseLost, error.message, underlying: error)
+        case SecretStoreError.leaseTimeout: OAuthError(OAuthError.leaseBusy, error.message, underlying: error)
+        default: OAuthError(OAuthError.storeUnavailable, "the store is unavailable (\(error.code)): \(error.message)", underlying: error)
+        }
+    }
+}

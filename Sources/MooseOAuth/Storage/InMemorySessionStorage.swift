@@ -1,0 +1,109 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+import Synchronization
+import MooseCrypto
+
+/// Sessions in memory, for tests and short-lived tools: the whole storage contract (compare-and-set,
+/// leases with fencing and expiry) within one process, nothing on disk.
+///
+/// ```swift
+/// let storage = InMemorySessionStorage()
+/// try await storage.replace(Session(issuer: issuer, clientID: "app", tokens: tokens), key: "default")
+/// ```
+public final class InMemorySessionStorage: SessionStorage {
+    struct LeaseRow { var holder: String; var token: Int64; var expiresAt: Date }
+    struct State {
+        var sessions: [String: StoredSession] = [:]
+        var leases: [String: LeaseRow] = [:]
+    }
+    private let state = Mutex(State())
+    private let clock: @Sendable () -> Date
+
+    /// An empty storage; `clock` decides lease expiry (tests inject one).
+    public init(clock: @escaping @Sendable () -> Date = { Date() }) { self.clock = clock }
+
+    public func load(_ key: String) async throws -> StoredSession? { state.withLock { $0.sessions[key] } }
+
+    @discardableResult
+    public func save(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+        let now = clock()
+        return try state.withLock { (state) throws(OAuthError) -> Int64 in
+            if let lease {
+                guard let row = state.leases[lease.name], row.holder.utf8.elementsEqual(lease.holder.utf8),
+                      row.token == lease.fencingToken, row.expiresAt > now else {
+                    throw OAuthError(OAuthError.leaseLost, "lease \(lease.name) expired or was taken over")
+                }
+            }
+            let current = state.sessions[key]?.generation
+            guard current == expectedGeneration else {
+                throw OAuthError(OAuthError.storageConflict, "the session \(key) was written by someone else")
+            }
+            var session = session
+            session.updatedAt = now
+            let next = (current ?? 0) + 1
+            state.sessions[key] = StoredSession(session: session, generation: next)
+            return next
+        }
+    }
+
+    @discardableResult
+    public func replace(_ session: Session, key: String) async throws -> Int64 {
+        let now = clock()
+        return state.withLock { state in
+            var session = session
+            session.updatedAt = now
+            let next = (state.sessions[key]?.generation ?? 0) + 1
+            state.sessions[key] = StoredSession(session: session, generation: next)
+            return next
+        }
+    }
+
+    @discardableResult
+    public func delete(_ key: String) async throws -> Bool { state.withLock { $0.sessions.removeValue(forKey: key) != nil } }
+
+    public func keys() async throws -> [String] { state.withLock { $0.sessions.keys.sorted() } }
+
+    public func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
+        let deadline = clock().addingTimeInterval(timeout)
+        let holder = (try? SecureRandom.bytes(count: 12))?.map { String($0, radix: 16) }.joined() ?? UUID().uuidString
+        var delay: UInt64 = 2_000_000
+        while true {
+            let now = clock()
+            let taken: SessionLease? = state.withLock { state in
+                let previous = state.leases[name]
+                if let previous, previous.expiresAt > now { return nil }
+                let row = LeaseRow(holder: holder, token: (previous?.token ?? 0) + 1, expiresAt: now.addingTimeInterval(ttl))
+                state.leases[name] = row
+                return SessionLease(name: name, holder: holder, fencingToken: row.token, expiresAt: row.expiresAt)
+            }
+            if let taken { return taken }
+            guard now < deadline else { throw OAuthError(OAuthError.leaseBusy, "lease \(name) is held by another holder") }
+            try await Task.sleep(nanoseconds: delay)
+            delay = min(delay * 2, 50_000_000)
+        }
+    }
+
+    public func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease {
+        let now = clock()
+        return try state.withLock { (state) throws(OAuthError) -> SessionLease in
+            guard var row = state.leases[lease.name], row.holder.utf8.elementsEqual(lease.holder.utf8),
+                  row.token == lease.fencingToken, row.expiresAt > now else {
+                throw OAuthError(OAuthError.leaseLost, "lease \(lease.name) expired or was taken over")
+            }
+            row.expiresAt = now.addingTimeInterval(ttl)
+            state.leases[lease.name] = row
+            return SessionLease(name: lease.name, holder: lease.holder, fencingToken: lease.fencingToken, expiresAt: row.expiresAt)
+        }
+    }
+
+    public func releaseLease(_ lease: SessionLease) async throws {
+        state.withLock { state in
+            if let row = state.leases[lease.name], row.holder.utf8.elementsEqual(lease.holder.utf8), row.token == lease.fencingToken {
+                state.leases[lease.name]?.expiresAt = .distantPast
+            }
+        }
+    }
+}

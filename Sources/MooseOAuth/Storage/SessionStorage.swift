@@ -1,0 +1,96 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Where sessions live: the one contract a `RefreshCoordinator` depends on.
+///
+/// Implementations: `EncryptedSessionStorage` (AES-256-GCM in the SQLite secret store, the
+/// default), `InMemorySessionStorage` (tests, short-lived tools), and `MoosePostgres` for several
+/// machines. Any storage of an app's own (the Keychain, a database) conforms the same way and can
+/// prove it with `SessionStorageContract` from `MooseTesting`.
+///
+/// The rules every implementation keeps:
+/// - `save(_:key:expectedGeneration:lease:)` is a compare-and-set: it writes only when the stored
+///   generation is `expectedGeneration` (`nil`: nothing stored) and, given a lease, only while that
+///   exact acquisition is still current (fencing) — in one atomic step. Every write returns a new,
+///   larger generation.
+/// - A lease is held by one holder at a time; every acquisition has a larger `fencingToken`; it
+///   lapses at `expiresAt` by the storage's own clock unless renewed, so a crashed holder never
+///   blocks the others for longer than its ttl.
+/// - Errors are `OAuthError`: `storageConflict` (compare-and-set lost), `leaseLost`, `leaseBusy`
+///   (not acquired in time), `storeUnavailable` (the storage cannot be reached or written).
+public protocol SessionStorage: Sendable {
+    /// The session under `key` and its generation; `nil` when there is none.
+    func load(_ key: String) async throws -> StoredSession?
+
+    /// Compare-and-set: writes `session` under `key` only if the stored generation is
+    /// `expectedGeneration` (`nil`: only if nothing is stored) and, with `lease`, only while it is
+    /// held. Returns the new generation. Throws `storageConflict` or `leaseLost` otherwise.
+    @discardableResult
+    func save(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64
+
+    /// Writes `session` under `key` whatever is stored (a new login). Returns the new generation.
+    @discardableResult
+    func replace(_ session: Session, key: String) async throws -> Int64
+
+    /// Removes the session under `key`; `true` if there was one. Always allowed (logout wipes).
+    @discardableResult
+    func delete(_ key: String) async throws -> Bool
+
+    /// Every key with a session, sorted.
+    func keys() async throws -> [String]
+
+    /// Takes the lease `name`, waiting up to `timeout` while another holder has it.
+    func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease
+
+    /// Extends a held lease by `ttl` from now. Throws `leaseLost` if it lapsed or was taken over.
+    func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease
+
+    /// Gives the lease back; a lease already lost is no error.
+    func releaseLease(_ lease: SessionLease) async throws
+}
+
+/// A session as stored, with the generation a compare-and-set must name.
+public struct StoredSession: Sendable, Hashable {
+    /// The session.
+    public var session: Session
+    /// Its generation: larger after every write.
+    public var generation: Int64
+
+    /// A stored session.
+    public init(session: Session, generation: Int64) {
+        self.session = session
+        self.generation = generation
+    }
+}
+
+/// One acquisition of a named lease: who holds it, its fencing token, and when it lapses.
+public struct SessionLease: Sendable, Hashable, CustomStringConvertible {
+    /// The lease's name (`refresh:<key>` for a coordinator).
+    public let name: String
+    /// This holder's random identity.
+    public let holder: String
+    /// Strictly increasing across acquisitions of `name`: a write fenced by it commits only while
+    /// this acquisition is current.
+    public let fencingToken: Int64
+    /// When it lapses unless renewed (by the storage's clock).
+    public let expiresAt: Date
+
+    /// A lease (storages make these).
+    public init(name: String, holder: String, fencingToken: Int64, expiresAt: Date) {
+        self.name = name
+        self.holder = holder
+        self.fencingToken = fencingToken
+        self.expiresAt = expiresAt
+    }
+
+    /// Name and fencing token.
+    public var description: String { "SessionLease(\(name), #\(fencingToken))" }
+
+    /// `true` when `other` is the same acquisition (byte-for-byte holder, same name and token).
+    public func isSameAcquisition(as other: SessionLease) -> Bool {
+        name.utf8.elementsEqual(other.name.utf8) && holder.utf8.elementsEqual(other.holder.utf8) && fencingToken == other.fencingToken
+    }
+}

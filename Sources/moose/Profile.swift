@@ -1,0 +1,58 @@
+import MooseOAuth
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A named CLI configuration: which provider, which client, which scopes, which grant. Kept in its
+/// session's `attributes` (one row: tokens and profile land together), under
+/// `Session.legacyProfileAttribute` — where Moose 0.1's embedded profile is carried over too.
+struct Profile: Sendable, Codable, Hashable {
+    /// The grant used to log in.
+    enum Grant: String, Sendable, Codable {
+        case authorizationCode = "authorization_code"
+        case deviceCode = "device_code"
+        case clientCredentials = "client_credentials"
+    }
+
+    /// The profile's name (`default`): the session's storage key.
+    var name: String
+    var issuer: String
+    var clientID: String
+    var scopes: [String]
+    var grant: Grant
+    /// A file holding the client secret (confidential clients); the secret itself is never stored here.
+    var clientSecretFile: String?
+    /// Endpoints configured by hand.
+    var endpoints: EndpointOverrides
+
+    init(name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
+         clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()) {
+        self.name = name
+        self.issuer = issuer
+        self.clientID = clientID
+        self.scopes = scopes
+        self.grant = grant
+        self.clientSecretFile = clientSecretFile
+        self.endpoints = endpoints
+    }
+
+    static let attribute = Session.legacyProfileAttribute
+
+    /// The profile kept in `session` (or, without one, the least a session implies).
+    static func of(_ session: Session, key: String) -> Profile {
+        if let text = session.attributes[attribute], var profile = try? JSONDecoder().decode(Profile.self, from: Data(text.utf8)) {
+            profile.name = key
+            return profile
+        }
+        return Profile(name: key, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
+    }
+
+    /// `attributes` with this profile written in.
+    func stored(in attributes: [String: String] = [:]) -> [String: String] {
+        var attributes = attributes
+        if let data = try? JSONEncoder().encode(self) { attributes[Self.attribute] = String(decoding: data, as: UTF8.self) }
+        return attributes
+    }
+}
