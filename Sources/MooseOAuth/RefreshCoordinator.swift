@@ -231,6 +231,15 @@ public actor RefreshCoordinator {
         _ = try await accessToken(minimumValidity: minimumValidity)
     }
 
+    /// Forgets the in-memory tokens after a new login was stored, so the next call reads it.
+    public func didLogIn() {
+        pendingWrite = nil
+        writeRetry?.cancel()
+        writeRetry = nil
+        recentRefreshes.removeAll()
+        snapshot.withLock { $0 = Snapshot() }
+    }
+
     /// Forgets the in-memory tokens and announces `loggedOut` (the caller wipes the storage).
     public func didLogOut() {
         pendingWrite = nil

@@ -71,7 +71,7 @@ def sign_jwt(claims):
 
 
 def at_hash(access_token):
-    return b64url(hashlib.sha256(access_token.encode("ascii", "surrogateescape")).digest()[:16])
+    return b64url(hashlib.sha256(access_token.encode("ascii")).digest()[:16])
 
 
 def jwks():
@@ -231,7 +231,7 @@ class Handler(BaseHTTPRequestHandler):
             body = dumps(body).encode()
         self.send_response_only(reply.status)
         headers = {"Date": formatdate(usegmt=True)}
-        if body or reply.status not in (204, 304):
+        if body:
             headers["Content-Type"] = reply.content_type
         headers.update(reply.headers)
         headers["Content-Length"] = str(len(body))

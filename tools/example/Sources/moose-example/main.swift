@@ -6,7 +6,7 @@ import Moose
 struct UserInfo: Endpoint {
     let baseURL: URL
     var path: String { "/userinfo/" }
-    var requiresAuthentication: Bool { true }   // AuthInterceptor attaches the token
+    var requiresAuthentication: Bool { true }   // the manager's interceptor attaches the token
 }
 
 /// Opens the login page: `$BROWSER` (tests use a scripted one), else xdg-open.
@@ -19,45 +19,32 @@ func openBrowser(_ url: URL) throws {
 }
 
 let issuer = ProcessInfo.processInfo.environment["MOOSE_IDP_ISSUER"] ?? "http://127.0.0.1:8765"
-let transport = URLSessionTransport()
-
-// 1. Discovery: endpoints and keys from the provider.
-let metadata = try await Discovery(transport: transport).metadata(for: issuer)
-let client = OAuthClient(metadata: metadata, clientID: "moose-cli", transport: transport)
-guard let jwksURI = metadata.jwksURI else { fatalError("\(issuer) publishes no JWKS") }
-let idTokens = IDTokenValidator(issuer: metadata.issuer, clientID: client.clientID,
-                                jwks: JWKSCache(url: jwksURI, transport: transport))
-
-// 2. The secret store: tokens encrypted at rest, the key in a separate 0600 file.
 let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-example-\(getpid())")
 defer { try? FileManager.default.removeItem(at: home) }
+
+// 1. One object: issuer + client + storage (tokens encrypted at rest, the key in a 0600 file).
+let transport = URLSessionTransport()
 let store = try SecretStore(path: home.appendingPathComponent("data/store.sqlite").path,
                             masterKey: .keyFile(home.appendingPathComponent("config/store.key").path))
-let sessions = EncryptedSessionStorage(store: store)
+let moose = TokenManager(issuer: issuer, clientID: "moose-cli", storage: EncryptedSessionStorage(store: store),
+                         transport: transport, scopes: ["openid", "profile"])
 
-// 3. Log in: authorization code + PKCE with a loopback redirect.
-let agent = try LoopbackUserAgent { url in try openBrowser(url) }
-let login = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: idTokens)
-let tokens = try await login.authorize(AuthorizationParameters(scopes: ["openid", "profile"]))
-try await sessions.replace(Session(issuer: metadata.issuer, clientID: client.clientID, tokens: tokens), key: "example")
+// 2. Log in: authorization code + PKCE with a loopback redirect.
+let user = try await moose.login(with: .loopback { url in try openBrowser(url) })
+print("Signed in as \(user.displayName ?? "?")")
 
-// 4. One coordinator per session: every request gets a valid token, one refresh at a time.
-let coordinator = RefreshCoordinator(key: "example", storage: sessions, authorizer: login)
-
-// 5. An HTTP client for the API, with the AuthInterceptor in its pipeline.
-let api = HTTPClient(transport: transport, interceptors: [AuthInterceptor(coordinator: coordinator)])
+// 3. Requests through an HTTP client with the manager's interceptor: a valid token, one refresh at a time.
+let api = HTTPClient(transport: transport, interceptors: [moose.interceptor])
 let me = try await api.json(from: UserInfo(baseURL: URL(string: issuer)!))
 print("UserInfo says: signed in as \(me["sub"]?.string ?? "?")")
 
 // Force a refresh the way a 401 would, and call again: the interceptor retries with the new token.
-let current = try await coordinator.accessToken()
-let fresh = try await coordinator.refresh(rejecting: current)
+let current = try await moose.accessToken()
+let fresh = try await moose.coordinator.refresh(rejecting: current)
 print("Refreshed: generation \(current.generation) → \(fresh.generation)")
 let again = try await api.json(from: UserInfo(baseURL: URL(string: issuer)!))
 print("UserInfo again: \(again["sub"]?.string ?? "?")")
 
-// 6. Log out: revoke at the provider, wipe the local session.
-let result = await client.logout(try await sessions.load("example")?.session.tokens ?? tokens)
-try await sessions.delete("example")
-await coordinator.didLogOut()
+// 4. Log out: revoke at the provider, end-session URL, wipe the local session — one call.
+let result = await moose.logout()
 print("Logged out (refresh token revoked: \(result.refreshTokenRevoked == true))")

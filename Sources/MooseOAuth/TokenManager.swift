@@ -1,0 +1,259 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import MooseHTTP
+public import MooseJWT
+public import Logging
+import Synchronization
+
+/// The one object an app holds: made from an issuer (or explicit endpoints), a client and a
+/// storage, it logs in with any flow, hands out valid access tokens (one refresh however many ask),
+/// attaches them to requests, and logs out in the right order.
+///
+/// ```swift
+/// let moose = TokenManager(issuer: "https://id.example.com", clientID: "my-app",
+///                          storage: EncryptedSessionStorage(store: store), transport: URLSessionTransport())
+/// let user = try await moose.login(with: .loopback { url in openBrowser(url) })
+/// let api = HTTPClient(transport: transport, interceptors: [moose.interceptor])
+/// let token = try await moose.accessToken()
+/// let result = await moose.logout()          // revoke, end-session URL, wipe — always wipes
+/// ```
+///
+/// Discovery runs once, on first use. The session lives in `storage` under `key`, so several
+/// processes (or machines, with a shared storage) share it and its single refresh. The lower-level
+/// types (`Discovery`, the flows, `RefreshCoordinator`, `IDTokenValidator`) stay public for apps that
+/// need them.
+public final class TokenManager: Sendable {
+    /// How to log in.
+    public enum LoginMethod: Sendable {
+        /// Authorization code + PKCE with a loopback redirect on 127.0.0.1 (RFC 8252): `open` shows
+        /// the URL (opens a browser); the redirect comes back to a listener on a random port.
+        case loopback(timeout: TimeInterval = 300, open: @Sendable (URL) async throws -> Void)
+        /// Authorization code + PKCE through an agent of the app's own (an in-app browser session)
+        /// with the redirect URI it was registered with.
+        case userAgent(any ExternalUserAgent, redirectURI: URL)
+        /// The device authorization grant (RFC 8628): `present` shows the user code and URL.
+        case device(present: @Sendable (DeviceAuthorization) async -> Void)
+        /// The client credentials grant (a confidential client acting for itself).
+        case clientCredentials
+    }
+
+    /// The issuer.
+    public let issuer: String
+    /// The client id.
+    public let clientID: String
+    /// The storage key of this manager's session.
+    public let key: String
+    /// Where the session lives.
+    public let storage: any SessionStorage
+    /// The coordinator every token goes through.
+    public let coordinator: RefreshCoordinator
+    private let state: ClientState
+
+    /// A manager for `clientID` at `issuer` (discovered on first use), keeping its session in
+    /// `storage` under `key`.
+    public init(issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
+                key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
+                endpoints: EndpointOverrides = EndpointOverrides(), logger: Logger? = nil,
+                configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
+        self.issuer = issuer
+        self.clientID = clientID
+        self.key = key
+        self.storage = storage
+        let state = ClientState(issuer: issuer, clientID: clientID, authentication: authentication, transport: transport,
+                                endpoints: endpoints, scopes: scopes, logger: logger)
+        self.state = state
+        coordinator = RefreshCoordinator(key: key, storage: storage, configuration: configuration) { tokens in
+            // Client credentials have no refresh token: their "refresh" is a new grant.
+            let grant = tokens.refreshToken == nil ? try await storage.load(key)?.session.attributes[ClientState.grantAttribute] : nil
+            return try await state.refresh(tokens, newGrant: grant == "client_credentials")
+        }
+    }
+
+    /// Events for UIs (refreshed, refresh failed, needs a new login, logged out).
+    public var events: AsyncStream<RefreshEvent> { coordinator.events }
+
+    /// An interceptor for `MooseHTTP`'s client: attaches the token, refreshes once on a 401.
+    public var interceptor: AuthInterceptor { AuthInterceptor(coordinator: coordinator) }
+
+    /// The provider's metadata (discovered once).
+    public func metadata() async throws -> ProviderMetadata { try await state.client().metadata }
+
+    /// Logs in with `method`, stores the session (replacing any), and returns who is signed in.
+    @discardableResult
+    public func login(with method: LoginMethod, parameters: AuthorizationParameters? = nil) async throws -> SessionSummary {
+        let client = try await state.client()
+        let validator = try await state.validator()
+        let parameters = parameters ?? AuthorizationParameters(scopes: state.scopes)
+        let tokens: TokenSet
+        switch method {
+        case .loopback(let timeout, let open):
+            let agent = try LoopbackUserAgent(timeout: timeout, open: open)
+            tokens = try await AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
+                .authorize(parameters)
+        case .userAgent(let agent, let redirectURI):
+            tokens = try await AuthorizationCodeFlow(client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator)
+                .authorize(parameters)
+        case .device(let present):
+            tokens = try await DeviceAuthorizationFlow(client: client, idTokens: validator, present: present).authorize(parameters)
+        case .clientCredentials:
+            tokens = try await ClientCredentialsFlow(client: client).authorize(parameters)
+        }
+        var session = Session(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens)
+        let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
+        session.subject = claims?.subject
+        session.attributes = SessionSummary.attributes(from: claims)
+        if case .clientCredentials = method { session.attributes[ClientState.grantAttribute] = "client_credentials" }
+        try await storage.replace(session, key: key)
+        await coordinator.didLogIn()
+        return SessionSummary(key: key, session: session)
+    }
+
+    /// A token valid for `minimumValidity` seconds, refreshed once for all concurrent callers.
+    public func accessToken(minimumValidity: TimeInterval? = nil) async throws -> AccessToken {
+        try await coordinator.accessToken(minimumValidity: minimumValidity)
+    }
+
+    /// Who is signed in (never a token), or `nil` without a session.
+    public func summary() async throws -> SessionSummary? {
+        guard let stored = try await storage.load(key) else { return nil }
+        return SessionSummary(key: key, session: stored.session)
+    }
+
+    /// The UserInfo claims (OIDC Core §5.3), checked against the ID token's `sub`.
+    public func userInfo() async throws -> JSONObject {
+        let client = try await state.client()
+        let token = try await accessToken()
+        let subject = try await storage.load(key)?.session.subject
+        return try await client.userInfo(accessToken: token.value, expectedSubject: subject)
+    }
+
+    /// Logs out in the right order: revoke the refresh token, then the access token (RFC 7009),
+    /// build the end-session URL, then wipe the local session — always, even when revocation or
+    /// discovery fails (the failure is in the result).
+    @discardableResult
+    public func logout(postLogoutRedirectURI: URL? = nil) async -> LogoutResult {
+        var result = LogoutResult()
+        if let stored = try? await storage.load(key) {
+            do {
+                let client = try await state.client()
+                result = await client.logout(stored.session.tokens, postLogoutRedirectURI: postLogoutRedirectURI)
+            } catch {
+                result.revocationError = error as? OAuthError
+                    ?? OAuthError(OAuthError.transient, "the provider could not be reached to revoke the tokens", underlying: error)
+            }
+        }
+        _ = try? await storage.delete(key)
+        await coordinator.didLogOut()
+        return result
+    }
+}
+
+/// Who is signed in, for a UI: never a token.
+public struct SessionSummary: Sendable, Hashable {
+    /// The storage key.
+    public let key: String
+    /// The issuer.
+    public let issuer: String
+    /// The ID token's `sub` (opaque).
+    public let subject: String?
+    /// `preferred_username`, `email` and `name` from the ID token, when it had them.
+    public let preferredUsername: String?
+    /// The user's email, when known.
+    public let email: String?
+    /// The user's name, when known.
+    public let name: String?
+    /// Whether the session is usable or needs a new login.
+    public let state: Session.State
+    /// When the access token expires, if known.
+    public let expiresAt: Date?
+    /// The granted scopes.
+    public let scopes: [String]
+
+    /// The name a person knows: `preferred_username`, then `email`, then `name`, then `sub`.
+    public var displayName: String? { preferredUsername ?? email ?? name ?? subject }
+
+    /// A summary of `session`.
+    public init(key: String, session: Session) {
+        self.key = key
+        issuer = session.issuer
+        subject = session.subject
+        preferredUsername = session.attributes[Self.usernameAttribute]
+        email = session.attributes[Self.emailAttribute]
+        name = session.attributes[Self.nameAttribute]
+        state = session.state
+        expiresAt = session.tokens.expiresAt
+        scopes = session.tokens.scopes
+    }
+
+    static let usernameAttribute = "moose.preferred_username"
+    static let emailAttribute = "moose.email"
+    static let nameAttribute = "moose.name"
+
+    /// The display claims of a (validated) ID token, as session attributes.
+    public static func attributes(from claims: JWTClaims?) -> [String: String] {
+        var attributes: [String: String] = [:]
+        if let value = claims?["preferred_username"]?.stringValue { attributes[usernameAttribute] = value }
+        if let value = claims?["email"]?.stringValue { attributes[emailAttribute] = value }
+        if let value = claims?["name"]?.stringValue { attributes[nameAttribute] = value }
+        return attributes
+    }
+}
+
+/// The discovered client and ID-token validator, made once on first use.
+actor ClientState {
+    static let grantAttribute = "moose.grant"
+    let issuer: String
+    let clientID: String
+    let authentication: ClientAuthentication
+    let transport: any HTTPTransport
+    let endpoints: EndpointOverrides
+    nonisolated let scopes: [String]
+    let logger: Logger?
+    private var cached: (client: OAuthClient, validator: IDTokenValidator?)?
+
+    init(issuer: String, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport,
+         endpoints: EndpointOverrides, scopes: [String], logger: Logger?) {
+        self.issuer = issuer
+        self.clientID = clientID
+        self.authentication = authentication
+        self.transport = transport
+        self.endpoints = endpoints
+        self.scopes = scopes
+        self.logger = logger
+    }
+
+    private func prepare() async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
+        if let cached { return cached }
+        let metadata = try await Discovery(transport: transport).metadata(for: issuer, overrides: endpoints)
+        let client = OAuthClient(metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
+        var validator: IDTokenValidator? = nil
+        if let jwksURI = metadata.jwksURI {
+            let algorithms = Set((metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
+            var secret: String? = nil
+            switch authentication {
+            case .clientSecretBasic(let value), .clientSecretPost(let value): secret = value
+            default: break
+            }
+            validator = IDTokenValidator(issuer: metadata.issuer, clientID: clientID, jwks: JWKSCache(url: jwksURI, transport: transport),
+                                         algorithms: algorithms.isEmpty ? [.rs256] : algorithms, clientSecret: secret)
+        }
+        cached = (client, validator)
+        return (client, validator)
+    }
+
+    func client() async throws -> OAuthClient { try await prepare().client }
+    func validator() async throws -> IDTokenValidator? { try await prepare().validator }
+
+    /// The one refresh step: the refresh grant with ID-token validation, or — for client
+    /// credentials without a refresh token — a new grant.
+    func refresh(_ tokens: TokenSet, newGrant: Bool) async throws -> TokenSet {
+        let (client, validator) = try await prepare()
+        if newGrant {
+            return try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: tokens.scopes))
+        }
+        return try await client.refresh(tokens, validatingWith: validator)
+    }
+}
