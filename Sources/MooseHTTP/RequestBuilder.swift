@@ -114,6 +114,49 @@ public struct RequestBuilder: Sendable {
         fields.map { formEncode($0.0) + "=" + formEncode($0.1) }.joined(separator: "&")
     }
 
+    /// Decodes `application/x-www-form-urlencoded` text (a form body, or a redirect's query, which
+    /// RFC 6749 Appendix B says is in this format): `+` is a space, `%XX` a byte; invalid escapes are
+    /// kept as they are. Total over any input.
+    ///
+    /// ```swift
+    /// RequestBuilder.decodeForm("error=access_denied&error_description=Not+now%21")
+    /// // [("error", "access_denied"), ("error_description", "Not now!")]
+    /// ```
+    public static func decodeForm(_ text: String) -> [(String, String)] {
+        text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (formDecode(parts[0]), parts.count > 1 ? formDecode(parts[1]) : "")
+        }
+    }
+
+    static func formDecode(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        let source = Array(text.utf8)
+        var index = 0
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case 0x30...0x39: byte - 0x30
+            case 0x41...0x46: byte - 0x41 + 10
+            case 0x61...0x66: byte - 0x61 + 10
+            default: nil
+            }
+        }
+        while index < source.count {
+            let byte = source[index]
+            if byte == UInt8(ascii: "+") {
+                bytes.append(0x20)
+            } else if byte == UInt8(ascii: "%"), index + 2 < source.count, let high = hex(source[index + 1]), let low = hex(source[index + 2]) {
+                bytes.append(high << 4 | low)
+                index += 2
+            } else {
+                bytes.append(byte)
+            }
+            index += 1
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     static func formEncode(_ text: String) -> String {
         // Spaces become "+" (encoded separately so a literal "+" stays %2B).
         text.split(separator: " ", omittingEmptySubsequences: false)

@@ -137,8 +137,9 @@ public struct AuthorizationCodeFlow: Authorizable {
     /// Checks the redirect (`state` in constant time, RFC 9207 `iss` exactly, then `error`),
     /// exchanges the code with the PKCE verifier, and validates the ID token with the request's `nonce`.
     public func complete(_ request: Request, callback: URL) async throws -> TokenSet {
-        let items = URLComponents(url: callback, resolvingAgainstBaseURL: false)?.queryItems ?? []
-        func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
+        // RFC 6749 §4.1.2 / Appendix B: the redirect's query is application/x-www-form-urlencoded.
+        let items = RequestBuilder.decodeForm(URLComponents(url: callback, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
+        func value(_ name: String) -> String? { items.first { $0.0 == name }?.1 }
         // RFC 9207 §2.4: an `iss` that is not the issuer's, or none where the server promised one,
         // means a mix-up: stop before anything else (an error redirect included) is believed.
         if let iss = value("iss") {

@@ -5,6 +5,7 @@ public import Foundation
 #endif
 import Dispatch
 import MooseCrypto
+import MooseHTTP
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -157,8 +158,8 @@ public final class LoopbackReceiver: @unchecked Sendable {
             respond(client, status: "404 Not Found", page: LoopbackPage.notFound)
             return .ignored
         }
-        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
-        func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
+        let items = RequestBuilder.decodeForm(URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
+        func value(_ name: String) -> String? { items.first { $0.0 == name }?.1 }
         if let expectedState {
             guard let state = value("state"), ConstantTime.equals(Array(state.utf8), Array(expectedState.utf8)) else {
                 respond(client, status: "400 Bad Request", page: LoopbackPage.stateMismatch)

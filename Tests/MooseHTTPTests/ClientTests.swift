@@ -327,3 +327,14 @@ struct TransportHeaderTests {
         #expect(AuthenticationChallenge.parse("Basic dXNlcjpwYXNz==, Bearer")[0].token68 == "dXNlcjpwYXNz==")
     }
 }
+
+struct FormDecodingTests {
+    /// RFC 6749 Appendix B: redirect queries are form-encoded, so "+" is a space (a real provider's
+    /// error_description "Not+now" read as "Not+now" before).
+    @Test func formDecodingIsTotalAndReadsPlusAsSpace() {
+        let items = RequestBuilder.decodeForm("error=access_denied&error_description=Not+now%21+%2B1&empty=&flag&bad=%zz%4")
+        #expect(items.map { "\($0.0)=\($0.1)" } == ["error=access_denied", "error_description=Not now! +1", "empty=", "flag=", "bad=%zz%4"])
+        let round = RequestBuilder.decodeForm(RequestBuilder.encodeForm([("a b", "c+d&e=f é")]))
+        #expect(round.count == 1 && round[0].0 == "a b" && round[0].1 == "c+d&e=f é")
+    }
+}
