@@ -8,7 +8,7 @@ public import Foundation
 /// AES-GCM authenticated encryption (NIST SP 800-38D) with 128/192/256-bit keys and a 128-bit tag.
 ///
 /// ```swift
-/// let key = try SymmetricKey(randomByteCount: 32)
+/// let key = try SecretKey(randomByteCount: 32)
 /// let box = try AESGCM.seal(Array("secret".utf8), using: key, authenticating: Array("row-1".utf8))
 /// let plain = try AESGCM.open(box, using: key, authenticating: Array("row-1".utf8))
 /// ```
@@ -55,7 +55,7 @@ public enum AESGCM {
     ///   test vector fixes it). Never reuse a nonce with the same key.
     public static func seal(
         _ plaintext: some ContiguousBytes,
-        using key: SymmetricKey,
+        using key: SecretKey,
         nonce: [UInt8]? = nil,
         authenticating aad: some ContiguousBytes = [UInt8]()
     ) throws(CryptoError) -> SealedBox {
@@ -86,7 +86,7 @@ public enum AESGCM {
     /// (ciphertext, nonce, tag, AAD) or the key is not the one that sealed it.
     public static func open(
         _ box: SealedBox,
-        using key: SymmetricKey,
+        using key: SecretKey,
         authenticating aad: some ContiguousBytes = [UInt8]()
     ) throws(CryptoError) -> [UInt8] {
         guard box.tag.count == tagByteCount else {
@@ -106,23 +106,23 @@ public enum AESGCM {
     /// Seals into one buffer, `nonce(12) ‖ ciphertext ‖ tag(16)`, with a fresh random nonce: the
     /// storage format of `MooseSecretStore`. For many messages under one key, keep an `AESGCM.Context`.
     public static func sealCombined(
-        _ plaintext: some ContiguousBytes, using key: SymmetricKey, authenticating aad: some ContiguousBytes
+        _ plaintext: some ContiguousBytes, using key: SecretKey, authenticating aad: some ContiguousBytes
     ) throws(CryptoError) -> [UInt8] {
         try Context(key: key).sealCombined(plaintext, authenticating: aad)
     }
 
     /// Opens `nonce(12) ‖ ciphertext ‖ tag(16)`. For many messages under one key, keep an `AESGCM.Context`.
     public static func openCombined(
-        _ combined: some ContiguousBytes, using key: SymmetricKey, authenticating aad: some ContiguousBytes
+        _ combined: some ContiguousBytes, using key: SecretKey, authenticating aad: some ContiguousBytes
     ) throws(CryptoError) -> [UInt8] {
         try Context(key: key).openCombined(combined, authenticating: aad)
     }
 
-    private static func context(for key: SymmetricKey, nonce: [UInt8], encrypt: Bool) throws(CryptoError) -> CipherContext {
+    private static func context(for key: SecretKey, nonce: [UInt8], encrypt: Bool) throws(CryptoError) -> CipherContext {
         try nonce.withUnsafeBufferPointer { (iv) throws(CryptoError) in try context(for: key, nonce: iv, encrypt: encrypt) }
     }
 
-    private static func context(for key: SymmetricKey, nonce: UnsafeBufferPointer<UInt8>, encrypt: Bool) throws(CryptoError) -> CipherContext {
+    private static func context(for key: SecretKey, nonce: UnsafeBufferPointer<UInt8>, encrypt: Bool) throws(CryptoError) -> CipherContext {
         let cipher: OpaquePointer?
         switch key.byteCount {
         case 16: cipher = Fetched.aes128gcm
@@ -194,7 +194,7 @@ extension AESGCM {
         private let decryptor: CipherContext
 
         /// Keys both directions (16, 24 or 32-byte key).
-        public init(key: SymmetricKey) throws(CryptoError) {
+        public init(key: SecretKey) throws(CryptoError) {
             let cipher: OpaquePointer?
             switch key.byteCount {
             case 16: cipher = Fetched.aes128gcm

@@ -11,17 +11,17 @@ public import Foundation
 /// duplicates that context, so keying costs nothing per message.
 ///
 /// ```swift
-/// let mac = try HMAC(key: SymmetricKey(secret), hash: .sha256)
+/// let mac = try HMACAuthenticator(key: SecretKey(secret), hash: .sha256)
 /// let tag = try mac.authenticationCode(for: Array("message".utf8))
 /// let ok = mac.isValidAuthenticationCode(tag, for: Array("message".utf8))
 /// ```
-public struct HMAC: Sendable {
+public struct HMACAuthenticator: Sendable {
     private let template: MACContext
     /// The hash function this MAC uses.
     public let hash: HashFunction
 
     /// Keys an HMAC. Any key length is accepted here; JOSE's minimum lengths are enforced by `MooseJWT`.
-    public init(key: SymmetricKey, hash: HashFunction) throws(CryptoError) {
+    public init(key: SecretKey, hash: HashFunction) throws(CryptoError) {
         self.hash = hash
         template = try MACContext(key: key, hash: hash)
     }
@@ -65,7 +65,7 @@ final class MACContext: @unchecked Sendable {
     // Only ever duplicated after init, never updated: safe to share between threads.
     let pointer: OpaquePointer
 
-    init(key: SymmetricKey, hash: HashFunction) throws(CryptoError) {
+    init(key: SecretKey, hash: HashFunction) throws(CryptoError) {
         guard let ctx = EVP_MAC_CTX_new(Fetched.hmac) else {
             throw OpenSSL.error(CryptoError.libraryFailure, "EVP_MAC_CTX_new failed")
         }

@@ -6,11 +6,11 @@ public import Foundation
 #endif
 
 /// HKDF (RFC 5869): extract-then-expand key derivation.
-public enum HKDF {
+public enum HKDFDerivation {
     /// Derives `outputByteCount` bytes from input keying material.
     ///
     /// ```swift
-    /// let key = try HKDF.deriveKey(inputKeyMaterial: secret, salt: salt, info: Array("moose store".utf8),
+    /// let key = try HKDFDerivation.deriveKey(inputKeyMaterial: secret, salt: salt, info: Array("moose store".utf8),
     ///                              outputByteCount: 32, hash: .sha256)
     /// ```
     public static func deriveKey(
@@ -19,7 +19,7 @@ public enum HKDF {
         info: some ContiguousBytes = [UInt8](),
         outputByteCount: Int,
         hash: HashFunction = .sha256
-    ) throws(CryptoError) -> SymmetricKey {
+    ) throws(CryptoError) -> SecretKey {
         guard outputByteCount > 0, outputByteCount <= 255 * hash.outputByteCount else {
             throw CryptoError(CryptoError.invalidParameter,
                               "HKDF output must be 1…\(255 * hash.outputByteCount) bytes, asked for \(outputByteCount)")
@@ -54,7 +54,7 @@ public enum HKDF {
             }
         }
         try OpenSSL.check(ok, "HKDF derivation failed")
-        return SymmetricKey(output)
+        return SecretKey(output)
     }
 }
 
@@ -86,7 +86,7 @@ public enum Scrypt {
         salt: some ContiguousBytes,
         parameters: Parameters,
         outputByteCount: Int = 32
-    ) throws(CryptoError) -> SymmetricKey {
+    ) throws(CryptoError) -> SecretKey {
         let n = parameters.n
         guard n > 1, n & (n - 1) == 0, parameters.r > 0, parameters.p > 0, outputByteCount > 0 else {
             throw CryptoError(CryptoError.invalidParameter, "scrypt needs n a power of two > 1, r > 0, p > 0")
@@ -105,6 +105,6 @@ public enum Scrypt {
             }
         }
         try OpenSSL.check(ok, "scrypt derivation failed")
-        return SymmetricKey(output)
+        return SecretKey(output)
     }
 }

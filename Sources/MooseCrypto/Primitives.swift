@@ -106,7 +106,7 @@ public enum HashFunction: String, Sendable, Hashable, CaseIterable {
 }
 
 /// A symmetric key (HMAC secret, AES key), held in memory that is wiped when released.
-public struct SymmetricKey: Sendable {
+public struct SecretKey: Sendable {
     let bytes: SecureBytes
 
     /// A key with the given bytes (copied).

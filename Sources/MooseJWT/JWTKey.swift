@@ -17,7 +17,7 @@ public import MooseCrypto
 /// ```
 public struct JWTKey: Sendable {
     enum Material: Sendable {
-        case secret(SymmetricKey, [HashFunction: HMAC])
+        case secret(SecretKey, [HashFunction: HMACAuthenticator])
         case publicKey(PublicKey)
         case privateKey(PrivateKey, PublicKey)
     }
@@ -34,9 +34,9 @@ public struct JWTKey: Sendable {
 
     /// An HMAC secret. The bytes are used as they are (no base64 decoding, no trimming).
     public init(secret: some ContiguousBytes, keyID: String? = nil, algorithm: JWTAlgorithm? = nil) {
-        let key = SymmetricKey(secret)
-        var macs: [HashFunction: HMAC] = [:]
-        for hash in HashFunction.allCases { macs[hash] = try? HMAC(key: key, hash: hash) }
+        let key = SecretKey(secret)
+        var macs: [HashFunction: HMACAuthenticator] = [:]
+        for hash in HashFunction.allCases { macs[hash] = try? HMACAuthenticator(key: key, hash: hash) }
         material = .secret(key, macs)
         self.keyID = keyID
         pinnedAlgorithm = algorithm?.rawValue
@@ -97,9 +97,9 @@ public struct JWTKey: Sendable {
             switch jwk.keyType {
             case "oct":
                 let secret = try jwk.bytes("k")
-                let key = SymmetricKey(secret)
-                var macs: [HashFunction: HMAC] = [:]
-                for hash in HashFunction.allCases { macs[hash] = try? HMAC(key: key, hash: hash) }
+                let key = SecretKey(secret)
+                var macs: [HashFunction: HMACAuthenticator] = [:]
+                for hash in HashFunction.allCases { macs[hash] = try? HMACAuthenticator(key: key, hash: hash) }
                 material = .secret(key, macs)
             case "RSA":
                 let n = try jwk.bytes("n"), e = try jwk.bytes("e")

@@ -12,7 +12,7 @@ public import MooseHTTP
 /// after `invalid_grant`.
 ///
 /// ```swift
-/// let client = HTTPClient(transport: URLSessionTransport(), interceptors: [AuthInterceptor(coordinator: coordinator)])
+/// let client = APIClient(transport: URLSessionTransport(), interceptors: [AuthInterceptor(coordinator: coordinator)])
 /// ```
 public struct AuthInterceptor: HTTPInterceptor {
     /// The token source.

@@ -16,7 +16,7 @@ import Synchronization
 /// let moose = TokenManager(issuer: "https://id.example.com", clientID: "my-app",
 ///                          storage: EncryptedSessionStorage(store: store), transport: URLSessionTransport())
 /// let user = try await moose.login(with: .loopback { url in openBrowser(url) })
-/// let api = HTTPClient(transport: transport, interceptors: [moose.interceptor])
+/// let api = APIClient(transport: transport, interceptors: [moose.interceptor])
 /// let token = try await moose.accessToken()
 /// let result = await moose.logout()          // revoke, end-session URL, wipe — always wipes
 /// ```

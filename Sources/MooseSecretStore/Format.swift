@@ -54,15 +54,15 @@ enum Format {
         return aad
     }
 
-    static func keyCheck(master: SymmetricKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
+    static func keyCheck(master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
         do {
-            return try HMAC(key: master, hash: .sha256).authenticationCode(for: keyCheckLabel + storeID)
+            return try HMACAuthenticator(key: master, hash: .sha256).authenticationCode(for: keyCheckLabel + storeID)
         } catch {
             throw SecretStoreError(SecretStoreError.io, "key check failed", underlying: error.message)
         }
     }
 
-    static func wrap(_ dataKey: SymmetricKey, id: Int64, master: SymmetricKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
+    static func wrap(_ dataKey: SecretKey, id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
         do {
             return try dataKey.withUnsafeBytes { (bytes) throws(CryptoError) in
                 try AESGCM.seal(bytes, using: master, authenticating: dataKeyAAD + storeID + bigEndian(id)).combined
@@ -72,13 +72,13 @@ enum Format {
         }
     }
 
-    static func unwrap(_ wrapped: [UInt8], id: Int64, master: SymmetricKey, storeID: [UInt8]) throws(SecretStoreError) -> SymmetricKey {
+    static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> SecretKey {
         do {
             let box = try AESGCM.SealedBox(combined: wrapped)
             var bytes = try AESGCM.open(box, using: master, authenticating: dataKeyAAD + storeID + bigEndian(id))
             defer { bytes.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } } }
             guard bytes.count == 32 else { throw SecretStoreError(SecretStoreError.tampered, "") }
-            return SymmetricKey(bytes)
+            return SecretKey(bytes)
         } catch {
             throw SecretStoreError(SecretStoreError.tampered, "data key \(id) does not authenticate under the master key",
                                    namespace: "(data keys)", name: String(id))
@@ -145,7 +145,7 @@ enum Format {
                 try setMeta(connection, "kdf", Array(JSONEncoder().encode(kdf)))
             }
             let master = try masterKey.resolve(kdf: kdf, create: true)
-            let dataKey = try SymmetricKey(randomByteCount: 32)
+            let dataKey = try SecretKey(randomByteCount: 32)
             let insert = try connection.statement("INSERT INTO data_keys (id, wrapped, created_at) VALUES (1, ?, ?)")
             try insert.bind(1, blob: try wrap(dataKey, id: 1, master: master, storeID: storeID))
             try insert.bind(2, now())
@@ -197,7 +197,7 @@ enum Format {
     }
 
     static func reloadDataKeys(_ state: inout SecretStore.State) throws {
-        var keys: [Int64: SymmetricKey] = [:]
+        var keys: [Int64: SecretKey] = [:]
         let statement = try state.connection.statement("SELECT id, wrapped FROM data_keys")
         while try statement.step() {
             let id = statement.int64(0)
@@ -330,7 +330,7 @@ enum Format {
                                 scrypt: Scrypt.Parameters) throws(SecretStoreError) {
         let connection = state.connection
         let storeID = state.storeID
-        let newMaster: SymmetricKey = try sql {
+        let newMaster: SecretKey = try sql {
             try connection.transaction(immediate: true) {
                 try reloadDataKeys(&state)   // unwrap with the current master inside the lock
                 var kdf: KDFParameters? = nil
@@ -363,7 +363,7 @@ enum Format {
             try connection.transaction(immediate: true) {
                 try reloadDataKeys(&state)
                 let newID = (state.dataKeys.keys.max() ?? 0) + 1
-                let newKey = try SymmetricKey(randomByteCount: 32)
+                let newKey = try SecretKey(randomByteCount: 32)
                 let insert = try connection.statement("INSERT INTO data_keys (id, wrapped, created_at) VALUES (?, ?, ?)")
                 try insert.bind(1, newID)
                 try insert.bind(2, blob: try wrap(newKey, id: newID, master: state.master, storeID: state.storeID))

@@ -44,13 +44,13 @@ public enum MasterKeySource: Sendable {
     public static let defaultScryptParameters = Scrypt.Parameters(n: 1 << 16, r: 8, p: 1)
 
     /// Resolves the key. `kdf` carries the store's scrypt salt and parameters for a passphrase.
-    func resolve(kdf: KDFParameters?, create: Bool) throws(SecretStoreError) -> SymmetricKey {
+    func resolve(kdf: KDFParameters?, create: Bool) throws(SecretStoreError) -> SecretKey {
         switch self {
         case .raw(let bytes):
             guard bytes.count == 32 else {
                 throw SecretStoreError(SecretStoreError.keyUnavailable, "a raw master key must be 32 bytes, got \(bytes.count)")
             }
-            return SymmetricKey(bytes)
+            return SecretKey(bytes)
         case .environment(let name):
             guard let value = getenv(name).map({ String(cString: $0) }), !value.isEmpty else {
                 throw SecretStoreError(SecretStoreError.keyUnavailable, "environment variable \(name) is not set")
@@ -59,7 +59,7 @@ public enum MasterKeySource: Sendable {
                 throw SecretStoreError(SecretStoreError.keyUnavailable,
                                        "environment variable \(name) must hold 32 bytes in base64")
             }
-            return SymmetricKey(bytes)
+            return SecretKey(bytes)
         case .keyFile(let path):
             return try KeyFile.load(path: path, create: create)
         case .passphrase(let passphrase):
@@ -87,7 +87,7 @@ struct KDFParameters: Codable {
 
 /// Key files: 32 random bytes, mode 0600, in a 0700 folder.
 enum KeyFile {
-    static func load(path: String, create: Bool) throws(SecretStoreError) -> SymmetricKey {
+    static func load(path: String, create: Bool) throws(SecretStoreError) -> SecretKey {
         var info = stat()
         if stat(path, &info) != 0 {
             guard errno == ENOENT else {
@@ -114,13 +114,13 @@ enum KeyFile {
         guard count == 32 else {
             throw SecretStoreError(SecretStoreError.keyUnavailable, "key file \(path) must hold exactly 32 bytes")
         }
-        return SymmetricKey(bytes.prefix(32))
+        return SecretKey(bytes.prefix(32))
     }
 
-    static func make(path: String) throws(SecretStoreError) -> SymmetricKey {
+    static func make(path: String) throws(SecretStoreError) -> SecretKey {
         try FileSystem.ensurePrivateFolder(for: path)
-        let key: SymmetricKey
-        do { key = try SymmetricKey(randomByteCount: 32) } catch {
+        let key: SecretKey
+        do { key = try SecretKey(randomByteCount: 32) } catch {
             throw SecretStoreError(SecretStoreError.io, "cannot generate a key", underlying: error.message)
         }
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)

@@ -47,8 +47,8 @@ public final class SecretStore: Sendable {
 
     struct State: ~Copyable {
         let connection: SQLiteConnection
-        var master: SymmetricKey
-        var dataKeys: [Int64: SymmetricKey] {
+        var master: SecretKey
+        var dataKeys: [Int64: SecretKey] {
             didSet { ciphers.removeAll() }
         }
         /// One reusable AES-GCM context per data key (safe: only ever used under the store's lock).

@@ -10,7 +10,7 @@ public import MooseHTTP
 /// FoundationNetworking and libcurl's dependencies; they use `CurlTransport` instead.
 ///
 /// ```swift
-/// let client = HTTPClient(transport: URLSessionTransport(configuration: .init(userAgent: "my-app/1.0")))
+/// let client = APIClient(transport: URLSessionTransport(configuration: .init(userAgent: "my-app/1.0")))
 /// ```
 public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     /// Settings for the session.

@@ -13,7 +13,7 @@ enum InspectOutput {
     /// "3m ago" / "in 4m 12s" for a time claim; "expired 3m ago" / "valid for 4m 12s" for exp.
     static func relative(_ name: String, _ date: Date, now: Date) -> String {
         let delta = date.timeIntervalSince(now)
-        let span = Duration.describe(delta)
+        let span = DurationText.describe(delta)
         switch name {
         case "exp": return delta > 0 ? "valid for \(span)" : "expired \(span) ago"
         case "nbf": return delta > 0 ? "not valid for another \(span)" : "valid since \(span) ago"

@@ -107,7 +107,7 @@ func subject(of idToken: String?) -> String? {
 func expiryText(_ tokens: TokenSet) -> String {
     guard let expiresAt = tokens.expiresAt else { return "no expiry given" }
     let left = expiresAt.timeIntervalSinceNow
-    return left > 0 ? "valid for \(Duration.describe(left))" : "expired \(Duration.describe(-left)) ago"
+    return left > 0 ? "valid for \(DurationText.describe(left))" : "expired \(DurationText.describe(-left)) ago"
 }
 
 /// Opens `url` in the user's browser: `$BROWSER` (a command; the URL is its last argument) or xdg-open.

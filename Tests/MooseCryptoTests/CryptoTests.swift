@@ -27,7 +27,7 @@ struct CryptoTests {
     }
 
     @Test func aesGCMRejectsTamperingAndWrongAAD() throws {
-        let key = try SymmetricKey(randomByteCount: 32)
+        let key = try SecretKey(randomByteCount: 32)
         let box = try AESGCM.seal(Array("refresh-token".utf8), using: key, authenticating: Array("ns/name/1".utf8))
         #expect(box.nonce.count == 12)
         #expect(try AESGCM.open(box, using: key, authenticating: Array("ns/name/1".utf8)) == Array("refresh-token".utf8))
@@ -43,7 +43,7 @@ struct CryptoTests {
         let combined = try AESGCM.SealedBox(combined: box.combined)
         #expect(combined == box)
         #expect(throws: CryptoError.self) { try AESGCM.SealedBox(combined: [UInt8](repeating: 0, count: 27)) }
-        #expect(throws: CryptoError.self) { try AESGCM.seal([UInt8](), using: SymmetricKey([UInt8](repeating: 0, count: 20))) }
+        #expect(throws: CryptoError.self) { try AESGCM.seal([UInt8](), using: SecretKey([UInt8](repeating: 0, count: 20))) }
     }
 
     @Test(arguments: [
@@ -123,7 +123,7 @@ struct CryptoTests {
     }
 
     @Test func hkdfRFC5869Case1() throws {
-        let okm = try HKDF.deriveKey(inputKeyMaterial: [UInt8](repeating: 0x0b, count: 22),
+        let okm = try HKDFDerivation.deriveKey(inputKeyMaterial: [UInt8](repeating: 0x0b, count: 22),
                                      salt: Hex.decode("000102030405060708090a0b0c")!,
                                      info: Hex.decode("f0f1f2f3f4f5f6f7f8f9")!, outputByteCount: 42)
         #expect(okm.withUnsafeBytes { Hex.encode($0) }

@@ -15,7 +15,7 @@ struct RequestBuildingTests {
 
     @Test func missingOrBrokenPathParametersFailBeforeAnyIO() async throws {
         let counting = CountingTransport(URLSessionTransport())
-        let client = HTTPClient(transport: counting)
+        let client = APIClient(transport: counting)
         await #expect(throws: HTTPError.self) { try await client.send(TestEndpoint(path: "/users/{id}")) }
         await #expect(throws: HTTPError.self) { try await client.send(TestEndpoint(path: "/users/{id", pathParameters: ["id": "1"])) }
         await #expect(throws: HTTPError.self) {
@@ -49,7 +49,7 @@ struct RequestBuildingTests {
 
 /// Against the real server on 127.0.0.1.
 struct ClientTests {
-    let client = HTTPClient(transport: URLSessionTransport(), retryPolicy: RetryPolicy(backoff: .constant(0.05)))
+    let client = APIClient(transport: URLSessionTransport(), retryPolicy: RetryPolicy(backoff: .constant(0.05)))
 
     @Test func everyBodyEncodingAsTheServerReceivedIt() async throws {
         struct Payload: Codable, Sendable { let name: String; let count: Int }
@@ -125,7 +125,7 @@ struct ClientTests {
     @Test func timeoutIsReported() async throws {
         let started = Date()
         do {
-            try await HTTPClient(transport: URLSessionTransport(), retryPolicy: .none)
+            try await APIClient(transport: URLSessionTransport(), retryPolicy: .none)
                 .send(TestEndpoint(path: "/slow", query: [QueryItem("seconds", "60")], timeout: 0.5))
             Issue.record("no timeout")
         } catch let error as HTTPError {
@@ -172,7 +172,7 @@ struct ClientTests {
 
     @Test func logsAreRedacted() async throws {
         let log = CapturedLog()
-        let client = HTTPClient(transport: URLSessionTransport(), logger: log.logger())
+        let client = APIClient(transport: URLSessionTransport(), logger: log.logger())
         _ = try await client.send(TestEndpoint(path: "/echo", method: .post,
                                                query: [QueryItem("access_token", "query-secret")],
                                                headers: ["Authorization": "Bearer header-secret", "Cookie": "sid=cookie-secret"],
@@ -266,7 +266,7 @@ struct InterceptorTests {
 
     @Test func adaptersAndResponseProcessorsCompose() async throws {
         let interceptor = TokenInterceptor()
-        let client = HTTPClient(transport: URLSessionTransport(), interceptors: [interceptor])
+        let client = APIClient(transport: URLSessionTransport(), interceptors: [interceptor])
         let echo = try await client.decode(Echo.self, from: TestEndpoint(path: "/status/401"))
         #expect(echo.headers["authorization"] == "Bearer fresh")
         #expect(echo.path == "/echo/after-refresh")
@@ -279,7 +279,7 @@ struct InterceptorTests {
                 .proceed(HTTPResponse(status: 200, body: Data("cached".utf8)))
             }
         }
-        let client = HTTPClient(transport: URLSessionTransport(), interceptors: [Fallback()], retryPolicy: .none)
+        let client = APIClient(transport: URLSessionTransport(), interceptors: [Fallback()], retryPolicy: .none)
         let unreachable = TestEndpoint(baseURL: URL(string: "http://127.0.0.1:1")!, path: "/x")
         #expect(try await client.string(from: unreachable) == "cached")
     }

@@ -157,9 +157,9 @@ struct ParsingTests {
     }
 
     @Test func durationDescriptions() {
-        #expect(Duration.describe(0) == "0s")
-        #expect(Duration.describe(252) == "4m 12s")
-        #expect(Duration.describe(-180) == "3m")
-        #expect(Duration.describe(90_061) == "1d 1h")
+        #expect(DurationText.describe(0) == "0s")
+        #expect(DurationText.describe(252) == "4m 12s")
+        #expect(DurationText.describe(-180) == "3m")
+        #expect(DurationText.describe(90_061) == "1d 1h")
     }
 }

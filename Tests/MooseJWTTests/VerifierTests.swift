@@ -214,7 +214,7 @@ struct VerifierTests {
         // Every formatting helper is total over all finite (and non-finite) inputs.
         for seconds in [1e300, -1e300, 9.3e18, -9.3e18, .infinity, -.infinity, .nan, 0, 1e11, -1e11] {
             _ = ISO8601.string(from: Date(timeIntervalSince1970: seconds))
-            _ = Duration.describe(seconds)
+            _ = DurationText.describe(seconds)
             _ = JSONNumber(seconds).text
         }
         #expect(ISO8601.string(from: Date(timeIntervalSince1970: 1e300)) == "(out of range)")

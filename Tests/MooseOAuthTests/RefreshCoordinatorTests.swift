@@ -189,7 +189,7 @@ struct RefreshCoordinatorTests {
             var path: String { "/userinfo/" }
             var requiresAuthentication: Bool { true }
         }
-        let client = HTTPClient(transport: TestIdP.transport, interceptors: [AuthInterceptor(coordinator: coordinator)])
+        let client = APIClient(transport: TestIdP.transport, interceptors: [AuthInterceptor(coordinator: coordinator)])
         let info = try await client.json(from: UserInfoEndpoint())
         #expect(info["sub"]?.string != nil)
         #expect(fixture.spy.tokenCalls == 1)   // the expired token was refreshed before the first request

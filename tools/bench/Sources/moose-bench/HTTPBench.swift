@@ -44,7 +44,7 @@ enum HTTPBench {
         configuration.timeoutIntervalForResource = 40
         configuration.httpMaximumConnectionsPerHost = 6
         let bare = URLSession(configuration: configuration)
-        let client = HTTPClient(transport: URLSessionTransport())
+        let client = APIClient(transport: URLSessionTransport())
         let endpoint = Echo(baseURL: base)
         let url = base.appendingPathComponent("echo")
         for _ in 0..<50 {   // warm up both connections
@@ -67,7 +67,7 @@ enum HTTPBench {
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let b = median(bareSamples), m = median(mooseSamples)
         print("\n## HTTP client overhead (GET /echo on 127.0.0.1, µs per request, median of 500)\n")
-        print("| bare URLSession | MooseHTTP `HTTPClient` (build, interceptors, retry policy, validation, log checks) | ratio | target |")
+        print("| bare URLSession | MooseHTTP `APIClient` (build, interceptors, retry policy, validation, log checks) | ratio | target |")
         print("|---|---|---|---|")
         print("| \(String(format: "%.0f", b)) | \(String(format: "%.0f", m)) | \(String(format: "%.2fx", m / b)) | ≤ 1.10x |")
 

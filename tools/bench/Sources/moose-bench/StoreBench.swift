@@ -72,7 +72,7 @@ enum StoreBench {
         }
 
         // The AES-GCM part alone: Moose's AESGCM (fresh context per message) vs EVP with a reused context.
-        let gcmKey = try SymmetricKey(randomByteCount: 32)
+        let gcmKey = try SecretKey(randomByteCount: 32)
         let aad = Array("moose-secret/v1 bench item-1".utf8)
         let floorContext = key.withUnsafeBufferPointer { gcm_floor_new($0.baseAddress) }!
         var iv = [UInt8](repeating: 7, count: 12), sealedOut = [UInt8](repeating: 0, count: 1024), tag = [UInt8](repeating: 0, count: 16)

@@ -34,7 +34,7 @@ let user = try await moose.login(with: .loopback { url in try openBrowser(url) }
 print("Signed in as \(user.displayName ?? "?")")
 
 // 3. Requests through an HTTP client with the manager's interceptor: a valid token, one refresh at a time.
-let api = HTTPClient(transport: transport, interceptors: [moose.interceptor])
+let api = APIClient(transport: transport, interceptors: [moose.interceptor])
 let me = try await api.json(from: UserInfo(baseURL: URL(string: issuer)!))
 print("UserInfo says: signed in as \(me["sub"]?.string ?? "?")")
 

@@ -1,0 +1,39 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import Logging
+
+/// A loosely typed JSON value, for responses without a model.
+public enum JSON: Sendable, Hashable, Decodable {
+    /// `null`
+    case null
+    /// `true`/`false`
+    case bool(Bool)
+    /// A number.
+    case number(Double)
+    /// A string.
+    case string(String)
+    /// An array.
+    case array([JSON])
+    /// An object.
+    case object([String: JSON])
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([JSON].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: JSON].self)) }
+    }
+
+    /// The member `key` of an object.
+    public subscript(key: String) -> JSON? { if case .object(let members) = self { members[key] } else { nil } }
+    /// The string, if this is one.
+    public var string: String? { if case .string(let value) = self { value } else { nil } }
+    /// The number, if this is one.
+    public var number: Double? { if case .number(let value) = self { value } else { nil } }
+}
