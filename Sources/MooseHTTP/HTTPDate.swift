@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import Logging
+import Logging
 
 /// IMF-fixdate (RFC 9110 §5.6.7), the format of `Date` and `Retry-After`.
 public enum HTTPDate {

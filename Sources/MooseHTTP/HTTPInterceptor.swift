@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import Logging
+import Logging
 
 /// What an interceptor says about a response or an error.
 public enum InterceptorDecision: Sendable {

@@ -1,9 +1,9 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
-public import Logging
+import Logging
 
 /// A loosely typed JSON value, for responses without a model.
 public enum JSON: Sendable, Hashable, Decodable {

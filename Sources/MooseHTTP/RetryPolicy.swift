@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import Logging
+import Logging
 
 /// When and how to retry.
 public struct RetryPolicy: Sendable {

@@ -1,14 +1,14 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+package import FoundationEssentials
 #else
-public import Foundation
+package import Foundation
 #endif
 
 /// Human-readable durations: `3m 12s`, `2h 5m`, `4d 3h`.
 package enum DurationText {
     /// `seconds` as the two largest units (`1h 2m`), or `0s`. Total: beyond a million years (or not
     /// finite) it says so instead of trapping.
-    public static func describe(_ seconds: TimeInterval) -> String {
+    package static func describe(_ seconds: TimeInterval) -> String {
         guard seconds.isFinite else { return "forever" }
         guard abs(seconds) < 3.2e13 else { return "over a million years" }
         var remaining = Int64(abs(seconds).rounded(.down))

@@ -6,7 +6,7 @@ public import Foundation
 public import MooseHTTP
 public import MooseJWT
 import MooseCrypto
-public import Logging
+import Logging
 
 /// A provider's signing keys (its `jwks_uri`), cached; an unknown `kid` triggers one refetch
 /// (key rotation), shared by concurrent callers and at most once per `cooldown`.

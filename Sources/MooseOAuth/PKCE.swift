@@ -1,12 +1,12 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
-public import MooseHTTP
-public import MooseJWT
+import MooseHTTP
+import MooseJWT
 import MooseCrypto
-public import Logging
+import Logging
 
 /// PKCE (RFC 7636) with S256, always.
 public struct PKCE: Sendable {
