@@ -50,3 +50,14 @@ struct ReadmeExampleTests {
         #expect(create.body == Data(#"{"body":"b","title":"t"}"#.utf8))
     }
 }
+
+/// The README quotes tools/example (built and run by tools/test) word for word: the quote cannot rot.
+struct ReadmeQuotesTheExampleTests {
+    @Test func theAppSectionQuotesToolsExampleVerbatim() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let example = try String(contentsOf: root.appendingPathComponent("tools/example/Sources/moose-example/main.swift"), encoding: .utf8)
+        #expect(readme.contains("```swift\n" + example.trimmingCharacters(in: .newlines) + "\n```"),
+                "README's app section differs from tools/example/Sources/moose-example/main.swift")
+    }
+}
