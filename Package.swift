@@ -10,7 +10,9 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Moose",
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // Linux, and macOS with OpenSSL 3 from Homebrew (`brew install openssl@3 sqlite`). No Apple SDK ships
+    // libcrypto, so iOS, tvOS, watchOS and visionOS are not declared: see README, "Platforms".
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "Moose", targets: ["Moose"]),
         .library(name: "MooseCrypto", targets: ["MooseCrypto"]),
@@ -48,6 +50,8 @@ let package = Package(
         .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto", "MooseSecretStore",
                                                  .product(name: "Logging", package: "swift-log")]),
         .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth"]),
+        // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
+        .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP"], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
         .executableTarget(
             name: "moose",
@@ -62,12 +66,12 @@ let package = Package(
         ),
         // A child process for the store's multi-process tests.
         .executableTarget(name: "moose-store-worker", dependencies: ["MooseSecretStore", "MooseOAuth", "MooseHTTP"]),
-        .testTarget(name: "MooseSecretStoreTests", dependencies: ["MooseSecretStore", "MooseTesting", "moose-store-worker"]),
-        .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTesting"]),
-        .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseURLSession", "MooseTesting"]),
-        .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTesting"]),
-        .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTesting"]),
-        .testTarget(name: "MooseCLITests", dependencies: ["moose", "moose-store-worker", "MooseTesting"]),
+        .testTarget(name: "MooseSecretStoreTests", dependencies: ["MooseSecretStore", "MooseTestSupport", "moose-store-worker"]),
+        .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTestSupport"]),
+        .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseURLSession", "MooseTestSupport"]),
+        .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTestSupport"]),
+        .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTestSupport"]),
+        .testTarget(name: "MooseCLITests", dependencies: ["moose", "moose-store-worker", "MooseTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

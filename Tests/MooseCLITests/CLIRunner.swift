@@ -1,5 +1,5 @@
 import Foundation
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// Runs the built `moose` binary and captures what it printed: end-to-end CLI tests.

@@ -1,5 +1,5 @@
 import Foundation
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// tools/hostile/hostile_idp.py, started once per test process on 127.0.0.1 (it exits with us).

@@ -1,5 +1,5 @@
 import Foundation
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// `moose inspect` as a whole process: stdout, stderr and exit status.

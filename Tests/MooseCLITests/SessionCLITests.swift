@@ -1,5 +1,5 @@
 import Foundation
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// `moose login / status / refresh / logout` against the real test IdP, the "browser" being the

@@ -1,5 +1,5 @@
 import Foundation
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// `moose store …` as a whole process, with XDG folders in a temporary directory.

@@ -1,5 +1,5 @@
 import Foundation
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// Issue "Untrusted input", end to end through the `moose` binary against real parts.

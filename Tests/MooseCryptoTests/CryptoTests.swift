@@ -1,6 +1,6 @@
 import Foundation
 import MooseCrypto
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 struct CryptoTests {

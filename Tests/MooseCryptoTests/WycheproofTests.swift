@@ -1,6 +1,6 @@
 import Foundation
 import MooseCrypto
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// Project Wycheproof vectors (Fixtures/wycheproof, Apache-2.0): every `valid` case must pass,

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import MooseHTTP
-import MooseTesting
+import MooseTestSupport
 import Synchronization
 import Testing
 

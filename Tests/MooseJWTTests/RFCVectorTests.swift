@@ -1,7 +1,7 @@
 import Foundation
 import MooseCrypto
 @testable import MooseJWT
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 struct RFCVectorTests {

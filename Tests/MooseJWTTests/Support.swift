@@ -1,6 +1,6 @@
 import Foundation
 import MooseJWT
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// The RFC vectors in Fixtures/rfc/jose-vectors.json.

@@ -1,7 +1,7 @@
 import Foundation
 import MooseCrypto
 import MooseJWT
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// Issue "Untrusted input": every verdict agrees with `JWTVerifier` on what is a claims set.

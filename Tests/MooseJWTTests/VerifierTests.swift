@@ -1,7 +1,7 @@
 import Foundation
 import MooseCrypto
 import MooseJWT
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// Tokens and keys made by joserfc (tools/fixtures/make_joserfc_fixtures.py): every rule of

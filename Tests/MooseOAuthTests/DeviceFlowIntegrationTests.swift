@@ -1,7 +1,7 @@
 import Foundation
 import MooseHTTP
 import MooseOAuth
-import MooseTesting
+import MooseTestSupport
 import MooseURLSession
 import Synchronization
 import Testing

@@ -3,7 +3,7 @@ import MooseHTTP
 import MooseJWT
 import MooseOAuth
 import MooseCrypto
-import MooseTesting
+import MooseTestSupport
 import MooseURLSession
 import Testing
 

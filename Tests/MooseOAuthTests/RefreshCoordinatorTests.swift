@@ -3,7 +3,7 @@ import MooseCrypto
 import MooseHTTP
 @testable import MooseOAuth
 import MooseSecretStore
-import MooseTesting
+import MooseTestSupport
 import MooseURLSession
 import Synchronization
 import Testing

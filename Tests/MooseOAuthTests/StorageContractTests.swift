@@ -2,7 +2,7 @@ import Foundation
 import MooseCrypto
 import MooseOAuth
 import MooseSecretStore
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// The storage contract (MooseTesting's `SessionStorageContract`) against every storage Moose ships.

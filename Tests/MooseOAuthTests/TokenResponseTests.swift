@@ -1,7 +1,7 @@
 import Foundation
 @testable import MooseOAuth
 import MooseHTTP
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 struct TokenResponseTests {

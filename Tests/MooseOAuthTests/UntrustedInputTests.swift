@@ -2,7 +2,7 @@ import Foundation
 @testable import MooseOAuth
 import MooseHTTP
 import MooseJWT
-import MooseTesting
+import MooseTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -311,11 +311,4 @@ final class LockedBox<Value: Sendable>: @unchecked Sendable {
         get { lock.lock(); defer { lock.unlock() }; return stored }
         set { lock.lock(); stored = newValue; lock.unlock() }
     }
-}
-
-/// A transport that answers from a closure (fault and hostile-response injection in unit tests).
-struct ScriptedTransport: HTTPTransport {
-    let answer: @Sendable (HTTPRequest) async throws -> HTTPResponse
-    init(_ answer: @escaping @Sendable (HTTPRequest) async throws -> HTTPResponse) { self.answer = answer }
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse { try await answer(request) }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import MooseCrypto
 @testable import MooseSecretStore
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// A `moose-store-worker` child process whose stdout lines we read as they come.

@@ -1,7 +1,7 @@
 import Foundation
 import MooseCrypto
 @testable import MooseSecretStore
-import MooseTesting
+import MooseTestSupport
 import Testing
 
 /// A fresh folder per test, removed afterwards.

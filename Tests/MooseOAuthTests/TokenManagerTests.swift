@@ -1,0 +1,87 @@
+import Foundation
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseCrypto
+import MooseSecretStore
+import MooseTestSupport
+import MooseURLSession
+import Testing
+
+struct UserInfoEndpoint: Endpoint {
+    let baseURL: URL
+    var path: String { "/userinfo/" }
+    var requiresAuthentication: Bool { true }
+}
+
+/// The facade against the real provider: login, tokens, requests, refresh, logout, in one object.
+struct TokenManagerTests {
+    @Test func loginRequestRefreshAndLogoutThroughOneObject() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-manager-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try SecretStore(path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        let storage = EncryptedSessionStorage(store: store)
+        let spy = TokenEndpointSpy(TestIdP.transport)
+        let moose = TokenManager(issuer: TestIdP.issuer, clientID: "moose-cli", storage: storage, transport: spy)
+        let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
+        let user = try await moose.login(with: .loopback(timeout: 30) { url in
+            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "redirect_uri" }?.value ?? ""
+            try await browser.visit(url, stopAt: redirect)
+        })
+        #expect(user.displayName != nil && user.state == .active && user.issuer == TestIdP.issuer)
+
+        // Requests get the token; a 401-style refresh goes through the one coordinator.
+        let api = APIClient(transport: TestIdP.transport, interceptors: [moose.interceptor])
+        let info = try await api.json(from: UserInfoEndpoint(baseURL: URL(string: TestIdP.issuer)!))
+        #expect(info["sub"]?.string == user.subject)
+        let first = try await moose.accessToken()
+        let calls = spy.tokenCalls
+        let second = try await moose.coordinator.refresh(rejecting: first)
+        #expect(second.value != first.value && spy.tokenCalls == calls + 1)
+        #expect(try await moose.userInfo()["sub"]?.stringValue == user.subject)
+        #expect(try await storage.load("default")?.session.tokens.accessToken == second.value)
+
+        // Logout: revoked at the provider, wiped locally, the old refresh token is dead.
+        let stored = try #require(try await storage.load("default")).session.tokens
+        let result = await moose.logout()
+        #expect(result.refreshTokenRevoked == true && result.endSessionURL != nil)
+        #expect(try await storage.load("default") == nil)
+        await #expect(throws: OAuthError.self) { _ = try await OAuthClient(metadata: try await moose.metadata(), clientID: "moose-cli",
+                                                                          transport: TestIdP.transport).refresh(stored) }
+        await #expect(throws: OAuthError.self) { _ = try await moose.accessToken() }
+    }
+
+    /// Logout wipes the local session even when the provider cannot be reached; client credentials
+    /// refresh with a new grant. (Scripted parts: MooseTesting's transport, agent-free flow, storage.)
+    @Test func logoutAlwaysWipesAndClientCredentialsRenew() async throws {
+        let grants = LockedCounter()
+        let transport = ScriptedTransport { request in
+            let path = request.url.path
+            if path.hasSuffix("/.well-known/openid-configuration") {
+                return .json(#"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","revocation_endpoint":"https://id.example.com/revoke","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#)
+            }
+            if path.hasSuffix("/token") {
+                let n = grants.increment()
+                return .json(#"{"access_token":"cc-\#(n)","token_type":"Bearer","expires_in":3600}"#)
+            }
+            throw HTTPError.transportFailure("the provider is down", request)
+        }
+        let storage = InMemorySessionStorage()
+        let moose = TokenManager(issuer: "https://id.example.com", clientID: "svc", authentication: .clientSecretBasic("s"),
+                                 storage: storage, transport: transport, scopes: ["read"])
+        _ = try await moose.login(with: .clientCredentials)
+        let token = try await moose.accessToken()
+        #expect(token.value == "cc-1")
+        let renewed = try await moose.coordinator.refresh(rejecting: token)
+        #expect(renewed.value == "cc-2", "a client-credentials session renews with a new grant")
+        let result = await moose.logout()
+        #expect(result.revocationError != nil, "the failed revocation is reported")
+        #expect(try await storage.keys().isEmpty, "the local session is wiped all the same")
+    }
+}
+
+final class LockedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func increment() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
+}
