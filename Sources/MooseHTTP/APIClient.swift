@@ -5,11 +5,16 @@ public import Foundation
 #endif
 public import Logging
 
-/// A small, complete HTTP client: endpoints in, models out; interceptors, retry, cancellation,
-/// status validation, server-error mapping and redacted logging.
+/// A small, complete HTTP client: endpoints in, models out; a middleware chain (retry, your own,
+/// logging), enforced timeouts, cancellation, status validation, server-error mapping.
+///
+/// The chain, outermost first: `RetryMiddleware` (from `retryPolicy`), then `middlewares` in order
+/// (authentication goes here, so each retried attempt gets a current token), then
+/// `LoggingMiddleware` (each attempt logged, redacted), then the transport with the request's
+/// timeout enforced.
 ///
 /// ```swift
-/// let client = APIClient(transport: URLSessionTransport())
+/// let client = APIClient(transport: URLSessionTransport(), middlewares: [moose.middleware])
 /// let user: User = try await client.decode(User.self, from: UsersAPI.user(id: "42"))
 /// ```
 public struct APIClient: Sendable {
@@ -17,20 +22,20 @@ public struct APIClient: Sendable {
     public let transport: any HTTPTransport
     /// Builds requests from endpoints.
     public var builder: RequestBuilder
-    /// The pipeline, in order: adapters run first to last; response processors too.
-    public var interceptors: [any HTTPInterceptor]
+    /// Middlewares between retry (outside) and logging (inside), in order.
+    public var middlewares: [any HTTPMiddleware]
     /// Retries.
     public var retryPolicy: RetryPolicy
     /// Where request/response lines go (debug level), with credentials redacted.
     public var logger: Logger
 
-    /// A client.
+    /// A client; `logger` is the caller's (default: none).
     public init(transport: any HTTPTransport, builder: RequestBuilder = RequestBuilder(),
-                interceptors: [any HTTPInterceptor] = [], retryPolicy: RetryPolicy = RetryPolicy(),
+                middlewares: [any HTTPMiddleware] = [], retryPolicy: RetryPolicy = RetryPolicy(),
                 logger: Logger? = nil) {
         self.transport = transport
         self.builder = builder
-        self.interceptors = interceptors
+        self.middlewares = middlewares
         self.retryPolicy = retryPolicy
         // swift-log's "accepting loggers": the caller's, or none at all.
         self.logger = logger ?? Logger(label: "moose.http", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -42,63 +47,36 @@ public struct APIClient: Sendable {
     ///   `HTTPError` for transport failures, `CancellationError` when the task is cancelled.
     @discardableResult
     public func send(_ endpoint: some Endpoint) async throws -> HTTPResponse {
-        var request = try builder.build(endpoint)
+        let request = try builder.build(endpoint)
         defer { if request.removesBodyFileAfterUse, let file = request.bodyFile { try? FileManager.default.removeItem(at: file) } }
-        for interceptor in interceptors { request = try await interceptor.adapt(request, for: endpoint) }
-        var attempt = 1
-        while true {
-            try Task.checkCancellation()
-            let started = Date()
-            log(request: request, attempt: attempt)
-            var decision: InterceptorDecision
-            do {
-                let response = try await Self.send(request, over: transport)
-                log(response: response, for: request, since: started)
-                decision = .proceed(response)
-                for interceptor in interceptors {
-                    guard case .proceed(let current) = decision else { break }
-                    decision = try await interceptor.process(current, for: request, endpoint: endpoint, attempt: attempt)
-                }
-                if case .proceed(let current) = decision, !current.statusCode.isSuccess,
-                   retryPolicy.retryableStatuses.contains(current.status), endpoint.isRetryable, attempt < retryPolicy.maxAttempts {
-                    var delay: TimeInterval? = nil
-                    if retryPolicy.honoursRetryAfter, let after = RetryPolicy.retryAfter(current.headers[.retryAfter]) {
-                        guard after <= retryPolicy.maximumRetryAfter else { return try validate(current, request, endpoint) }
-                        delay = after
-                    }
-                    decision = .retry(nil, after: delay)
-                }
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                if Task.isCancelled { throw CancellationError() }
-                logger.debug("\(request.method) \(request.url.redactedForLogs) failed: \(error)")
-                decision = .fail(error)
-                for interceptor in interceptors {
-                    guard case .fail(let current) = decision else { break }
-                    decision = await interceptor.process(current, for: request, endpoint: endpoint, attempt: attempt)
-                }
-                if case .fail(let current) = decision, current is HTTPError, (current as? HTTPError)?.code != HTTPError.invalidRequest,
-                   endpoint.isRetryable, attempt < retryPolicy.maxAttempts {
-                    decision = .retry(nil, after: nil)
-                }
-            }
-            switch decision {
-            case .proceed(let response):
-                return try validate(response, request, endpoint)
-            case .fail(let error):
-                throw error
-            case .retry(let replacement, let after):
-                guard attempt < retryPolicy.maxAttempts else {
-                    throw HTTPError(HTTPError.transport, "gave up after \(attempt) attempts", method: request.method,
-                                    url: request.url.redactedForLogs)
-                }
-                let delay = after ?? retryPolicy.delay(after: attempt)
-                logger.debug("retrying \(request.method) \(request.url.redactedForLogs) in \(delay) s (attempt \(attempt + 1))")
-                try await Task.sleep(nanoseconds: UInt64(max(0, delay) * 1_000_000_000))
-                if let replacement { request = replacement }
-                attempt += 1
-            }
+        let context = HTTPMiddlewareContext(isRetryable: endpoint.isRetryable, requiresAuthentication: endpoint.requiresAuthentication)
+        let response = try await run(request, context: context)
+        return try validate(response, request, endpoint)
+    }
+
+    /// Sends a ready-made request through the chain and returns the response *whatever its status*
+    /// (for protocols that read error bodies themselves, like OAuth's token endpoint).
+    public func send(_ request: HTTPRequest, context: HTTPMiddlewareContext) async throws -> HTTPResponse {
+        try await run(request, context: context)
+    }
+
+    func run(_ request: HTTPRequest, context: HTTPMiddlewareContext) async throws -> HTTPResponse {
+        try Task.checkCancellation()
+        let transport = self.transport
+        var next: @Sendable (HTTPRequest) async throws -> HTTPResponse = { request in
+            try await Self.send(request, over: transport)
+        }
+        let chain: [any HTTPMiddleware] = [RetryMiddleware(policy: retryPolicy, logger: logger)] + middlewares
+            + [LoggingMiddleware(logger: logger)]
+        for middleware in chain.reversed() {
+            let inner = next
+            next = { request in try await middleware.intercept(request, context: context, next: inner) }
+        }
+        do {
+            return try await next(request)
+        } catch let error as HTTPError {
+            if Task.isCancelled { throw CancellationError() }
+            throw error
         }
     }
 
@@ -109,7 +87,7 @@ public struct APIClient: Sendable {
         return try await withThrowingTaskGroup(of: HTTPResponse.self) { group in
             group.addTask { try await transport.send(request) }
             group.addTask {
-                try await Task.sleep(nanoseconds: UInt64(max(0.001, timeout) * 1_000_000_000))
+                try await Task.sleep(nanoseconds: UInt64(max(0.001, min(timeout, 86_400)) * 1_000_000_000))
                 throw HTTPError(HTTPError.timedOut, "no answer within \(timeout) s", method: request.method,
                                 url: request.url.redactedForLogs)
             }
@@ -152,29 +130,8 @@ public struct APIClient: Sendable {
                         url: request.url.redactedForLogs, status: response.statusCode, bodyExcerpt: Self.excerpt(response.body))
     }
 
-    static func excerpt(_ body: Data) -> String {
-        let text = String(decoding: body.prefix(512), as: UTF8.self)
-        return Redaction.form(text)
-    }
-
-    func log(request: HTTPRequest, attempt: Int) {
-        guard logger.logLevel <= .debug else { return }
-        let headers = request.headers.map { field in
-            HTTPHeaderName.sensitive.contains(HTTPHeaderName(field.name)) ? "\(field.name): ***" : "\(field.name): \(field.value)"
-        }.joined(separator: ", ")
-        var body = ""
-        if let data = request.body {
-            let isForm = request.headers[.contentType].map { MIMEType($0) } == MIMEType.formURLEncoded
-            body = isForm ? " body=\(Redaction.form(String(decoding: data, as: UTF8.self)))" : " body=\(data.count) bytes"
-        }
-        logger.debug("→ \(request.method) \(request.url.redactedForLogs) [\(headers)]\(body)\(attempt > 1 ? " attempt \(attempt)" : "")")
-    }
-
-    func log(response: HTTPResponse, for request: HTTPRequest, since started: Date) {
-        guard logger.logLevel <= .debug else { return }
-        let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
-        logger.debug("← \(response.statusCode) \(request.method) \(request.url.redactedForLogs) \(response.body.count) bytes \(milliseconds) ms")
-    }
+    /// What an error may quote of a body: never a value that could be a secret (`Redaction.body`).
+    static func excerpt(_ body: Data) -> String { Redaction.body(Array(body.prefix(16_384)), showingValues: true) }
 }
 
 extension HTTPResponse {

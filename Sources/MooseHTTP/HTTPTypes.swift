@@ -252,8 +252,28 @@ public enum Redaction {
     /// secret: a JSON body is described by its member names only (values are never shown), an HTML
     /// page by its size, and other text is cut to 200 bytes with form-encoded secrets and every
     /// token-like run of 20 or more characters replaced by `***` and control characters removed.
-    public static func body(_ bytes: [UInt8]) -> String {
+    ///
+    /// With `showingValues`, a JSON object's top-level string, number and boolean members are shown
+    /// too (each cut to 100 characters), except those named in `sensitiveFields` and any value that
+    /// looks like a token: for an API's own error bodies (`{"code":"E418","message":"…"}`), never
+    /// for OAuth traffic.
+    public static func body(_ bytes: [UInt8], showingValues: Bool = false) -> String {
         let first = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        if showingValues, first == UInt8(ascii: "{"), case .object(let members)? = try? JSONDecoder().decode(JSON.self, from: Data(bytes)) {
+            let shown = members.keys.sorted().prefix(12).map { key -> String in
+                let name = String(key.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(40).map(Character.init))
+                // "code" is an API's error code here (OAuth traffic never shows values); a long,
+                // token-like value is starred by the text rule below anyway.
+                if key.lowercased() != "code", sensitiveFields.contains(key.lowercased()) { return "\(name): ***" }
+                switch members[key] {
+                case .string(let text)?: return "\(name): \"\(body(Array(text.utf8.prefix(100))))\""
+                case .number(let number)?: return "\(name): \(number)"
+                case .bool(let flag)?: return "\(name): \(flag)"
+                default: return "\(name): …"
+                }
+            }
+            return "{" + shown.joined(separator: ", ") + (members.count > 12 ? ", …" : "") + "}"
+        }
         if first == UInt8(ascii: "{") {
             if let keys = try? JSONDecoder().decode(MemberNames.self, from: Data(bytes)).names {
                 let shown = keys.prefix(12).map { name in String(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(40).map(Character.init)) }

@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import MooseHTTP
+public import Logging
 import MooseJWT
 
 /// Extra authorization parameters (OIDC Core 3.1.2.1). An "edit profile" or "step-up" call is
@@ -86,6 +87,8 @@ public struct OAuthClient: Sendable {
     public let transport: any HTTPTransport
     /// The clock.
     public var clock: @Sendable () -> Date = { Date() }
+    /// Where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
+    public var logger: Logger? = nil
 
     /// A client.
     public init(metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication = .none,
@@ -100,6 +103,7 @@ public struct OAuthClient: Sendable {
         var endpoint = TokenEndpoint(url: try metadata.require(metadata.tokenEndpoint, "token endpoint"), clientID: clientID,
                                      authentication: authentication, transport: transport)
         endpoint.clock = clock
+        endpoint.logger = logger
         return endpoint
     }
 
@@ -130,12 +134,7 @@ public struct OAuthClient: Sendable {
     public func revoke(_ token: String, hint: String) async throws {
         let url = try metadata.require(metadata.revocationEndpoint, "revocation endpoint")
         let request = try tokenEndpoint().authenticatedRequest(url: url, parameters: [("token", token), ("token_type_hint", hint)])
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(request)
-        } catch let error as HTTPError {
-            throw OAuthError(OAuthError.transient, "the revocation endpoint is unreachable: \(error.message)", underlying: error)
-        }
+        let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the revocation endpoint")
         guard response.status == 200 else {
             throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)))
         }

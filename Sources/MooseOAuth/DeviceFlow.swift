@@ -70,10 +70,8 @@ public struct DeviceAuthorizationFlow: Authorizable {
         let url = try client.metadata.require(client.metadata.deviceAuthorizationEndpoint, "device authorization endpoint")
         let request = try client.tokenEndpoint().authenticatedRequest(
             url: url, parameters: [("scope", parameters.scopes.joined(separator: " "))] + parameters.extra)
-        let response: HTTPResponse
-        do { response = try await client.transport.send(request) } catch let error as HTTPError {
-            throw OAuthError(OAuthError.transient, "the device authorization endpoint is unreachable: \(error.message)", underlying: error)
-        }
+        let response = try await OAuthHTTP.send(request, over: client.transport, logger: client.logger,
+                                                 what: "the device authorization endpoint")
         let object = try? JSONValue(parsing: Array(response.body))
         guard response.status == 200, case .object(let fields)? = object else {
             throw TokenResponse.error(from: response, object: object)

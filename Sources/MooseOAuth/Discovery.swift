@@ -316,12 +316,8 @@ public actor Discovery {
     /// One document; `nil` for a 404 (so the other may stand in), an error for anything else wrong.
     static func document(_ text: String, issuer: String, kind: DocumentKind, transport: any HTTPTransport) async throws -> ProviderMetadata? {
         guard let url = URL(string: text) else { throw OAuthError(OAuthError.discovery, "bad discovery URL \(text)") }
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(HTTPRequest(url: url, headers: ["Accept": "application/json"], timeout: 15))
-        } catch let error as HTTPError {
-            throw OAuthError(OAuthError.transient, "cannot fetch \(url.redactedForLogs): \(error.message)", underlying: error)
-        }
+        let response = try await OAuthHTTP.send(HTTPRequest(url: url, headers: ["Accept": "application/json"], timeout: 15),
+                                                 over: transport, logger: nil, what: url.redactedForLogs)
         if response.status == 404 { return nil }
         guard response.status == 200 else {
             throw OAuthError(response.status >= 500 ? OAuthError.transient : OAuthError.discovery,

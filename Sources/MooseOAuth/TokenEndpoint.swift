@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import MooseHTTP
+public import Logging
 public import MooseJWT
 import MooseCrypto
 
@@ -32,6 +33,8 @@ public struct TokenEndpoint: Sendable {
     public let transport: any HTTPTransport
     /// The clock (for `expires_in` and assertions).
     public var clock: @Sendable () -> Date = { Date() }
+    /// Where request lines go (debug, redacted); `nil`: nowhere.
+    public var logger: Logger? = nil
 
     /// A token endpoint client.
     public init(url: URL, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport) {
@@ -47,12 +50,7 @@ public struct TokenEndpoint: Sendable {
         var request = try authenticatedRequest(url: url, parameters: parameters)
         request.headers[.accept] = MIMEType.json.value
         let sentAt = clock()
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(request)
-        } catch let error as HTTPError {
-            throw OAuthError(OAuthError.transient, "the token endpoint is unreachable: \(error.message)", underlying: error)
-        }
+        let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the token endpoint")
         var tokens = try TokenResponse.parse(response, requestedAt: sentAt, requestedScopes: requestedScopes)
         tokens.serverClockOffset = ClockSkew(response: response, receivedAt: clock())?.offset
         return tokens

@@ -16,7 +16,7 @@ import Synchronization
 /// let moose = TokenManager(issuer: "https://id.example.com", clientID: "my-app",
 ///                          storage: EncryptedSessionStorage(store: store), transport: URLSessionTransport())
 /// let user = try await moose.login(with: .loopback { url in openBrowser(url) })
-/// let api = APIClient(transport: transport, interceptors: [moose.interceptor])
+/// let api = APIClient(transport: transport, middlewares: [moose.middleware])
 /// let token = try await moose.accessToken()
 /// let result = await moose.logout()          // revoke, end-session URL, wipe — always wipes
 /// ```
@@ -75,8 +75,8 @@ public final class TokenManager: Sendable {
     /// Events for UIs (refreshed, refresh failed, needs a new login, logged out).
     public var events: AsyncStream<RefreshEvent> { coordinator.events }
 
-    /// An interceptor for `MooseHTTP`'s client: attaches the token, refreshes once on a 401.
-    public var interceptor: AuthInterceptor { AuthInterceptor(coordinator: coordinator) }
+    /// A middleware for `MooseHTTP`'s `APIClient`: attaches the token, refreshes once on a 401.
+    public var middleware: AuthMiddleware { AuthMiddleware(coordinator: coordinator) }
 
     /// The provider's metadata (discovered once).
     public func metadata() async throws -> ProviderMetadata { try await state.client().metadata }
@@ -228,7 +228,8 @@ actor ClientState {
     private func prepare() async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
         if let cached { return cached }
         let metadata = try await Discovery(transport: transport).metadata(for: issuer, overrides: endpoints)
-        let client = OAuthClient(metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
+        var client = OAuthClient(metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
+        client.logger = logger
         var validator: IDTokenValidator? = nil
         if let jwksURI = metadata.jwksURI {
             let algorithms = Set((metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))

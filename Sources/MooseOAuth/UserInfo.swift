@@ -19,10 +19,7 @@ extension OAuthClient {
         var request = HTTPRequest(url: url, timeout: 20)
         request.headers[.authorization] = AuthScheme.bearer.credentials(accessToken)
         request.headers[.accept] = MIMEType.json.value
-        let response: HTTPResponse
-        do { response = try await transport.send(request) } catch let error as HTTPError {
-            throw OAuthError(OAuthError.transient, "the userinfo endpoint is unreachable: \(error.message)", underlying: error)
-        }
+        let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the userinfo endpoint")
         guard response.status == 200 else {
             throw OAuthError(response.status >= 500 ? OAuthError.transient : OAuthError.server,
                              "the userinfo endpoint answered HTTP \(response.status)", status: response.status)

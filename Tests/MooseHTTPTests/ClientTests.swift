@@ -244,44 +244,67 @@ struct ClientTests {
     }
 }
 
-struct InterceptorTests {
-    /// Adds a header, then on a 401 asks for one retry with a new token: the shape of an auth interceptor.
-    struct TokenInterceptor: HTTPInterceptor {
+struct MiddlewareTests {
+    /// Adds a header, and on a 401 sends the request once more with a new token: the shape of an
+    /// auth middleware (`AuthMiddleware` in MooseOAuth is the real one).
+    struct TokenMiddleware: HTTPMiddleware {
         let seen = CapturedLog()
-        func adapt(_ request: HTTPRequest, for endpoint: any Endpoint) async throws -> HTTPRequest {
+        func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
+                       next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
             var request = request
             request.headers[.authorization] = AuthScheme.bearer.credentials("stale")
-            return request
-        }
-        func process(_ response: HTTPResponse, for request: HTTPRequest, endpoint: any Endpoint,
-                     attempt: Int) async throws -> InterceptorDecision {
-            seen.append("status \(response.status) attempt \(attempt)")
-            guard response.status == 401, attempt == 1 else { return .proceed(response) }
-            var retried = request
-            retried.headers[.authorization] = AuthScheme.bearer.credentials("fresh")
-            retried.url = TestServer.base.appendingPathComponent("echo/after-refresh")
-            return .retry(retried, after: 0)
+            let response = try await next(request)
+            seen.append("status \(response.status)")
+            guard response.status == 401 else { return response }
+            request.headers[.authorization] = AuthScheme.bearer.credentials("fresh")
+            request.url = TestServer.base.appendingPathComponent("echo/after-refresh")
+            let again = try await next(request)
+            seen.append("status \(again.status)")
+            return again
         }
     }
 
-    @Test func adaptersAndResponseProcessorsCompose() async throws {
-        let interceptor = TokenInterceptor()
-        let client = APIClient(transport: URLSessionTransport(), interceptors: [interceptor])
+    @Test func aMiddlewareSeesTheRequestAndCallsNext() async throws {
+        let middleware = TokenMiddleware()
+        // RetryPolicy.none: a middleware's own second send is not a "retry" the policy counts.
+        let client = APIClient(transport: URLSessionTransport(), middlewares: [middleware], retryPolicy: .none)
         let echo = try await client.decode(Echo.self, from: TestEndpoint(path: "/status/401"))
         #expect(echo.headers["authorization"] == "Bearer fresh")
         #expect(echo.path == "/echo/after-refresh")
-        #expect(interceptor.seen.text == "status 401 attempt 1\nstatus 200 attempt 2")
+        #expect(middleware.seen.text == "status 401\nstatus 200")
     }
 
-    @Test func errorProcessorCanRecover() async throws {
-        struct Fallback: HTTPInterceptor {
-            func process(_ error: any Error, for request: HTTPRequest, endpoint: any Endpoint, attempt: Int) async -> InterceptorDecision {
-                .proceed(HTTPResponse(status: 200, body: Data("cached".utf8)))
+    @Test func aMiddlewareCanRecoverFromATransportError() async throws {
+        struct Fallback: HTTPMiddleware {
+            func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
+                           next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+                do { return try await next(request) } catch { return HTTPResponse(status: 200, body: Data("cached".utf8)) }
             }
         }
-        let client = APIClient(transport: URLSessionTransport(), interceptors: [Fallback()], retryPolicy: .none)
+        let client = APIClient(transport: URLSessionTransport(), middlewares: [Fallback()], retryPolicy: .none)
         let unreachable = TestEndpoint(baseURL: URL(string: "http://127.0.0.1:1")!, path: "/x")
         #expect(try await client.string(from: unreachable) == "cached")
+    }
+
+    /// The documented order: retry (outside) → your middlewares → logging → transport. Each retried
+    /// attempt goes through the middlewares again (so an auth middleware attaches a current token).
+    @Test func retryWrapsMiddlewaresWhichWrapLogging() async throws {
+        struct Counting: HTTPMiddleware {
+            let seen = CapturedLog()
+            func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
+                           next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+                seen.append("pass")
+                return try await next(request)
+            }
+        }
+        let counting = Counting()
+        let log = CapturedLog()
+        let client = APIClient(transport: URLSessionTransport(), middlewares: [counting],
+                               retryPolicy: RetryPolicy(backoff: .constant(0.01)), logger: log.logger())
+        let key = UUID().uuidString
+        _ = try await client.send(TestEndpoint(path: "/flaky/\(key)", query: [QueryItem("fail", "2")]))
+        #expect(counting.seen.text == "pass\npass\npass")
+        #expect(log.text.components(separatedBy: "→ GET").count - 1 == 3, "each attempt is logged")
     }
 }
 

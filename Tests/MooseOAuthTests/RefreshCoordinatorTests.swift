@@ -180,7 +180,7 @@ struct RefreshCoordinatorTests {
         #expect(fixture.spy.tokenCalls == 2)
     }
 
-    @Test func authInterceptorRetriesA401OnceWithTheNewToken() async throws {
+    @Test func authMiddlewareSendsA401dRequestOnceMoreWithTheNewToken() async throws {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         let coordinator = fixture.coordinator()
@@ -189,10 +189,23 @@ struct RefreshCoordinatorTests {
             var path: String { "/userinfo/" }
             var requiresAuthentication: Bool { true }
         }
-        let client = APIClient(transport: TestIdP.transport, interceptors: [AuthInterceptor(coordinator: coordinator)])
+        let client = APIClient(transport: TestIdP.transport, middlewares: [AuthMiddleware(coordinator: coordinator)])
         let info = try await client.json(from: UserInfoEndpoint())
         #expect(info["sub"]?.string != nil)
         #expect(fixture.spy.tokenCalls == 1)   // the expired token was refreshed before the first request
+
+        // A token the provider refuses although it looks valid here: one 401, one refresh, one
+        // more send — with RetryPolicy.none too (it used to spend the refresh and then fail as
+        // "gave up after 1 attempts").
+        var session = try #require(try fixture.sessions.loadNow("default")?.session)
+        session.tokens.accessToken = "revoked-but-unexpired"
+        session.tokens.expiresAt = Date().addingTimeInterval(3600)
+        try fixture.sessions.replaceNow(session, key: "default")
+        let strict = APIClient(transport: TestIdP.transport, middlewares: [AuthMiddleware(coordinator: fixture.coordinator())],
+                               retryPolicy: .none)
+        let again = try await strict.json(from: UserInfoEndpoint())
+        #expect(again["sub"]?.string != nil)
+        #expect(fixture.spy.tokenCalls == 2)
     }
 }
 

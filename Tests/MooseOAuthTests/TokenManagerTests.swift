@@ -31,7 +31,7 @@ struct TokenManagerTests {
         #expect(user.displayName != nil && user.state == .active && user.issuer == TestIdP.issuer)
 
         // Requests get the token; a 401-style refresh goes through the one coordinator.
-        let api = APIClient(transport: TestIdP.transport, interceptors: [moose.interceptor])
+        let api = APIClient(transport: TestIdP.transport, middlewares: [moose.middleware])
         let info = try await api.json(from: UserInfoEndpoint(baseURL: URL(string: TestIdP.issuer)!))
         #expect(info["sub"]?.string == user.subject)
         let first = try await moose.accessToken()

@@ -6,7 +6,7 @@ import Moose
 struct UserInfo: Endpoint {
     let baseURL: URL
     var path: String { "/userinfo/" }
-    var requiresAuthentication: Bool { true }   // the manager's interceptor attaches the token
+    var requiresAuthentication: Bool { true }   // the manager's middleware attaches the token
 }
 
 /// Opens the login page: `$BROWSER` (tests use a scripted one), else xdg-open.
@@ -33,12 +33,12 @@ let moose = TokenManager(issuer: issuer, clientID: "moose-cli", storage: Encrypt
 let user = try await moose.login(with: .loopback { url in try openBrowser(url) })
 print("Signed in as \(user.displayName ?? "?")")
 
-// 3. Requests through an HTTP client with the manager's interceptor: a valid token, one refresh at a time.
-let api = APIClient(transport: transport, interceptors: [moose.interceptor])
+// 3. Requests through an HTTP client with the manager's middleware: a valid token, one refresh at a time.
+let api = APIClient(transport: transport, middlewares: [moose.middleware])
 let me = try await api.json(from: UserInfo(baseURL: URL(string: issuer)!))
 print("UserInfo says: signed in as \(me["sub"]?.string ?? "?")")
 
-// Force a refresh the way a 401 would, and call again: the interceptor retries with the new token.
+// Force a refresh the way a 401 would, and call again: the middleware retries with the new token.
 let current = try await moose.accessToken()
 let fresh = try await moose.coordinator.refresh(rejecting: current)
 print("Refreshed: generation \(current.generation) → \(fresh.generation)")

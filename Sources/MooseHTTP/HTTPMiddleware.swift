@@ -1,0 +1,116 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+public import Logging
+
+/// What a middleware knows about the exchange besides the request.
+public struct HTTPMiddlewareContext: Sendable {
+    /// Whether the request may be sent again (an idempotent method, or an endpoint that opted in).
+    public var isRetryable: Bool
+    /// Whether the endpoint wants credentials attached (an auth middleware looks at this).
+    public var requiresAuthentication: Bool
+
+    /// A context.
+    public init(isRetryable: Bool, requiresAuthentication: Bool) {
+        self.isRetryable = isRetryable
+        self.requiresAuthentication = requiresAuthentication
+    }
+}
+
+/// A step in `APIClient`'s chain, in the shape of swift-openapi-runtime's `ClientMiddleware` and
+/// Hummingbird's middleware: it sees the request, calls `next` (the rest of the chain) zero or more
+/// times, and returns a response. Authentication, retry and logging are middlewares.
+///
+/// ```swift
+/// struct APIKey: HTTPMiddleware {
+///     func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
+///                    next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+///         var request = request
+///         request.headers["X-API-Key"] = "…"
+///         return try await next(request)
+///     }
+/// }
+/// ```
+public protocol HTTPMiddleware: Sendable {
+    /// Handles `request`, calling `next` to send it on.
+    func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
+                   next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse
+}
+
+/// Retries with `policy`: retryable statuses and transport failures, for retryable requests, with
+/// jittered backoff and `Retry-After` (bounded by `maximumRetryAfter`: a longer wait is not waited
+/// for, the response is returned as it is).
+public struct RetryMiddleware: HTTPMiddleware {
+    /// The policy.
+    public let policy: RetryPolicy
+    /// Where retries are logged (debug).
+    public let logger: Logger
+
+    /// A retry step.
+    public init(policy: RetryPolicy, logger: Logger) {
+        self.policy = policy
+        self.logger = logger
+    }
+
+    public func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
+                          next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+        var attempt = 1
+        while true {
+            try Task.checkCancellation()
+            let delay: TimeInterval
+            do {
+                let response = try await next(request)
+                guard !response.statusCode.isSuccess, policy.retryableStatuses.contains(response.status), context.isRetryable,
+                      attempt < policy.maxAttempts else { return response }
+                if policy.honoursRetryAfter, let after = RetryPolicy.retryAfter(response.headers[.retryAfter]) {
+                    guard after <= policy.maximumRetryAfter else { return response }
+                    delay = after
+                } else {
+                    delay = policy.delay(after: attempt)
+                }
+            } catch let error as HTTPError where error.code != HTTPError.invalidRequest && context.isRetryable && attempt < policy.maxAttempts {
+                if Task.isCancelled { throw CancellationError() }
+                delay = policy.delay(after: attempt)
+            }
+            logger.debug("retrying \(request.method) \(request.url.redactedForLogs) in \(delay) s (attempt \(attempt + 1))")
+            try await Task.sleep(nanoseconds: UInt64(max(0, min(delay, 86_400)) * 1_000_000_000))
+            attempt += 1
+        }
+    }
+}
+
+/// Logs each request and response at debug level, credentials redacted (sensitive headers, form
+/// fields, query values), bodies by size only unless form-encoded.
+public struct LoggingMiddleware: HTTPMiddleware {
+    /// The logger.
+    public let logger: Logger
+
+    /// A logging step.
+    public init(logger: Logger) { self.logger = logger }
+
+    public func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
+                          next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+        guard logger.logLevel <= .debug else { return try await next(request) }
+        let headers = request.headers.map { field in
+            HTTPHeaderName.sensitive.contains(HTTPHeaderName(field.name)) ? "\(field.name): ***" : "\(field.name): \(field.value)"
+        }.joined(separator: ", ")
+        var body = ""
+        if let data = request.body {
+            let isForm = request.headers[.contentType].map { MIMEType($0) } == MIMEType.formURLEncoded
+            body = isForm ? " body=\(Redaction.form(String(decoding: data, as: UTF8.self)))" : " body=\(data.count) bytes"
+        }
+        logger.debug("→ \(request.method) \(request.url.redactedForLogs) [\(headers)]\(body)")
+        let started = Date()
+        do {
+            let response = try await next(request)
+            let milliseconds = Int64(Date().timeIntervalSince(started) * 1000)
+            logger.debug("← \(response.statusCode) \(request.method) \(request.url.redactedForLogs) \(response.body.count) bytes \(milliseconds) ms")
+            return response
+        } catch {
+            logger.debug("✗ \(request.method) \(request.url.redactedForLogs) failed: \(error)")
+            throw error
+        }
+    }
+}

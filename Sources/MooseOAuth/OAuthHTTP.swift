@@ -1,0 +1,25 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import MooseHTTP
+import Logging
+
+/// The one way MooseOAuth talks HTTP: every discovery, token, revocation, device, JWKS and UserInfo
+/// request goes through MooseHTTP's `APIClient` — its enforced timeout, its redacted logging (form
+/// secrets, `Authorization`, query values never logged) — without retries (the coordinator decides
+/// those, knowing what a refresh token is) and with one error mapping: a transport failure or timeout
+/// is `OAuthError.transient`.
+enum OAuthHTTP {
+    static let context = HTTPMiddlewareContext(isRetryable: false, requiresAuthentication: false)
+
+    /// Sends `request`; the response comes back whatever its status. `what` names the endpoint in errors.
+    static func send(_ request: HTTPRequest, over transport: any HTTPTransport, logger: Logger?, what: String) async throws -> HTTPResponse {
+        do {
+            return try await APIClient(transport: transport, retryPolicy: .none, logger: logger).send(request, context: context)
+        } catch let error as HTTPError {
+            throw OAuthError(OAuthError.transient, "\(what) is unreachable: \(error.message)", underlying: error)
+        }
+    }
+}
