@@ -79,3 +79,15 @@ let package = Package(
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
 }
+
+// MARK: - Fuzzing (only when MOOSE_FUZZ=1; see tools/fuzz/run)
+// One libFuzzer executable whose harness is chosen by MOOSE_FUZZ_TARGET; in this package so it can
+// reach `package` parsers. Normal builds never see it.
+if Context.environment["MOOSE_FUZZ"] == "1" {
+    package.targets.append(.executableTarget(
+        name: "MooseFuzz",
+        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSecretStore"],
+        path: "tools/fuzz/Sources/MooseFuzz",
+        swiftSettings: strictSettings + [.unsafeFlags(["-parse-as-library"])]))
+    package.products.append(.executable(name: "moose-fuzz", targets: ["MooseFuzz"]))
+}

@@ -131,7 +131,7 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
     }
 
     /// Every endpoint with its metadata name, for checks that cover them all.
-    var namedEndpoints: [(String, URL?)] {
+    package var namedEndpoints: [(String, URL?)] {
         [("authorization_endpoint", authorizationEndpoint), ("token_endpoint", tokenEndpoint),
          ("userinfo_endpoint", userinfoEndpoint), ("jwks_uri", jwksURI), ("revocation_endpoint", revocationEndpoint),
          ("introspection_endpoint", introspectionEndpoint), ("end_session_endpoint", endSessionEndpoint),

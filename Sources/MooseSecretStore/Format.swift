@@ -1,4 +1,4 @@
-import MooseCrypto
+package import MooseCrypto
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -27,7 +27,7 @@ import Darwin
 ///   AAD = "moose-data-key/v1" ‖ store_id ‖ u64 id.
 /// - `key_check` = HMAC-SHA-256(master key, "moose-key-check/v1" ‖ store_id): tells a wrong master key
 ///   (`wrongKey`) from a damaged wrapped key (`tampered`). It reveals nothing about the key.
-enum Format {
+package enum Format {
     static let secretAAD = Array("moose-secret/v1".utf8)
     static let dataKeyAAD = Array("moose-data-key/v1".utf8)
     static let keyCheckLabel = Array("moose-key-check/v1".utf8)
@@ -41,7 +41,7 @@ enum Format {
     static func bigEndian(_ value: Int64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
     static func bigEndian32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
 
-    static func secretAAD(storeID: [UInt8], namespace: String, name: String, keyID: Int64) -> [UInt8] {
+    package static func secretAAD(storeID: [UInt8], namespace: String, name: String, keyID: Int64) -> [UInt8] {
         var aad: [UInt8] = []
         aad.reserveCapacity(secretAAD.count + storeID.count + 16 + namespace.utf8.count + name.utf8.count)
         aad += secretAAD
@@ -62,7 +62,7 @@ enum Format {
         }
     }
 
-    static func wrap(_ dataKey: SecretKey, id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
+    package static func wrap(_ dataKey: SecretKey, id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
         do {
             return try dataKey.withUnsafeBytes { (bytes) throws(CryptoError) in
                 try AESGCM.seal(bytes, using: master, authenticating: dataKeyAAD + storeID + bigEndian(id)).combined
@@ -72,7 +72,7 @@ enum Format {
         }
     }
 
-    static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> SecretKey {
+    package static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> SecretKey {
         do {
             let box = try AESGCM.SealedBox(combined: wrapped)
             var bytes = try AESGCM.open(box, using: master, authenticating: dataKeyAAD + storeID + bigEndian(id))

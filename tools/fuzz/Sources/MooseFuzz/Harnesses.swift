@@ -1,0 +1,211 @@
+// libFuzzer harnesses for every parser that sees outside bytes. Built by tools/fuzz/run only
+// (MOOSE_FUZZ=1 adds this target to Package.swift), with -sanitize=fuzzer,address; the harness is
+// chosen with MOOSE_FUZZ_TARGET. Each asserts properties, not just "no crash": a broken property
+// is a trap (fatalError) that libFuzzer reports with the input that caused it.
+import Foundation
+import MooseCrypto
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseSecretStore
+
+/// The harnesses, by name.
+nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
+    "base64url": base64url, "json": json, "jws": jws, "jwk": jwk, "token-response": tokenResponse,
+    "discovery": discovery, "userinfo": userinfo, "www-authenticate": wwwAuthenticate, "http-date": httpDate,
+    "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
+    "form": form, "redaction": redaction,
+]
+
+nonisolated(unsafe) let selected: ([UInt8]) -> Void = {
+    let name = ProcessInfo.processInfo.environment["MOOSE_FUZZ_TARGET"] ?? ""
+    guard let harness = harnesses[name] else {
+        fatalError("MOOSE_FUZZ_TARGET must be one of: \(harnesses.keys.sorted().joined(separator: " "))")
+    }
+    return harness
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+    selected(bytes)
+    return 0
+}
+
+/// libFuzzer's driver (from the -sanitize=fuzzer runtime).
+@_silgen_name("LLVMFuzzerRunDriver")
+func runDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+               _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+/// SwiftPM links an executable target's entry point as `<Module>_main` (its "testable executable"
+/// convention on Linux) in place of libFuzzer's own `main`: hand over to libFuzzer's driver.
+@_cdecl("MooseFuzz_main")
+public func mooseFuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return withUnsafeMutablePointer(to: &count) { countPointer in
+        withUnsafeMutablePointer(to: &arguments) { argumentsPointer in
+            runDriver(countPointer, argumentsPointer) { data, size in fuzzOne(data, size) }
+        }
+    }
+}
+
+func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
+    if !condition() { fatalError("property broken: \(message())") }
+}
+
+func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+// MARK: - MooseJWT
+
+func base64url(_ bytes: [UInt8]) {
+    require(try! Base64URL.decode(Base64URL.encode(bytes)) == bytes, "decode(encode(x)) == x")
+    let input = text(bytes)
+    if let decoded = try? Base64URL.decode(input) {
+        require(Base64URL.encode(decoded) == input, "a strictly decoded input re-encodes to itself")
+    }
+}
+
+func json(_ bytes: [UInt8]) {
+    guard let value = try? JSONValue(parsing: bytes) else { return }
+    let again = try? JSONValue(parsing: Array(value.serialized().utf8))
+    require(again == value, "parse(serialize(v)) == v")
+    // Serialized text never carries a raw control or bidi character (terminal-safe).
+    require(!value.serialized().unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x202E },
+            "serialized JSON escapes control characters")
+}
+
+let hmacKey = JWTKey(secret: Array(repeating: UInt8(42), count: 32))
+let signer = try! JWTSigner(key: hmacKey, algorithm: .hs256)
+let verifier = JWTVerifier(keys: [hmacKey], allowedAlgorithms: [.hs256], validation: ClaimValidation(acceptsAnyAudience: true, checksTime: false))
+
+func jws(_ bytes: [UInt8]) {
+    // The input as a token (anyone can send one).
+    let token = text(bytes)
+    _ = try? JWS(compact: token)
+    _ = try? JWT(compact: token)
+    if let report = try? TokenInspection(token, verifier: verifier, validation: verifier.validation), report.verdict == .valid {
+        require(report.claims != nil, "a valid verdict has a claims object")
+    }
+    // The input as a payload, signed by us: the verdict is valid only for a JSON object.
+    guard let signed = try? signer.sign(payload: bytes) else { return }
+    let report = try? TokenInspection(signed, verifier: verifier, validation: verifier.validation)
+    let isObject: Bool = { if case .object? = try? JSONValue(parsing: bytes) { return true }; return false }()
+    if report?.verdict == .valid { require(isObject, "a non-object payload was judged valid") }
+    if (try? verifier.verify(signed)) != nil { require(isObject, "the verifier accepted a non-object payload") }
+    if isObject, case .object(let object)? = try? JSONValue(parsing: bytes), (try? JWTClaims(object)) != nil {
+        require((try? verifier.verify(signed)) != nil, "verify(sign(claims)) succeeds")
+    }
+}
+
+func jwk(_ bytes: [UInt8]) {
+    guard let set = try? JWKS(json: bytes) else { return }
+    for key in set.keys {
+        _ = try? key.thumbprint()
+        _ = try? key.verificationKey()
+    }
+}
+
+// MARK: - MooseOAuth
+
+func tokenResponse(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let status = [200, 201, 400, 401, 429, 500, 503][Int(first) % 7]
+    let body = Data(bytes.dropFirst())
+    guard let tokens = try? TokenResponse.parse(HTTPResponse(status: status, body: body), requestedAt: Date(timeIntervalSince1970: 1_000),
+                                                requestedScopes: ["openid"]) else { return }
+    require(!tokens.description.contains(tokens.accessToken) || tokens.accessToken.count < 6, "description shows the access token")
+    if let expiry = tokens.expiresAt?.timeIntervalSince1970 {
+        require(expiry.isFinite && expiry >= 1_000 && expiry <= 1_000 + TokenSet.maximumLifetime, "expiry is bounded")
+    }
+    require(TokenCharacters.isVisibleASCII(tokens.accessToken), "the access token is VSCHAR")
+    require(TokenCharacters.isHTTPToken(tokens.tokenType), "the token type is an HTTP token")
+}
+
+func discovery(_ bytes: [UInt8]) {
+    let issuer = "https://id.example.com"
+    for kind in [Discovery.DocumentKind.openIDConnect, .authorizationServer] {
+        guard let metadata = try? Discovery.parseDocument(bytes, issuer: issuer, kind: kind) else { continue }
+        require(metadata.issuer.utf8.elementsEqual(issuer.utf8), "the issuer matches byte for byte")
+        if (try? metadata.checkTransportSecurity()) != nil {
+            require(metadata.namedEndpoints.allSatisfy { $0.1.map(TransportSecurity.permits) ?? true }, "every endpoint is https or loopback")
+        }
+    }
+}
+
+func userinfo(_ bytes: [UInt8]) {
+    if let claims = try? OAuthClient.parseUserInfo(bytes, expectedSubject: "alice") {
+        require(claims["sub"]?.stringValue.map { $0.utf8.elementsEqual("alice".utf8) } == true, "sub matches byte for byte")
+    }
+}
+
+func loopbackRequest(_ bytes: [UInt8]) {
+    guard let target = LoopbackReceiver.requestTarget(fromHead: bytes) else { return }
+    require(target.hasPrefix("/") && target.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E }, "a target is printable origin-form")
+}
+
+// MARK: - MooseHTTP
+
+func wwwAuthenticate(_ bytes: [UInt8]) {
+    let challenges = AuthenticationChallenge.parse(text(bytes))
+    require(challenges.count <= 64, "at most 64 challenges")
+    require(challenges.allSatisfy { !$0.scheme.isEmpty && $0.parameters.count <= 64 }, "schemes are non-empty, parameters bounded")
+}
+
+func httpDate(_ bytes: [UInt8]) {
+    let input = text(bytes)
+    if let date = HTTPDate.parse(input) {
+        require(HTTPDate.parse(HTTPDate.format(date)) == date, "parse(format(d)) == d")
+    }
+    if let delay = RetryPolicy.retryAfter(input, now: Date(timeIntervalSince1970: 1_800_000_000)) {
+        require(delay.isFinite && delay >= 0 && delay <= RetryPolicy.maximumRetryAfterValue, "Retry-After is bounded")
+    }
+}
+
+func curlHeaders(_ bytes: [UInt8]) {
+    let headers = CurlTransport.parseHeaders(bytes)
+    for field in headers {
+        require(!field.name.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "no CR, LF or NUL in a name")
+        require(!field.value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "no CR, LF or NUL in a value")
+    }
+    require(headers.fields.count <= CurlTransport.maximumHeaderFields, "header count bounded")
+}
+
+func form(_ bytes: [UInt8]) {
+    let fields = RequestBuilder.decodeForm(text(bytes))
+    let again = RequestBuilder.decodeForm(RequestBuilder.encodeForm(fields))
+    require(again.map { "\($0.0)=\($0.1)" } == fields.map { "\($0.0)=\($0.1)" }, "decode(encode(fields)) == fields")
+}
+
+func redaction(_ bytes: [UInt8]) {
+    for shown in [Redaction.body(bytes), Redaction.body(bytes, showingValues: true)] {
+        require(!shown.unicodeScalars.contains { $0.value < 0x20 && $0.value != 0x20 }, "no control characters quoted")
+    }
+    // A secret in a JSON body is never quoted.
+    let secret = "S3CRET" + Base64URL.encode(Array(bytes.prefix(24))) + "zzzzzzzzzzzzzzzzzzzz"
+    let body = Array(#"{"access_token":"\#(secret)","x":"\#(secret)"}"#.utf8)
+    require(!Redaction.body(body).contains("S3CRET") && !Redaction.body(body, showingValues: true).contains("S3CRET"),
+            "a secret value was quoted")
+}
+
+// MARK: - MooseSecretStore
+
+let master = SecretKey(Array(repeating: UInt8(7), count: 32))
+let dataKey = SecretKey(Array(repeating: UInt8(9), count: 32))
+let storeID = Array(repeating: UInt8(1), count: 16)
+nonisolated(unsafe) let dataCipher = try! AESGCM.Context(key: dataKey)
+
+func storeEnvelope(_ bytes: [UInt8]) {
+    // Random bytes never open as a wrapped data key or a sealed value (and never trap).
+    require((try? Format.unwrap(bytes, id: 1, master: master, storeID: storeID)) == nil, "random bytes unwrapped a data key")
+    let aad = Format.secretAAD(storeID: storeID, namespace: "moose.session", name: "default", keyID: 1)
+    require((try? dataCipher.openCombined(bytes, authenticating: aad)) == nil, "random bytes opened as a sealed value")
+    // What is sealed opens, only under its own name.
+    guard let sealed = try? dataCipher.sealCombined(bytes, authenticating: aad) else { return }
+    require((try? dataCipher.openCombined(sealed, authenticating: aad)) == bytes, "open(seal(x)) == x")
+    let other = Format.secretAAD(storeID: storeID, namespace: "moose.session", name: "other", keyID: 1)
+    require((try? dataCipher.openCombined(sealed, authenticating: other)) == nil, "a value opened under another name")
+    if let wrapped = try? Format.wrap(dataKey, id: 1, master: master, storeID: storeID) {
+        require((try? Format.unwrap(wrapped, id: 2, master: master, storeID: storeID)) == nil, "a data key unwrapped under another id")
+    }
+}
