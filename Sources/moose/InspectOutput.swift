@@ -119,6 +119,10 @@ enum InspectOutput {
 enum JWKSDownload {
     static func fetch(_ text: String) throws -> [UInt8] {
         guard let url = URL(string: text), url.host != nil else { throw CLIError.usage("--jwks \(text) is not a valid URL") }
+        // Keys decide what "verified" means: never fetched in clear text from another machine.
+        guard TransportSecurity.permits(url) else {
+            throw CLIError.usage("--jwks \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+        }
         let request = HTTPRequest(url: url, headers: ["Accept": "application/jwk-set+json, application/json"], timeout: 15)
         let response: HTTPResponse
         do {

@@ -81,3 +81,11 @@ struct UntrustedInputCLITests {
         #expect(try CLI.storedRow(environment: environment)["state"] as? String == "active")   // written by Moose 0.1: a bare session
     }
 }
+
+struct InspectJWKSTransportTests {
+    /// Keys decide what "verified" means: `--jwks` refuses plain http to another machine.
+    @Test func jwksOverPlainHTTPToAnotherMachineIsRefused() throws {
+        let result = try CLI.run(["inspect", "a.b.c", "--jwks", "http://keys.example.test/jwks.json"])
+        #expect(result.status == 2 && result.stderr.contains("not https"), "\(result.stderr)")
+    }
+}
