@@ -6,7 +6,7 @@ import Foundation
 import Logging
 
 /// A loosely typed JSON value, for responses without a model.
-public enum JSON: Sendable, Hashable, Decodable {
+public enum JSON: Sendable, Hashable, Codable {
     /// `null`
     case null
     /// `true`/`false`
@@ -28,6 +28,19 @@ public enum JSON: Sendable, Hashable, Decodable {
         else if let value = try? container.decode(String.self) { self = .string(value) }
         else if let value = try? container.decode([JSON].self) { self = .array(value) }
         else { self = .object(try container.decode([String: JSON].self)) }
+    }
+
+    /// Encodes the value as it was decoded.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
     }
 
     /// The member `key` of an object.

@@ -3,6 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+import MooseHTTP
 
 /// A signed-in session: whose tokens these are (issuer and client), the tokens, and whether they
 /// are still usable. What a `SessionStorage` keeps under a key (a profile name, an account id…).
@@ -99,35 +100,8 @@ public struct Session: Sendable, Codable, Hashable {
     private struct RawJSON: Decodable {
         let text: String
         init(from decoder: any Decoder) throws {
-            let value = try AnyJSON(from: decoder)
+            let value = try JSON(from: decoder)
             text = String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
-        }
-    }
-}
-
-/// A JSON value of any shape, for carrying documents through `Codable` unchanged.
-enum AnyJSON: Codable, Hashable {
-    case null, bool(Bool), number(Double), string(String), array([AnyJSON]), object([String: AnyJSON])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([AnyJSON].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: AnyJSON].self)) }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
         }
     }
 }

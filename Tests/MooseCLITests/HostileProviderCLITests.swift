@@ -5,25 +5,10 @@ import Testing
 /// tools/hostile/hostile_idp.py, started once per test process on 127.0.0.1 (it exits with us).
 enum HostileIdP {
     static let base: String = {
-        let root = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "")
-        let venv = root + "/tools/idp/.state/venv/bin/python"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: FileManager.default.isExecutableFile(atPath: venv) ? venv : "/usr/bin/python3")
-        process.arguments = ["-u", root + "/tools/hostile/hostile_idp.py"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { fatalError("cannot start the hostile IdP: \(error)") }
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        guard let port = text.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
-            fatalError("the hostile IdP did not print its port: \(text)")
-        }
-        return "http://127.0.0.1:\(port)"
+        // The test IdP's virtualenv has `cryptography` (for RS256); tools/test creates it first.
+        let venv = LocalServer.repositoryRoot + "/tools/idp/.state/venv/bin/python"
+        let python = FileManager.default.isExecutableFile(atPath: venv) ? venv : "/usr/bin/python3"
+        return "http://127.0.0.1:\(LocalServer.start("tools/hostile/hostile_idp.py", python: python))"
     }()
 
     static func issuer(_ scenario: String) -> String { "\(base)/\(scenario)" }
@@ -41,8 +26,7 @@ enum HostileIdP {
     /// A fresh home whose $BROWSER follows loopback redirects only.
     static func home(_ label: String) -> (URL, [String: String]) {
         var (home, environment) = CLI.home(label)
-        let root = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "")
-        environment["BROWSER"] = "python3 \(root)/tools/hostile/browser.py"
+        environment["BROWSER"] = "python3 \(LocalServer.repositoryRoot)/tools/hostile/browser.py"
         return (home, environment)
     }
 

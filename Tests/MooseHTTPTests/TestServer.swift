@@ -8,26 +8,7 @@ import Testing
 /// tools/testserver/http_test_server.py, started once per test process on 127.0.0.1 (it exits when
 /// this process does).
 enum TestServer {
-    static let base: URL = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let script = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/testserver/http_test_server.py")
-        process.arguments = ["python3", "-u", script]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { fatalError("cannot start the test server: \(error)") }
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        guard let port = text.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
-            fatalError("the test server did not print its port: \(text)")
-        }
-        return URL(string: "http://127.0.0.1:\(port)")!
-    }()
+    static let base: URL = URL(string: "http://127.0.0.1:\(LocalServer.start("tools/testserver/http_test_server.py"))")!
 }
 
 /// A transport wrapper that counts what reaches the real transport.
