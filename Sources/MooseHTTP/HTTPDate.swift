@@ -46,7 +46,11 @@ public enum HTTPDate {
         let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][Int(((days % 7) + 7) % 7)]
         let (y, m, d) = civilFromDays(days)
         func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(weekday), \(two(d)) \(months[Int(m) - 1]) \(y) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT"
+        // RFC 9110 §5.6.7: the year is four digits (year 1 is "0001"; found by tools/fuzz: an unpadded
+        // year did not parse back).
+        let year = String(y)
+        let paddedYear = String(repeating: "0", count: max(0, 4 - year.count)) + year
+        return "\(weekday), \(two(d)) \(months[Int(m) - 1]) \(paddedYear) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT"
     }
 
     static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {

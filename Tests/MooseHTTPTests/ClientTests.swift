@@ -336,7 +336,7 @@ struct TransportHeaderTests {
         #expect(headers["Bad Name"] == nil && headers["X-Ctl"] == nil && headers["folded"] == nil)
     }
 
-    @Test func httpDatesAndRetryAfterAreBounded() {
+    @Test func httpDatesAndRetryAfterAreBounded() throws {
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
         for hostile in ["Fri, 01 Jan 99999999 00:00:00 GMT", "Fri, 01 Jan 2027 99999999999999999999:00:00 GMT",
                         "Fri, 99 Jan 2027 00:00:00 GMT", "Fri, 01 Jan 2027 24:00:00 GMT", "Fri, 01 Jan -2027 00:00:00 GMT"] {
@@ -345,6 +345,10 @@ struct TransportHeaderTests {
         #expect(RetryPolicy.retryAfter("99999999999999999999999") == RetryPolicy.maximumRetryAfterValue)
         #expect(RetryPolicy.retryAfter("Fri, 01 Jan 9999 00:00:00 GMT") == RetryPolicy.maximumRetryAfterValue)
         for seconds in [1e300, -1e300, .infinity, .nan] { _ = HTTPDate.format(Date(timeIntervalSince1970: seconds)) }
+        // Found by tools/fuzz (http-date): year 1 was formatted "1", which does not parse back.
+        let yearOne = try #require(HTTPDate.parse("Mon, 01 Jan 0001 00:00:00 GMT"))
+        #expect(HTTPDate.format(yearOne) == "Mon, 01 Jan 0001 00:00:00 GMT")
+        #expect(HTTPDate.parse(HTTPDate.format(yearOne)) == yearOne)
         #expect(AuthenticationChallenge.parse(#"Bearer realm="api", error="invalid_token", DPoP algs="ES256 EdDSA""#)
             .map { "\($0.scheme) \($0["error"] ?? $0["algs"] ?? "")" } == ["Bearer invalid_token", "DPoP ES256 EdDSA"])
         #expect(AuthenticationChallenge.parse("Basic dXNlcjpwYXNz==, Bearer")[0].token68 == "dXNlcjpwYXNz==")

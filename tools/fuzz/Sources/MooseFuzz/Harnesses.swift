@@ -62,7 +62,7 @@ func base64url(_ bytes: [UInt8]) {
     require(try! Base64URL.decode(Base64URL.encode(bytes)) == bytes, "decode(encode(x)) == x")
     let input = text(bytes)
     if let decoded = try? Base64URL.decode(input) {
-        require(Base64URL.encode(decoded) == input, "a strictly decoded input re-encodes to itself")
+        require(Base64URL.encode(decoded).utf8.elementsEqual(input.utf8), "a strictly decoded input re-encodes to itself")
     }
 }
 
@@ -70,6 +70,8 @@ func json(_ bytes: [UInt8]) {
     guard let value = try? JSONValue(parsing: bytes) else { return }
     let again = try? JSONValue(parsing: Array(value.serialized().utf8))
     require(again == value, "parse(serialize(v)) == v")
+    // Byte for byte (String == would equate canonically equivalent spellings).
+    require(again.map { Array($0.serialized().utf8) } == Array(value.serialized().utf8), "serialize(parse(serialize(v))) == serialize(v)")
     // Serialized text never carries a raw control or bidi character (terminal-safe).
     require(!value.serialized().unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x202E },
             "serialized JSON escapes control characters")
@@ -92,29 +94,68 @@ func jws(_ bytes: [UInt8]) {
     let report = try? TokenInspection(signed, verifier: verifier, validation: verifier.validation)
     let isObject: Bool = { if case .object? = try? JSONValue(parsing: bytes) { return true }; return false }()
     if report?.verdict == .valid { require(isObject, "a non-object payload was judged valid") }
-    if (try? verifier.verify(signed)) != nil { require(isObject, "the verifier accepted a non-object payload") }
-    if isObject, case .object(let object)? = try? JSONValue(parsing: bytes), (try? JWTClaims(object)) != nil {
-        require((try? verifier.verify(signed)) != nil, "verify(sign(claims)) succeeds")
+    let verified = try? verifier.verify(signed)
+    if verified != nil { require(isObject, "the verifier accepted a non-object payload") }
+    // The inspection and the verifier agree (one is a diagnostic view of the other).
+    require((report?.verdict == .valid) == (verified != nil), "TokenInspection and JWTVerifier disagree")
+    if case .object(let object)? = try? JSONValue(parsing: bytes), (try? JWTClaims(object)) != nil {
+        // Tokens over JWS.defaultMaximumSize are refused by design; everything else verifies.
+        if signed.utf8.count <= JWS.defaultMaximumSize {
+            require(verified != nil, "verify(sign(claims)) succeeds")
+            require(verified?.claims.fields == object, "verify(sign(claims)).claims == claims")
+        }
     }
 }
 
 func jwk(_ bytes: [UInt8]) {
-    guard let set = try? JWKS(json: bytes) else { return }
-    for key in set.keys {
-        _ = try? key.thumbprint()
+    var keys: [JWK] = []
+    if let set = try? JWKS(json: bytes) { keys += set.keys }
+    if let single = try? JWK(json: text(bytes)) { keys.append(single) }
+    for key in keys {
+        let thumbprint = try? key.thumbprint()
+        require((try? key.thumbprint()) == thumbprint, "the thumbprint is deterministic")
+        _ = try? key.thumbprint(hash: .sha384)
         _ = try? key.verificationKey()
+        // The public form never carries private material.
+        require(!key.publicJWK.hasPrivateMaterial, "publicJWK has private material")
+        if let thumbprint, key.keyType != "oct" {
+            require((try? key.publicJWK.thumbprint()) == thumbprint, "a key and its public form share a thumbprint")
+        }
     }
 }
 
 // MARK: - MooseOAuth
 
+/// Input layout: byte 0 picks the status, byte 1 is the length (mod 64) of a raw header block that
+/// follows, the rest is the body.
 func tokenResponse(_ bytes: [UInt8]) {
-    guard let first = bytes.first else { return }
-    let status = [200, 201, 400, 401, 429, 500, 503][Int(first) % 7]
-    let body = Data(bytes.dropFirst())
-    guard let tokens = try? TokenResponse.parse(HTTPResponse(status: status, body: body), requestedAt: Date(timeIntervalSince1970: 1_000),
+    guard bytes.count >= 2 else { return }
+    let status = [200, 201, 400, 401, 429, 500, 503, 302][Int(bytes[0]) % 8]
+    let headerLength = min(Int(bytes[1]) % 64, bytes.count - 2)
+    let headers = CurlTransport.parseHeaders(Array(bytes[2..<(2 + headerLength)]))
+    let body = Array(bytes[(2 + headerLength)...])
+    let requestedAt = Date(timeIntervalSince1970: 1_000)
+    // The same body with every secret member's string value replaced by a canary: no error message
+    // may quote it (OAuth error excerpts never show values).
+    if case .object(let object)? = try? JSONValue(parsing: body), !text(body).contains("CANARY") {
+        let secretNames: Set<String> = ["access_token", "refresh_token", "id_token"]
+        let canaried = JSONObject(object.map { member in
+            (member.key, secretNames.contains(member.key) && member.value.stringValue != nil ? .string("CANARYq7Zx9") : member.value)
+        })
+        do {
+            _ = try TokenResponse.parse(HTTPResponse(status: status, headers: headers, body: Data(JSONValue.object(canaried).serialized().utf8)),
+                                        requestedAt: requestedAt, requestedScopes: ["openid"])
+        } catch {
+            require(!String(describing: error).contains("CANARY"), "an error message quotes a token: \(error)")
+        }
+    }
+    guard let tokens = try? TokenResponse.parse(HTTPResponse(status: status, headers: headers, body: Data(body)), requestedAt: requestedAt,
                                                 requestedScopes: ["openid"]) else { return }
-    require(!tokens.description.contains(tokens.accessToken) || tokens.accessToken.count < 6, "description shows the access token")
+    // The description never shows the token — unless the token is also text the description shows
+    // on purpose (a token "Bearer" with type Bearer, a token equal to a scope) or is a few characters.
+    let shownOnPurpose = tokens.tokenType + " " + tokens.scopes.joined(separator: " ")
+    require(!tokens.description.contains(tokens.accessToken) || shownOnPurpose.contains(tokens.accessToken)
+            || tokens.accessToken.count < 8, "description shows the access token")
     if let expiry = tokens.expiresAt?.timeIntervalSince1970 {
         require(expiry.isFinite && expiry >= 1_000 && expiry <= 1_000 + TokenSet.maximumLifetime, "expiry is bounded")
     }
@@ -127,6 +168,10 @@ func discovery(_ bytes: [UInt8]) {
     for kind in [Discovery.DocumentKind.openIDConnect, .authorizationServer] {
         guard let metadata = try? Discovery.parseDocument(bytes, issuer: issuer, kind: kind) else { continue }
         require(metadata.issuer.utf8.elementsEqual(issuer.utf8), "the issuer matches byte for byte")
+        // Two JSON parsers read the document (JSONValue for the checks, JSONDecoder for the fields): they agree on the issuer.
+        if case .object(let object)? = try? JSONValue(parsing: bytes) {
+            require(object["issuer"]?.stringValue.map { $0.utf8.elementsEqual(issuer.utf8) } == true, "JSONValue and JSONDecoder disagree on issuer")
+        }
         if (try? metadata.checkTransportSecurity()) != nil {
             require(metadata.namedEndpoints.allSatisfy { $0.1.map(TransportSecurity.permits) ?? true }, "every endpoint is https or loopback")
         }
@@ -136,6 +181,9 @@ func discovery(_ bytes: [UInt8]) {
 func userinfo(_ bytes: [UInt8]) {
     if let claims = try? OAuthClient.parseUserInfo(bytes, expectedSubject: "alice") {
         require(claims["sub"]?.stringValue.map { $0.utf8.elementsEqual("alice".utf8) } == true, "sub matches byte for byte")
+    }
+    if let claims = try? OAuthClient.parseUserInfo(bytes, expectedSubject: nil) {
+        require(claims["sub"]?.stringValue != nil, "a UserInfo response always has a string sub")
     }
 }
 
@@ -150,12 +198,21 @@ func wwwAuthenticate(_ bytes: [UInt8]) {
     let challenges = AuthenticationChallenge.parse(text(bytes))
     require(challenges.count <= 64, "at most 64 challenges")
     require(challenges.allSatisfy { !$0.scheme.isEmpty && $0.parameters.count <= 64 }, "schemes are non-empty, parameters bounded")
+    require(challenges.allSatisfy { TokenCharacters.isHTTPToken($0.scheme) }, "every scheme is an RFC 9110 token")
+    require(challenges.allSatisfy { $0.parameters.allSatisfy { TokenCharacters.isHTTPToken($0.name) } }, "every parameter name is a token")
+    // A header repeated (one value per line) keeps the same bound.
+    require(AuthenticationChallenge.parse([text(bytes), text(bytes)]).count <= 64, "at most 64 challenges over repeated headers")
 }
 
 func httpDate(_ bytes: [UInt8]) {
     let input = text(bytes)
     if let date = HTTPDate.parse(input) {
-        require(HTTPDate.parse(HTTPDate.format(date)) == date, "parse(format(d)) == d")
+        // Years 1...9999 (IMF-fixdate has four digits); a parsed "31 Dec 9999 23:59:60" lands in 10000.
+        let seconds = date.timeIntervalSince1970
+        require(seconds.isFinite, "a parsed date is finite")
+        if seconds >= -62_135_596_800, seconds <= 253_402_300_799 {
+            require(HTTPDate.parse(HTTPDate.format(date)) == date, "parse(format(d)) == d")
+        }
     }
     if let delay = RetryPolicy.retryAfter(input, now: Date(timeIntervalSince1970: 1_800_000_000)) {
         require(delay.isFinite && delay >= 0 && delay <= RetryPolicy.maximumRetryAfterValue, "Retry-After is bounded")
@@ -200,6 +257,9 @@ func storeEnvelope(_ bytes: [UInt8]) {
     require((try? Format.unwrap(bytes, id: 1, master: master, storeID: storeID)) == nil, "random bytes unwrapped a data key")
     let aad = Format.secretAAD(storeID: storeID, namespace: "moose.session", name: "default", keyID: 1)
     require((try? dataCipher.openCombined(bytes, authenticating: aad)) == nil, "random bytes opened as a sealed value")
+    // The store reads a row's blob in place (SecretStore's list/get path).
+    let openedInPlace = bytes.withUnsafeBytes { try? dataCipher.openCombined(buffer: $0, authenticating: aad) }
+    require(openedInPlace == nil, "random bytes opened in place as a sealed value")
     // What is sealed opens, only under its own name.
     guard let sealed = try? dataCipher.sealCombined(bytes, authenticating: aad) else { return }
     require((try? dataCipher.openCombined(sealed, authenticating: aad)) == bytes, "open(seal(x)) == x")
