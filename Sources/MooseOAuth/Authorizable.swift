@@ -119,13 +119,29 @@ public struct OAuthClient: Sendable {
         return fresh
     }
 
-    /// Refreshes and, when a new ID token comes back, validates it as the login did (OIDC Core
-    /// §12.2: same `iss`, `sub` rules; nonce absent or equal; `at_hash` against the new access
-    /// token). The one refresh-and-validate step every flow's `refresh` uses.
+    /// Refreshes and, when a new ID token comes back, validates it as the login did (signature,
+    /// `iss`, `aud`, times, `at_hash` against the new access token) and checks OIDC Core §12.2: the
+    /// same `sub` as the ID token it replaces. The one refresh-and-validate step every flow's
+    /// `refresh` uses.
+    ///
+    /// The grant has rotated the refresh token by the time the ID token is checked, so a new ID token
+    /// that fails (a key the cache cannot fetch yet, another `sub`) never costs the session: it is
+    /// dropped, the previous ID token is kept, the new access and refresh tokens are returned, and the
+    /// failure is logged.
     public func refresh(_ tokens: TokenSet, validatingWith validator: IDTokenValidator?) async throws -> TokenSet {
-        let fresh = try await refresh(tokens)
-        if let idToken = fresh.idToken, idToken != tokens.idToken, let validator {
-            try await validator.validate(idToken, nonce: nil, accessToken: fresh.accessToken, serverClockOffset: fresh.serverClockOffset)
+        var fresh = try await refresh(tokens)
+        guard let idToken = fresh.idToken, let validator,
+              !idToken.utf8.elementsEqual((tokens.idToken ?? "").utf8) else { return fresh }
+        do {
+            let claims = try await validator.validate(idToken, nonce: nil, accessToken: fresh.accessToken,
+                                                      serverClockOffset: fresh.serverClockOffset)
+            if let previous = tokens.idToken.flatMap({ try? JWT(compact: $0).claims.subject }),
+               let subject = claims.subject, !subject.utf8.elementsEqual(previous.utf8) {
+                throw OAuthError(OAuthError.invalidIDToken, "the refreshed ID token is about another subject (OIDC Core §12.2)")
+            }
+        } catch {
+            logger?.warning("the refreshed ID token was refused and dropped (the new access and refresh tokens are kept): \(error)")
+            fresh.idToken = tokens.idToken
         }
         return fresh
     }

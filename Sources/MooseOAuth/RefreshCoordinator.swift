@@ -128,6 +128,8 @@ public actor RefreshCoordinator {
     private nonisolated let defaultMinimumValidity: TimeInterval
     private nonisolated let customClock: (@Sendable () -> Date)?
     private var generation: Int64 = 0
+    /// Raised by every login and logout: a refresh that started before one publishes nothing after it.
+    private var epoch: Int64 = 0
     private var inFlight: Task<AccessToken, any Error>?
     private var recentRefreshes: [Date] = []
     private var pendingWrite: (session: Session, expectedGeneration: Int64?)?
@@ -233,6 +235,7 @@ public actor RefreshCoordinator {
 
     /// Forgets the in-memory tokens after a new login was stored, so the next call reads it.
     public func didLogIn() {
+        epoch += 1
         pendingWrite = nil
         writeRetry?.cancel()
         writeRetry = nil
@@ -242,6 +245,7 @@ public actor RefreshCoordinator {
 
     /// Forgets the in-memory tokens and announces `loggedOut` (the caller wipes the storage).
     public func didLogOut() {
+        epoch += 1
         pendingWrite = nil
         writeRetry?.cancel()
         writeRetry = nil
@@ -294,7 +298,11 @@ public actor RefreshCoordinator {
         return token
     }
 
-    private func adopt(_ tokens: TokenSet) -> AccessToken {
+    private func adopt(_ tokens: TokenSet, epoch started: Int64) throws -> AccessToken {
+        // A login or logout happened while this refresh ran: its tokens belong to a session that is gone.
+        guard started == epoch else {
+            throw OAuthError(OAuthError.needsLogin, "\(key) was logged out or logged in again while a refresh ran")
+        }
         let token = publish(tokens)
         eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
         return token
@@ -311,6 +319,7 @@ public actor RefreshCoordinator {
 
     private func performRefresh(minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
         defer { inFlight = nil }
+        let started = epoch
         // A rotated refresh token that could not be written yet: write it before anything else.
         if pendingWrite != nil, await !flushPendingWrite() {
             if let token = cachedAccessToken(minimumValidity: 0) { return token }
@@ -319,7 +328,7 @@ public actor RefreshCoordinator {
         // Another process may have refreshed already: a plain read, no lease needed to adopt it.
         if let stored = try await loadSession(), stored.session.state == .active,
            answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
-            return adopt(stored.session.tokens)
+            return try adopt(stored.session.tokens, epoch: started)
         }
         try checkRefreshWindow()
         // Taking the lease is a write: a storage that cannot be written fails here, before any
@@ -335,7 +344,7 @@ public actor RefreshCoordinator {
         let renewal = LeaseRenewal(storage: storage, lease: lease, ttl: configuration.leaseTTL)
         let result: Result<AccessToken, any Error>
         do {
-            result = .success(try await refreshHolding(lease, minimumValidity: minimumValidity, rejecting: rejecting))
+            result = .success(try await refreshHolding(lease, minimumValidity: minimumValidity, rejecting: rejecting, epoch: started))
         } catch {
             result = .failure(error)
         }
@@ -345,7 +354,8 @@ public actor RefreshCoordinator {
     }
 
     /// The part of a refresh done while holding the lease.
-    private func refreshHolding(_ lease: SessionLease, minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
+    private func refreshHolding(_ lease: SessionLease, minimumValidity: TimeInterval, rejecting: String?,
+                                epoch started: Int64) async throws -> AccessToken {
         // Inside the lease: re-read; never reuse a refresh token read before it.
         guard let stored = try await loadSession() else {
             throw OAuthError(OAuthError.needsLogin, "there is no session for \(key): log in")
@@ -357,7 +367,7 @@ public actor RefreshCoordinator {
         let known = snapshot.withLock { $0.tokens?.accessToken }
         if known.map({ !session.tokens.accessToken.utf8.elementsEqual($0.utf8) }) ?? true,
            answers(session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
-            return adopt(session.tokens)
+            return try adopt(session.tokens, epoch: started)
         }
         let spent = session.tokens
         let fresh: TokenSet
@@ -366,8 +376,8 @@ public actor RefreshCoordinator {
         } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
             // Maybe another process rotated the token a moment ago: then its tokens are the answer.
             if let again = try await loadSession(), again.session.state == .active,
-               again.session.tokens.refreshToken != spent.refreshToken {
-                return adopt(again.session.tokens)
+               !Self.same(again.session.tokens.refreshToken, spent.refreshToken) {
+                return try adopt(again.session.tokens, epoch: started)
             }
             session.state = .needsReauthentication
             _ = try? await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
@@ -386,16 +396,23 @@ public actor RefreshCoordinator {
         } catch {
             // Someone else's tokens landed first (our lease lapsed and another holder committed):
             // theirs win, ours are dropped.
-            if let winner = try? await storage.load(key), winner.generation != stored.generation {
-                if winner.session.state == .active { return adopt(winner.session.tokens) }
-                throw OAuthError(OAuthError.needsLogin, "\(key) was logged out or needs a new login")
+            var reread: StoredSession?? = nil   // nil: the storage could not be read
+            do { reread = .some(try await storage.load(key)) } catch {}
+            switch reread {
+            case .some(.some(let winner)) where winner.generation != stored.generation:
+                if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started) }
+                throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
+            case .some(.none):
+                // Logged out meanwhile: the session stays wiped and its tokens are not handed out.
+                throw OAuthError(OAuthError.needsLogin, "\(key) was logged out while a refresh ran")
+            default:
+                // Otherwise keep them, hand them out, and keep trying to write them (in the background,
+                // and before any further refresh): never drop a rotated refresh token.
+                pendingWrite = (session, stored.generation)
+                scheduleWriteRetry()
             }
-            // Otherwise keep them, hand them out, and keep trying to write them (in the background,
-            // and before any further refresh): never drop a rotated refresh token.
-            pendingWrite = (session, stored.generation)
-            scheduleWriteRetry()
         }
-        return adopt(fresh)
+        return try adopt(fresh, epoch: started)
     }
 
     /// Writes the tokens a failed write left in memory; `true` once nothing is pending. A
@@ -414,6 +431,30 @@ public actor RefreshCoordinator {
         pendingWrite = nil
         writeRetry = nil
         return true
+    }
+
+    /// `true` when rotated tokens are waiting in memory for the storage to take them.
+    public var hasPendingWrite: Bool { pendingWrite != nil }
+
+    /// Tries to write tokens a failed write left in memory, for up to `timeout` seconds; `true` once
+    /// nothing is pending. A process about to exit (a CLI) calls this: its background retry dies with it.
+    public func persistPendingWrite(timeout: TimeInterval = 5) async -> Bool {
+        let deadline = now().addingTimeInterval(min(max(timeout, 0), 3600))
+        var delay: UInt64 = 50_000_000
+        while true {
+            if await flushPendingWrite() { return true }
+            guard now() < deadline else { return false }
+            try? await Task.sleep(nanoseconds: delay)
+            delay = min(delay * 2, 1_000_000_000)
+        }
+    }
+
+    private static func same(_ a: String?, _ b: String?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let x?, let y?): x.utf8.elementsEqual(y.utf8)
+        default: false
+        }
     }
 
     private func scheduleWriteRetry() {
@@ -435,13 +476,21 @@ public actor RefreshCoordinator {
         }
     }
 
+    /// A timed-out grant may have been processed (the refresh token spent, its successor lost in
+    /// transit): sending the spent token again could trip reuse detection and revoke the whole token
+    /// family. Only failures known to precede processing (no connection, a 5xx or 429 answer) are retried.
+    private static func mayHaveReachedTheServer(_ error: OAuthError) -> Bool {
+        (error.underlying as? HTTPError)?.code == HTTPError.timedOut
+    }
+
     private func refreshWithRetries(_ tokens: TokenSet) async throws -> TokenSet {
         var attempt = 1
         while true {
             do {
                 return try await refresher(tokens)
-            } catch let error as OAuthError where error.code == OAuthError.transient && attempt < configuration.transientAttempts {
-                let delay = min(configuration.backoff * Double(1 << min(attempt - 1, 16)), 60) * Double.random(in: 0.5...1.0)
+            } catch let error as OAuthError where error.code == OAuthError.transient && attempt < configuration.transientAttempts
+                        && !Self.mayHaveReachedTheServer(error) {
+                let delay = min(max(configuration.backoff, 0) * Double(1 << min(attempt - 1, 16)), 60) * Double.random(in: 0.5...1.0)
                 try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
                 attempt += 1
             }

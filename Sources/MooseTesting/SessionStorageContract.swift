@@ -150,8 +150,17 @@ public enum SessionStorageContract {
         }
     }
 
-    /// Delete always wipes (no lease, no generation) and `keys` lists what is stored.
+    /// Delete always wipes (no lease, no generation) and `keys` lists what is stored; generations
+    /// keep growing across a delete, so a save prepared before a logout fails on the next login.
     public static func deleteAndKeys(_ storage: any SessionStorage) async throws {
+        let before = try await storage.save(session("g1"), key: "g", expectedGeneration: nil, lease: nil)
+        _ = try await storage.delete("g")
+        let after = try await storage.replace(session("g2"), key: "g")
+        try require(after > before, "a generation after delete + replace (\(after)) is not larger than before (\(before))")
+        try await expectCode(OAuthError.storageConflict, "a save prepared before a logout, landing on the next login") {
+            _ = try await storage.save(session("stale"), key: "g", expectedGeneration: before, lease: nil)
+        }
+        _ = try await storage.delete("g")
         _ = try await storage.replace(session("x"), key: "k2")
         _ = try await storage.replace(session("y"), key: "k1")
         try require(try await storage.keys() == ["k1", "k2"], "keys lists every stored key, sorted")

@@ -28,15 +28,21 @@ public struct EncryptedSessionStorage: SessionStorage {
 
     struct Record: Codable {
         var generation: Int64
-        var session: Session
+        var session: Session?
     }
 
-    static func decode(_ bytes: [UInt8]) throws -> StoredSession {
+    /// A row: a session and its generation, or — after a delete — only the generation (a tombstone
+    /// without secrets), so generations keep growing across a logout and a new login and a
+    /// compare-and-set made before the logout can never land on the new session.
+    static func decodeRow(_ bytes: [UInt8]) throws -> (session: Session?, generation: Int64) {
         let decoder = JSONDecoder()
-        if let record = try? decoder.decode(Record.self, from: Data(bytes)) {
-            return StoredSession(session: record.session, generation: record.generation)
-        }
-        return StoredSession(session: try decoder.decode(Session.self, from: Data(bytes)), generation: 0)
+        if let record = try? decoder.decode(Record.self, from: Data(bytes)) { return (record.session, record.generation) }
+        return (try decoder.decode(Session.self, from: Data(bytes)), 0)
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> StoredSession? {
+        let row = try decodeRow(bytes)
+        return row.session.map { StoredSession(session: $0, generation: row.generation) }
     }
 
     static func encode(_ session: Session, generation: Int64) throws -> [UInt8] {
@@ -71,15 +77,15 @@ public struct EncryptedSessionStorage: SessionStorage {
         do {
             outcome = try store.transaction { (tx) throws(SecretStoreError) -> Outcome in
                 if let lease { try tx.requireLease(Self.storeLease(lease)) }
-                let current: Int64?
+                var current: Int64? = nil
+                var floor: Int64 = 0
                 if let bytes = try tx.get(namespace: Self.namespace, name: key) {
-                    guard let stored = try? Self.decode(bytes) else { return .undecodable }
-                    current = stored.generation
-                } else {
-                    current = nil
+                    guard let row = try? Self.decodeRow(bytes) else { return .undecodable }
+                    floor = row.generation
+                    if row.session != nil { current = row.generation }
                 }
                 guard current == expectedGeneration else { return .conflict(current) }
-                let next = (current ?? 0) + 1
+                let next = floor + 1
                 guard let bytes = try? Self.encode(session, generation: next) else { return .undecodable }
                 try tx.put(bytes, namespace: Self.namespace, name: key)
                 return .written(next)
@@ -108,7 +114,7 @@ public struct EncryptedSessionStorage: SessionStorage {
         let written: Int64?
         do {
             written = try store.transaction { (tx) throws(SecretStoreError) -> Int64? in
-                let current = try tx.get(namespace: Self.namespace, name: key).flatMap { try? Self.decode($0).generation } ?? 0
+                let current = try tx.get(namespace: Self.namespace, name: key).flatMap { try? Self.decodeRow($0).generation } ?? 0
                 guard let bytes = try? Self.encode(session, generation: current + 1) else { return nil }
                 try tx.put(bytes, namespace: Self.namespace, name: key)
                 return current + 1
@@ -123,17 +129,36 @@ public struct EncryptedSessionStorage: SessionStorage {
     @discardableResult
     public func delete(_ key: String) async throws -> Bool { try deleteNow(key) }
 
-    /// `delete(_:)`, synchronously.
+    /// `delete(_:)`, synchronously: the session's secrets are gone; a tombstone keeps its generation.
     @discardableResult
     public func deleteNow(_ key: String) throws -> Bool {
-        do { return try store.delete(namespace: Self.namespace, name: key) } catch { throw Self.map(error) }
+        do {
+            return try store.transaction { (tx) throws(SecretStoreError) -> Bool in
+                guard let bytes = try tx.get(namespace: Self.namespace, name: key), let row = try? Self.decodeRow(bytes) else {
+                    return try tx.delete(namespace: Self.namespace, name: key)
+                }
+                guard row.session != nil, let tombstone = try? JSONEncoder().encode(Record(generation: row.generation + 1, session: nil)) else {
+                    return false
+                }
+                try tx.put(Array(tombstone), namespace: Self.namespace, name: key)
+                return true
+            }
+        } catch {
+            throw Self.map(error)
+        }
     }
 
     public func keys() async throws -> [String] { try keysNow() }
 
     /// `keys()`, synchronously.
     public func keysNow() throws -> [String] {
-        do { return try store.list(namespace: Self.namespace).map(\.name).sorted() } catch { throw Self.map(error) }
+        do {
+            return try store.list(namespace: Self.namespace).map(\.name).sorted().filter { key in
+                (try? store.get(namespace: Self.namespace, name: key)).flatMap { $0 }.flatMap { try? Self.decode($0) } != nil
+            }
+        } catch {
+            throw Self.map(error)
+        }
     }
 
     public func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {

@@ -17,6 +17,8 @@ public final class InMemorySessionStorage: SessionStorage {
     struct LeaseRow { var holder: String; var token: Int64; var expiresAt: Date }
     struct State {
         var sessions: [String: StoredSession] = [:]
+        /// The last generation of every key ever written: generations keep growing across a delete.
+        var generations: [String: Int64] = [:]
         var leases: [String: LeaseRow] = [:]
     }
     private let state = Mutex(State())
@@ -43,7 +45,8 @@ public final class InMemorySessionStorage: SessionStorage {
             }
             var session = session
             session.updatedAt = now
-            let next = (current ?? 0) + 1
+            let next = (state.generations[key] ?? 0) + 1
+            state.generations[key] = next
             state.sessions[key] = StoredSession(session: session, generation: next)
             return next
         }
@@ -55,14 +58,21 @@ public final class InMemorySessionStorage: SessionStorage {
         return state.withLock { state in
             var session = session
             session.updatedAt = now
-            let next = (state.sessions[key]?.generation ?? 0) + 1
+            let next = (state.generations[key] ?? 0) + 1
+            state.generations[key] = next
             state.sessions[key] = StoredSession(session: session, generation: next)
             return next
         }
     }
 
     @discardableResult
-    public func delete(_ key: String) async throws -> Bool { state.withLock { $0.sessions.removeValue(forKey: key) != nil } }
+    public func delete(_ key: String) async throws -> Bool {
+        state.withLock { state in
+            guard state.sessions.removeValue(forKey: key) != nil else { return false }
+            state.generations[key, default: 0] += 1
+            return true
+        }
+    }
 
     public func keys() async throws -> [String] { state.withLock { $0.sessions.keys.sorted() } }
 

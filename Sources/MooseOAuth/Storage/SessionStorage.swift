@@ -14,8 +14,10 @@ public import Foundation
 /// The rules every implementation keeps:
 /// - `save(_:key:expectedGeneration:lease:)` is a compare-and-set: it writes only when the stored
 ///   generation is `expectedGeneration` (`nil`: nothing stored) and, given a lease, only while that
-///   exact acquisition is still current (fencing) — in one atomic step. Every write returns a new,
-///   larger generation.
+///   exact acquisition is still current (fencing) — in one atomic step. Every write returns a new
+///   generation, larger than any this key ever had — also across a `delete` and a new `replace`
+///   (keep the last generation of a deleted key), so a save prepared before a logout can never land
+///   on the next login's session.
 /// - A lease is held by one holder at a time; every acquisition has a larger `fencingToken`; it
 ///   lapses at `expiresAt` by the storage's own clock unless renewed, so a crashed holder never
 ///   blocks the others for longer than its ttl.
