@@ -27,6 +27,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -43,7 +44,8 @@ let package = Package(
         .target(name: "MooseJWT", dependencies: ["MooseCrypto"]),
         // libcurl, loaded with dlopen on first use (no build-time dependency on libcurl's headers).
         .target(name: "CMooseCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
-        .target(name: "MooseHTTP", dependencies: ["CMooseCurl", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "MooseHTTP", dependencies: ["CMooseCurl", .product(name: "Logging", package: "swift-log"),
+                                                .product(name: "HTTPTypes", package: "swift-http-types")]),
         .target(name: "MooseSecretStore", dependencies: ["CSQLite", "MooseCrypto"]),
         // URLSession (FoundationNetworking) in its own module: the CLI never links it.
         .target(name: "MooseURLSession", dependencies: ["MooseHTTP"]),

@@ -5,3 +5,5 @@
 @_exported public import MooseSecretStore
 @_exported public import MooseURLSession
 @_exported public import MooseOAuth
+// swift-http-types: `APIRequest.head` is an `HTTPRequest`, header fields are `HTTPFields`.
+@_exported public import HTTPTypes

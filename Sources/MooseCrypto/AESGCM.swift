@@ -38,10 +38,10 @@ public enum AESGCM {
         public var combined: [UInt8] { nonce + ciphertext + tag }
 
         /// Splits `nonce(12) ‖ ciphertext ‖ tag(16)`.
-        public init(combined: some Collection<UInt8>) throws(CryptoError) {
+        public init(combined: some Collection<UInt8>) throws(CryptographyError) {
             let bytes = Array(combined)
             guard bytes.count >= AESGCM.nonceByteCount + AESGCM.tagByteCount else {
-                throw CryptoError(CryptoError.invalidParameter, "sealed box is \(bytes.count) bytes, shorter than nonce + tag")
+                throw CryptographyError(CryptographyError.invalidParameter, "sealed box is \(bytes.count) bytes, shorter than nonce + tag")
             }
             nonce = Array(bytes[0..<AESGCM.nonceByteCount])
             ciphertext = Array(bytes[AESGCM.nonceByteCount..<(bytes.count - AESGCM.tagByteCount)])
@@ -58,16 +58,16 @@ public enum AESGCM {
         using key: SecretKey,
         nonce: [UInt8]? = nil,
         authenticating aad: some ContiguousBytes = [UInt8]()
-    ) throws(CryptoError) -> SealedBox {
+    ) throws(CryptographyError) -> SealedBox {
         let iv: [UInt8]
         if let nonce { iv = nonce } else { iv = try SecureRandom.bytes(count: nonceByteCount) }
         let ctx = try context(for: key, nonce: iv, encrypt: true)
         var tag = [UInt8](repeating: 0, count: tagByteCount)
-        let ciphertext: [UInt8] = try withBytes(aad) { (aadBytes) throws(CryptoError) in
-            try withBytes(plaintext) { (input) throws(CryptoError) in
+        let ciphertext: [UInt8] = try withBytes(aad) { (aadBytes) throws(CryptographyError) in
+            try withBytes(plaintext) { (input) throws(CryptographyError) in
                 try addAAD(ctx, aadBytes)
                 var output = [UInt8](repeating: 0, count: input.count)
-                try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) in
+                try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptographyError) in
                     try update(ctx, input, into: out.baseAddress)
                     var finalLength: Int32 = 0
                     try OpenSSL.check(EVP_EncryptFinal_ex(ctx.pointer, out.baseAddress, &finalLength), "EVP_EncryptFinal_ex failed")
@@ -88,9 +88,9 @@ public enum AESGCM {
         _ box: SealedBox,
         using key: SecretKey,
         authenticating aad: some ContiguousBytes = [UInt8]()
-    ) throws(CryptoError) -> [UInt8] {
+    ) throws(CryptographyError) -> [UInt8] {
         guard box.tag.count == tagByteCount else {
-            throw CryptoError(CryptoError.authenticationFailure, "GCM tag must be \(tagByteCount) bytes, got \(box.tag.count)")
+            throw CryptographyError(CryptographyError.authenticationFailure, "GCM tag must be \(tagByteCount) bytes, got \(box.tag.count)")
         }
         let ctx = try context(for: key, nonce: box.nonce, encrypt: false)
         var tag = box.tag
@@ -98,8 +98,8 @@ public enum AESGCM {
             EVP_CIPHER_CTX_ctrl(ctx.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), $0.baseAddress)
         }
         try OpenSSL.check(tagSet, "setting the GCM tag failed")
-        return try withBytes(aad) { (aadBytes) throws(CryptoError) in
-            try typed { try box.ciphertext.withUnsafeBytes { (input) throws(CryptoError) in try decryptVerifying(ctx, input, aad: aadBytes) } }
+        return try withBytes(aad) { (aadBytes) throws(CryptographyError) in
+            try typed { try box.ciphertext.withUnsafeBytes { (input) throws(CryptographyError) in try decryptVerifying(ctx, input, aad: aadBytes) } }
         }
     }
 
@@ -107,30 +107,30 @@ public enum AESGCM {
     /// storage format of `MooseSecretStore`. For many messages under one key, keep an `AESGCM.Context`.
     public static func sealCombined(
         _ plaintext: some ContiguousBytes, using key: SecretKey, authenticating aad: some ContiguousBytes
-    ) throws(CryptoError) -> [UInt8] {
+    ) throws(CryptographyError) -> [UInt8] {
         try Context(key: key).sealCombined(plaintext, authenticating: aad)
     }
 
     /// Opens `nonce(12) ‖ ciphertext ‖ tag(16)`. For many messages under one key, keep an `AESGCM.Context`.
     public static func openCombined(
         _ combined: some ContiguousBytes, using key: SecretKey, authenticating aad: some ContiguousBytes
-    ) throws(CryptoError) -> [UInt8] {
+    ) throws(CryptographyError) -> [UInt8] {
         try Context(key: key).openCombined(combined, authenticating: aad)
     }
 
-    private static func context(for key: SecretKey, nonce: [UInt8], encrypt: Bool) throws(CryptoError) -> CipherContext {
-        try nonce.withUnsafeBufferPointer { (iv) throws(CryptoError) in try context(for: key, nonce: iv, encrypt: encrypt) }
+    private static func context(for key: SecretKey, nonce: [UInt8], encrypt: Bool) throws(CryptographyError) -> CipherContext {
+        try nonce.withUnsafeBufferPointer { (iv) throws(CryptographyError) in try context(for: key, nonce: iv, encrypt: encrypt) }
     }
 
-    private static func context(for key: SecretKey, nonce: UnsafeBufferPointer<UInt8>, encrypt: Bool) throws(CryptoError) -> CipherContext {
+    private static func context(for key: SecretKey, nonce: UnsafeBufferPointer<UInt8>, encrypt: Bool) throws(CryptographyError) -> CipherContext {
         let cipher: OpaquePointer?
         switch key.byteCount {
         case 16: cipher = Fetched.aes128gcm
         case 24: cipher = Fetched.aes192gcm
         case 32: cipher = Fetched.aes256gcm
-        default: throw CryptoError(CryptoError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
+        default: throw CryptographyError(CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
         }
-        guard !nonce.isEmpty else { throw CryptoError(CryptoError.invalidParameter, "AES-GCM nonce must not be empty") }
+        guard !nonce.isEmpty else { throw CryptographyError(CryptographyError.invalidParameter, "AES-GCM nonce must not be empty") }
         let ctx = try CipherContext()
         let initCipher = encrypt ? EVP_EncryptInit_ex2(ctx.pointer, cipher, nil, nil, nil)
                                  : EVP_DecryptInit_ex2(ctx.pointer, cipher, nil, nil, nil)
@@ -150,10 +150,10 @@ public enum AESGCM {
     /// With key, nonce and tag already set on `ctx`: adds `aad`, decrypts `ciphertext` and checks the
     /// tag. On a mismatch the plaintext is wiped and `authenticationFailure` thrown.
     fileprivate static func decryptVerifying(_ ctx: CipherContext, _ ciphertext: UnsafeRawBufferPointer,
-                                             aad: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+                                             aad: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
         try addAAD(ctx, aad)
         var output = [UInt8](repeating: 0, count: ciphertext.count)
-        let verified: Bool = try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptoError) -> Bool in
+        let verified: Bool = try typed { try output.withUnsafeMutableBufferPointer { (out) throws(CryptographyError) -> Bool in
             try update(ctx, ciphertext, into: out.baseAddress)
             var finalLength: Int32 = 0
             return EVP_DecryptFinal_ex(ctx.pointer, out.baseAddress, &finalLength) == 1
@@ -161,20 +161,20 @@ public enum AESGCM {
         guard verified else {
             OpenSSL.clearErrors()
             output.withUnsafeMutableBytes { cleanse($0) }
-            throw CryptoError(CryptoError.authenticationFailure, "AES-GCM authentication failed")
+            throw CryptographyError(CryptographyError.authenticationFailure, "AES-GCM authentication failed")
         }
         return output
     }
 
-    fileprivate static func addAAD(_ ctx: CipherContext, _ aad: UnsafeRawBufferPointer) throws(CryptoError) {
+    fileprivate static func addAAD(_ ctx: CipherContext, _ aad: UnsafeRawBufferPointer) throws(CryptographyError) {
         guard aad.count > 0 else { return }
         var unused: Int32 = 0
         try OpenSSL.check(EVP_CipherUpdate(ctx.pointer, nil, &unused, base(aad), Int32(aad.count)), "AES-GCM AAD failed")
     }
 
-    fileprivate static func update(_ ctx: CipherContext, _ input: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>?) throws(CryptoError) {
+    fileprivate static func update(_ ctx: CipherContext, _ input: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>?) throws(CryptographyError) {
         guard input.count > 0 else { return }
-        guard input.count <= Int(Int32.max) else { throw CryptoError(CryptoError.invalidParameter, "message too large for one AES-GCM call") }
+        guard input.count <= Int(Int32.max) else { throw CryptographyError(CryptographyError.invalidParameter, "message too large for one AES-GCM call") }
         var written: Int32 = 0
         try OpenSSL.check(EVP_CipherUpdate(ctx.pointer, output, &written, base(input), Int32(input.count)), "AES-GCM update failed")
     }
@@ -194,13 +194,13 @@ extension AESGCM {
         private let decryptor: CipherContext
 
         /// Keys both directions (16, 24 or 32-byte key).
-        public init(key: SecretKey) throws(CryptoError) {
+        public init(key: SecretKey) throws(CryptographyError) {
             let cipher: OpaquePointer?
             switch key.byteCount {
             case 16: cipher = Fetched.aes128gcm
             case 24: cipher = Fetched.aes192gcm
             case 32: cipher = Fetched.aes256gcm
-            default: throw CryptoError(CryptoError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
+            default: throw CryptographyError(CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
             }
             encryptor = try CipherContext()
             decryptor = try CipherContext()
@@ -208,35 +208,35 @@ extension AESGCM {
                 EVP_EncryptInit_ex2(encryptor.pointer, cipher, base(keyBytes), nil, nil) == 1
                     && EVP_DecryptInit_ex2(decryptor.pointer, cipher, base(keyBytes), nil, nil) == 1
             }
-            guard ok else { throw OpenSSL.error(CryptoError.libraryFailure, "AES-GCM key setup failed") }
+            guard ok else { throw OpenSSL.error(CryptographyError.libraryFailure, "AES-GCM key setup failed") }
         }
 
         /// `nonce(12) ‖ ciphertext ‖ tag(16)` with a fresh random nonce.
-        public func sealCombined(_ plaintext: some ContiguousBytes, authenticating aad: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
-            try withBytes(plaintext) { (input) throws(CryptoError) -> [UInt8] in
-                try withBytes(aad) { (aadBytes) throws(CryptoError) -> [UInt8] in try seal(input, aadBytes) }
+        public func sealCombined(_ plaintext: some ContiguousBytes, authenticating aad: some ContiguousBytes) throws(CryptographyError) -> [UInt8] {
+            try withBytes(plaintext) { (input) throws(CryptographyError) -> [UInt8] in
+                try withBytes(aad) { (aadBytes) throws(CryptographyError) -> [UInt8] in try seal(input, aadBytes) }
             }
         }
 
         /// `sealCombined` for arrays: no generic dispatch across the module boundary (the store's hot path).
-        public func sealCombined(_ plaintext: [UInt8], authenticating aad: [UInt8]) throws(CryptoError) -> [UInt8] {
+        public func sealCombined(_ plaintext: [UInt8], authenticating aad: [UInt8]) throws(CryptographyError) -> [UInt8] {
             try typed { try plaintext.withUnsafeBytes { input in try aad.withUnsafeBytes { aadBytes in try seal(input, aadBytes) } } }
         }
 
         /// `openCombined` over a buffer (for example SQLite's column memory), without copying it first.
-        public func openCombined(buffer sealed: UnsafeRawBufferPointer, authenticating aad: [UInt8]) throws(CryptoError) -> [UInt8] {
+        public func openCombined(buffer sealed: UnsafeRawBufferPointer, authenticating aad: [UInt8]) throws(CryptographyError) -> [UInt8] {
             try typed { try aad.withUnsafeBytes { aadBytes in try open(sealed, aadBytes) } }
         }
 
         /// `openCombined` for arrays: no generic dispatch across the module boundary (the store's hot path).
-        public func openCombined(_ combined: [UInt8], authenticating aad: [UInt8]) throws(CryptoError) -> [UInt8] {
+        public func openCombined(_ combined: [UInt8], authenticating aad: [UInt8]) throws(CryptographyError) -> [UInt8] {
             try typed { try combined.withUnsafeBytes { sealed in try aad.withUnsafeBytes { aadBytes in try open(sealed, aadBytes) } } }
         }
 
-        private func seal(_ input: UnsafeRawBufferPointer, _ aadBytes: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        private func seal(_ input: UnsafeRawBufferPointer, _ aadBytes: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
             var output = [UInt8](repeating: 0, count: nonceByteCount + input.count + tagByteCount)
-            let failure: CryptoError? = output.withUnsafeMutableBufferPointer { out in
-                do throws(CryptoError) {
+            let failure: CryptographyError? = output.withUnsafeMutableBufferPointer { out in
+                do throws(CryptographyError) {
                     let base = out.baseAddress!
                     try SecureRandom.fill(UnsafeMutableRawBufferPointer(start: base, count: nonceByteCount))
                     try OpenSSL.check(EVP_EncryptInit_ex2(encryptor.pointer, nil, nil, base, nil), "AES-GCM nonce setup failed")
@@ -257,15 +257,15 @@ extension AESGCM {
         }
 
         /// Opens `nonce(12) ‖ ciphertext ‖ tag(16)`; throws `authenticationFailure` if anything changed.
-        public func openCombined(_ combined: some ContiguousBytes, authenticating aad: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
-            try withBytes(combined) { (sealed) throws(CryptoError) -> [UInt8] in
-                try withBytes(aad) { (aadBytes) throws(CryptoError) -> [UInt8] in try open(sealed, aadBytes) }
+        public func openCombined(_ combined: some ContiguousBytes, authenticating aad: some ContiguousBytes) throws(CryptographyError) -> [UInt8] {
+            try withBytes(combined) { (sealed) throws(CryptographyError) -> [UInt8] in
+                try withBytes(aad) { (aadBytes) throws(CryptographyError) -> [UInt8] in try open(sealed, aadBytes) }
             }
         }
 
-        private func open(_ sealed: UnsafeRawBufferPointer, _ aadBytes: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        private func open(_ sealed: UnsafeRawBufferPointer, _ aadBytes: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
             guard sealed.count >= nonceByteCount + tagByteCount, let start = sealed.baseAddress else {
-                throw CryptoError(CryptoError.authenticationFailure, "sealed value is shorter than nonce + tag")
+                throw CryptographyError(CryptographyError.authenticationFailure, "sealed value is shorter than nonce + tag")
             }
             let bytes = start.assumingMemoryBound(to: UInt8.self)
             let length = sealed.count - nonceByteCount - tagByteCount

@@ -17,16 +17,16 @@ func withBytes<R, E: Error>(
     return try result.get()
 }
 
-/// Runs `body`, whose only errors are `CryptoError`s thrown through an untyped-`rethrows` standard
+/// Runs `body`, whose only errors are `CryptographyError`s thrown through an untyped-`rethrows` standard
 /// library closure (such as `Array.withUnsafeMutableBufferPointer`), and restores the typed error.
 @inline(__always)
-func typed<R>(_ body: () throws -> R) throws(CryptoError) -> R {
+func typed<R>(_ body: () throws -> R) throws(CryptographyError) -> R {
     do {
         return try body()
-    } catch let error as CryptoError {
+    } catch let error as CryptographyError {
         throw error
     } catch {
-        throw CryptoError(CryptoError.libraryFailure, "unexpected error: \(error)")
+        throw CryptographyError(CryptographyError.libraryFailure, "unexpected error: \(error)")
     }
 }
 
@@ -69,7 +69,7 @@ final class SecureBytes: @unchecked Sendable {
         count = buffer.1
     }
 
-    init(randomCount: Int) throws(CryptoError) {
+    init(randomCount: Int) throws(CryptographyError) {
         storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(randomCount, 1), alignment: 16)
         count = randomCount
         try SecureRandom.fill(UnsafeMutableRawBufferPointer(rebasing: storage[0..<randomCount]))

@@ -18,23 +18,23 @@ public import Foundation
 public struct HMACAuthenticator: Sendable {
     private let template: MACContext
     /// The hash function this MAC uses.
-    public let hash: HashFunction
+    public let hash: DigestAlgorithm
 
     /// Keys an HMAC. Any key length is accepted here; JOSE's minimum lengths are enforced by `MooseJWT`.
-    public init(key: SecretKey, hash: HashFunction) throws(CryptoError) {
+    public init(key: SecretKey, hash: DigestAlgorithm) throws(CryptographyError) {
         self.hash = hash
         template = try MACContext(key: key, hash: hash)
     }
 
     /// The MAC of `message`.
-    public func authenticationCode(for message: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
-        try withBytes(message) { (buffer) throws(CryptoError) in try authenticationCode(for: buffer) }
+    public func authenticationCode(for message: some ContiguousBytes) throws(CryptographyError) -> [UInt8] {
+        try withBytes(message) { (buffer) throws(CryptographyError) in try authenticationCode(for: buffer) }
     }
 
     /// The MAC of the bytes in `message`.
-    public func authenticationCode(for message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+    public func authenticationCode(for message: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
         guard let ctx = EVP_MAC_CTX_dup(template.pointer) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_MAC_CTX_dup failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_MAC_CTX_dup failed")
         }
         defer { EVP_MAC_CTX_free(ctx) }
         try OpenSSL.check(EVP_MAC_update(ctx, base(message), message.count), "EVP_MAC_update failed")
@@ -65,9 +65,9 @@ final class MACContext: @unchecked Sendable {
     // Only ever duplicated after init, never updated: safe to share between threads.
     let pointer: OpaquePointer
 
-    init(key: SecretKey, hash: HashFunction) throws(CryptoError) {
+    init(key: SecretKey, hash: DigestAlgorithm) throws(CryptographyError) {
         guard let ctx = EVP_MAC_CTX_new(Fetched.hmac) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_MAC_CTX_new failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_MAC_CTX_new failed")
         }
         let ok = key.withUnsafeBytes { keyBytes in
             withStringParameter("digest", hash.name.description) { params in
@@ -76,7 +76,7 @@ final class MACContext: @unchecked Sendable {
         }
         guard ok == 1 else {
             EVP_MAC_CTX_free(ctx)
-            throw OpenSSL.error(CryptoError.invalidKey, "HMAC key could not be set")
+            throw OpenSSL.error(CryptographyError.invalidKey, "HMAC key could not be set")
         }
         pointer = ctx
     }

@@ -18,14 +18,14 @@ public enum HKDFDerivation {
         salt: some ContiguousBytes = [UInt8](),
         info: some ContiguousBytes = [UInt8](),
         outputByteCount: Int,
-        hash: HashFunction = .sha256
-    ) throws(CryptoError) -> SecretKey {
+        hash: DigestAlgorithm = .sha256
+    ) throws(CryptographyError) -> SecretKey {
         guard outputByteCount > 0, outputByteCount <= 255 * hash.outputByteCount else {
-            throw CryptoError(CryptoError.invalidParameter,
+            throw CryptographyError(CryptographyError.invalidParameter,
                               "HKDF output must be 1…\(255 * hash.outputByteCount) bytes, asked for \(outputByteCount)")
         }
         guard let ctx = EVP_KDF_CTX_new(Fetched.hkdf) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_KDF_CTX_new failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_KDF_CTX_new failed")
         }
         defer { EVP_KDF_CTX_free(ctx) }
         var output = [UInt8](repeating: 0, count: outputByteCount)
@@ -86,10 +86,10 @@ public enum Scrypt {
         salt: some ContiguousBytes,
         parameters: Parameters,
         outputByteCount: Int = 32
-    ) throws(CryptoError) -> SecretKey {
+    ) throws(CryptographyError) -> SecretKey {
         let n = parameters.n
         guard n > 1, n & (n - 1) == 0, parameters.r > 0, parameters.p > 0, outputByteCount > 0 else {
-            throw CryptoError(CryptoError.invalidParameter, "scrypt needs n a power of two > 1, r > 0, p > 0")
+            throw CryptographyError(CryptographyError.invalidParameter, "scrypt needs n a power of two > 1, r > 0, p > 0")
         }
         var output = [UInt8](repeating: 0, count: outputByteCount)
         defer { output.withUnsafeMutableBytes { cleanse($0) } }

@@ -24,7 +24,7 @@ public enum EllipticCurve: String, Sendable, Hashable, CaseIterable {
     }
 
     /// The hash function JOSE pairs with this curve.
-    public var hash: HashFunction {
+    public var hash: DigestAlgorithm {
         switch self {
         case .p256: .sha256
         case .p384: .sha384
@@ -80,7 +80,7 @@ final class EVPKey: @unchecked Sendable {
     /// verification copies one (read-only here, so safe to share between threads).
     let verifyTemplates: [SignatureAlgorithm: DigestContext]
 
-    init(takingOwnershipOf pointer: OpaquePointer) throws(CryptoError) {
+    init(takingOwnershipOf pointer: OpaquePointer) throws(CryptographyError) {
         self.pointer = pointer
         switch EVP_PKEY_get_base_id(pointer) {
         case EVP_PKEY_RSA:
@@ -92,18 +92,18 @@ final class EVPKey: @unchecked Sendable {
             let groupName = String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             guard ok == 1, let curve = EllipticCurve(openSSLName: groupName) else {
                 EVP_PKEY_free(pointer)
-                throw OpenSSL.error(CryptoError.invalidKey, "unsupported EC curve \(groupName.isEmpty ? "(unknown)" : groupName)")
+                throw OpenSSL.error(CryptographyError.invalidKey, "unsupported EC curve \(groupName.isEmpty ? "(unknown)" : groupName)")
             }
             type = .ec(curve)
         case EVP_PKEY_ED25519:
             type = .ed25519
         default:
             EVP_PKEY_free(pointer)
-            throw CryptoError(CryptoError.invalidKey, "unsupported key type (only RSA, EC P-256/384/521 and Ed25519)")
+            throw CryptographyError(CryptographyError.invalidKey, "unsupported key type (only RSA, EC P-256/384/521 and Ed25519)")
         }
         let algorithms: [SignatureAlgorithm]
         switch type {
-        case .rsa: algorithms = HashFunction.allCases.flatMap { [.rsaPKCS1v15($0), .rsaPSS($0)] }
+        case .rsa: algorithms = DigestAlgorithm.allCases.flatMap { [.rsaPKCS1v15($0), .rsaPSS($0)] }
         case .ec(let curve): algorithms = [.ecdsa(curve.hash)]
         case .ed25519: algorithms = [.ed25519]
         }
@@ -121,10 +121,10 @@ final class EVPKey: @unchecked Sendable {
     deinit { EVP_PKEY_free(pointer) }
 
     /// DER SubjectPublicKeyInfo of the public part.
-    func publicKeyDER() throws(CryptoError) -> [UInt8] {
+    func publicKeyDER() throws(CryptographyError) -> [UInt8] {
         var out: UnsafeMutablePointer<UInt8>? = nil
         let length = i2d_PUBKEY(pointer, &out)
-        guard length > 0, let out else { throw OpenSSL.error(CryptoError.libraryFailure, "i2d_PUBKEY failed") }
+        guard length > 0, let out else { throw OpenSSL.error(CryptographyError.libraryFailure, "i2d_PUBKEY failed") }
         defer { moose_openssl_free(out) }
         return Array(UnsafeBufferPointer(start: out, count: Int(length)))
     }
@@ -156,14 +156,14 @@ final class EVPKey: @unchecked Sendable {
     }
 
     /// Decodes PEM or DER (SubjectPublicKeyInfo, PKCS#1, PKCS#8, SEC1, or a PEM certificate).
-    static func decode(_ bytes: [UInt8], format: StaticString, selection: Int32) throws(CryptoError) -> EVPKey {
+    static func decode(_ bytes: [UInt8], format: StaticString, selection: Int32) throws(CryptographyError) -> EVPKey {
         if format.description == "PEM", let certificateKey = try publicKeyFromCertificate(bytes) {
             return certificateKey
         }
         var pkey: OpaquePointer? = nil
         // The decoder keeps the input-type pointer (it does not copy it): it must outlive the context.
         guard let decoder = OSSL_DECODER_CTX_new_for_pkey(&pkey, cName(format), nil, nil, selection, nil, nil) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "OSSL_DECODER_CTX_new_for_pkey failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "OSSL_DECODER_CTX_new_for_pkey failed")
         }
         defer { OSSL_DECODER_CTX_free(decoder) }
         let ok = bytes.withUnsafeBufferPointer { buffer -> Int32 in
@@ -172,23 +172,23 @@ final class EVPKey: @unchecked Sendable {
             return OSSL_DECODER_from_data(decoder, &data, &length)
         }
         guard ok == 1, let pkey else {
-            throw OpenSSL.error(CryptoError.invalidKey, "not a readable \(format) key")
+            throw OpenSSL.error(CryptographyError.invalidKey, "not a readable \(format) key")
         }
         OpenSSL.clearErrors()
         return try EVPKey(takingOwnershipOf: pkey)
     }
 
-    private static func publicKeyFromCertificate(_ bytes: [UInt8]) throws(CryptoError) -> EVPKey? {
+    private static func publicKeyFromCertificate(_ bytes: [UInt8]) throws(CryptographyError) -> EVPKey? {
         guard String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else { return nil }
         let bio = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-        guard let bio else { throw OpenSSL.error(CryptoError.libraryFailure, "BIO_new_mem_buf failed") }
+        guard let bio else { throw OpenSSL.error(CryptographyError.libraryFailure, "BIO_new_mem_buf failed") }
         defer { BIO_free(bio) }
         guard let certificate = PEM_read_bio_X509(bio, nil, nil, nil) else {
-            throw OpenSSL.error(CryptoError.invalidKey, "not a readable PEM certificate")
+            throw OpenSSL.error(CryptographyError.invalidKey, "not a readable PEM certificate")
         }
         defer { X509_free(certificate) }
         guard let key = X509_get_pubkey(certificate) else {
-            throw OpenSSL.error(CryptoError.invalidKey, "certificate has no usable public key")
+            throw OpenSSL.error(CryptographyError.invalidKey, "certificate has no usable public key")
         }
         return try EVPKey(takingOwnershipOf: key)
     }
@@ -200,9 +200,9 @@ final class EVPKey: @unchecked Sendable {
         bigNumbers: [(StaticString, [UInt8])],
         octets: [(StaticString, [UInt8])] = [],
         strings: [(StaticString, String)] = []
-    ) throws(CryptoError) -> EVPKey {
+    ) throws(CryptographyError) -> EVPKey {
         guard let builder = OSSL_PARAM_BLD_new() else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "OSSL_PARAM_BLD_new failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "OSSL_PARAM_BLD_new failed")
         }
         defer { OSSL_PARAM_BLD_free(builder) }
         // The builder copies BIGNUM values when it builds; keep ours alive until then.
@@ -238,42 +238,42 @@ final class EVPKey: @unchecked Sendable {
             try OpenSSL.check(OSSL_PARAM_BLD_push_utf8_string(builder, cName(name), cString, 0), "cannot set \(name)")
         }
         guard let params = OSSL_PARAM_BLD_to_param(builder) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "OSSL_PARAM_BLD_to_param failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "OSSL_PARAM_BLD_to_param failed")
         }
         defer { OSSL_PARAM_free(params) }
         withExtendedLifetime(numbers) {}
         guard let ctx = EVP_PKEY_CTX_new_from_name(nil, cName(type), nil) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_PKEY_CTX_new_from_name(\(type)) failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_PKEY_CTX_new_from_name(\(type)) failed")
         }
         defer { EVP_PKEY_CTX_free(ctx) }
         try OpenSSL.check(EVP_PKEY_fromdata_init(ctx), "EVP_PKEY_fromdata_init failed")
         var pkey: OpaquePointer? = nil
         guard EVP_PKEY_fromdata(ctx, &pkey, selection, params) == 1, let pkey else {
-            throw OpenSSL.error(CryptoError.invalidKey, "invalid \(type) key parameters")
+            throw OpenSSL.error(CryptographyError.invalidKey, "invalid \(type) key parameters")
         }
         return try EVPKey(takingOwnershipOf: pkey)
     }
 
     /// `EVP_PKEY_public_check`: for EC, the point is on the curve and not the point at infinity.
-    func checkPublic() throws(CryptoError) {
+    func checkPublic() throws(CryptographyError) {
         guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_PKEY_CTX_new_from_pkey failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_PKEY_CTX_new_from_pkey failed")
         }
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_public_check(ctx) == 1 else {
-            throw OpenSSL.error(CryptoError.invalidKey, "public key fails validation (point not on the curve?)")
+            throw OpenSSL.error(CryptographyError.invalidKey, "public key fails validation (point not on the curve?)")
         }
     }
 
-    static func rawKey(ed25519 bytes: [UInt8], isPrivate: Bool) throws(CryptoError) -> EVPKey {
+    static func rawKey(ed25519 bytes: [UInt8], isPrivate: Bool) throws(CryptographyError) -> EVPKey {
         guard bytes.count == 32 else {
-            throw CryptoError(CryptoError.invalidKey, "an Ed25519 key is 32 bytes, got \(bytes.count)")
+            throw CryptographyError(CryptographyError.invalidKey, "an Ed25519 key is 32 bytes, got \(bytes.count)")
         }
         let pkey = bytes.withUnsafeBufferPointer {
             isPrivate ? EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
                       : EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
         }
-        guard let pkey else { throw OpenSSL.error(CryptoError.invalidKey, "invalid Ed25519 key") }
+        guard let pkey else { throw OpenSSL.error(CryptographyError.invalidKey, "invalid Ed25519 key") }
         return try EVPKey(takingOwnershipOf: pkey)
     }
 }
@@ -294,21 +294,21 @@ public struct PublicKey: Sendable {
 
     /// Reads a PEM public key (SubjectPublicKeyInfo or PKCS#1 `RSA PUBLIC KEY`), a PEM certificate
     /// (its subject key), or a PEM private key (its public part).
-    public init(pem: String) throws(CryptoError) {
+    public init(pem: String) throws(CryptographyError) {
         let decoded = try EVPKey.decode(Array(pem.utf8), format: "PEM", selection: 0)
         key = try EVPKey.decode(try decoded.publicKeyDER(), format: "DER", selection: moose_selection_public_key())
     }
 
     /// Reads a DER SubjectPublicKeyInfo.
-    public init(der: some ContiguousBytes) throws(CryptoError) {
+    public init(der: some ContiguousBytes) throws(CryptographyError) {
         let bytes = withBytes(der) { Array($0) }
         key = try EVPKey.decode(bytes, format: "DER", selection: moose_selection_public_key())
     }
 
     /// An RSA public key from its big-endian modulus and exponent (JWK `n`, `e`).
-    public init(rsaModulus modulus: [UInt8], exponent: [UInt8]) throws(CryptoError) {
+    public init(rsaModulus modulus: [UInt8], exponent: [UInt8]) throws(CryptographyError) {
         guard !modulus.isEmpty, !exponent.isEmpty else {
-            throw CryptoError(CryptoError.invalidKey, "RSA modulus and exponent must not be empty")
+            throw CryptographyError(CryptographyError.invalidKey, "RSA modulus and exponent must not be empty")
         }
         key = try EVPKey.fromParameters(type: "RSA", selection: moose_selection_public_key(),
                                         bigNumbers: [("n", modulus), ("e", exponent)])
@@ -316,10 +316,10 @@ public struct PublicKey: Sendable {
 
     /// An EC public key from its affine coordinates (JWK `x`, `y`), each exactly the curve's size.
     /// The point is checked to be on the curve.
-    public init(curve: EllipticCurve, x: [UInt8], y: [UInt8]) throws(CryptoError) {
+    public init(curve: EllipticCurve, x: [UInt8], y: [UInt8]) throws(CryptographyError) {
         let size = curve.coordinateByteCount
         guard x.count == size, y.count == size else {
-            throw CryptoError(CryptoError.invalidKey,
+            throw CryptographyError(CryptographyError.invalidKey,
                               "\(curve.rawValue) coordinates must be \(size) bytes each, got \(x.count) and \(y.count)")
         }
         key = try EVPKey.fromParameters(type: "EC", selection: moose_selection_public_key(), bigNumbers: [],
@@ -328,15 +328,15 @@ public struct PublicKey: Sendable {
     }
 
     /// An Ed25519 public key from its 32 raw bytes (JWK `x`, RFC 8037).
-    public init(ed25519 raw: [UInt8]) throws(CryptoError) {
+    public init(ed25519 raw: [UInt8]) throws(CryptographyError) {
         key = try EVPKey.rawKey(ed25519: raw, isPrivate: false)
     }
 
     /// DER SubjectPublicKeyInfo.
-    public func derRepresentation() throws(CryptoError) -> [UInt8] { try key.publicKeyDER() }
+    public func derRepresentation() throws(CryptographyError) -> [UInt8] { try key.publicKeyDER() }
 
     /// PEM SubjectPublicKeyInfo (`-----BEGIN PUBLIC KEY-----`).
-    public func pemRepresentation() throws(CryptoError) -> String {
+    public func pemRepresentation() throws(CryptographyError) -> String {
         let bio = try MemoryBIO()
         try OpenSSL.check(PEM_write_bio_PUBKEY(bio.pointer, key.pointer), "PEM_write_bio_PUBKEY failed")
         return bio.string()
@@ -381,12 +381,12 @@ public struct PrivateKey: Sendable {
     public var type: AsymmetricKeyType { key.type }
 
     /// Reads a PEM private key (PKCS#8, PKCS#1 `RSA PRIVATE KEY`, SEC1 `EC PRIVATE KEY`), unencrypted.
-    public init(pem: String) throws(CryptoError) {
+    public init(pem: String) throws(CryptographyError) {
         key = try EVPKey.decode(Array(pem.utf8), format: "PEM", selection: moose_selection_keypair())
     }
 
     /// Reads a DER private key (PKCS#8 or the type-specific formats).
-    public init(der: some ContiguousBytes) throws(CryptoError) {
+    public init(der: some ContiguousBytes) throws(CryptographyError) {
         key = try EVPKey.decode(withBytes(der) { Array($0) }, format: "DER", selection: moose_selection_keypair())
     }
 
@@ -396,7 +396,7 @@ public struct PrivateKey: Sendable {
         rsaModulus n: [UInt8], publicExponent e: [UInt8], privateExponent d: [UInt8],
         primes: (p: [UInt8], q: [UInt8])? = nil,
         crt: (dp: [UInt8], dq: [UInt8], qi: [UInt8])? = nil
-    ) throws(CryptoError) {
+    ) throws(CryptographyError) {
         var numbers: [(StaticString, [UInt8])] = [("n", n), ("e", e), ("d", d)]
         if let primes { numbers += [("rsa-factor1", primes.p), ("rsa-factor2", primes.q)] }
         if primes != nil, let crt {
@@ -406,10 +406,10 @@ public struct PrivateKey: Sendable {
     }
 
     /// An EC private key from its scalar `d` and public point (JWK `d`, `x`, `y`).
-    public init(curve: EllipticCurve, d: [UInt8], x: [UInt8], y: [UInt8]) throws(CryptoError) {
+    public init(curve: EllipticCurve, d: [UInt8], x: [UInt8], y: [UInt8]) throws(CryptographyError) {
         let size = curve.coordinateByteCount
         guard d.count == size, x.count == size, y.count == size else {
-            throw CryptoError(CryptoError.invalidKey, "\(curve.rawValue) key components must be \(size) bytes each")
+            throw CryptographyError(CryptographyError.invalidKey, "\(curve.rawValue) key components must be \(size) bytes each")
         }
         key = try EVPKey.fromParameters(type: "EC", selection: moose_selection_keypair(), bigNumbers: [("priv", d)],
                                         octets: [("pub", [0x04] + x + y)], strings: [("group", curve.openSSLName)])
@@ -417,7 +417,7 @@ public struct PrivateKey: Sendable {
     }
 
     /// An Ed25519 private key from its 32-byte seed (JWK `d`, RFC 8037).
-    public init(ed25519Seed seed: [UInt8]) throws(CryptoError) {
+    public init(ed25519Seed seed: [UInt8]) throws(CryptographyError) {
         key = try EVPKey.rawKey(ed25519: seed, isPrivate: true)
     }
 
@@ -432,28 +432,28 @@ public struct PrivateKey: Sendable {
     }
 
     /// A new random key.
-    public static func generate(_ spec: GenerationSpec) throws(CryptoError) -> PrivateKey {
+    public static func generate(_ spec: GenerationSpec) throws(CryptographyError) -> PrivateKey {
         let pkey: OpaquePointer?
         switch spec {
         case .rsa(let bits):
             guard bits >= 2048, bits <= 16384 else {
-                throw CryptoError(CryptoError.invalidParameter, "RSA keys must be 2048–16384 bits, asked for \(bits)")
+                throw CryptographyError(CryptographyError.invalidParameter, "RSA keys must be 2048–16384 bits, asked for \(bits)")
             }
             pkey = moose_keygen_rsa(bits)
         case .ec(let curve): pkey = moose_keygen_ec(curve.openSSLName)
         case .ed25519: pkey = moose_keygen_ed25519()
         }
-        guard let pkey else { throw OpenSSL.error(CryptoError.libraryFailure, "key generation failed") }
+        guard let pkey else { throw OpenSSL.error(CryptographyError.libraryFailure, "key generation failed") }
         return PrivateKey(try EVPKey(takingOwnershipOf: pkey))
     }
 
     /// The matching public key.
-    public func publicKey() throws(CryptoError) -> PublicKey {
+    public func publicKey() throws(CryptographyError) -> PublicKey {
         PublicKey(try EVPKey.decode(try key.publicKeyDER(), format: "DER", selection: moose_selection_public_key()))
     }
 
     /// Unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). Handle with care: this is the secret.
-    public func pemRepresentation() throws(CryptoError) -> String {
+    public func pemRepresentation() throws(CryptographyError) -> String {
         let bio = try MemoryBIO()
         try OpenSSL.check(PEM_write_bio_PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil),
                           "PEM_write_bio_PrivateKey failed")

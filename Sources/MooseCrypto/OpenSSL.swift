@@ -24,14 +24,14 @@ enum OpenSSL {
         ERR_clear_error()
     }
 
-    /// A `CryptoError` carrying the drained error queue.
-    static func error(_ code: CryptoError.Code, _ message: String) -> CryptoError {
-        CryptoError(code, message, openSSLErrors: drainErrors())
+    /// A `CryptographyError` carrying the drained error queue.
+    static func error(_ code: CryptographyError.Code, _ message: String) -> CryptographyError {
+        CryptographyError(code, message, openSSLErrors: drainErrors())
     }
 
     /// Throws `libraryFailure` unless `result == 1`, libcrypto's success value.
-    static func check(_ result: Int32, _ what: @autoclosure () -> String) throws(CryptoError) {
-        if result != 1 { throw error(CryptoError.libraryFailure, what()) }
+    static func check(_ result: Int32, _ what: @autoclosure () -> String) throws(CryptographyError) {
+        if result != 1 { throw error(CryptographyError.libraryFailure, what()) }
     }
 }
 
@@ -39,9 +39,9 @@ enum OpenSSL {
 final class DigestContext {
     let pointer: OpaquePointer
 
-    init() throws(CryptoError) {
+    init() throws(CryptographyError) {
         guard let ctx = EVP_MD_CTX_new() else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_MD_CTX_new failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_MD_CTX_new failed")
         }
         pointer = ctx
     }
@@ -53,9 +53,9 @@ final class DigestContext {
 final class CipherContext {
     let pointer: OpaquePointer
 
-    init() throws(CryptoError) {
+    init() throws(CryptographyError) {
         guard let ctx = EVP_CIPHER_CTX_new() else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "EVP_CIPHER_CTX_new failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_CIPHER_CTX_new failed")
         }
         pointer = ctx
     }
@@ -67,10 +67,10 @@ final class CipherContext {
 final class BigNumber {
     let pointer: OpaquePointer
 
-    init(bytes: some Collection<UInt8>) throws(CryptoError) {
+    init(bytes: some Collection<UInt8>) throws(CryptographyError) {
         let array = Array(bytes)
         guard let bn = array.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress, Int32($0.count), nil) }) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "BN_bin2bn failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "BN_bin2bn failed")
         }
         pointer = bn
     }
@@ -83,9 +83,9 @@ final class MemoryBIO {
     let pointer: OpaquePointer
 
     /// A BIO to write into.
-    init() throws(CryptoError) {
+    init() throws(CryptographyError) {
         guard let bio = BIO_new(BIO_s_mem()) else {
-            throw OpenSSL.error(CryptoError.libraryFailure, "BIO_new failed")
+            throw OpenSSL.error(CryptographyError.libraryFailure, "BIO_new failed")
         }
         pointer = bio
     }

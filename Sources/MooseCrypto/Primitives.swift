@@ -24,21 +24,21 @@ public enum SecureRandom {
     /// ```swift
     /// let nonce = try SecureRandom.bytes(count: 12)
     /// ```
-    public static func bytes(count: Int) throws(CryptoError) -> [UInt8] {
-        guard count >= 0 else { throw CryptoError(CryptoError.invalidParameter, "negative byte count") }
+    public static func bytes(count: Int) throws(CryptographyError) -> [UInt8] {
+        guard count >= 0 else { throw CryptographyError(CryptographyError.invalidParameter, "negative byte count") }
         var result = [UInt8](repeating: 0, count: count)
-        let failure: CryptoError? = result.withUnsafeMutableBytes { buffer in
-            do throws(CryptoError) { try fill(buffer); return nil } catch { return error }
+        let failure: CryptographyError? = result.withUnsafeMutableBytes { buffer in
+            do throws(CryptographyError) { try fill(buffer); return nil } catch { return error }
         }
         if let failure { throw failure }
         return result
     }
 
     /// Fills `buffer` with random bytes.
-    public static func fill(_ buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+    public static func fill(_ buffer: UnsafeMutableRawBufferPointer) throws(CryptographyError) {
         guard let address = buffer.baseAddress, buffer.count > 0 else { return }
         guard buffer.count <= Int(Int32.max) else {
-            throw CryptoError(CryptoError.invalidParameter, "too many random bytes requested at once")
+            throw CryptographyError(CryptographyError.invalidParameter, "too many random bytes requested at once")
         }
         try OpenSSL.check(RAND_bytes(address.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)),
                           "RAND_bytes failed")
@@ -46,7 +46,7 @@ public enum SecureRandom {
 }
 
 /// The SHA-2 hash functions used by JOSE and OAuth.
-public enum HashFunction: String, Sendable, Hashable, CaseIterable {
+public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
     /// SHA-256 (32-byte output).
     case sha256 = "SHA-256"
     /// SHA-384 (48-byte output).
@@ -85,7 +85,7 @@ public enum HashFunction: String, Sendable, Hashable, CaseIterable {
     /// The digest of `data`.
     ///
     /// ```swift
-    /// let challenge = HashFunction.sha256.hash(Array(verifier.utf8))   // PKCE S256
+    /// let challenge = DigestAlgorithm.sha256.hash(Array(verifier.utf8))   // PKCE S256
     /// ```
     public func hash(_ data: some ContiguousBytes) -> [UInt8] {
         withBytes(data) { buffer in hash(buffer) }
@@ -115,7 +115,7 @@ public struct SecretKey: Sendable {
     }
 
     /// A new random key of `byteCount` bytes (32 for AES-256).
-    public init(randomByteCount byteCount: Int = 32) throws(CryptoError) {
+    public init(randomByteCount byteCount: Int = 32) throws(CryptographyError) {
         bytes = try SecureBytes(randomCount: byteCount)
     }
 

@@ -8,26 +8,26 @@ public import Foundation
 /// A signature scheme: what JOSE's `RS*`, `PS*`, `ES*` and `EdDSA` map to.
 public enum SignatureAlgorithm: Sendable, Hashable {
     /// RSASSA-PKCS1-v1_5 (RFC 8017 §8.2), JOSE `RS256/384/512`.
-    case rsaPKCS1v15(HashFunction)
+    case rsaPKCS1v15(DigestAlgorithm)
     /// RSASSA-PSS with MGF1 of the same hash and a salt as long as the hash (RFC 7518 §3.5), JOSE `PS256/384/512`.
-    case rsaPSS(HashFunction)
+    case rsaPSS(DigestAlgorithm)
     /// ECDSA with raw `r‖s` signatures (IEEE P1363, RFC 7518 §3.4), JOSE `ES256/384/512`.
-    case ecdsa(HashFunction)
+    case ecdsa(DigestAlgorithm)
     /// Ed25519 (RFC 8032), JOSE `EdDSA` / `Ed25519`.
     case ed25519
 
-    var hash: HashFunction? {
+    var hash: DigestAlgorithm? {
         switch self {
         case .rsaPKCS1v15(let h), .rsaPSS(let h), .ecdsa(let h): h
         case .ed25519: nil
         }
     }
 
-    func check(_ type: AsymmetricKeyType) throws(CryptoError) {
+    func check(_ type: AsymmetricKeyType) throws(CryptographyError) {
         switch (self, type) {
         case (.rsaPKCS1v15, .rsa), (.rsaPSS, .rsa), (.ecdsa, .ec), (.ed25519, .ed25519): return
         default:
-            throw CryptoError(CryptoError.algorithmMismatch, "\(self) cannot be used with an \(type) key")
+            throw CryptographyError(CryptographyError.algorithmMismatch, "\(self) cannot be used with an \(type) key")
         }
     }
 }
@@ -41,9 +41,9 @@ extension PublicKey {
     /// For ECDSA the signature is raw `r‖s`, each exactly the curve's coordinate size.
     public func isValidSignature(
         _ signature: some ContiguousBytes, for message: some ContiguousBytes, algorithm: SignatureAlgorithm
-    ) throws(CryptoError) -> Bool {
-        try withBytes(signature) { (sig) throws(CryptoError) in
-            try withBytes(message) { (msg) throws(CryptoError) in
+    ) throws(CryptographyError) -> Bool {
+        try withBytes(signature) { (sig) throws(CryptographyError) in
+            try withBytes(message) { (msg) throws(CryptographyError) in
                 try isValidSignature(sig, for: msg, algorithm: algorithm)
             }
         }
@@ -52,7 +52,7 @@ extension PublicKey {
     /// `isValidSignature(_:for:algorithm:)` over buffers, without copying.
     public func isValidSignature(
         _ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm
-    ) throws(CryptoError) -> Bool {
+    ) throws(CryptographyError) -> Bool {
         try algorithm.check(type)
         if case .ecdsa = algorithm, case .ec(let curve) = type {
             guard let der = ECDSASignature.der(fromRaw: signature, curve: curve) else { return false }
@@ -64,12 +64,12 @@ extension PublicKey {
 
 extension PrivateKey {
     /// Signs `message`. ECDSA signatures come back as raw `r‖s` (JOSE form).
-    public func signature(for message: some ContiguousBytes, algorithm: SignatureAlgorithm) throws(CryptoError) -> [UInt8] {
-        try withBytes(message) { (msg) throws(CryptoError) in try signature(for: msg, algorithm: algorithm) }
+    public func signature(for message: some ContiguousBytes, algorithm: SignatureAlgorithm) throws(CryptographyError) -> [UInt8] {
+        try withBytes(message) { (msg) throws(CryptographyError) in try signature(for: msg, algorithm: algorithm) }
     }
 
     /// Signs the bytes in `message`.
-    public func signature(for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm) throws(CryptoError) -> [UInt8] {
+    public func signature(for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm) throws(CryptographyError) -> [UInt8] {
         try algorithm.check(type)
         let ctx = try DigestContext()
         var pctx: OpaquePointer? = nil
@@ -86,7 +86,7 @@ extension PrivateKey {
         output.removeSubrange(length...)
         if case .ec(let curve) = type {
             guard let raw = ECDSASignature.raw(fromDER: output, curve: curve) else {
-                throw CryptoError(CryptoError.libraryFailure, "libcrypto produced an unparseable ECDSA signature")
+                throw CryptographyError(CryptographyError.libraryFailure, "libcrypto produced an unparseable ECDSA signature")
             }
             return raw
         }
@@ -94,7 +94,7 @@ extension PrivateKey {
     }
 }
 
-private func configurePSS(_ pctx: OpaquePointer?) throws(CryptoError) {
+private func configurePSS(_ pctx: OpaquePointer?) throws(CryptographyError) {
     try OpenSSL.check(EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING), "setting PSS padding failed")
     try OpenSSL.check(EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST), "setting the PSS salt length failed")
 }

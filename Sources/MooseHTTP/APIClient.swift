@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import Logging
+import HTTPTypes
 
 /// A small, complete HTTP client: endpoints in, models out; a middleware chain (retry, your own,
 /// logging), enforced timeouts, cancellation, status validation, server-error mapping.
@@ -43,10 +44,10 @@ public struct APIClient: Sendable {
 
     /// Sends the endpoint's request and returns the (2xx) response.
     ///
-    /// - Throws: the endpoint's own server error, `HTTPError.status` for other non-2xx answers,
-    ///   `HTTPError` for transport failures, `CancellationError` when the task is cancelled.
+    /// - Throws: the endpoint's own server error, `HTTPRequestError.status` for other non-2xx answers,
+    ///   `HTTPRequestError` for transport failures, `CancellationError` when the task is cancelled.
     @discardableResult
-    public func send(_ endpoint: some Endpoint) async throws -> HTTPResponse {
+    public func send(_ endpoint: some Endpoint) async throws -> APIResponse {
         let request = try builder.build(endpoint)
         defer { if request.removesBodyFileAfterUse, let file = request.bodyFile { try? FileManager.default.removeItem(at: file) } }
         let context = HTTPMiddlewareContext(isRetryable: endpoint.isRetryable, requiresAuthentication: endpoint.requiresAuthentication)
@@ -56,14 +57,14 @@ public struct APIClient: Sendable {
 
     /// Sends a ready-made request through the chain and returns the response *whatever its status*
     /// (for protocols that read error bodies themselves, like OAuth's token endpoint).
-    public func send(_ request: HTTPRequest, context: HTTPMiddlewareContext) async throws -> HTTPResponse {
+    public func send(_ request: APIRequest, context: HTTPMiddlewareContext) async throws -> APIResponse {
         try await run(request, context: context)
     }
 
-    func run(_ request: HTTPRequest, context: HTTPMiddlewareContext) async throws -> HTTPResponse {
+    func run(_ request: APIRequest, context: HTTPMiddlewareContext) async throws -> APIResponse {
         try Task.checkCancellation()
         let transport = self.transport
-        var next: @Sendable (HTTPRequest) async throws -> HTTPResponse = { request in
+        var next: @Sendable (APIRequest) async throws -> APIResponse = { request in
             try await Self.send(request, over: transport)
         }
         let chain: [any HTTPMiddleware] = [RetryMiddleware(policy: retryPolicy, logger: logger)] + middlewares
@@ -74,7 +75,7 @@ public struct APIClient: Sendable {
         }
         do {
             return try await next(request)
-        } catch let error as HTTPError {
+        } catch let error as HTTPRequestError {
             if Task.isCancelled { throw CancellationError() }
             throw error
         }
@@ -82,14 +83,14 @@ public struct APIClient: Sendable {
 
     /// Sends with the request's timeout enforced here (transports' own timers can be coarse: on
     /// Linux a busy URLSession let a 0.5 s timeout run for seconds). The loser is cancelled.
-    static func send(_ request: HTTPRequest, over transport: any HTTPTransport) async throws -> HTTPResponse {
+    static func send(_ request: APIRequest, over transport: any HTTPTransport) async throws -> APIResponse {
         let timeout = request.timeout
-        return try await withThrowingTaskGroup(of: HTTPResponse.self) { group in
+        return try await withThrowingTaskGroup(of: APIResponse.self) { group in
             group.addTask { try await transport.send(request) }
             group.addTask {
                 try await Task.sleep(nanoseconds: UInt64(max(0.001, min(timeout, 86_400)) * 1_000_000_000))
-                throw HTTPError(HTTPError.timedOut, "no answer within \(timeout) s", method: request.method,
-                                url: request.url.redactedForLogs)
+                throw HTTPRequestError(HTTPRequestError.timedOut, "no answer within \(timeout) s", method: request.method,
+                                url: request.redactedURL)
             }
             defer { group.cancelAll() }
             guard let first = try await group.next() else { throw CancellationError() }
@@ -104,8 +105,8 @@ public struct APIClient: Sendable {
         do {
             return try decoder.decode(T.self, from: response.body)
         } catch {
-            throw HTTPError(HTTPError.decoding, "the response is not a valid \(T.self): \(error)", method: endpoint.method,
-                            url: try? builder.build(endpoint).url.redactedForLogs, status: response.statusCode,
+            throw HTTPRequestError(HTTPRequestError.decoding, "the response is not a valid \(T.self): \(error)", method: endpoint.method,
+                            url: (try? builder.build(endpoint))?.redactedURL, status: response.status,
                             bodyExcerpt: Self.excerpt(response.body))
         }
     }
@@ -123,18 +124,13 @@ public struct APIClient: Sendable {
         try await decode(JSON.self, from: endpoint)
     }
 
-    func validate(_ response: HTTPResponse, _ request: HTTPRequest, _ endpoint: some Endpoint) throws -> HTTPResponse {
-        guard !response.statusCode.isSuccess else { return response }
+    func validate(_ response: APIResponse, _ request: APIRequest, _ endpoint: some Endpoint) throws -> APIResponse {
+        guard response.status.kind != .successful else { return response }
         if let mapped = endpoint.serverError(for: response) { throw mapped }
-        throw HTTPError(HTTPError.status, "the server answered \(response.statusCode)", method: request.method,
-                        url: request.url.redactedForLogs, status: response.statusCode, bodyExcerpt: Self.excerpt(response.body))
+        throw HTTPRequestError(HTTPRequestError.status, "the server answered \(response.status)", method: request.method,
+                        url: request.redactedURL, status: response.status, bodyExcerpt: Self.excerpt(response.body))
     }
 
     /// What an error may quote of a body: never a value that could be a secret (`Redaction.body`).
     static func excerpt(_ body: Data) -> String { Redaction.body(Array(body.prefix(16_384)), showingValues: true) }
-}
-
-extension HTTPResponse {
-    /// The status as a typed value.
-    public var statusCode: HTTPStatus { HTTPStatus(rawValue: status) }
 }

@@ -10,6 +10,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+package import HTTPTypes
 
 /// An `HTTPTransport` over libcurl, loaded with `dlopen` on the first request.
 ///
@@ -20,7 +21,7 @@ public import Foundation
 ///
 /// ```swift
 /// let transport = CurlTransport()
-/// let response = try await transport.send(HTTPRequest(url: URL(string: "https://id.example.com/jwks")!))
+/// let response = try await transport.send(APIRequest(url: URL(string: "https://id.example.com/jwks")!))
 /// ```
 public struct CurlTransport: HTTPTransport {
     /// The largest response body accepted.
@@ -37,12 +38,12 @@ public struct CurlTransport: HTTPTransport {
     /// `true` when libcurl can be loaded on this machine.
     public static var isAvailable: Bool { moose_curl_load(nil, 0) == 1 }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: APIRequest) async throws -> APIResponse {
         try Task.checkCancellation()
         let flag = CancelFlag()
         let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<APIResponse, any Error>) in
                 // libcurl's easy API blocks: run it on a Dispatch thread, never on the cooperative pool.
                 DispatchQueue.global().async {
                     continuation.resume(with: Result {
@@ -57,29 +58,29 @@ public struct CurlTransport: HTTPTransport {
     }
 
     /// Sends `request` synchronously, blocking the calling thread (for command-line tools).
-    public func sendBlocking(_ request: HTTPRequest) throws -> HTTPResponse {
+    public func sendBlocking(_ request: APIRequest) throws -> APIResponse {
         try CurlTransport.perform(request, maximumResponseSize: maximumResponseSize, connectTimeout: connectTimeout,
                                   cancel: CancelFlag())
     }
 
-    static func perform(_ request: HTTPRequest, maximumResponseSize: Int, connectTimeout: TimeInterval,
-                        cancel: CancelFlag) throws -> HTTPResponse {
-        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw HTTPError(HTTPError.invalidRequest, "only http and https URLs are supported: \(request.url.redactedForLogs)")
+    static func perform(_ request: APIRequest, maximumResponseSize: Int, connectTimeout: TimeInterval,
+                        cancel: CancelFlag) throws -> APIResponse {
+        guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw HTTPRequestError(HTTPRequestError.invalidRequest, "only http and https URLs are supported: \(request.redactedURL)")
         }
         var request = request
         if let file = request.bodyFile {
             // libcurl's easy API here takes the body in memory: fine for the CLI's small requests.
             guard let data = FileManager.default.contents(atPath: file.path) else {
-                throw HTTPError(HTTPError.invalidRequest, "cannot read the body file \(file.path)")
+                throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot read the body file \(file.path)")
             }
             request.body = data
         }
-        let headerLines = request.headers.map { "\($0.name): \($0.value)" }
+        let headerLines = request.headerFields.http1Lines.map { "\($0.name): \($0.value)" }
         var response = moose_curl_response()
         defer { moose_curl_response_free(&response) }
         let code: Int32 = withCStrings(headerLines) { headerPointers in
-            request.url.absoluteString.withCString { url in
+            url.absoluteString.withCString { url in
                 request.method.rawValue.withCString { method in
                     let perform = { (body: UnsafePointer<UInt8>?, count: Int) -> Int32 in
                         moose_curl_perform(method, url, headerPointers, headerLines.count, body, count,
@@ -101,11 +102,11 @@ public struct CurlTransport: HTTPTransport {
         if cancel.isCancelled { throw CancellationError() }
         guard code == 0 else {
             if response.truncated != 0 {
-                throw HTTPError(HTTPError.responseTooLarge, "\(request.url.redactedForLogs): \(message)")
+                throw HTTPRequestError(HTTPRequestError.responseTooLarge, "\(request.redactedURL): \(message)")
             }
             // CURLE_OPERATION_TIMEDOUT = 28
-            if code == 28 { throw HTTPError(HTTPError.timedOut, "\(request.url.redactedForLogs): \(message)") }
-            throw HTTPError(HTTPError.transport, "\(request.url.redactedForLogs): \(message)")
+            if code == 28 { throw HTTPRequestError(HTTPRequestError.timedOut, "\(request.redactedURL): \(message)") }
+            throw HTTPRequestError(HTTPRequestError.transport, "\(request.redactedURL): \(message)")
         }
         let body = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
         let headerBytes = response.headers.map { pointer in
@@ -113,7 +114,10 @@ public struct CurlTransport: HTTPTransport {
                 Array(UnsafeBufferPointer(start: $0, count: response.headers_length))
             }
         } ?? []
-        return HTTPResponse(status: response.status, headers: parseHeaders(headerBytes), body: body)
+        guard let status = APIResponse.status(code: Int(response.status)) else {
+            throw HTTPRequestError(HTTPRequestError.transport, "\(request.redactedURL): the status line has no valid code (\(response.status))")
+        }
+        return APIResponse(status: status, headerFields: parseHeaders(headerBytes), body: body)
     }
 
     /// The most header fields kept from one response; the rest are dropped.
@@ -123,8 +127,8 @@ public struct CurlTransport: HTTPTransport {
     /// (or a bare LF), and with several blocks (a `100 Continue`, a proxy's answer) the last one wins.
     /// Total over any input: obsolete line folding, lines without a colon, names that are not RFC 9110
     /// tokens and values with control characters (other than tab) are dropped, never trusted.
-    package static func parseHeaders(_ bytes: [UInt8]) -> HTTPHeaders {
-        var headers = HTTPHeaders()
+    package static func parseHeaders(_ bytes: [UInt8]) -> HTTPFields {
+        var headers = HTTPFields()
         var count = 0
         var start = 0
         while start < bytes.count {
@@ -135,7 +139,7 @@ public struct CurlTransport: HTTPTransport {
             let line = bytes[start..<lineEnd]
             start = end + 1
             if line.starts(with: Array("HTTP/".utf8)) {
-                headers = HTTPHeaders()
+                headers = HTTPFields()
                 count = 0
                 continue
             }
@@ -147,7 +151,8 @@ public struct CurlTransport: HTTPTransport {
             while valueEnd > valueStart, line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09 { valueEnd -= 1 }
             let value = line[valueStart..<valueEnd]
             guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }), count < maximumHeaderFields else { continue }
-            headers.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+            guard let fieldName = HTTPField.Name(String(decoding: name, as: UTF8.self)) else { continue }
+            headers.append(HTTPField(name: fieldName, value: value))
             count += 1
         }
         return headers

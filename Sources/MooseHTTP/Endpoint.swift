@@ -3,6 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+public import HTTPTypes
 
 /// One query parameter: a single value or an array (encoded per `ArrayEncoding`).
 public struct QueryItem: Sendable, Hashable {
@@ -39,7 +40,7 @@ public enum ArrayEncoding: Sendable {
 }
 
 /// A request body.
-public enum RequestBody: Sendable {
+public enum EndpointBody: Sendable {
     /// No body.
     case none
     /// JSON from an `Encodable` value (`Content-Type: application/json`).
@@ -72,9 +73,9 @@ public enum RequestBody: Sendable {
 ///         }
 ///     }
 ///     var pathParameters: [String: String] { if case .user(let id) = self { ["id": id] } else { [:] } }
-///     var method: HTTPMethod { if case .create = self { .post } else { .get } }
+///     var method: HTTPRequest.Method { if case .create = self { .post } else { .get } }
 ///     var query: [QueryItem] { if case .search(let tags) = self { [QueryItem("tag", array: tags)] } else { [] } }
-///     var body: RequestBody { if case .create(let user) = self { .json(user) } else { .none } }
+///     var body: EndpointBody { if case .create(let user) = self { .json(user) } else { .none } }
 ///     var requiresAuthentication: Bool { true }
 /// }
 /// ```
@@ -86,36 +87,36 @@ public protocol Endpoint: Sendable {
     /// Values for the path's placeholders; each is percent-encoded as one path segment.
     var pathParameters: [String: String] { get }
     /// The method (default GET).
-    var method: HTTPMethod { get }
+    var method: HTTPRequest.Method { get }
     /// Query parameters.
     var query: [QueryItem] { get }
     /// How array query parameters are written (default repeated keys).
     var arrayEncoding: ArrayEncoding { get }
     /// Extra header fields.
-    var headers: HTTPHeaders { get }
+    var headerFields: HTTPFields { get }
     /// The body.
-    var body: RequestBody { get }
+    var body: EndpointBody { get }
     /// A timeout for this request, overriding the client's (nil: the client's).
     var timeout: TimeInterval? { get }
     /// Whether an authentication interceptor must attach credentials.
     var requiresAuthentication: Bool { get }
     /// Whether the request may be retried even though its method is not idempotent.
     var isRetryable: Bool { get }
-    /// Turns an error response into the API's own error type (nil: the generic `HTTPError`).
-    func serverError(for response: HTTPResponse) -> (any Error)?
+    /// Turns an error response into the API's own error type (nil: the generic `HTTPRequestError`).
+    func serverError(for response: APIResponse) -> (any Error)?
 }
 
 extension Endpoint {
     public var pathParameters: [String: String] { [:] }
-    public var method: HTTPMethod { .get }
+    public var method: HTTPRequest.Method { .get }
     public var query: [QueryItem] { [] }
     public var arrayEncoding: ArrayEncoding { .repeatedKeys }
-    public var headers: HTTPHeaders { [:] }
-    public var body: RequestBody { .none }
+    public var headerFields: HTTPFields { [:] }
+    public var body: EndpointBody { .none }
     public var timeout: TimeInterval? { nil }
     public var requiresAuthentication: Bool { false }
     public var isRetryable: Bool { method.isIdempotent }
-    public func serverError(for response: HTTPResponse) -> (any Error)? { nil }
+    public func serverError(for response: APIResponse) -> (any Error)? { nil }
 }
 
 /// Decodes an API's JSON error body into `E` when the status is not 2xx: a ready-made
@@ -123,9 +124,9 @@ extension Endpoint {
 ///
 /// ```swift
 /// struct APIError: Error, Decodable { let code: String; let message: String }
-/// func serverError(for response: HTTPResponse) -> (any Error)? { decodeServerError(APIError.self, from: response) }
+/// func serverError(for response: APIResponse) -> (any Error)? { decodeServerError(APIError.self, from: response) }
 /// ```
-public func decodeServerError<E: Error & Decodable>(_ type: E.Type, from response: HTTPResponse,
+public func decodeServerError<E: Error & Decodable>(_ type: E.Type, from response: APIResponse,
                                                      decoder: JSONDecoder = JSONDecoder()) -> E? {
     try? decoder.decode(E.self, from: response.body)
 }

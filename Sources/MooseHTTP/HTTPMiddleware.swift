@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 public import Logging
+import HTTPTypes
 
 /// What a middleware knows about the exchange besides the request.
 public struct HTTPMiddlewareContext: Sendable {
@@ -25,18 +26,18 @@ public struct HTTPMiddlewareContext: Sendable {
 ///
 /// ```swift
 /// struct APIKey: HTTPMiddleware {
-///     func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
-///                    next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+///     func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
+///                    next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
 ///         var request = request
-///         request.headers["X-API-Key"] = "…"
+///         request.headerFields[HTTPField.Name("X-API-Key")!] = "…"
 ///         return try await next(request)
 ///     }
 /// }
 /// ```
 public protocol HTTPMiddleware: Sendable {
     /// Handles `request`, calling `next` to send it on.
-    func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
-                   next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse
+    func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
+                   next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse
 }
 
 /// Retries with `policy`: retryable statuses and transport failures, for retryable requests, with
@@ -54,27 +55,27 @@ public struct RetryMiddleware: HTTPMiddleware {
         self.logger = logger
     }
 
-    public func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
-                          next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+    public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
+                          next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
         var attempt = 1
         while true {
             try Task.checkCancellation()
             let delay: TimeInterval
             do {
                 let response = try await next(request)
-                guard !response.statusCode.isSuccess, policy.retryableStatuses.contains(response.status), context.isRetryable,
+                guard response.status.kind != .successful, policy.retryableStatuses.contains(response.status.code), context.isRetryable,
                       attempt < policy.maxAttempts else { return response }
-                if policy.honoursRetryAfter, let after = RetryPolicy.retryAfter(response.headers[.retryAfter]) {
+                if policy.honoursRetryAfter, let after = RetryPolicy.retryAfter(response.headerFields[.retryAfter]) {
                     guard after <= policy.maximumRetryAfter else { return response }
                     delay = after
                 } else {
                     delay = policy.delay(after: attempt)
                 }
-            } catch let error as HTTPError where error.code != HTTPError.invalidRequest && context.isRetryable && attempt < policy.maxAttempts {
+            } catch let error as HTTPRequestError where error.code != HTTPRequestError.invalidRequest && context.isRetryable && attempt < policy.maxAttempts {
                 if Task.isCancelled { throw CancellationError() }
                 delay = policy.delay(after: attempt)
             }
-            logger.debug("retrying \(request.method) \(request.url.redactedForLogs) in \(delay) s (attempt \(attempt + 1))")
+            logger.debug("retrying \(request.method) \(request.redactedURL) in \(delay) s (attempt \(attempt + 1))")
             try await Task.sleep(nanoseconds: UInt64(max(0, min(delay, 86_400)) * 1_000_000_000))
             attempt += 1
         }
@@ -90,26 +91,26 @@ public struct LoggingMiddleware: HTTPMiddleware {
     /// A logging step.
     public init(logger: Logger) { self.logger = logger }
 
-    public func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
-                          next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+    public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
+                          next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
         guard logger.logLevel <= .debug else { return try await next(request) }
-        let headers = request.headers.map { field in
-            HTTPHeaderName.sensitive.contains(HTTPHeaderName(field.name)) ? "\(field.name): ***" : "\(field.name): \(field.value)"
+        let headers = request.headerFields.map { field in
+            HTTPField.Name.sensitive.contains(field.name) ? "\(field.name): ***" : "\(field.name): \(field.value)"
         }.joined(separator: ", ")
         var body = ""
         if let data = request.body {
-            let isForm = request.headers[.contentType].map { MIMEType($0) } == MIMEType.formURLEncoded
+            let isForm = request.headerFields[.contentType].map { MIMEType($0) } == MIMEType.formURLEncoded
             body = isForm ? " body=\(Redaction.form(String(decoding: data, as: UTF8.self)))" : " body=\(data.count) bytes"
         }
-        logger.debug("→ \(request.method) \(request.url.redactedForLogs) [\(headers)]\(body)")
+        logger.debug("→ \(request.method) \(request.redactedURL) [\(headers)]\(body)")
         let started = Date()
         do {
             let response = try await next(request)
             let milliseconds = Int64(Date().timeIntervalSince(started) * 1000)
-            logger.debug("← \(response.statusCode) \(request.method) \(request.url.redactedForLogs) \(response.body.count) bytes \(milliseconds) ms")
+            logger.debug("← \(response.status) \(request.method) \(request.redactedURL) \(response.body.count) bytes \(milliseconds) ms")
             return response
         } catch {
-            logger.debug("✗ \(request.method) \(request.url.redactedForLogs) failed: \(error)")
+            logger.debug("✗ \(request.method) \(request.redactedURL) failed: \(error)")
             throw error
         }
     }

@@ -3,144 +3,16 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+public import HTTPTypes
 
-/// An HTTP status code with its class and reason phrase (RFC 9110 §15).
-public struct HTTPStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral {
-    /// The numeric code.
-    public let rawValue: Int
-
-    /// A status from its code.
-    public init(rawValue: Int) { self.rawValue = rawValue }
-    /// `200`
-    public init(integerLiteral value: Int) { rawValue = value }
-
-    /// The class of a status code (RFC 9110 §15).
-    public enum Kind: Sendable, Hashable {
-        /// 1xx
-        case informational
-        /// 2xx
-        case successful
-        /// 3xx
-        case redirection
-        /// 4xx
-        case clientError
-        /// 5xx
-        case serverError
-        /// Anything else.
-        case invalid
-    }
-
-    /// The class of this code.
-    public var kind: Kind {
-        switch rawValue {
-        case 100..<200: .informational
-        case 200..<300: .successful
-        case 300..<400: .redirection
-        case 400..<500: .clientError
-        case 500..<600: .serverError
-        default: .invalid
-        }
-    }
-
-    /// `true` for 2xx.
-    public var isSuccess: Bool { kind == .successful }
-
-    /// The standard reason phrase, or "Unknown".
-    public var reasonPhrase: String { HTTPStatus.phrases[rawValue] ?? "Unknown" }
-
-    /// `404 Not Found`
-    public var description: String { "\(rawValue) \(reasonPhrase)" }
-
-    private static let phrases: [Int: String] = [
-        100: "Continue", 101: "Switching Protocols", 200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
-        206: "Partial Content", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
-        307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request", 401: "Unauthorized",
-        403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
-        409: "Conflict", 410: "Gone", 412: "Precondition Failed", 413: "Content Too Large", 415: "Unsupported Media Type",
-        422: "Unprocessable Content", 425: "Too Early", 428: "Precondition Required", 429: "Too Many Requests",
-        500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
-        504: "Gateway Timeout",
-    ]
-
-    /// 200
-    public static let ok: HTTPStatus = 200
-    /// 201
-    public static let created: HTTPStatus = 201
-    /// 204
-    public static let noContent: HTTPStatus = 204
-    /// 400
-    public static let badRequest: HTTPStatus = 400
-    /// 401
-    public static let unauthorized: HTTPStatus = 401
-    /// 403
-    public static let forbidden: HTTPStatus = 403
-    /// 404
-    public static let notFound: HTTPStatus = 404
-    /// 429
-    public static let tooManyRequests: HTTPStatus = 429
-    /// 500
-    public static let internalServerError: HTTPStatus = 500
-    /// 502
-    public static let badGateway: HTTPStatus = 502
-    /// 503
-    public static let serviceUnavailable: HTTPStatus = 503
-    /// 504
-    public static let gatewayTimeout: HTTPStatus = 504
-}
-
-/// A header field name, compared case-insensitively, with the common names as constants.
-public struct HTTPHeaderName: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// The name as written.
-    public let rawName: String
-
-    /// A header name.
-    public init(_ name: String) { rawName = name }
-    /// `"X-Request-ID"`
-    public init(stringLiteral value: String) { rawName = value }
-
-    /// The name as written.
-    public var description: String { rawName }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawName.caseInsensitiveEquals(rhs.rawName) }
-    public func hash(into hasher: inout Hasher) { hasher.combine(rawName.lowercased()) }
-
-    /// `Accept`
-    public static let accept: HTTPHeaderName = "Accept"
-    /// `Authorization`
-    public static let authorization: HTTPHeaderName = "Authorization"
-    /// `Cache-Control`
-    public static let cacheControl: HTTPHeaderName = "Cache-Control"
-    /// `Content-Length`
-    public static let contentLength: HTTPHeaderName = "Content-Length"
-    /// `Content-Type`
-    public static let contentType: HTTPHeaderName = "Content-Type"
-    /// `Cookie`
-    public static let cookie: HTTPHeaderName = "Cookie"
-    /// `Date`
-    public static let date: HTTPHeaderName = "Date"
-    /// `Location`
-    public static let location: HTTPHeaderName = "Location"
-    /// `Retry-After`
-    public static let retryAfter: HTTPHeaderName = "Retry-After"
-    /// `Set-Cookie`
-    public static let setCookie: HTTPHeaderName = "Set-Cookie"
-    /// `User-Agent`
-    public static let userAgent: HTTPHeaderName = "User-Agent"
-    /// `WWW-Authenticate`
-    public static let wwwAuthenticate: HTTPHeaderName = "WWW-Authenticate"
-    /// `DPoP`
-    public static let dpop: HTTPHeaderName = "DPoP"
+extension HTTPField.Name {
+    /// `DPoP` (RFC 9449 §4.1): the proof sent with a request.
+    public static let dpop = HTTPField.Name("DPoP")!
+    /// `DPoP-Nonce` (RFC 9449 §8): a nonce the server wants in the next proof.
+    public static let dpopNonce = HTTPField.Name("DPoP-Nonce")!
 
     /// Headers whose values are credentials: never logged.
-    public static let sensitive: Set<HTTPHeaderName> = [.authorization, .cookie, .setCookie, "Proxy-Authorization", .dpop]
-}
-
-extension HTTPHeaders {
-    /// The first value of a typed header name.
-    public subscript(name: HTTPHeaderName) -> String? {
-        get { self[name.rawName] }
-        set { self[name.rawName] = newValue }
-    }
+    public static let sensitive: Set<HTTPField.Name> = [.authorization, .cookie, .setCookie, .proxyAuthorization, .dpop]
 }
 
 /// A media type (`type/subtype`), compared case-insensitively on the essence.
@@ -221,5 +93,19 @@ extension String {
         while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
         while let last = text.last, last == " " || last == "\t" { text.removeLast() }
         return String(text)
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive equality (header names, schemes): no locale, no Unicode folding.
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            let lx = (x >= 65 && x <= 90) ? x + 32 : x
+            let ly = (y >= 65 && y <= 90) ? y + 32 : y
+            if lx != ly { return false }
+        }
+        return true
     }
 }

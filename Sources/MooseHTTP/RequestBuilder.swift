@@ -3,19 +3,20 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+public import HTTPTypes
 
-/// Turns an `Endpoint` into an `HTTPRequest`, validating everything first: a request that cannot be
+/// Turns an `Endpoint` into an `APIRequest`, validating everything first: a request that cannot be
 /// built correctly is an error before any I/O, never a malformed request on the wire.
 public struct RequestBuilder: Sendable {
     /// Headers added to every request unless the endpoint sets them.
-    public var defaultHeaders: HTTPHeaders
+    public var defaultHeaders: HTTPFields
     /// The timeout when the endpoint sets none.
     public var defaultTimeout: TimeInterval
     /// Where multipart bodies are assembled (streamed to a temporary file).
     public var temporaryDirectory: URL
 
     /// A builder.
-    public init(defaultHeaders: HTTPHeaders = [:], defaultTimeout: TimeInterval = 20,
+    public init(defaultHeaders: HTTPFields = [:], defaultTimeout: TimeInterval = 20,
                 temporaryDirectory: URL = URL(fileURLWithPath: NSTemporaryDirectoryPath())) {
         self.defaultHeaders = defaultHeaders
         self.defaultTimeout = defaultTimeout
@@ -24,35 +25,28 @@ public struct RequestBuilder: Sendable {
 
     /// Builds the request for `endpoint`.
     ///
-    /// - Throws: `HTTPError.invalidRequest` naming what is wrong (missing path parameter, bad base URL,
-    ///   a header value with a line break, an unreadable upload file…).
-    public func build(_ endpoint: some Endpoint) throws(HTTPError) -> HTTPRequest {
+    /// - Throws: `HTTPRequestError.invalidRequest` naming what is wrong (missing path parameter, bad base URL,
+    ///   an unreadable upload file, a body on a GET…).
+    public func build(_ endpoint: some Endpoint) throws(HTTPRequestError) -> APIRequest {
         let url = try Self.url(for: endpoint)
-        var headers = HTTPHeaders()
-        for field in defaultHeaders where endpoint.headers[field.name] == nil { headers.add(field.name, field.value) }
-        for field in endpoint.headers {
-            guard !field.name.isEmpty, field.name.allSatisfy(Self.isTokenCharacter) else {
-                throw HTTPError(HTTPError.invalidRequest, "header name \"\(field.name)\" is not a valid token")
-            }
-            // Scalars, not Characters: "\r\n" is a single Character and would slip past a Character test.
-            guard !field.value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
-                throw HTTPError(HTTPError.invalidRequest, "header \(field.name) contains a line break")
-            }
-            headers.add(field.name, field.value)
-        }
-        var request = HTTPRequest(method: endpoint.method, url: url, headers: headers, body: nil,
+        // Names are validated tokens and values free of line breaks by construction (`HTTPField`
+        // turns CR, LF and NUL into spaces), so no endpoint can inject a header line.
+        var headers = HTTPFields()
+        for field in defaultHeaders where !endpoint.headerFields.contains(field.name) { headers.append(field) }
+        headers.append(contentsOf: endpoint.headerFields)
+        var request = APIRequest(method: endpoint.method, url: url, headerFields: headers, body: nil,
                                   timeout: endpoint.timeout ?? defaultTimeout)
         try encodeBody(endpoint.body, into: &request)
-        if [HTTPMethod.get, .head].contains(endpoint.method), request.body != nil || request.bodyFile != nil {
-            throw HTTPError(HTTPError.invalidRequest, "\(endpoint.method) request with a body")
+        if [HTTPRequest.Method.get, .head].contains(endpoint.method), request.body != nil || request.bodyFile != nil {
+            throw HTTPRequestError(HTTPRequestError.invalidRequest, "\(endpoint.method) request with a body")
         }
         return request
     }
 
-    static func url(for endpoint: some Endpoint) throws(HTTPError) -> URL {
+    static func url(for endpoint: some Endpoint) throws(HTTPRequestError) -> URL {
         let base = endpoint.baseURL
         guard let scheme = base.scheme?.lowercased(), URLScheme(rawValue: scheme) != nil, let host = base.host, !host.isEmpty else {
-            throw HTTPError(HTTPError.invalidRequest, "base URL \(base.redactedForLogs) must be absolute http(s) with a host")
+            throw HTTPRequestError(HTTPRequestError.invalidRequest, "base URL \(base.redactedForLogs) must be absolute http(s) with a host")
         }
         // Fill {placeholders}; every one must have a value, every value becomes one encoded segment.
         var path = ""
@@ -61,21 +55,21 @@ public struct RequestBuilder: Sendable {
         while let open = rest.firstIndex(of: "{") {
             path += rest[..<open]
             guard let close = rest[open...].firstIndex(of: "}") else {
-                throw HTTPError(HTTPError.invalidRequest, "path \"\(endpoint.path)\" has an unclosed {")
+                throw HTTPRequestError(HTTPRequestError.invalidRequest, "path \"\(endpoint.path)\" has an unclosed {")
             }
             let name = String(rest[rest.index(after: open)..<close])
             guard let value = endpoint.pathParameters[name] else {
-                throw HTTPError(HTTPError.invalidRequest, "path parameter {\(name)} of \"\(endpoint.path)\" has no value")
+                throw HTTPRequestError(HTTPRequestError.invalidRequest, "path parameter {\(name)} of \"\(endpoint.path)\" has no value")
             }
             guard !value.isEmpty else {
-                throw HTTPError(HTTPError.invalidRequest, "path parameter {\(name)} is empty")
+                throw HTTPRequestError(HTTPRequestError.invalidRequest, "path parameter {\(name)} is empty")
             }
             path += percentEncode(value, allowed: pathSegmentAllowed)
             used.insert(name)
             rest = rest[rest.index(after: close)...]
         }
         path += rest
-        if path.contains("}") { throw HTTPError(HTTPError.invalidRequest, "path \"\(endpoint.path)\" has an unmatched }") }
+        if path.contains("}") { throw HTTPRequestError(HTTPRequestError.invalidRequest, "path \"\(endpoint.path)\" has an unmatched }") }
         var text = base.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
         if !path.isEmpty, !path.hasPrefix("/") { path = "/" + path }
@@ -83,7 +77,7 @@ public struct RequestBuilder: Sendable {
         let query = encodeQuery(endpoint.query, arrays: endpoint.arrayEncoding)
         if !query.isEmpty { text += (text.contains("?") ? "&" : "?") + query }
         guard let url = URL(string: text) else {
-            throw HTTPError(HTTPError.invalidRequest, "cannot form a URL from \(base.redactedForLogs) and \"\(endpoint.path)\"")
+            throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot form a URL from \(base.redactedForLogs) and \"\(endpoint.path)\"")
         }
         return url
     }
@@ -163,7 +157,7 @@ public struct RequestBuilder: Sendable {
             .map { percentEncode(String($0), allowed: formAllowed) }.joined(separator: "+")
     }
 
-    private func encodeBody(_ body: RequestBody, into request: inout HTTPRequest) throws(HTTPError) {
+    private func encodeBody(_ body: EndpointBody, into request: inout APIRequest) throws(HTTPRequestError) {
         switch body {
         case .none:
             return
@@ -173,7 +167,7 @@ public struct RequestBuilder: Sendable {
                 encoder.outputFormatting = [.sortedKeys]
                 request.body = try encoder.encode(value)
             } catch {
-                throw HTTPError(HTTPError.invalidRequest, "the JSON body cannot be encoded: \(error)")
+                throw HTTPRequestError(HTTPRequestError.invalidRequest, "the JSON body cannot be encoded: \(error)")
             }
             setContentType(&request, .json)
         case .form(let fields):
@@ -184,7 +178,7 @@ public struct RequestBuilder: Sendable {
             setContentType(&request, type)
         case .file(let url, let type):
             guard FileManager.default.isReadableFile(atPath: url.path) else {
-                throw HTTPError(HTTPError.invalidRequest, "upload file \(url.path) is not readable")
+                throw HTTPRequestError(HTTPRequestError.invalidRequest, "upload file \(url.path) is not readable")
             }
             request.bodyFile = url
             setContentType(&request, type)
@@ -196,13 +190,8 @@ public struct RequestBuilder: Sendable {
         }
     }
 
-    private func setContentType(_ request: inout HTTPRequest, _ type: MIMEType) {
-        if request.headers[.contentType] == nil { request.headers[.contentType] = type.value }
-    }
-
-    static func isTokenCharacter(_ character: Character) -> Bool {
-        guard let ascii = character.asciiValue, ascii > 32, ascii < 127 else { return false }
-        return !"()<>@,;:\\\"/[]?={}".contains(character)
+    private func setContentType(_ request: inout APIRequest, _ type: MIMEType) {
+        if request.headerFields[.contentType] == nil { request.headerFields[.contentType] = type.value }
     }
 
     // RFC 3986 unreserved characters, plus what each component may carry unencoded.

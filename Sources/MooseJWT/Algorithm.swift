@@ -59,7 +59,7 @@ public enum JWTAlgorithm: String, Sendable, Hashable, CaseIterable, CustomString
     }
 
     /// The hash function inside the algorithm (`nil` for EdDSA).
-    public var hash: HashFunction? {
+    public var hash: DigestAlgorithm? {
         switch self {
         case .hs256, .rs256, .ps256, .es256: .sha256
         case .hs384, .rs384, .ps384, .es384: .sha384

@@ -99,7 +99,7 @@ public struct JWK: Sendable, Hashable {
     }
 
     /// The RFC 7638 thumbprint: the hash of the required members in lexicographic order, base64url.
-    public func thumbprint(hash: HashFunction = .sha256) throws(JWTError) -> String {
+    public func thumbprint(hash: DigestAlgorithm = .sha256) throws(JWTError) -> String {
         let required: [String]
         switch keyType {
         case "RSA": required = ["e", "kty", "n"]

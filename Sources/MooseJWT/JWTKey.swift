@@ -17,7 +17,7 @@ public import MooseCrypto
 /// ```
 public struct JWTKey: Sendable {
     enum Material: Sendable {
-        case secret(SecretKey, [HashFunction: HMACAuthenticator])
+        case secret(SecretKey, [DigestAlgorithm: HMACAuthenticator])
         case publicKey(PublicKey)
         case privateKey(PrivateKey, PublicKey)
     }
@@ -35,8 +35,8 @@ public struct JWTKey: Sendable {
     /// An HMAC secret. The bytes are used as they are (no base64 decoding, no trimming).
     public init(secret: some ContiguousBytes, keyID: String? = nil, algorithm: JWTAlgorithm? = nil) {
         let key = SecretKey(secret)
-        var macs: [HashFunction: HMACAuthenticator] = [:]
-        for hash in HashFunction.allCases { macs[hash] = try? HMACAuthenticator(key: key, hash: hash) }
+        var macs: [DigestAlgorithm: HMACAuthenticator] = [:]
+        for hash in DigestAlgorithm.allCases { macs[hash] = try? HMACAuthenticator(key: key, hash: hash) }
         material = .secret(key, macs)
         self.keyID = keyID
         pinnedAlgorithm = algorithm?.rawValue
@@ -74,7 +74,7 @@ public struct JWTKey: Sendable {
         if pem.contains("PRIVATE KEY-----") {
             do {
                 try self.init(privateKey: try PrivateKey(pem: pem), keyID: keyID, algorithm: algorithm)
-            } catch let error as CryptoError {
+            } catch let error as CryptographyError {
                 throw JWTError(JWTError.invalidKey, "PEM private key: \(error.message)")
             } catch {
                 throw error as? JWTError ?? JWTError(JWTError.invalidKey, "PEM private key unreadable")
@@ -98,8 +98,8 @@ public struct JWTKey: Sendable {
             case "oct":
                 let secret = try jwk.bytes("k")
                 let key = SecretKey(secret)
-                var macs: [HashFunction: HMACAuthenticator] = [:]
-                for hash in HashFunction.allCases { macs[hash] = try? HMACAuthenticator(key: key, hash: hash) }
+                var macs: [DigestAlgorithm: HMACAuthenticator] = [:]
+                for hash in DigestAlgorithm.allCases { macs[hash] = try? HMACAuthenticator(key: key, hash: hash) }
                 material = .secret(key, macs)
             case "RSA":
                 let n = try jwk.bytes("n"), e = try jwk.bytes("e")
@@ -148,7 +148,7 @@ public struct JWTKey: Sendable {
             rsaWeakness = JWTKey.rsaWeakness(of: material)
         } catch let error as JWTError {
             throw error
-        } catch let error as CryptoError {
+        } catch let error as CryptographyError {
             throw JWTError(JWTError.invalidKey, "\(jwk.keyType) JWK\(jwk.keyID.map { " (kid \($0))" } ?? ""): \(error.message)")
         } catch {
             throw JWTError(JWTError.invalidKey, "unusable JWK")

@@ -22,24 +22,24 @@ public struct AuthMiddleware: HTTPMiddleware {
     /// A middleware.
     public init(coordinator: RefreshCoordinator) { self.coordinator = coordinator }
 
-    public func intercept(_ request: HTTPRequest, context: HTTPMiddlewareContext,
-                          next: @Sendable (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+    public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
+                          next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
         guard context.requiresAuthentication else { return try await next(request) }
         var request = request
         let sent = try await coordinator.accessToken()
-        request.headers[.authorization] = try sent.checkedAuthorizationHeader()
+        request.headerFields[.authorization] = try sent.checkedAuthorizationHeader()
         let response = try await next(request)
         guard Self.rejectsToken(response) else { return response }
         // The request body is in memory or in a file: it can be sent again.
         let fresh = try await coordinator.refresh(rejecting: sent)
-        request.headers[.authorization] = try fresh.checkedAuthorizationHeader()
+        request.headerFields[.authorization] = try fresh.checkedAuthorizationHeader()
         return try await next(request)
     }
 
     /// A 401, or a `WWW-Authenticate: Bearer error="invalid_token"` challenge (RFC 6750 §3.1).
-    public static func rejectsToken(_ response: HTTPResponse) -> Bool {
-        if response.status == 401 { return true }
-        return AuthenticationChallenge.parse(response.headers.values("WWW-Authenticate")).contains {
+    public static func rejectsToken(_ response: APIResponse) -> Bool {
+        if response.status.code == 401 { return true }
+        return AuthenticationChallenge.parse(response.headerFields[values: .wwwAuthenticate]).contains {
             $0.hasScheme("Bearer") && $0["error"] == "invalid_token"
         }
     }

@@ -151,7 +151,7 @@ public struct OAuthClient: Sendable {
         let url = try metadata.require(metadata.revocationEndpoint, "revocation endpoint")
         let request = try tokenEndpoint().authenticatedRequest(url: url, parameters: [("token", token), ("token_type_hint", hint)])
         let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the revocation endpoint")
-        guard response.status == 200 else {
+        guard response.status.code == 200 else {
             throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)))
         }
     }

@@ -73,7 +73,7 @@ public struct DeviceAuthorizationFlow: Authorizable {
         let response = try await OAuthHTTP.send(request, over: client.transport, logger: client.logger,
                                                  what: "the device authorization endpoint")
         let object = try? JSONValue(parsing: Array(response.body))
-        guard response.status == 200, case .object(let fields)? = object else {
+        guard response.status.code == 200, case .object(let fields)? = object else {
             throw TokenResponse.error(from: response, object: object)
         }
         guard let deviceCode = fields["device_code"]?.stringValue, let userCode = fields["user_code"]?.stringValue,

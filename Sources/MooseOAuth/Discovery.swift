@@ -316,12 +316,12 @@ public actor Discovery {
     /// One document; `nil` for a 404 (so the other may stand in), an error for anything else wrong.
     static func document(_ text: String, issuer: String, kind: DocumentKind, transport: any HTTPTransport) async throws -> ProviderMetadata? {
         guard let url = URL(string: text) else { throw OAuthError(OAuthError.discovery, "bad discovery URL \(text)") }
-        let response = try await OAuthHTTP.send(HTTPRequest(url: url, headers: ["Accept": "application/json"], timeout: 15),
+        let response = try await OAuthHTTP.send(APIRequest(url: url, headerFields: [.accept: "application/json"], timeout: 15),
                                                  over: transport, logger: nil, what: url.redactedForLogs)
-        if response.status == 404 { return nil }
-        guard response.status == 200 else {
-            throw OAuthError(response.status >= 500 ? OAuthError.transient : OAuthError.discovery,
-                             "\(url.redactedForLogs) answered HTTP \(response.status)", status: response.status)
+        if response.status.code == 404 { return nil }
+        guard response.status.code == 200 else {
+            throw OAuthError(response.status.code >= 500 ? OAuthError.transient : OAuthError.discovery,
+                             "\(url.redactedForLogs) answered HTTP \(response.status.code)", status: response.status.code)
         }
         return try parseDocument(Array(response.body), issuer: issuer, kind: kind)
     }

@@ -68,11 +68,11 @@ public actor JWKSCache {
         if let inFlight { return try await inFlight.value }
         let url = self.url, transport = self.transport, persistence = self.persistence
         let task = Task { () throws -> [JWTKey] in
-            let response = try await OAuthHTTP.send(HTTPRequest(url: url, headers: ["Accept": "application/json"], timeout: 15),
+            let response = try await OAuthHTTP.send(APIRequest(url: url, headerFields: [.accept: "application/json"], timeout: 15),
                                                     over: transport, logger: nil, what: url.redactedForLogs)
-            guard response.status == 200 else {
-                throw OAuthError(response.status >= 500 ? OAuthError.transient : OAuthError.discovery,
-                                 "\(url.redactedForLogs) answered HTTP \(response.status)", status: response.status)
+            guard response.status.code == 200 else {
+                throw OAuthError(response.status.code >= 500 ? OAuthError.transient : OAuthError.discovery,
+                                 "\(url.redactedForLogs) answered HTTP \(response.status.code)", status: response.status.code)
             }
             let keys = try JWKSCache.parse(Array(response.body))
             persistence?.save(Array(response.body), Date())

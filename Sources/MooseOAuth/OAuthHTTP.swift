@@ -15,10 +15,10 @@ enum OAuthHTTP {
     static let context = HTTPMiddlewareContext(isRetryable: false, requiresAuthentication: false)
 
     /// Sends `request`; the response comes back whatever its status. `what` names the endpoint in errors.
-    static func send(_ request: HTTPRequest, over transport: any HTTPTransport, logger: Logger?, what: String) async throws -> HTTPResponse {
+    static func send(_ request: APIRequest, over transport: any HTTPTransport, logger: Logger?, what: String) async throws -> APIResponse {
         do {
             return try await APIClient(transport: transport, retryPolicy: .none, logger: logger).send(request, context: context)
-        } catch let error as HTTPError {
+        } catch let error as HTTPRequestError {
             throw OAuthError(OAuthError.transient, "\(what) is unreachable: \(error.message)", underlying: error)
         }
     }

@@ -22,6 +22,6 @@ public struct PKCE: Sendable {
 
     /// The S256 challenge of a verifier.
     public static func challenge(for verifier: String) -> String {
-        Base64URL.encode(HashFunction.sha256.hash(Array(verifier.utf8)))
+        Base64URL.encode(DigestAlgorithm.sha256.hash(Array(verifier.utf8)))
     }
 }

@@ -85,7 +85,7 @@ public enum RefreshEvent: Sendable {
 /// ```swift
 /// let coordinator = RefreshCoordinator(key: "default", storage: storage, authorizer: flow)
 /// let token = try await coordinator.accessToken()
-/// request.headers[.authorization] = try token.checkedAuthorizationHeader()
+/// request.headerFields[.authorization] = try token.checkedAuthorizationHeader()
 /// ```
 public actor RefreshCoordinator {
     /// Tuning.
@@ -132,7 +132,7 @@ public actor RefreshCoordinator {
     private var epoch: Int64 = 0
     private var inFlight: Task<AccessToken, any Error>?
     private var recentRefreshes: [Date] = []
-    private var pendingWrite: (session: Session, expectedGeneration: Int64?)?
+    private var pendingWrite: (session: OAuthSession, expectedGeneration: Int64?)?
     private var writeRetry: Task<Void, Never>?
     private let eventStream: AsyncStream<RefreshEvent>
     private let eventContinuation: AsyncStream<RefreshEvent>.Continuation
@@ -143,7 +143,7 @@ public actor RefreshCoordinator {
     /// `current`, when the caller already read the session, seeds the cache so the first call
     /// needs no storage read.
     public init(key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
-                current: Session? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet) {
+                current: OAuthSession? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet) {
         self.key = key
         self.storage = storage
         self.refresher = refresher
@@ -161,7 +161,7 @@ public actor RefreshCoordinator {
     /// A coordinator that refreshes with `authorizer` (its `refresh` validates a new ID token the
     /// way its login did): the one refresh path for every flow.
     public init(key: String, storage: any SessionStorage, authorizer: any Authorizable,
-                configuration: Configuration = Configuration(), current: Session? = nil) {
+                configuration: Configuration = Configuration(), current: OAuthSession? = nil) {
         self.init(key: key, storage: storage, configuration: configuration, current: current) { tokens in
             try await authorizer.refresh(tokens)
         }
@@ -480,7 +480,7 @@ public actor RefreshCoordinator {
     /// transit): sending the spent token again could trip reuse detection and revoke the whole token
     /// family. Only failures known to precede processing (no connection, a 5xx or 429 answer) are retried.
     private static func mayHaveReachedTheServer(_ error: OAuthError) -> Bool {
-        (error.underlying as? HTTPError)?.code == HTTPError.timedOut
+        (error.underlying as? HTTPRequestError)?.code == HTTPRequestError.timedOut
     }
 
     private func refreshWithRetries(_ tokens: TokenSet) async throws -> TokenSet {

@@ -7,6 +7,7 @@ public import MooseHTTP
 public import Logging
 public import MooseJWT
 import MooseCrypto
+import HTTPTypes
 
 /// How the client proves its identity at the token endpoint (RFC 6749 §2.3, RFC 7523).
 public enum ClientAuthentication: Sendable {
@@ -48,7 +49,7 @@ public struct TokenEndpoint: Sendable {
     /// response has no `scope` (RFC 6749 §5.1: then the granted scope is the requested one).
     public func request(_ parameters: [(String, String)], requestedScopes: [String]) async throws -> TokenSet {
         var request = try authenticatedRequest(url: url, parameters: parameters)
-        request.headers[.accept] = MIMEType.json.value
+        request.headerFields[.accept] = MIMEType.json.value
         let sentAt = clock()
         let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the token endpoint")
         var tokens = try TokenResponse.parse(response, requestedAt: sentAt, requestedScopes: requestedScopes)
@@ -57,9 +58,9 @@ public struct TokenEndpoint: Sendable {
     }
 
     /// A form POST to `url` with the client's authentication applied (token, revocation, device endpoints).
-    public func authenticatedRequest(url: URL, parameters: [(String, String)]) throws -> HTTPRequest {
+    public func authenticatedRequest(url: URL, parameters: [(String, String)]) throws -> APIRequest {
         var fields = parameters
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         headers[.contentType] = MIMEType.formURLEncoded.value
         switch authentication {
         case .none:
@@ -81,7 +82,7 @@ public struct TokenEndpoint: Sendable {
             fields.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
             fields.append(("client_assertion", assertion))
         }
-        return HTTPRequest(method: .post, url: url, headers: headers, body: Data(RequestBuilder.encodeForm(fields).utf8), timeout: 30)
+        return APIRequest(method: .post, url: url, headerFields: headers, body: Data(RequestBuilder.encodeForm(fields).utf8), timeout: 30)
     }
 
     static func formEncode(_ text: String) -> String {
@@ -92,17 +93,17 @@ public struct TokenEndpoint: Sendable {
 /// RFC 6749 §5.1/§5.2 parsing, liberal where it is safe.
 package enum TokenResponse {
     /// Parses a token endpoint response (RFC 6749 §5.1/§5.2). Every byte of `response` is untrusted.
-    package static func parse(_ response: HTTPResponse, requestedAt: Date, requestedScopes: [String]) throws -> TokenSet {
+    package static func parse(_ response: APIResponse, requestedAt: Date, requestedScopes: [String]) throws -> TokenSet {
         let object = try? JSONValue(parsing: Array(response.body))
-        guard (200..<300).contains(response.status) else {
+        guard (200..<300).contains(response.status.code) else {
             throw error(from: response, object: object)
         }
         guard case .object(let fields)? = object else {
-            throw OAuthError(OAuthError.invalidResponse, "the token endpoint answered HTTP \(response.status) with no JSON object: \(excerpt(response))",
-                             status: response.status)
+            throw OAuthError(OAuthError.invalidResponse, "the token endpoint answered HTTP \(response.status.code) with no JSON object: \(excerpt(response))",
+                             status: response.status.code)
         }
         guard let accessToken = fields["access_token"]?.stringValue, !accessToken.isEmpty else {
-            throw OAuthError(OAuthError.invalidResponse, "the token response has no access_token", status: response.status)
+            throw OAuthError(OAuthError.invalidResponse, "the token response has no access_token", status: response.status.code)
         }
         // RFC 6749 Appendix A.12: access_token = 1*VSCHAR. Control characters (and anything beyond
         // ASCII) are refused here; whether it may become a header or shell text is decided there.
@@ -133,18 +134,18 @@ package enum TokenResponse {
                         idToken: fields["id_token"]?.stringValue, expiresAt: expiresAt, scopes: scopes, requestedAt: requestedAt)
     }
 
-    static func error(from response: HTTPResponse, object: JSONValue?) -> OAuthError {
+    static func error(from response: APIResponse, object: JSONValue?) -> OAuthError {
         let code = object?["error"]?.stringValue
         let description = object?["error_description"]?.stringValue
         let uri = object?["error_uri"]?.stringValue
-        if response.status >= 500 || response.status == 429 {
-            return OAuthError(OAuthError.transient, "the token endpoint answered HTTP \(response.status)", oauthError: code,
-                              errorDescription: description, errorURI: uri, status: response.status)
+        if response.status.code >= 500 || response.status.code == 429 {
+            return OAuthError(OAuthError.transient, "the token endpoint answered HTTP \(response.status.code)", oauthError: code,
+                              errorDescription: description, errorURI: uri, status: response.status.code)
         }
         guard let code else {
             return OAuthError(OAuthError.invalidResponse,
-                              "the token endpoint answered HTTP \(response.status) without an OAuth error: \(excerpt(response))",
-                              status: response.status)
+                              "the token endpoint answered HTTP \(response.status.code) without an OAuth error: \(excerpt(response))",
+                              status: response.status.code)
         }
         let kind: OAuthError.Code = switch code {
         case "invalid_grant": OAuthError.invalidGrant
@@ -154,11 +155,11 @@ package enum TokenResponse {
         default: OAuthError.server
         }
         return OAuthError(kind, "the token endpoint refused the request", oauthError: code, errorDescription: description,
-                          errorURI: uri, status: response.status)
+                          errorURI: uri, status: response.status.code)
     }
 
     /// What an error message may quote of a response body: never a value that could be a secret.
-    static func excerpt(_ response: HTTPResponse) -> String {
+    static func excerpt(_ response: APIResponse) -> String {
         Redaction.body(Array(response.body))
     }
 }

@@ -101,7 +101,7 @@ public final class TokenManager: Sendable {
         case .clientCredentials:
             tokens = try await ClientCredentialsFlow(client: client).authorize(parameters)
         }
-        var session = Session(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens)
+        var session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens)
         let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
         session.subject = claims?.subject
         session.attributes = SessionSummary.attributes(from: claims)
@@ -166,7 +166,7 @@ public struct SessionSummary: Sendable, Hashable {
     /// The user's name, when known.
     public let name: String?
     /// Whether the session is usable or needs a new login.
-    public let state: Session.State
+    public let state: OAuthSession.State
     /// When the access token expires, if known.
     public let expiresAt: Date?
     /// The granted scopes.
@@ -176,7 +176,7 @@ public struct SessionSummary: Sendable, Hashable {
     public var displayName: String? { preferredUsername ?? email ?? name ?? subject }
 
     /// A summary of `session`.
-    public init(key: String, session: Session) {
+    public init(key: String, session: OAuthSession) {
         self.key = key
         issuer = session.issuer
         subject = session.subject

@@ -59,7 +59,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
 
     /// The first 6 hex digits of a token's SHA-256: enough to tell tokens apart in logs, useless to an attacker.
     public static func fingerprint(_ token: String) -> String {
-        HashFunction.sha256.hash(Array(token.utf8)).prefix(3).map { byte in
+        DigestAlgorithm.sha256.hash(Array(token.utf8)).prefix(3).map { byte in
             let hex = String(byte, radix: 16)
             return hex.count == 1 ? "0" + hex : hex
         }.joined()

@@ -16,13 +16,13 @@ extension OAuthClient {
     /// ```
     public func userInfo(accessToken: String, expectedSubject: String?) async throws -> JSONObject {
         let url = try metadata.require(metadata.userinfoEndpoint, "userinfo endpoint")
-        var request = HTTPRequest(url: url, timeout: 20)
-        request.headers[.authorization] = AuthScheme.bearer.credentials(accessToken)
-        request.headers[.accept] = MIMEType.json.value
+        var request = APIRequest(url: url, timeout: 20)
+        request.headerFields[.authorization] = AuthScheme.bearer.credentials(accessToken)
+        request.headerFields[.accept] = MIMEType.json.value
         let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the userinfo endpoint")
-        guard response.status == 200 else {
-            throw OAuthError(response.status >= 500 ? OAuthError.transient : OAuthError.server,
-                             "the userinfo endpoint answered HTTP \(response.status)", status: response.status)
+        guard response.status.code == 200 else {
+            throw OAuthError(response.status.code >= 500 ? OAuthError.transient : OAuthError.server,
+                             "the userinfo endpoint answered HTTP \(response.status.code)", status: response.status.code)
         }
         return try Self.parseUserInfo(Array(response.body), expectedSubject: expectedSubject)
     }
@@ -49,8 +49,8 @@ public struct ClockSkew: Sendable {
     public let offset: TimeInterval
 
     /// The offset from one response's `Date` header and the local time it arrived; `nil` without one.
-    public init?(response: HTTPResponse, receivedAt: Date = Date()) {
-        guard let header = response.headers[.date], let serverDate = HTTPDate.parse(header) else { return nil }
+    public init?(response: APIResponse, receivedAt: Date = Date()) {
+        guard let header = response.headerFields[.date], let serverDate = HTTPDate.parse(header) else { return nil }
         offset = serverDate.timeIntervalSince(receivedAt)
     }
 

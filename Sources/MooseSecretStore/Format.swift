@@ -64,7 +64,7 @@ package enum Format {
 
     package static func wrap(_ dataKey: SecretKey, id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
         do {
-            return try dataKey.withUnsafeBytes { (bytes) throws(CryptoError) in
+            return try dataKey.withUnsafeBytes { (bytes) throws(CryptographyError) in
                 try AESGCM.seal(bytes, using: master, authenticating: dataKeyAAD + storeID + bigEndian(id)).combined
             }
         } catch {

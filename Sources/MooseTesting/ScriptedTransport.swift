@@ -5,6 +5,7 @@ import Foundation
 #endif
 public import MooseHTTP
 import Synchronization
+public import HTTPTypes
 
 /// An `HTTPTransport` for tests: answers every request from a closure (or from a queue of canned
 /// responses) and records what was sent — for exercising an app's Moose code without a network.
@@ -12,42 +13,42 @@ import Synchronization
 ///
 /// ```swift
 /// let transport = ScriptedTransport { request in
-///     request.url.path.hasSuffix("/token")
+///     (request.url?.path ?? "").hasSuffix("/token")
 ///         ? .json(#"{"access_token":"at","token_type":"Bearer","expires_in":60}"#)
-///         : HTTPResponse(status: 404)
+///         : APIResponse(status: 404)
 /// }
 /// … run the code under test …
 /// #expect(transport.requests.count == 1)
 /// ```
 public final class ScriptedTransport: HTTPTransport, Sendable {
-    private let answer: @Sendable (HTTPRequest) async throws -> HTTPResponse
-    private let recorded = Mutex<[HTTPRequest]>([])
+    private let answer: @Sendable (APIRequest) async throws -> APIResponse
+    private let recorded = Mutex<[APIRequest]>([])
 
     /// A transport answering with `answer`.
-    public init(_ answer: @escaping @Sendable (HTTPRequest) async throws -> HTTPResponse) { self.answer = answer }
+    public init(_ answer: @escaping @Sendable (APIRequest) async throws -> APIResponse) { self.answer = answer }
 
     /// A transport answering with `responses` in order (then 599 "script exhausted").
-    public convenience init(responses: [HTTPResponse]) {
+    public convenience init(responses: [APIResponse]) {
         let queue = Mutex(responses)
         self.init { _ in
-            queue.withLock { $0.isEmpty ? HTTPResponse(status: 599, body: Data("script exhausted".utf8)) : $0.removeFirst() }
+            queue.withLock { $0.isEmpty ? APIResponse(status: 599, body: Data("script exhausted".utf8)) : $0.removeFirst() }
         }
     }
 
     /// Every request sent so far, in order.
-    public var requests: [HTTPRequest] { recorded.withLock { $0 } }
+    public var requests: [APIRequest] { recorded.withLock { $0 } }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: APIRequest) async throws -> APIResponse {
         recorded.withLock { $0.append(request) }
         return try await answer(request)
     }
 }
 
-extension HTTPResponse {
+extension APIResponse {
     /// A JSON response (`Content-Type: application/json`) for scripted transports.
-    public static func json(_ text: String, status: Int = 200, headers: HTTPHeaders = [:]) -> HTTPResponse {
-        var headers = headers
-        headers["Content-Type"] = "application/json"
-        return HTTPResponse(status: status, headers: headers, body: Data(text.utf8))
+    public static func json(_ text: String, status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:]) -> APIResponse {
+        var headers = headerFields
+        headers[.contentType] = "application/json"
+        return APIResponse(status: status, headerFields: headers, body: Data(text.utf8))
     }
 }

@@ -34,8 +34,8 @@ public enum SessionStorageContract {
         try await deleteAndKeys(make())
     }
 
-    static func session(_ access: String, _ refresh: String = "r") -> Session {
-        Session(issuer: "https://id.example.com", clientID: "contract", tokens: TokenSet(accessToken: access, refreshToken: refresh),
+    static func session(_ access: String, _ refresh: String = "r") -> OAuthSession {
+        OAuthSession(issuer: "https://id.example.com", clientID: "contract", tokens: TokenSet(accessToken: access, refreshToken: refresh),
                 attributes: ["note": "contract"])
     }
 

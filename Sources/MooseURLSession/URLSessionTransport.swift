@@ -3,6 +3,7 @@ public import Foundation
 import FoundationNetworking
 #endif
 public import MooseHTTP
+public import HTTPTypes
 
 /// The default `HTTPTransport`: URLSession (FoundationNetworking on Linux).
 ///
@@ -22,13 +23,13 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         /// Concurrent connections per host.
         public var maximumConnectionsPerHost: Int
         /// Headers added to every request (the request's own win).
-        public var defaultHeaders: HTTPHeaders
+        public var defaultHeaders: HTTPFields
         /// `User-Agent`.
         public var userAgent: String
 
         /// A configuration.
         public init(requestTimeout: TimeInterval = 20, resourceTimeout: TimeInterval = 40, maximumConnectionsPerHost: Int = 6,
-                    defaultHeaders: HTTPHeaders = [:], userAgent: String = "Moose/0.1") {
+                    defaultHeaders: HTTPFields = [:], userAgent: String = "Moose/0.1") {
             self.requestTimeout = requestTimeout
             self.resourceTimeout = resourceTimeout
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
@@ -66,21 +67,24 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         transferSession.finishTasksAndInvalidate()
     }
 
-    func urlRequest(for request: HTTPRequest) -> URLRequest {
-        var urlRequest = URLRequest(url: request.url)
+    func urlRequest(for request: APIRequest) throws(HTTPRequestError) -> URLRequest {
+        guard let url = request.url else {
+            throw HTTPRequestError.transportFailure("the request has no absolute URL", request)
+        }
+        var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method.rawValue
         urlRequest.timeoutInterval = request.timeout
         urlRequest.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
-        for field in configuration.defaultHeaders where request.headers[field.name] == nil {
-            urlRequest.setValue(field.value, forHTTPHeaderField: field.name)
+        for field in configuration.defaultHeaders where !request.headerFields.contains(field.name) {
+            urlRequest.setValue(field.value, forHTTPHeaderField: field.name.rawName)
         }
-        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
+        for line in request.headerFields.http1Lines { urlRequest.setValue(line.value, forHTTPHeaderField: line.name) }
         return urlRequest
     }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: APIRequest) async throws -> APIResponse {
         try Task.checkCancellation()
-        let urlRequest = urlRequest(for: request)
+        let urlRequest = try urlRequest(for: request)
         do {
             let (data, response): (Data, URLResponse)
             if let file = request.bodyFile {
@@ -108,33 +112,38 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     /// for await step in transfer.progress { print(step.fractionCompleted ?? 0) }
     /// let response = try await transfer.response
     /// ```
-    public func download(_ request: HTTPRequest, to destination: URL) -> Transfer {
-        let task = transferSession.downloadTask(with: urlRequest(for: request))
+    public func download(_ request: APIRequest, to destination: URL) throws(HTTPRequestError) -> Transfer {
+        let task = transferSession.downloadTask(with: try urlRequest(for: request))
         return delegate.start(task, request: request, destination: destination)
     }
 
     /// Uploads a file as the request body (streamed from disk), with progress as an `AsyncSequence`.
-    public func upload(_ request: HTTPRequest, fromFile file: URL) -> Transfer {
-        let task = transferSession.uploadTask(with: urlRequest(for: request), fromFile: file)
+    public func upload(_ request: APIRequest, fromFile file: URL) throws(HTTPRequestError) -> Transfer {
+        let task = transferSession.uploadTask(with: try urlRequest(for: request), fromFile: file)
         return delegate.start(task, request: request, destination: nil)
     }
 
-    static func response(_ response: URLResponse, body: Data, for request: HTTPRequest) throws -> HTTPResponse {
+    static func response(_ response: URLResponse, body: Data, for request: APIRequest) throws -> APIResponse {
         guard let http = response as? HTTPURLResponse else {
-            throw HTTPError.transportFailure("not an HTTP response", request)
+            throw HTTPRequestError.transportFailure("not an HTTP response", request)
         }
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers.add(name, value) }
+            if let text = name as? String, let name = HTTPField.Name(text), let value = value as? String {
+                headers.append(HTTPField(name: name, value: value))
+            }
         }
-        return HTTPResponse(status: http.statusCode, headers: headers, body: body)
+        guard let status = APIResponse.status(code: http.statusCode) else {
+            throw HTTPRequestError.transportFailure("the status line has no valid code (\(http.statusCode))", request)
+        }
+        return APIResponse(status: status, headerFields: headers, body: body)
     }
 
-    static func map(_ error: URLError, _ request: HTTPRequest) -> any Error {
+    static func map(_ error: URLError, _ request: APIRequest) -> any Error {
         switch error.code {
         case .cancelled: CancellationError()
-        case .timedOut: HTTPError.timeout("timed out after \(request.timeout) s", request)
-        default: HTTPError.transportFailure(error.localizedDescription, request)
+        case .timedOut: HTTPRequestError.timeout("timed out after \(request.timeout) s", request)
+        default: HTTPRequestError.transportFailure(error.localizedDescription, request)
         }
     }
 }
@@ -153,10 +162,10 @@ public struct TransferProgress: Sendable, Hashable {
 public struct Transfer: Sendable {
     /// Progress updates; finishes when the transfer does.
     public let progress: AsyncStream<TransferProgress>
-    let task: Task<HTTPResponse, any Error>
+    let task: Task<APIResponse, any Error>
 
     /// The response (for a download, with an empty body: the bytes are in the file).
-    public var response: HTTPResponse {
+    public var response: APIResponse {
         get async throws { try await task.value }
     }
 
@@ -169,14 +178,14 @@ public struct Transfer: Sendable {
 final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, @unchecked Sendable {
     // Mutable fields are guarded by the delegate's lock.
     final class Pending: @unchecked Sendable {
-        let request: HTTPRequest
+        let request: APIRequest
         let destination: URL?
         let progress: AsyncStream<TransferProgress>.Continuation
-        var continuation: CheckedContinuation<HTTPResponse, any Error>?
+        var continuation: CheckedContinuation<APIResponse, any Error>?
         var moveError: (any Error)?
         var cancelled = false
         var body = Data()
-        init(request: HTTPRequest, destination: URL?, progress: AsyncStream<TransferProgress>.Continuation) {
+        init(request: APIRequest, destination: URL?, progress: AsyncStream<TransferProgress>.Continuation) {
             self.request = request
             self.destination = destination
             self.progress = progress
@@ -186,13 +195,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     private let lock = NSLock()
     private var pending: [Int: Pending] = [:]
 
-    func start(_ task: URLSessionTask, request: HTTPRequest, destination: URL?) -> Transfer {
+    func start(_ task: URLSessionTask, request: APIRequest, destination: URL?) -> Transfer {
         let (stream, continuation) = AsyncStream<TransferProgress>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let entry = Pending(request: request, destination: destination, progress: continuation)
         lock.withLock { pending[task.taskIdentifier] = entry }
-        let work = Task<HTTPResponse, any Error> {
+        let work = Task<APIResponse, any Error> {
             try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (resume: CheckedContinuation<HTTPResponse, any Error>) in
+                try await withCheckedThrowingContinuation { (resume: CheckedContinuation<APIResponse, any Error>) in
                     lock.withLock { entry.continuation = resume }
                     task.resume()
                 }
@@ -244,7 +253,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let entry: Pending? = lock.withLock { pending.removeValue(forKey: task.taskIdentifier) }
         guard let entry else { return }
-        let continuation = lock.withLock { () -> CheckedContinuation<HTTPResponse, any Error>? in
+        let continuation = lock.withLock { () -> CheckedContinuation<APIResponse, any Error>? in
             defer { entry.continuation = nil }
             return entry.continuation
         }
@@ -260,16 +269,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         }
         if let error {
             entry.progress.finish()
-            continuation?.resume(throwing: HTTPError.transportFailure("\(error)", entry.request))
+            continuation?.resume(throwing: HTTPRequestError.transportFailure("\(error)", entry.request))
             return
         }
         if let moveError = entry.moveError {
             entry.progress.finish()
-            continuation?.resume(throwing: HTTPError.transportFailure("cannot save the download: \(moveError)", entry.request))
+            continuation?.resume(throwing: HTTPRequestError.transportFailure("cannot save the download: \(moveError)", entry.request))
             return
         }
-        let result = Result { () throws -> HTTPResponse in
-            guard let response = task.response else { throw HTTPError.transportFailure("no response", entry.request) }
+        let result = Result { () throws -> APIResponse in
+            guard let response = task.response else { throw HTTPRequestError.transportFailure("no response", entry.request) }
             return try URLSessionTransport.response(response, body: entry.body, for: entry.request)
         }
         if case .success = result, let destination = entry.destination {

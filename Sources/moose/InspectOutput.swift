@@ -123,15 +123,15 @@ enum JWKSDownload {
         guard TransportSecurity.permits(url) else {
             throw CLIError.usage("--jwks \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
         }
-        let request = HTTPRequest(url: url, headers: ["Accept": "application/jwk-set+json, application/json"], timeout: 15)
-        let response: HTTPResponse
+        let request = APIRequest(url: url, headerFields: [.accept: "application/jwk-set+json, application/json"], timeout: 15)
+        let response: APIResponse
         do {
             response = try CurlTransport(maximumResponseSize: 1 << 20).sendBlocking(request)
         } catch {
             throw CLIError.failed("cannot fetch the JWKS: \(error)")
         }
-        guard response.status == 200 else {
-            throw CLIError.failed("cannot fetch the JWKS: \(url.redactedForLogs) answered HTTP \(response.status)")
+        guard response.status.code == 200 else {
+            throw CLIError.failed("cannot fetch the JWKS: \(url.redactedForLogs) answered HTTP \(response.status.code)")
         }
         return Array(response.body)
     }

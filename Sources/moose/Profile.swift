@@ -7,7 +7,7 @@ import Foundation
 
 /// A named CLI configuration: which provider, which client, which scopes, which grant. Kept in its
 /// session's `attributes` (one row: tokens and profile land together), under
-/// `Session.legacyProfileAttribute` — where Moose 0.1's embedded profile is carried over too.
+/// `OAuthSession.legacyProfileAttribute` — where Moose 0.1's embedded profile is carried over too.
 struct Profile: Sendable, Codable, Hashable {
     /// The grant used to log in.
     enum Grant: String, Sendable, Codable {
@@ -38,10 +38,10 @@ struct Profile: Sendable, Codable, Hashable {
         self.endpoints = endpoints
     }
 
-    static let attribute = Session.legacyProfileAttribute
+    static let attribute = OAuthSession.legacyProfileAttribute
 
     /// The profile kept in `session` (or, without one, the least a session implies).
-    static func of(_ session: Session, key: String) -> Profile {
+    static func of(_ session: OAuthSession, key: String) -> Profile {
         if let text = session.attributes[attribute], var profile = try? JSONDecoder().decode(Profile.self, from: Data(text.utf8)) {
             profile.name = key
             return profile

@@ -30,7 +30,7 @@ struct OAuthContext {
 
     /// The stored session of `profile` and its profile settings, if any; a store that cannot be
     /// read is an error (exit 1), never "no session".
-    func loadOrFail(_ profile: String) throws -> (session: Session, profile: Profile)? {
+    func loadOrFail(_ profile: String) throws -> (session: OAuthSession, profile: Profile)? {
         let stored: StoredSession?
         do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
         guard let stored else { return nil }
@@ -77,11 +77,28 @@ struct OAuthContext {
     /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the
     /// coordinator, with the store's lease across processes, refreshing and validating with the
     /// session's flow.
-    func coordinator(for session: Session, profile: Profile) throws -> RefreshCoordinator {
+    func coordinator(for session: OAuthSession, profile: Profile) throws -> RefreshCoordinator {
         let client = try client(for: profile)
         let validator = try validator(for: client)
         return RefreshCoordinator(key: profile.name, storage: sessions, current: session) { old in
             try await client.refresh(old, validatingWith: validator)
+        }
+    }
+
+    /// Runs `body` on the coordinator and, before the process exits, writes any rotated tokens a
+    /// failed store write left in memory (the coordinator's background retry dies with the
+    /// process): a rotated refresh token is never dropped silently. If the store still refuses
+    /// them, the command fails and says so.
+    static func refreshing(_ coordinator: RefreshCoordinator,
+                           _ body: @escaping @Sendable (RefreshCoordinator) async throws -> AccessToken) throws {
+        let persisted = try Blocking.run { () async throws -> Bool in
+            _ = try await body(coordinator)
+            guard await coordinator.hasPendingWrite else { return true }
+            return await coordinator.persistPendingWrite(timeout: 5)
+        }
+        guard persisted else {
+            throw CLIError.failed("the provider rotated the tokens but the store refused them for 5 s; "
+                                  + "the session may need a new login (check the store with moose store check)")
         }
     }
 
@@ -187,7 +204,7 @@ struct LoginCommand: ParsableCommand {
                 let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
                 tokens = try Blocking.run { try await flow.authorize(parameters) }
             }
-            let session = Session(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
+            let session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
                                   subject: subject(of: tokens.idToken), attributes: settings.stored())
             try context.sessions.replaceNow(session, key: profile)
             Terminal.out("Logged in to \(issuer) as \(session.subject ?? "(no ID token)") (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))")
@@ -245,7 +262,7 @@ struct RefreshCommand: ParsableCommand {
             // The coordinator: lease, writable-store check before the refresh token is spent,
             // fenced write — the same guarantees `moose token` has.
             let coordinator = try context.coordinator(for: session, profile: settings)
-            _ = try Blocking.run { try await coordinator.refreshNow() }
+            try OAuthContext.refreshing(coordinator) { try await $0.refreshNow() }
             let fresh = try context.sessions.loadNow(profile)?.session.tokens ?? session.tokens
             let rotated = fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
             Terminal.out("Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")")

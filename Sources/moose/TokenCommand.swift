@@ -44,7 +44,7 @@ struct TokenCommand: ParsableCommand {
             do {
                 let context = try OAuthContext(options: store, create: false)
                 let coordinator = try context.coordinator(for: session, profile: Profile.of(session, key: profile))
-                _ = try Blocking.run { try await coordinator.accessToken(minimumValidity: minimum) }
+                try OAuthContext.refreshing(coordinator) { try await $0.accessToken(minimumValidity: minimum) }
             } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
                 throw CLIError.failed("the session of profile \(profile) needs a new login (\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
             } catch {

@@ -6,10 +6,10 @@ import Testing
 struct CryptoTests {
     @Test func sha2KnownAnswers() {
         // FIPS 180-2 "abc" vectors.
-        #expect(Hex.encode(HashFunction.sha256.hash(Array("abc".utf8)))
+        #expect(Hex.encode(DigestAlgorithm.sha256.hash(Array("abc".utf8)))
             == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(Hex.encode(HashFunction.sha384.hash(Array("abc".utf8))).hasPrefix("cb00753f45a35e8bb5a03d699ac65007"))
-        #expect(Hex.encode(HashFunction.sha512.hash(Array("abc".utf8))).hasPrefix("ddaf35a193617abacc417349ae204131"))
+        #expect(Hex.encode(DigestAlgorithm.sha384.hash(Array("abc".utf8))).hasPrefix("cb00753f45a35e8bb5a03d699ac65007"))
+        #expect(Hex.encode(DigestAlgorithm.sha512.hash(Array("abc".utf8))).hasPrefix("ddaf35a193617abacc417349ae204131"))
     }
 
     @Test func randomBytesDiffer() throws {
@@ -31,19 +31,19 @@ struct CryptoTests {
         let box = try AESGCM.seal(Array("refresh-token".utf8), using: key, authenticating: Array("ns/name/1".utf8))
         #expect(box.nonce.count == 12)
         #expect(try AESGCM.open(box, using: key, authenticating: Array("ns/name/1".utf8)) == Array("refresh-token".utf8))
-        #expect(throws: CryptoError.self) { try AESGCM.open(box, using: key, authenticating: Array("ns/other/1".utf8)) }
+        #expect(throws: CryptographyError.self) { try AESGCM.open(box, using: key, authenticating: Array("ns/other/1".utf8)) }
         var flipped = box.ciphertext
         flipped[0] ^= 1
         let tampered = AESGCM.SealedBox(nonce: box.nonce, ciphertext: flipped, tag: box.tag)
         do {
             _ = try AESGCM.open(tampered, using: key, authenticating: Array("ns/name/1".utf8))
             Issue.record("tampered ciphertext opened")
-        } catch CryptoError.authenticationFailure {
+        } catch CryptographyError.authenticationFailure {
         } catch { Issue.record("wrong error \(error)") }
         let combined = try AESGCM.SealedBox(combined: box.combined)
         #expect(combined == box)
-        #expect(throws: CryptoError.self) { try AESGCM.SealedBox(combined: [UInt8](repeating: 0, count: 27)) }
-        #expect(throws: CryptoError.self) { try AESGCM.seal([UInt8](), using: SecretKey([UInt8](repeating: 0, count: 20))) }
+        #expect(throws: CryptographyError.self) { try AESGCM.SealedBox(combined: [UInt8](repeating: 0, count: 27)) }
+        #expect(throws: CryptographyError.self) { try AESGCM.seal([UInt8](), using: SecretKey([UInt8](repeating: 0, count: 20))) }
     }
 
     @Test(arguments: [
@@ -75,7 +75,7 @@ struct CryptoTests {
         do {
             _ = try ec.isValidSignature([UInt8](repeating: 1, count: 64), for: [UInt8](), algorithm: .rsaPKCS1v15(.sha256))
             Issue.record("RSA algorithm accepted an EC key")
-        } catch CryptoError.algorithmMismatch {
+        } catch CryptographyError.algorithmMismatch {
         } catch { Issue.record("wrong error \(error)") }
     }
 
@@ -95,8 +95,8 @@ struct CryptoTests {
 
     @Test func ecPointMustBeOnCurve() {
         let x = [UInt8](repeating: 1, count: 32)
-        #expect(throws: CryptoError.self) { try PublicKey(curve: .p256, x: x, y: x) }
-        #expect(throws: CryptoError.self) { try PublicKey(curve: .p256, x: [1], y: [2]) }
+        #expect(throws: CryptographyError.self) { try PublicKey(curve: .p256, x: x, y: x) }
+        #expect(throws: CryptographyError.self) { try PublicKey(curve: .p256, x: [1], y: [2]) }
     }
 
     @Test func badKeyMaterialGetsClearErrors() {
@@ -104,11 +104,11 @@ struct CryptoTests {
             _ = try PublicKey(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
             Issue.record("garbage PEM accepted")
         } catch {
-            #expect(error.code == CryptoError.invalidKey)
+            #expect(error.code == CryptographyError.invalidKey)
             #expect(!error.description.isEmpty)
         }
-        #expect(throws: CryptoError.self) { try PublicKey(ed25519: [1, 2, 3]) }
-        #expect(throws: CryptoError.self) { try PrivateKey.generate(.rsa(bits: 1024)) }
+        #expect(throws: CryptographyError.self) { try PublicKey(ed25519: [1, 2, 3]) }
+        #expect(throws: CryptographyError.self) { try PrivateKey.generate(.rsa(bits: 1024)) }
     }
 
     @Test func scryptRFC7914Vector() throws {
@@ -117,7 +117,7 @@ struct CryptoTests {
                                        parameters: .init(n: 1024, r: 8, p: 16), outputByteCount: 64)
         let hex = key.withUnsafeBytes { Hex.encode($0) }
         #expect(hex.hasPrefix("fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b373162"))
-        #expect(throws: CryptoError.self) {
+        #expect(throws: CryptographyError.self) {
             try Scrypt.deriveKey(password: [UInt8](), salt: [UInt8](), parameters: .init(n: 1000, r: 8, p: 1))
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import MooseHTTP
 import Testing
+import HTTPTypes
 
 // The README's "Making requests" example, compiled and checked (requests are built, not sent).
 struct Repository: Decodable { let full_name: String; let stargazers_count: Int }
@@ -24,16 +25,16 @@ enum GitHubAPI: Endpoint {
             ["owner": owner, "name": name]
         }
     }
-    var method: HTTPMethod { if case .createIssue = self { .post } else { .get } }
+    var method: HTTPRequest.Method { if case .createIssue = self { .post } else { .get } }
     var query: [QueryItem] {
         if case .issues(_, _, let labels) = self { [QueryItem("labels", array: labels)] } else { [] }
     }
     var arrayEncoding: ArrayEncoding { .commaSeparated }  // labels=bug,ui
-    var body: RequestBody { if case .createIssue(_, _, let issue) = self { .json(issue) } else { .none } }
+    var body: EndpointBody { if case .createIssue(_, _, let issue) = self { .json(issue) } else { .none } }
     var requiresAuthentication: Bool { true }
 
     struct APIError: Error, Decodable { let message: String }
-    func serverError(for response: HTTPResponse) -> (any Error)? { decodeServerError(APIError.self, from: response) }
+    func serverError(for response: APIResponse) -> (any Error)? { decodeServerError(APIError.self, from: response) }
 }
 
 
@@ -41,12 +42,12 @@ struct ReadmeExampleTests {
     @Test func readmeEndpointBuildsTheRequestsItDescribes() throws {
         let builder = RequestBuilder()
         let repo = try builder.build(GitHubAPI.repository(owner: "apple", name: "swift"))
-        #expect(repo.url.absoluteString == "https://api.github.com/repos/apple/swift" && repo.method == .get)
+        #expect(repo.url?.absoluteString == "https://api.github.com/repos/apple/swift" && repo.method == .get)
         let issues = try builder.build(GitHubAPI.issues(owner: "apple", name: "swift", labels: ["bug", "good first issue"]))
-        #expect(issues.url.absoluteString == "https://api.github.com/repos/apple/swift/issues?labels=bug,good%20first%20issue")
+        #expect(issues.url?.absoluteString == "https://api.github.com/repos/apple/swift/issues?labels=bug,good%20first%20issue")
         let create = try builder.build(GitHubAPI.createIssue(owner: "a/b", name: "c", NewIssue(title: "t", body: "b")))
-        #expect(create.url.absoluteString == "https://api.github.com/repos/a%2Fb/c/issues")
-        #expect(create.method == .post && create.headers["Content-Type"] == "application/json")
+        #expect(create.url?.absoluteString == "https://api.github.com/repos/a%2Fb/c/issues")
+        #expect(create.method == .post && create.headerFields[.contentType] == "application/json")
         #expect(create.body == Data(#"{"body":"b","title":"t"}"#.utf8))
     }
 }

@@ -4,6 +4,7 @@ import MooseHTTP
 import MooseTestSupport
 import Synchronization
 import Testing
+import HTTPTypes
 
 /// tools/testserver/http_test_server.py, started once per test process on 127.0.0.1 (it exits when
 /// this process does).
@@ -17,7 +18,7 @@ final class CountingTransport: HTTPTransport, @unchecked Sendable {
     private let counter = Mutex(0)
     init(_ inner: any HTTPTransport) { self.inner = inner }
     var count: Int { counter.withLock { $0 } }
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    func send(_ request: APIRequest) async throws -> APIResponse {
         counter.withLock { $0 += 1 }
         return try await inner.send(request)
     }
@@ -65,15 +66,15 @@ struct TestEndpoint: Endpoint {
     var baseURL: URL = TestServer.base
     var path: String
     var pathParameters: [String: String] = [:]
-    var method: HTTPMethod = .get
+    var method: HTTPRequest.Method = .get
     var query: [QueryItem] = []
     var arrayEncoding: ArrayEncoding = .repeatedKeys
-    var headers: HTTPHeaders = [:]
-    var body: RequestBody = .none
+    var headerFields: HTTPFields = [:]
+    var body: EndpointBody = .none
     var timeout: TimeInterval? = nil
     var retryable: Bool? = nil
     var isRetryable: Bool { retryable ?? method.isIdempotent }
 
     struct APIError: Error, Decodable, Equatable { let code: String; let message: String }
-    func serverError(for response: HTTPResponse) -> (any Error)? { decodeServerError(APIError.self, from: response) }
+    func serverError(for response: APIResponse) -> (any Error)? { decodeServerError(APIError.self, from: response) }
 }

@@ -65,7 +65,7 @@ struct RFCVectorTests {
 
     @Test func rfc7636PKCEChallenge() throws {
         let fixtures = try RFCVectors.load()
-        let challenge = Base64URL.encode(HashFunction.sha256.hash(Array(fixtures.pkce.code_verifier.utf8)))
+        let challenge = Base64URL.encode(DigestAlgorithm.sha256.hash(Array(fixtures.pkce.code_verifier.utf8)))
         #expect(challenge == fixtures.pkce.code_challenge)
     }
 

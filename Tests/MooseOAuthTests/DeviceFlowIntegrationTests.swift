@@ -27,7 +27,7 @@ struct DeviceFlowIntegrationTests {
             Task {
                 let (page, _) = try await browser.page(device.verificationURI)
                 let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
-                if let location = answer.headers["Location"], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
+                if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
                     _ = try await browser.visit(confirm, stopAt: "http://never/")
                 }
             }
@@ -44,7 +44,7 @@ struct DeviceFlowIntegrationTests {
             Task {
                 let (page, _) = try await browser.page(device.verificationURI)
                 let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
-                if let location = answer.headers["Location"], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
+                if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
                     _ = try await browser.submitForm(at: confirm, values: ["action": "deny"])
                 }
             }
@@ -63,13 +63,13 @@ struct DevicePollingTests {
     final class Script: HTTPTransport, @unchecked Sendable {
         let answers = Mutex<[String]>([])
         init(_ answers: [String]) { self.answers.withLock { $0 = answers } }
-        func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        func send(_ request: APIRequest) async throws -> APIResponse {
             let next = answers.withLock { $0.isEmpty ? "pending" : $0.removeFirst() }
             switch next {
-            case "ok": return HTTPResponse(status: 200, body: Data(#"{"access_token":"a","token_type":"Bearer"}"#.utf8))
-            case "slow": return HTTPResponse(status: 400, body: Data(#"{"error":"slow_down"}"#.utf8))
-            case "expired": return HTTPResponse(status: 400, body: Data(#"{"error":"expired_token"}"#.utf8))
-            default: return HTTPResponse(status: 400, body: Data(#"{"error":"authorization_pending"}"#.utf8))
+            case "ok": return APIResponse(status: 200, body: Data(#"{"access_token":"a","token_type":"Bearer"}"#.utf8))
+            case "slow": return APIResponse(status: 400, body: Data(#"{"error":"slow_down"}"#.utf8))
+            case "expired": return APIResponse(status: 400, body: Data(#"{"error":"expired_token"}"#.utf8))
+            default: return APIResponse(status: 400, body: Data(#"{"error":"authorization_pending"}"#.utf8))
             }
         }
     }

@@ -15,9 +15,9 @@ final class FakeJWKS: HTTPTransport, @unchecked Sendable {
         state.withLock { $0.document = Data(jwks.json.utf8) }
     }
     var fetches: Int { state.withLock { $0.fetches } }
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    func send(_ request: APIRequest) async throws -> APIResponse {
         let document = state.withLock { state -> Data in state.fetches += 1; return state.document }
-        return HTTPResponse(status: 200, body: document)
+        return APIResponse(status: 200, body: document)
     }
 }
 
@@ -84,7 +84,7 @@ struct IDTokenTests {
         try fake.publish([key], kids: ["k1"])
         let accessToken = "dNZX1hEZ9wBCzNL40Upu646bdzQA"
         // OIDC Core 3.1.3.8: base64url of the left half of SHA-256 of the access token's ASCII octets.
-        let digest = HashFunction.sha256.hash(Array(accessToken.utf8))
+        let digest = DigestAlgorithm.sha256.hash(Array(accessToken.utf8))
         let atHash = Base64URL.encode(Array(digest.prefix(16)))
         let good = try mint(["at_hash": .string(atHash)])
         _ = try await validator(fake).validate(good, nonce: "n-123", accessToken: accessToken, serverClockOffset: nil)

@@ -71,9 +71,9 @@ struct ClientCredentialsIntegrationTests {
 
     func introspect(_ token: String, client: OAuthClient) async throws -> Bool {
         let url = try #require(client.metadata.introspectionEndpoint)
-        var request = HTTPRequest(method: .post, url: url, body: Data("token=\(token)".utf8))
-        request.headers[.contentType] = MIMEType.formURLEncoded.value
-        request.headers[.authorization] = AuthScheme.basic.credentials(Data("moose-service:moose-service-secret".utf8).base64EncodedString())
+        var request = APIRequest(method: .post, url: url, body: Data("token=\(token)".utf8))
+        request.headerFields[.contentType] = MIMEType.formURLEncoded.value
+        request.headerFields[.authorization] = AuthScheme.basic.credentials(Data("moose-service:moose-service-secret".utf8).base64EncodedString())
         let response = try await TestIdP.transport.send(request)
         let object = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
         return object?["active"] as? Bool ?? false

@@ -115,10 +115,10 @@ struct UserInfoAndClientAuthTests {
     }
 
     @Test func clockSkewFromTheDateHeader() throws {
-        let ahead = HTTPResponse(status: 200, headers: ["Date": HTTPDate.format(Date().addingTimeInterval(600))])
+        let ahead = APIResponse(status: 200, headerFields: [.date: HTTPDate.format(Date().addingTimeInterval(600))])
         let skew = try #require(ClockSkew(response: ahead))
         #expect(abs(skew.offset - 600) < 2 && skew.isSignificant(leeway: 60))
-        #expect(ClockSkew(response: HTTPResponse(status: 200)) == nil)
+        #expect(ClockSkew(response: APIResponse(status: 200)) == nil)
     }
 
     @Test func clientSecretBasicFormEncodesIdAndSecret() throws {
@@ -126,7 +126,7 @@ struct UserInfoAndClientAuthTests {
         let endpoint = TokenEndpoint(url: URL(string: "https://id.example.com/token")!, clientID: "my client:1",
                                      authentication: .clientSecretBasic("p@ss wörd+/="), transport: TestIdP.transport)
         let request = try endpoint.authenticatedRequest(url: endpoint.url, parameters: [("grant_type", "client_credentials")])
-        let header = try #require(request.headers["Authorization"])
+        let header = try #require(request.headerFields[.authorization])
         #expect(header.hasPrefix("Basic "))
         let decoded = String(decoding: try #require(Data(base64Encoded: String(header.dropFirst(6)))), as: UTF8.self)
         #expect(decoded == "my+client%3A1:p%40ss+w%C3%B6rd%2B%2F%3D")
@@ -145,7 +145,7 @@ struct UserInfoAndClientAuthTests {
                                   validation: ClaimValidation(issuer: "svc", audiences: ["https://id.example.com/token"],
                                                               requiredClaims: ["jti", "exp", "sub"])).verify(String(assertion))
         #expect(jwt.claims.subject == "svc")
-        #expect(request.headers["Authorization"] == nil)
+        #expect(request.headerFields[.authorization] == nil)
     }
 
     @Test func confidentialClientLogsInWithClientSecretBasic() async throws {

@@ -17,15 +17,15 @@ final class TokenEndpointSpy: HTTPTransport, @unchecked Sendable {
     func failNext(_ count: Int) { state.withLock { $0.failuresLeft = count } }
     func delay(_ seconds: TimeInterval) { state.withLock { $0.delay = seconds } }
 
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        guard request.url.path.hasPrefix("/token") else { return try await inner.send(request) }
+    func send(_ request: APIRequest) async throws -> APIResponse {
+        guard (request.url?.path ?? "").hasPrefix("/token") else { return try await inner.send(request) }
         let (fail, delay) = state.withLock { state -> (Bool, TimeInterval) in
             if state.failuresLeft > 0 { state.failuresLeft -= 1; return (true, state.delay) }
             state.calls += 1
             return (false, state.delay)
         }
         if delay > 0 { try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000)) }
-        if fail { return HTTPResponse(status: 503, headers: ["Retry-After": "0"], body: Data("busy".utf8)) }
+        if fail { return APIResponse(status: 503, headerFields: [.retryAfter: "0"], body: Data("busy".utf8)) }
         return try await inner.send(request)
     }
 }
@@ -48,7 +48,7 @@ struct CoordinatorFixture {
         var expired = tokens
         expired.expiresAt = Date().addingTimeInterval(-5)
         original = expired
-        try sessions.replaceNow(Session(issuer: TestIdP.issuer, clientID: "moose-cli", tokens: expired), key: "default")
+        try sessions.replaceNow(OAuthSession(issuer: TestIdP.issuer, clientID: "moose-cli", tokens: expired), key: "default")
         spy = TokenEndpointSpy(TestIdP.transport)
         client = OAuthClient(metadata: try await TestIdP.metadata(), clientID: "moose-cli", transport: spy)
     }
@@ -371,7 +371,7 @@ final class FaultyStorage: SessionStorage, @unchecked Sendable {
     var failedSaves: Int { state.withLock { $0.failed } }
 
     func load(_ key: String) async throws -> StoredSession? { try await base.load(key) }
-    func save(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
         let fail = lease != nil && state.withLock { state -> Bool in
             guard state.remaining > 0 else { return false }
             state.remaining -= 1
@@ -381,7 +381,7 @@ final class FaultyStorage: SessionStorage, @unchecked Sendable {
         if fail { throw OAuthError.injectedStoreFailure }
         return try await base.save(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
     }
-    func replace(_ session: Session, key: String) async throws -> Int64 { try await base.replace(session, key: key) }
+    func replace(_ session: OAuthSession, key: String) async throws -> Int64 { try await base.replace(session, key: key) }
     func delete(_ key: String) async throws -> Bool { try await base.delete(key) }
     func keys() async throws -> [String] { try await base.keys() }
     func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {

@@ -33,15 +33,15 @@ struct StorageContractTests {
         let stored = try #require(try await storage.load("default"))
         #expect(stored.generation == 0 && stored.session.issuer == "https://id.example.com" && stored.session.clientID == "moose-cli")
         #expect(stored.session.tokens.refreshToken == "rt" && stored.session.subject == "alice")
-        #expect(stored.session.attributes[Session.legacyProfileAttribute]?.contains("\"grant\"") == true)
+        #expect(stored.session.attributes[OAuthSession.legacyProfileAttribute]?.contains("\"grant\"") == true)
         let next = try await storage.save(stored.session, key: "default", expectedGeneration: 0, lease: nil)
         #expect(next == 1)
         #expect(try await storage.load("default")?.session == stored.session.with(updatedAt: try #require(try await storage.load("default")).session.updatedAt))
     }
 }
 
-extension Session {
-    func with(updatedAt: Date) -> Session {
+extension OAuthSession {
+    func with(updatedAt: Date) -> OAuthSession {
         var copy = self
         copy.updatedAt = updatedAt
         return copy

@@ -56,7 +56,7 @@ struct TokenManagerTests {
     @Test func logoutAlwaysWipesAndClientCredentialsRenew() async throws {
         let grants = LockedCounter()
         let transport = ScriptedTransport { request in
-            let path = request.url.path
+            let path = (request.url?.path ?? "")
             if path.hasSuffix("/.well-known/openid-configuration") {
                 return .json(#"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","revocation_endpoint":"https://id.example.com/revoke","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#)
             }
@@ -64,7 +64,7 @@ struct TokenManagerTests {
                 let n = grants.increment()
                 return .json(#"{"access_token":"cc-\#(n)","token_type":"Bearer","expires_in":3600}"#)
             }
-            throw HTTPError.transportFailure("the provider is down", request)
+            throw HTTPRequestError.transportFailure("the provider is down", request)
         }
         let storage = InMemorySessionStorage()
         let moose = TokenManager(issuer: "https://id.example.com", clientID: "svc", authentication: .clientSecretBasic("s"),

@@ -1,6 +1,7 @@
 import Foundation
 @testable import MooseOAuth
 import MooseHTTP
+import HTTPTypes
 import MooseTestSupport
 import Testing
 
@@ -17,7 +18,7 @@ struct TokenResponseTests {
 
     func parse(_ name: String, requested: [String] = ["openid"]) throws -> TokenSet {
         let item = try #require(cases[name])
-        return try TokenResponse.parse(HTTPResponse(status: item.status, body: Data(item.body.utf8)),
+        return try TokenResponse.parse(APIResponse(status: HTTPResponse.Status(code: item.status), body: Data(item.body.utf8)),
                                        requestedAt: Date(timeIntervalSince1970: 1_000), requestedScopes: requested)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 @testable import MooseOAuth
 import MooseHTTP
+import HTTPTypes
 import MooseJWT
 import MooseTestSupport
 import Testing
@@ -244,7 +245,7 @@ struct DiscoveryValidationTests {
 
 struct ResponseBoundsTests {
     func parse(_ body: String, status: Int = 200) throws -> TokenSet {
-        try TokenResponse.parse(HTTPResponse(status: status, body: Data(body.utf8)), requestedAt: Date(timeIntervalSince1970: 1_000),
+        try TokenResponse.parse(APIResponse(status: HTTPResponse.Status(code: status), body: Data(body.utf8)), requestedAt: Date(timeIntervalSince1970: 1_000),
                                 requestedScopes: [])
     }
 
@@ -291,7 +292,7 @@ struct ResponseBoundsTests {
     /// RFC 8628's interval and expires_in are bounded before use (1e300 trapped `moose login --device`).
     @Test func deviceIntervalsAreBounded() async throws {
         let transport = ScriptedTransport { _ in
-            HTTPResponse(status: 200, body: Data(#"{"device_code":"d","user_code":"U","verification_uri":"https://id.example.com/device","interval":1e300,"expires_in":1e300}"#.utf8))
+            APIResponse(status: 200, body: Data(#"{"device_code":"d","user_code":"U","verification_uri":"https://id.example.com/device","interval":1e300,"expires_in":1e300}"#.utf8))
         }
         let metadata = ProviderMetadata(issuer: "https://id.example.com", tokenEndpoint: URL(string: "https://id.example.com/token"),
                                         deviceAuthorizationEndpoint: URL(string: "https://id.example.com/device"))

@@ -43,19 +43,19 @@ struct StoreBasicsTests {
         let folder = try TempFolder()
         let path = folder.file("data/store.sqlite")
         let key = MasterKeySource.keyFile(folder.file("config/store.key"))
-        struct Session: Codable, Equatable { let access: String; let expires: Int }
+        struct OAuthSession: Codable, Equatable { let access: String; let expires: Int }
         let big = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         do {
             let store = try SecretStore(path: path, masterKey: key)
             try store.put(bytes("r1"), namespace: "session", name: "refresh_token")
-            try store.put(Session(access: "a1", expires: 42), namespace: "session", name: "set")
+            try store.put(OAuthSession(access: "a1", expires: 42), namespace: "session", name: "set")
             try store.put(big, namespace: "blobs", name: "one-mebibyte")
             try store.put(bytes("élan 🦌"), namespace: "ünï/cødé 名前", name: "名前 🦌")
             try store.put(bytes("r2"), namespace: "session", name: "refresh_token")   // replace
         }
         let reopened = try SecretStore(path: path, masterKey: key)
         #expect(try reopened.get(namespace: "session", name: "refresh_token") == bytes("r2"))
-        #expect(try reopened.get(Session.self, namespace: "session", name: "set") == Session(access: "a1", expires: 42))
+        #expect(try reopened.get(OAuthSession.self, namespace: "session", name: "set") == OAuthSession(access: "a1", expires: 42))
         #expect(try reopened.get(namespace: "blobs", name: "one-mebibyte") == big)
         #expect(try reopened.get(namespace: "ünï/cødé 名前", name: "名前 🦌") == bytes("élan 🦌"))
         #expect(try reopened.get(namespace: "session", name: "missing") == nil)

@@ -1,5 +1,6 @@
 public import Foundation   // test support: full Foundation for string searching
 public import MooseHTTP
+import HTTPTypes
 
 /// A tiny scripted browser for tests: follows redirects, keeps cookies, and fills in a provider's
 /// login (and device-confirmation) forms with CSRF tokens — so integration tests log in through the
@@ -30,16 +31,16 @@ public actor HeadlessBrowser {
     @discardableResult
     public func visit(_ url: URL, stopAt: String, maxSteps: Int = 12) async throws -> URL {
         var current = url
-        var method = HTTPMethod.get
+        var method = HTTPRequest.Method.get
         var body: Data? = nil
         for _ in 0..<maxSteps {
             let response = try await send(method, current, body: body)
             if ProcessInfo.processInfo.environment["MOOSE_BROWSER_DEBUG"] != nil {
-                print("BROWSER \(method) \(current.path) -> \(response.status) \(response.headers["Location"] ?? "") \(String(decoding: response.body.prefix(150), as: UTF8.self))")
+                print("BROWSER \(method) \(current.path) -> \(response.status.code) \(response.headerFields[.location] ?? "") \(String(decoding: response.body.prefix(150), as: UTF8.self))")
             }
             method = .get
             body = nil
-            if (300..<400).contains(response.status), let location = response.headers["Location"],
+            if (300..<400).contains(response.status.code), let location = response.headerFields[.location],
                let next = URL(string: location, relativeTo: current)?.absoluteURL {
                 if next.absoluteString.hasPrefix(stopAt) {
                     _ = try await send(.get, next, body: nil)
@@ -49,9 +50,9 @@ public actor HeadlessBrowser {
                 continue
             }
             let html = String(decoding: response.body, as: UTF8.self)
-            guard response.status == 200, let form = Self.firstForm(in: html) else {
-                throw HTTPError.transportFailure("the provider answered \(response.status) with no form to fill at \(current.path)",
-                                                 HTTPRequest(url: current))
+            guard response.status.code == 200, let form = Self.firstForm(in: html) else {
+                throw HTTPRequestError.transportFailure("the provider answered \(response.status.code) with no form to fill at \(current.path)",
+                                                 APIRequest(url: current))
             }
             var fields = form.fields
             if fields.contains(where: { $0.0 == "username" }) {
@@ -63,20 +64,20 @@ public actor HeadlessBrowser {
                 fields.append(allow)
             }
             guard let action = URL(string: form.action.isEmpty ? current.absoluteString : form.action, relativeTo: current)?.absoluteURL else {
-                throw HTTPError.transportFailure("bad form action \(form.action)", HTTPRequest(url: current))
+                throw HTTPRequestError.transportFailure("bad form action \(form.action)", APIRequest(url: current))
             }
             current = action
             method = form.method == "get" ? .get : .post
             body = Data(RequestBuilder.encodeForm(fields).utf8)
         }
-        throw HTTPError.transportFailure("gave up after \(maxSteps) steps", HTTPRequest(url: current))
+        throw HTTPRequestError.transportFailure("gave up after \(maxSteps) steps", APIRequest(url: current))
     }
 
     /// Fills and submits the first form of the page at `url` with `values` (for the device flow's user-code page).
-    public func submitForm(at url: URL, values: [String: String], stopAt: String? = nil) async throws -> HTTPResponse {
+    public func submitForm(at url: URL, values: [String: String], stopAt: String? = nil) async throws -> APIResponse {
         let page = try await send(.get, url, body: nil)
         guard let form = Self.firstForm(in: String(decoding: page.body, as: UTF8.self)) else {
-            throw HTTPError.transportFailure("no form at \(url.path)", HTTPRequest(url: url))
+            throw HTTPRequestError.transportFailure("no form at \(url.path)", APIRequest(url: url))
         }
         var fields = form.fields.map { field in (field.0, values[field.0] ?? field.1) }
         for (name, value) in values where !fields.contains(where: { $0.0 == name }) { fields.append((name, value)) }
@@ -89,7 +90,7 @@ public actor HeadlessBrowser {
         var current = url
         for _ in 0..<8 {
             let response = try await send(.get, current, body: nil)
-            if (300..<400).contains(response.status), let location = response.headers["Location"],
+            if (300..<400).contains(response.status.code), let location = response.headerFields[.location],
                let next = URL(string: location, relativeTo: current)?.absoluteURL {
                 current = next
                 continue
@@ -99,27 +100,27 @@ public actor HeadlessBrowser {
                 let fields = form.fields.map { $0.0 == "username" ? ($0.0, username) : $0.0 == "password" ? ($0.0, password) : $0 }
                 let action = URL(string: form.action.isEmpty ? current.absoluteString : form.action, relativeTo: current)?.absoluteURL ?? current
                 let posted = try await send(.post, action, body: Data(RequestBuilder.encodeForm(fields).utf8))
-                if let location = posted.headers["Location"], let next = URL(string: location, relativeTo: action)?.absoluteURL {
+                if let location = posted.headerFields[.location], let next = URL(string: location, relativeTo: action)?.absoluteURL {
                     current = next
                     continue
                 }
             }
             return (current, html)
         }
-        throw HTTPError.transportFailure("too many redirects", HTTPRequest(url: url))
+        throw HTTPRequestError.transportFailure("too many redirects", APIRequest(url: url))
     }
 
-    private func send(_ method: HTTPMethod, _ url: URL, body: Data?) async throws -> HTTPResponse {
+    private func send(_ method: HTTPRequest.Method, _ url: URL, body: Data?) async throws -> APIResponse {
         visited.append(url)
-        var request = HTTPRequest(method: method, url: url, body: body, timeout: 20)
-        if !cookies.isEmpty { request.headers["Cookie"] = cookies.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "; ") }
+        var request = APIRequest(method: method, url: url, body: body, timeout: 20)
+        if !cookies.isEmpty { request.headerFields[.cookie] = cookies.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "; ") }
         if body != nil {
-            request.headers["Content-Type"] = MIMEType.formURLEncoded.value
+            request.headerFields[.contentType] = MIMEType.formURLEncoded.value
             // Django checks the Referer/Origin only over HTTPS; send it anyway, like a browser.
-            request.headers["Referer"] = url.absoluteString
+            request.headerFields[.referer] = url.absoluteString
         }
         let response = try await transport.send(request)
-        for value in response.headers.values("Set-Cookie") {
+        for value in response.headerFields[values: .setCookie] {
             for cookie in Self.splitCookies(value) {
                 let pair = cookie.split(separator: ";", maxSplits: 1).first ?? ""
                 if let equals = pair.firstIndex(of: "=") {

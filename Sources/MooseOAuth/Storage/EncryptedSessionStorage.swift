@@ -28,16 +28,16 @@ public struct EncryptedSessionStorage: SessionStorage {
 
     struct Record: Codable {
         var generation: Int64
-        var session: Session?
+        var session: OAuthSession?
     }
 
     /// A row: a session and its generation, or — after a delete — only the generation (a tombstone
     /// without secrets), so generations keep growing across a logout and a new login and a
     /// compare-and-set made before the logout can never land on the new session.
-    static func decodeRow(_ bytes: [UInt8]) throws -> (session: Session?, generation: Int64) {
+    static func decodeRow(_ bytes: [UInt8]) throws -> (session: OAuthSession?, generation: Int64) {
         let decoder = JSONDecoder()
         if let record = try? decoder.decode(Record.self, from: Data(bytes)) { return (record.session, record.generation) }
-        return (try decoder.decode(Session.self, from: Data(bytes)), 0)
+        return (try decoder.decode(OAuthSession.self, from: Data(bytes)), 0)
     }
 
     static func decode(_ bytes: [UInt8]) throws -> StoredSession? {
@@ -45,7 +45,7 @@ public struct EncryptedSessionStorage: SessionStorage {
         return row.session.map { StoredSession(session: $0, generation: row.generation) }
     }
 
-    static func encode(_ session: Session, generation: Int64) throws -> [UInt8] {
+    static func encode(_ session: OAuthSession, generation: Int64) throws -> [UInt8] {
         Array(try JSONEncoder().encode(Record(generation: generation, session: session)))
     }
 
@@ -62,7 +62,7 @@ public struct EncryptedSessionStorage: SessionStorage {
     public func load(_ key: String) async throws -> StoredSession? { try loadNow(key) }
 
     @discardableResult
-    public func save(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
         try saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
     }
 
@@ -70,7 +70,7 @@ public struct EncryptedSessionStorage: SessionStorage {
 
     /// `save(_:key:expectedGeneration:lease:)`, synchronously.
     @discardableResult
-    public func saveNow(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) throws -> Int64 {
+    public func saveNow(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) throws -> Int64 {
         var session = session
         session.updatedAt = Date()
         let outcome: Outcome
@@ -104,11 +104,11 @@ public struct EncryptedSessionStorage: SessionStorage {
     }
 
     @discardableResult
-    public func replace(_ session: Session, key: String) async throws -> Int64 { try replaceNow(session, key: key) }
+    public func replace(_ session: OAuthSession, key: String) async throws -> Int64 { try replaceNow(session, key: key) }
 
     /// `replace(_:key:)`, synchronously.
     @discardableResult
-    public func replaceNow(_ session: Session, key: String) throws -> Int64 {
+    public func replaceNow(_ session: OAuthSession, key: String) throws -> Int64 {
         var session = session
         session.updatedAt = Date()
         let written: Int64?

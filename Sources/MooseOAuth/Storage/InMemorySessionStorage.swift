@@ -11,7 +11,7 @@ import MooseCrypto
 ///
 /// ```swift
 /// let storage = InMemorySessionStorage()
-/// try await storage.replace(Session(issuer: issuer, clientID: "app", tokens: tokens), key: "default")
+/// try await storage.replace(OAuthSession(issuer: issuer, clientID: "app", tokens: tokens), key: "default")
 /// ```
 public final class InMemorySessionStorage: SessionStorage {
     struct LeaseRow { var holder: String; var token: Int64; var expiresAt: Date }
@@ -30,7 +30,7 @@ public final class InMemorySessionStorage: SessionStorage {
     public func load(_ key: String) async throws -> StoredSession? { state.withLock { $0.sessions[key] } }
 
     @discardableResult
-    public func save(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
         let now = clock()
         return try state.withLock { (state) throws(OAuthError) -> Int64 in
             if let lease {
@@ -53,7 +53,7 @@ public final class InMemorySessionStorage: SessionStorage {
     }
 
     @discardableResult
-    public func replace(_ session: Session, key: String) async throws -> Int64 {
+    public func replace(_ session: OAuthSession, key: String) async throws -> Int64 {
         let now = clock()
         return state.withLock { state in
             var session = session

@@ -31,11 +31,11 @@ public protocol SessionStorage: Sendable {
     /// `expectedGeneration` (`nil`: only if nothing is stored) and, with `lease`, only while it is
     /// held. Returns the new generation. Throws `storageConflict` or `leaseLost` otherwise.
     @discardableResult
-    func save(_ session: Session, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64
 
     /// Writes `session` under `key` whatever is stored (a new login). Returns the new generation.
     @discardableResult
-    func replace(_ session: Session, key: String) async throws -> Int64
+    func replace(_ session: OAuthSession, key: String) async throws -> Int64
 
     /// Removes the session under `key`; `true` if there was one. Always allowed (logout wipes).
     @discardableResult
@@ -57,12 +57,12 @@ public protocol SessionStorage: Sendable {
 /// A session as stored, with the generation a compare-and-set must name.
 public struct StoredSession: Sendable, Hashable {
     /// The session.
-    public var session: Session
+    public var session: OAuthSession
     /// Its generation: larger after every write.
     public var generation: Int64
 
     /// A stored session.
-    public init(session: Session, generation: Int64) {
+    public init(session: OAuthSession, generation: Int64) {
         self.session = session
         self.generation = generation
     }

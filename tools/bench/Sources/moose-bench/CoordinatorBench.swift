@@ -48,7 +48,7 @@ enum CoordinatorBench {
         let store = try SecretStore(path: folder.appendingPathComponent("s.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
         let sessions = EncryptedSessionStorage(store: store)
         let tokens = TokenSet(accessToken: String(repeating: "a", count: 40), expiresAt: Date().addingTimeInterval(3600))
-        let session = Session(issuer: "https://x", clientID: "c", tokens: tokens)
+        let session = OAuthSession(issuer: "https://x", clientID: "c", tokens: tokens)
         try sessions.replaceNow(session, key: "p")
         let coordinator = RefreshCoordinator(key: "p", storage: sessions, current: session) { $0 }
         let mutex = Mutex(Cached(token: try await coordinator.accessToken()))
@@ -100,7 +100,7 @@ enum CoordinatorBench {
                 defer { try? FileManager.default.removeItem(at: folder) }
                 let store = try SecretStore(path: folder.appendingPathComponent("s.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
                 let sessions = EncryptedSessionStorage(store: store)
-                try sessions.replaceNow(Session(issuer: issuer, clientID: "moose-service",
+                try sessions.replaceNow(OAuthSession(issuer: issuer, clientID: "moose-service",
                                                 tokens: TokenSet(accessToken: "old", expiresAt: Date().addingTimeInterval(-1))), key: "p")
                 let coordinator = RefreshCoordinator(key: "p", storage: sessions) { try await flow.refresh($0) }
                 let t1 = DispatchTime.now().uptimeNanoseconds

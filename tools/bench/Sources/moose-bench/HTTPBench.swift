@@ -76,7 +76,7 @@ enum HTTPBench {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("moose-bench-download-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         let before = maxRSS()
-        let transfer = URLSessionTransport().download(HTTPRequest(url: bytesURL, timeout: 120), to: file)
+        let transfer = try URLSessionTransport().download(APIRequest(url: bytesURL, timeout: 120), to: file)
         var last: TransferProgress? = nil
         for await step in transfer.progress { last = step }
         _ = try await transfer.response

@@ -5,6 +5,7 @@
 import Foundation
 import MooseCrypto
 import MooseHTTP
+import HTTPTypes
 import MooseJWT
 import MooseOAuth
 import MooseSecretStore
@@ -136,7 +137,7 @@ func tokenResponse(_ bytes: [UInt8]) {
     let body = Array(bytes[(2 + headerLength)...])
     let requestedAt = Date(timeIntervalSince1970: 1_000)
     func parse(_ body: [UInt8]) throws -> TokenSet {
-        try TokenResponse.parse(HTTPResponse(status: status, headers: headers, body: Data(body)), requestedAt: requestedAt,
+        try TokenResponse.parse(APIResponse(status: HTTPResponse.Status(code: status), headerFields: headers, body: Data(body)), requestedAt: requestedAt,
                                 requestedScopes: ["openid"])
     }
     // The same body with every token member's string value replaced by a canary: neither an error
@@ -223,10 +224,11 @@ func httpDate(_ bytes: [UInt8]) {
 func curlHeaders(_ bytes: [UInt8]) {
     let headers = CurlTransport.parseHeaders(bytes)
     for field in headers {
-        require(!field.name.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "no CR, LF or NUL in a name")
-        require(!field.value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "no CR, LF or NUL in a value")
+        let name = Array(field.name.rawName.utf8), value = Array(field.value.utf8)
+        require(!name.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "no CR, LF or NUL in a name")
+        require(!value.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "no CR, LF or NUL in a value")
     }
-    require(headers.fields.count <= CurlTransport.maximumHeaderFields, "header count bounded")
+    require(headers.count <= CurlTransport.maximumHeaderFields, "header count bounded")
 }
 
 func form(_ bytes: [UInt8]) {

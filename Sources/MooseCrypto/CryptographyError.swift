@@ -5,11 +5,11 @@
 ///
 /// ```swift
 /// do { _ = try AESGCM.open(box, using: key) }
-/// catch CryptoError.authenticationFailure { print("tampered") }
+/// catch CryptographyError.authenticationFailure { print("tampered") }
 /// ```
 ///
 /// The `description` never contains key material, plaintext or signatures.
-public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct CryptographyError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of failure this is.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
@@ -50,9 +50,9 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let libraryFailure = Code(name: "libraryFailure")
 }
 
-extension CryptoError.Code {
-    /// Lets a `catch` clause match on a code: `catch CryptoError.invalidKey`.
+extension CryptographyError.Code {
+    /// Lets a `catch` clause match on a code: `catch CryptographyError.invalidKey`.
     public static func ~= (code: Self, error: any Error) -> Bool {
-        (error as? CryptoError)?.code == code
+        (error as? CryptographyError)?.code == code
     }
 }

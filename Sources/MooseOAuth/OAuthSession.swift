@@ -9,10 +9,10 @@ import MooseHTTP
 /// are still usable. What a `SessionStorage` keeps under a key (a profile name, an account id…).
 ///
 /// ```swift
-/// let session = Session(issuer: metadata.issuer, clientID: "my-app", tokens: tokens)
+/// let session = OAuthSession(issuer: metadata.issuer, clientID: "my-app", tokens: tokens)
 /// try await storage.replace(session, key: "default")
 /// ```
-public struct Session: Sendable, Codable, Hashable {
+public struct OAuthSession: Sendable, Codable, Hashable {
     /// Where a session stands.
     public enum State: String, Sendable, Codable {
         /// Tokens are usable (or refreshable).
