@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+"""Prepares and configures the Glewlwyd test identity provider (stdlib only).
+
+    setup.py conf STATE PORT       write STATE/glewlwyd.conf from the packaged /etc/glewlwyd/glewlwyd.conf
+    setup.py keys STATE            create STATE/keys/{rs256,es256,eddsa}.pem (openssl) and STATE/jwks-private.json
+    setup.py configure STATE PORT  configure scopes, user, clients and the OIDC plugin instances via the admin REST API
+
+Everything is upserted, so `configure` can run against a fresh or an already configured database.
+Environment: MOOSE_GLEWLWYD_ACCESS_TOKEN_SECONDS (default 60), MOOSE_GLEWLWYD_DPOP_NONCE_COUNTER (default 10),
+MOOSE_GLEWLWYD_LOG_LEVEL (default INFO).
+"""
+import http.cookiejar
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+PACKAGED_CONF = "/etc/glewlwyd/glewlwyd.conf"
+ADMIN_USER, ADMIN_PASSWORD = "admin", "password"  # the packaged schema's admin user
+
+REDIRECTS = ["http://127.0.0.1:53682/callback", "http://127.0.0.1:53683/callback"]
+POST_LOGOUT = ["http://127.0.0.1:53682/logout", "http://127.0.0.1:53683/logout"]
+RESOURCE = "https://api.moose.test"
+USER_SCOPES = ["openid", "profile", "email", "offline_access", "api.read"]
+KIDS = {"RS256": "moose-rs256", "ES256": "moose-es256", "EdDSA": "moose-eddsa"}
+
+
+def log(*a):
+    print(*a, file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- glewlwyd.conf
+
+def write_conf(state, port):
+    text = open(PACKAGED_CONF).read()
+    level = os.environ.get("MOOSE_GLEWLWYD_LOG_LEVEL", "INFO")
+
+    def setting(key, value):
+        nonlocal text
+        line = f"{key}={value}"
+        pattern = re.compile(rf"^\s*#?\s*{re.escape(key)}\s*=.*$", re.M)
+        if pattern.search(text):
+            text = pattern.sub(lambda _m: line, text, count=1)
+        else:
+            text += "\n" + line + "\n"
+
+    setting("port", port)
+    setting("bind_address", '"127.0.0.1"')
+    setting("external_url", f'"http://127.0.0.1:{port}"')  # no trailing slash: plugin URLs are external_url/api/name
+    setting("log_mode", '"file"')
+    setting("log_level", f'"{level}"')
+    setting("log_file", f'"{state}/glewlwyd.log"')
+    setting("cookie_secure", "0")
+    db = f'database =\n{{\n  type = "sqlite3"\n  path = "{state}/glewlwyd.db"\n}};\n'
+    text, n = re.subn(r'^@include\s+"[^"]*glewlwyd-db\.conf"\s*$', lambda _m: db, text, flags=re.M)
+    if n != 1:
+        text += "\n" + db
+    with open(os.path.join(state, "glewlwyd.conf"), "w") as f:
+        f.write(text)
+
+
+# --------------------------------------------------------------------------- keys
+
+def b64u(n_or_bytes):
+    import base64
+    if isinstance(n_or_bytes, int):
+        n = n_or_bytes
+        n_or_bytes = n.to_bytes(max(1, (n.bit_length() + 7) // 8), "big")
+    return base64.urlsafe_b64encode(n_or_bytes).rstrip(b"=").decode()
+
+
+def openssl_fields(pem):
+    """Parses `openssl pkey -text -noout` into {field: bytes}."""
+    out = subprocess.run(["openssl", "pkey", "-in", pem, "-text", "-noout"], check=True,
+                         capture_output=True, text=True).stdout
+    fields, current = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^(\w[\w ]*?):\s*(\S.*)?$", line)
+        if m and not line.startswith(" "):
+            current = m.group(1).strip()
+            fields[current] = ""
+            rest = m.group(2) or ""
+            m2 = re.match(r"^(\d+) \(0x[0-9a-f]+\)$", rest)  # publicExponent: 65537 (0x10001)
+            if m2:
+                fields[current] = format(int(m2.group(1)), "x")
+                current = None
+            continue
+        if current is not None and line.startswith(" "):
+            fields[current] += line.strip().replace(":", "")
+    return {k: bytes.fromhex(v if len(v) % 2 == 0 else "0" + v) for k, v in fields.items() if v}
+
+
+def rsa_jwk(pem):
+    f = openssl_fields(pem)
+    i = lambda k: int.from_bytes(f[k], "big")
+    return {"kty": "RSA", "n": b64u(i("modulus")), "e": b64u(i("publicExponent")), "d": b64u(i("privateExponent")),
+            "p": b64u(i("prime1")), "q": b64u(i("prime2")), "dp": b64u(i("exponent1")), "dq": b64u(i("exponent2")),
+            "qi": b64u(i("coefficient"))}
+
+
+def ec_jwk(pem):
+    f = openssl_fields(pem)
+    priv, pub = f["priv"], f["pub"]
+    assert pub[0] == 4 and len(pub) == 65, "expected an uncompressed P-256 point"
+    return {"kty": "EC", "crv": "P-256", "x": b64u(pub[1:33]), "y": b64u(pub[33:]), "d": b64u(priv.rjust(32, b"\0"))}
+
+
+def okp_jwk(pem):
+    f = openssl_fields(pem)
+    priv = next(v for k, v in f.items() if k.startswith("priv"))
+    pub = next(v for k, v in f.items() if k.startswith("pub"))
+    return {"kty": "OKP", "crv": "Ed25519", "x": b64u(pub), "d": b64u(priv)}
+
+
+def make_keys(state):
+    kdir = os.path.join(state, "keys")
+    os.makedirs(kdir, exist_ok=True)
+    specs = {
+        "rs256.pem": ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+        "es256.pem": ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+        "eddsa.pem": ["-algorithm", "ED25519"],
+    }
+    for name, args in specs.items():
+        path = os.path.join(kdir, name)
+        if not os.path.exists(path):
+            subprocess.run(["openssl", "genpkey", *args, "-out", path], check=True, capture_output=True)
+            os.chmod(path, 0o600)
+    keys = []
+    for alg, name, fn in (("RS256", "rs256.pem", rsa_jwk), ("ES256", "es256.pem", ec_jwk), ("EdDSA", "eddsa.pem", okp_jwk)):
+        jwk = fn(os.path.join(kdir, name))
+        jwk.update({"kid": KIDS[alg], "alg": alg, "use": "sig"})
+        keys.append(jwk)
+    with open(os.path.join(state, "jwks-private.json"), "w") as f:
+        json.dump({"keys": keys}, f)
+    os.chmod(os.path.join(state, "jwks-private.json"), 0o600)
+
+
+# --------------------------------------------------------------------------- admin REST API
+
+class Admin:
+    def __init__(self, base):
+        self.base = base.rstrip("/")
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+    def call(self, method, path, body=None, ok=(200,)):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with self.opener.open(req, timeout=15) as r:
+                status, raw = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, raw = e.code, e.read()
+        if status not in ok:
+            raise RuntimeError(f"{method} {path} -> {status} {raw[:2000]!r}")
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw
+
+    def login(self):
+        self.call("POST", "/api/auth/", {"username": ADMIN_USER, "password": ADMIN_PASSWORD})
+
+    def upsert(self, collection, key, body):
+        """collection is e.g. 'scope', 'user', 'client', 'mod/plugin', 'mod/client'."""
+        status, _ = self.call("GET", f"/api/{collection}/{urllib.parse.quote(key)}", ok=(200, 404))
+        if status == 200:
+            self.call("PUT", f"/api/{collection}/{urllib.parse.quote(key)}", body)
+        else:
+            self.call("POST", f"/api/{collection}/", body)
+
+
+def oidc_parameters(issuer, jwks, *, par_required):
+    at_seconds = int(os.environ.get("MOOSE_GLEWLWYD_ACCESS_TOKEN_SECONDS", "60"))
+    nonce_counter = int(os.environ.get("MOOSE_GLEWLWYD_DPOP_NONCE_COUNTER", "10"))
+    return {
+        "iss": issuer,
+        "jwks-private": json.dumps(jwks),
+        "default-kid": KIDS["RS256"],
+        "client-sign_kid-parameter": "sign_kid",
+        "jwks-show": True,
+        "jwt-type": "rsa",
+        "jwt-key-size": "256",
+        "subject-type": "public",
+        "access-token-duration": at_seconds,
+        "refresh-token-duration": 1209600,
+        "code-duration": 600,
+        "refresh-token-rolling": True,
+        "refresh-token-one-use": "always",
+        "client-refresh-token-one-use-parameter": "refresh-token-one-use",
+        "allow-non-oidc": True,
+        "auth-type-code-enabled": True,
+        "auth-type-code-revoke-replayed": True,
+        "auth-type-token-enabled": False,
+        "auth-type-id-token-enabled": True,
+        "auth-type-none-enabled": False,
+        "auth-type-password-enabled": False,
+        "auth-type-client-enabled": True,
+        "auth-type-device-enabled": True,
+        "auth-type-refresh-enabled": True,
+        "device-authorization-expiration": 600,
+        "device-authorization-interval": 1,
+        "oauth-as-iss-id": True,
+        "pkce-allowed": True,
+        "pkce-method-plain-allowed": False,
+        "pkce-required": False,
+        "pkce-required-public-client": True,
+        "introspection-revocation-allowed": True,
+        "introspection-revocation-allow-target-client": True,
+        # any access token with scope openid may also introspect/revoke (Bearer): the only way for a public client
+        "introspection-revocation-auth-scope": ["openid"],
+        "register-client-allowed": True,
+        "register-client-auth-scope": [],
+        "register-client-credentials-scope": [],
+        "register-client-management-allowed": True,
+        "register-default-properties": [],
+        "session-management-allowed": True,
+        "session-cookie-name": "GLEWLWYD2_OIDC_SID",
+        "session-cookie-expiration": 2419200,
+        "front-channel-logout-allowed": False,
+        "back-channel-logout-allowed": False,
+        "oauth-dpop-allowed": True,
+        "oauth-dpop-iat-duration": 60,
+        "oauth-dpop-iat-gap-duration": 5,
+        "oauth-dpop-nonce-mandatory": True,
+        "oauth-dpop-nonce-counter": nonce_counter,
+        "oauth-dpop-dpop_bound_access_tokens-property": "dpop_bound_access_tokens",
+        "oauth-par-allowed": True,
+        "oauth-par-required": par_required,
+        "oauth-par-request_uri-prefix": "urn:ietf:params:oauth:request_uri:",
+        "oauth-par-duration": 90,
+        "resource-allowed": True,
+        "resource-scope": {"api.read": [RESOURCE]},
+        "resource-client-property": "resource",
+        "resource-scope-and-client-property": False,
+        "request-parameter-allow": True,
+        "request-uri-allow-https-non-secure": False,
+        "request-parameter-allow-encrypted": False,
+        "encrypt-out-token-allow": False,
+        "name-claim": "on-demand",
+        "name-claim-scope": ["profile"],
+        "email-claim": "on-demand",
+        "email-claim-scope": ["email"],
+        "scope-claim": "no",
+        "claims": [
+            {"name": "preferred_username", "user-property": "username", "type": "string",
+             "mandatory": False, "on-demand": True, "scope": ["profile"]},
+        ],
+        "allowed-scope": ["openid", "profile", "email", "offline_access", "api.read"],
+        "oauth-rar-allowed": False,
+        "oauth-ciba-allowed": False,
+        "oauth-fapi-allow-jarm": False,
+    }
+
+
+def configure(state, port):
+    base = f"http://127.0.0.1:{port}"
+    jwks = json.load(open(os.path.join(state, "jwks-private.json")))
+    admin = Admin(base)
+    admin.login()
+
+    # Let the database client backend store the extra client properties used below.
+    _, mod = admin.call("GET", "/api/mod/client/database")
+    fmt = mod["parameters"].setdefault("data-format", {})
+    changed = False
+    # sign_kid: ID token key per client; post_logout_redirect_uris (plural, a list) is what end_session reads,
+    # while the packaged data-format only knows the singular post_logout_redirect_uri.
+    for prop, multiple in (("sign_kid", False), ("dpop_bound_access_tokens", False), ("refresh-token-one-use", False),
+                           ("post_logout_redirect_uris", True)):
+        if prop not in fmt:
+            fmt[prop] = {"multiple": multiple, "read": True, "write": True}
+            changed = True
+    if changed:
+        admin.call("PUT", "/api/mod/client/database", {k: mod[k] for k in ("module", "name", "display_name", "parameters", "order_rank", "readonly") if k in mod})
+    # The running backend keeps its old data-format (and silently drops unknown properties) until reset.
+    admin.call("PUT", "/api/mod/client/database/reset")
+
+    for name, desc in (("openid", "OpenID Connect"), ("profile", "Profile (name, preferred_username)"),
+                       ("email", "E-mail address"), ("offline_access", "Refresh tokens"), ("api.read", "Moose test API, read")):
+        admin.upsert("scope", name, {"name": name, "display_name": name, "description": desc,
+                                     "password_required": False, "scheme": {}})
+
+    user = os.environ.get("MOOSE_GLEWLWYD_USER", "alice")
+    password = os.environ.get("MOOSE_GLEWLWYD_PASSWORD", "wonderland-42")
+    admin.upsert("user", user, {"username": user, "name": "Alice Liddell", "email": "alice@example.com",
+                                "password": password, "enabled": True, "scope": USER_SCOPES})
+
+    code_types = ["code", "refresh_token", "device_authorization"]
+    common = {"enabled": True, "redirect_uri": REDIRECTS, "post_logout_redirect_uris": POST_LOGOUT,
+              "scope": USER_SCOPES, "resource": [RESOURCE]}
+    clients = [
+        dict(common, client_id="moose-public", name="Moose public client", confidential=False,
+             authorization_type=code_types, token_endpoint_auth_method=["none"]),
+        dict(common, client_id="moose-confidential", name="Moose confidential client", confidential=True,
+             client_secret="moose-confidential-secret", authorization_type=code_types + ["client_credentials"],
+             token_endpoint_auth_method=["client_secret_basic", "client_secret_post"]),
+        dict(common, client_id="moose-es256", name="Moose public client, ES256 ID tokens", confidential=False,
+             authorization_type=code_types, token_endpoint_auth_method=["none"], sign_kid=KIDS["ES256"]),
+        dict(common, client_id="moose-eddsa", name="Moose public client, EdDSA ID tokens", confidential=False,
+             authorization_type=code_types, token_endpoint_auth_method=["none"], sign_kid=KIDS["EdDSA"]),
+        {"client_id": "moose-service", "name": "Moose service client", "enabled": True, "confidential": True,
+         "client_secret": "moose-service-secret", "authorization_type": ["client_credentials"],
+         "token_endpoint_auth_method": ["client_secret_basic", "client_secret_post"],
+         "scope": ["api.read"], "redirect_uri": [], "resource": [RESOURCE]},
+    ]
+    for c in clients:
+        admin.upsert("client", c["client_id"], c)
+
+    for name, par_required in (("oidc", False), ("oidc-par", True)):
+        issuer = f"{base}/api/{name}"
+        admin.upsert("mod/plugin", name, {
+            "module": "oidc", "name": name,
+            "display_name": "Moose OIDC" + (" (PAR required)" if par_required else ""),
+            "parameters": oidc_parameters(issuer, jwks, par_required=par_required),
+            "order_rank": 0, "readonly": False})
+    log("glewlwyd configured")
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd == "conf":
+        write_conf(argv[2], int(argv[3]))
+    elif cmd == "keys":
+        make_keys(argv[2])
+    elif cmd == "configure":
+        configure(argv[2], int(argv[3]))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
