@@ -25,22 +25,23 @@ public struct AuthMiddleware: HTTPMiddleware {
     public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
                           next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
         guard context.requiresAuthentication else { return try await next(request) }
-        var request = request
         let sent = try await coordinator.accessToken()
-        request.headerFields[.authorization] = try sent.checkedAuthorizationHeader()
-        let response = try await next(request)
+        // Bearer, or DPoP with a fresh proof per request (one retry for a new nonce is not a refresh).
+        let response = try await sent.send(request, with: next)
         guard Self.rejectsToken(response) else { return response }
         // The request body is in memory or in a file: it can be sent again.
         let fresh = try await coordinator.refresh(rejecting: sent)
-        request.headerFields[.authorization] = try fresh.checkedAuthorizationHeader()
-        return try await next(request)
+        return try await fresh.send(request, with: next)
     }
 
-    /// A 401, or a `WWW-Authenticate: Bearer error="invalid_token"` challenge (RFC 6750 §3.1).
+    /// A 401, or a `WWW-Authenticate: Bearer`/`DPoP` challenge with `error="invalid_token"`
+    /// (RFC 6750 §3.1, RFC 9449 §7.1) — but not a DPoP server asking for a nonce, which is answered
+    /// with a new proof, not a refresh.
     public static func rejectsToken(_ response: APIResponse) -> Bool {
+        if DPoPNonces.asksForNonce(response) { return false }
         if response.status.code == 401 { return true }
         return AuthenticationChallenge.parse(response.headerFields[values: .wwwAuthenticate]).contains {
-            $0.hasScheme("Bearer") && $0["error"] == "invalid_token"
+            ($0.hasScheme("Bearer") || $0.hasScheme("DPoP")) && $0["error"].map { Array($0.utf8) == Array("invalid_token".utf8) } == true
         }
     }
 }

@@ -5,7 +5,7 @@ public import Foundation
 #endif
 public import MooseHTTP
 public import Logging
-import MooseJWT
+public import MooseJWT
 
 /// Extra authorization parameters (OIDC Core 3.1.2.1). An "edit profile" or "step-up" call is
 /// `authorize` with some of these set.
@@ -74,6 +74,18 @@ public protocol Authorizable: Sendable {
     func logout(_ tokens: TokenSet) async throws -> LogoutResult
 }
 
+/// When the authorization code flow pushes its parameters to the server first (RFC 9126) and sends
+/// the browser only `client_id` and the `request_uri` it got back.
+public enum PushedAuthorizationPolicy: Sendable, Hashable {
+    /// Push whenever the server advertises `pushed_authorization_request_endpoint` (always when it
+    /// sets `require_pushed_authorization_requests`). The default.
+    case whenAdvertised
+    /// Push, and fail when the server has no PAR endpoint.
+    case always
+    /// Never push (a server that requires PAR will refuse the login).
+    case never
+}
+
 /// A client registered at an authorization server: its metadata, id, authentication, transport.
 /// The flows share it.
 public struct OAuthClient: Sendable {
@@ -89,6 +101,11 @@ public struct OAuthClient: Sendable {
     public var clock: @Sendable () -> Date = { Date() }
     /// Where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
     public var logger: Logger? = nil
+    /// DPoP (RFC 9449): with an algorithm (`.es256`, `.eddsa`, `.rs256`), every login makes a new key
+    /// of that kind, sends `dpop_jkt` and proofs, and the tokens come back bound to it (`nil`: bearer).
+    public var dpop: JWTAlgorithm? = nil
+    /// When the code flow pushes its authorization parameters (RFC 9126 PAR).
+    public var pushedAuthorization: PushedAuthorizationPolicy = .whenAdvertised
 
     /// A client.
     public init(metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication = .none,
@@ -107,13 +124,20 @@ public struct OAuthClient: Sendable {
         return endpoint
     }
 
+    /// A new DPoP key for a login, when `dpop` asks for one.
+    func newDPoPKey() throws -> DPoPKey? { try dpop.map { try DPoPKey.generate($0) } }
+
     /// The refresh grant, keeping the old refresh token (and ID token) when the response has none.
+    /// Tokens bound to a DPoP key are refreshed with proofs from that key, and never without it.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
         guard let refreshToken = tokens.refreshToken else {
             throw OAuthError(OAuthError.invalidGrant, "there is no refresh token: log in again")
         }
+        if tokens.isDPoPBound, tokens.dpopKey == nil {
+            throw OAuthError(OAuthError.needsLogin, "the tokens are bound to a DPoP key that is not here (RFC 9449): log in again")
+        }
         var fresh = try await tokenEndpoint().request([("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
-                                                      requestedScopes: tokens.scopes)
+                                                      requestedScopes: tokens.scopes, dpop: tokens.dpopKey)
         if fresh.refreshToken == nil { fresh.refreshToken = refreshToken }
         if fresh.idToken == nil { fresh.idToken = tokens.idToken }
         return fresh
@@ -197,7 +221,7 @@ public struct ClientCredentialsFlow: Authorizable {
         var fields = [("grant_type", "client_credentials")]
         let scopes = parameters.scopes.filter { $0 != "openid" }
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
-        return try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: scopes)
+        return try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: scopes, dpop: client.newDPoPKey())
     }
 
     /// Client credentials have no refresh token: a "refresh" is a new grant.

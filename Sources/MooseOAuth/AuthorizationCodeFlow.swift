@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-import MooseHTTP
+package import MooseHTTP
 import MooseCrypto
 import MooseJWT
 
@@ -97,7 +97,7 @@ public struct AuthorizationCodeFlow: Authorizable {
 
     /// What the flow sends, for callers that drive the browser themselves.
     public struct Request: Sendable {
-        /// The authorization URL.
+        /// The authorization URL (with every parameter, or — after PAR — only `client_id` and `request_uri`).
         public let url: URL
         /// The `state` sent.
         public let state: String
@@ -107,29 +107,75 @@ public struct AuthorizationCodeFlow: Authorizable {
         public let pkce: PKCE
         /// The scopes requested.
         public let scopes: [String]
+        /// The DPoP key this login binds the tokens to (its thumbprint went out as `dpop_jkt`), if any.
+        public let dpopKey: DPoPKey?
+        /// Whether the parameters were pushed (RFC 9126).
+        public let pushed: Bool
     }
 
-    /// Builds the authorization request (fresh `state`, `nonce` and PKCE verifier).
-    public func makeRequest(_ parameters: AuthorizationParameters) throws -> Request {
-        let endpoint = try client.metadata.require(client.metadata.authorizationEndpoint, "authorization endpoint")
+    /// The authorization parameters with a fresh `state`, `nonce`, PKCE verifier and (with DPoP) key.
+    private func parameters(_ parameters: AuthorizationParameters) throws -> (items: [(String, String)], state: String, nonce: String,
+                                                                            pkce: PKCE, dpop: DPoPKey?) {
         let state = Base64URL.encode(try SecureRandom.bytes(count: 32))
         let nonce = Base64URL.encode(try SecureRandom.bytes(count: 32))
         let pkce = try PKCE()
+        let dpop = try client.newDPoPKey()
         var items: [(String, String)] = [
             ("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", redirectURI.absoluteString),
             ("scope", parameters.scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
             ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
         ]
+        // RFC 9449 §10: bind the code to the key, so a stolen code is useless without it.
+        if let dpop { items.append(("dpop_jkt", dpop.thumbprint)) }
         items += parameters.queryItems
+        return (items, state, nonce, pkce, dpop)
+    }
+
+    private func authorizationURL(_ items: [(String, String)]) throws -> URL {
+        let endpoint = try client.metadata.require(client.metadata.authorizationEndpoint, "authorization endpoint")
         let query = RequestBuilder.encodeQuery(items.map { QueryItem($0.0, $0.1) }, arrays: .repeatedKeys)
         var text = endpoint.absoluteString
         text += text.contains("?") ? "&" + query : "?" + query
         guard let url = URL(string: text) else { throw OAuthError(OAuthError.invalidConfiguration, "cannot build the authorization URL") }
-        return Request(url: url, state: state, nonce: nonce, pkce: pkce, scopes: parameters.scopes)
+        return url
+    }
+
+    /// Builds the authorization request with every parameter in the URL (fresh `state`, `nonce`,
+    /// PKCE verifier and, with DPoP, key) — no network. `prepareRequest` pushes them when it should.
+    public func makeRequest(_ parameters: AuthorizationParameters) throws -> Request {
+        let made = try self.parameters(parameters)
+        return Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
+                       scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
+    }
+
+    /// Builds the authorization request and, when `client.pushedAuthorization` says so (by default:
+    /// whenever the server advertises a PAR endpoint), pushes the parameters with the client's
+    /// authentication (RFC 9126 §2) and returns a URL carrying only `client_id` and the `request_uri`.
+    public func prepareRequest(_ parameters: AuthorizationParameters) async throws -> Request {
+        let made = try self.parameters(parameters)
+        let metadata = client.metadata
+        let push: Bool
+        switch client.pushedAuthorization {
+        case .never: push = false
+        case .whenAdvertised: push = metadata.pushedAuthorizationRequestEndpoint != nil
+        case .always: push = true
+        }
+        if !push && metadata.requirePushedAuthorizationRequests == true {
+            throw OAuthError(OAuthError.invalidConfiguration,
+                             "\(metadata.issuer) requires pushed authorization requests (RFC 9126) and this client never pushes")
+        }
+        guard push else {
+            return Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
+                           scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
+        }
+        let endpoint = try metadata.require(metadata.pushedAuthorizationRequestEndpoint, "pushed authorization request endpoint")
+        let requestURI = try await PushedAuthorization.push(made.items, to: endpoint, client: client)
+        return Request(url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]), state: made.state,
+                       nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes, dpopKey: made.dpop, pushed: true)
     }
 
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
-        let request = try makeRequest(parameters)
+        let request = try await prepareRequest(parameters)
         let callback = try await userAgent.authorize(url: request.url, redirectURI: redirectURI, expectedState: request.state)
         return try await complete(request, callback: callback)
     }
@@ -169,7 +215,7 @@ public struct AuthorizationCodeFlow: Authorizable {
         let tokens = try await client.tokenEndpoint().request(
             [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI.absoluteString),
              ("code_verifier", request.pkce.verifier)],
-            requestedScopes: request.scopes)
+            requestedScopes: request.scopes, dpop: request.dpopKey)
         if request.scopes.contains("openid") {
             guard let idToken = tokens.idToken else {
                 throw OAuthError(OAuthError.invalidIDToken, "openid was requested but the token response has no id_token")
@@ -188,4 +234,35 @@ public struct AuthorizationCodeFlow: Authorizable {
     }
 
     public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
+}
+
+/// RFC 9126: pushing authorization parameters to the server.
+package enum PushedAuthorization {
+    /// The longest `expires_in` believed for a `request_uri` (RFC 9126 suggests 5–600 s).
+    static let maximumLifetime: Double = 3600
+
+    /// POSTs `items` with the client's authentication to `endpoint` and returns the `request_uri`
+    /// (RFC 9126 §2.2: 201 with `request_uri` and `expires_in`; errors as at the token endpoint).
+    static func push(_ items: [(String, String)], to endpoint: URL, client: OAuthClient) async throws -> String {
+        // client_id goes in once, by the client authentication (it is also in the items).
+        let fields = items.filter { !$0.0.utf8.elementsEqual("client_id".utf8) }
+        var request = try client.tokenEndpoint().authenticatedRequest(url: endpoint, parameters: fields)
+        request.headerFields[.accept] = MIMEType.json.value
+        let response = try await OAuthHTTP.send(request, over: client.transport, logger: client.logger,
+                                                what: "the pushed authorization request endpoint")
+        return try requestURI(from: response)
+    }
+
+    /// The `request_uri` of a PAR response, or the error it carries. Every byte is untrusted.
+    package static func requestURI(from response: APIResponse) throws -> String {
+        guard (200..<300).contains(response.status.code) else {
+            throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)))
+        }
+        guard case .object(let object)? = try? JSONValue(parsing: Array(response.body)),
+              let requestURI = object["request_uri"]?.stringValue, !requestURI.isEmpty, requestURI.utf8.count <= 2048,
+              TokenCharacters.isVisibleASCII(requestURI) else {
+            throw OAuthError(OAuthError.invalidResponse, "the pushed authorization response has no usable request_uri (RFC 9126 §2.2)")
+        }
+        return requestURI
+    }
 }

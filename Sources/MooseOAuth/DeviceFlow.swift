@@ -97,6 +97,7 @@ public struct DeviceAuthorizationFlow: Authorizable {
     public func poll(_ device: DeviceAuthorization, scopes: [String]) async throws -> TokenSet {
         var interval = device.interval
         let endpoint = try client.tokenEndpoint()
+        let dpop = try client.newDPoPKey()
         while true {
             try await sleep(interval)
             guard client.clock() < device.expiresAt else {
@@ -105,7 +106,7 @@ public struct DeviceAuthorizationFlow: Authorizable {
             do {
                 let tokens = try await endpoint.request(
                     [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", device.deviceCode)],
-                    requestedScopes: scopes)
+                    requestedScopes: scopes, dpop: dpop)
                 return tokens
             } catch let error as OAuthError {
                 switch error.oauthError {

@@ -43,6 +43,14 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
     /// `authorization_response_iss_parameter_supported` (RFC 9207 §3): when `true`, every
     /// authorization response must carry `iss`, and a response without it is refused.
     public var authorizationResponseIssParameterSupported: Bool?
+    /// `pushed_authorization_request_endpoint` (RFC 9126 §5): where the code flow pushes its parameters.
+    public var pushedAuthorizationRequestEndpoint: URL?
+    /// `require_pushed_authorization_requests` (RFC 9126 §5): the server accepts only pushed requests.
+    public var requirePushedAuthorizationRequests: Bool?
+    /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1): the proof algorithms the server accepts.
+    public var dpopSigningAlgValuesSupported: [String]?
+    /// `registration_endpoint` (RFC 7591): where clients register themselves.
+    public var registrationEndpoint: URL?
 
     enum CodingKeys: String, CodingKey {
         case issuer
@@ -62,6 +70,10 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         case responseTypesSupported = "response_types_supported"
         case subjectTypesSupported = "subject_types_supported"
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
+        case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
+        case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
+        case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
+        case registrationEndpoint = "registration_endpoint"
     }
 
     /// Metadata configured by hand (for servers without discovery, or to fill gaps).
@@ -100,6 +112,10 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         merged.subjectTypesSupported = subjectTypesSupported ?? other.subjectTypesSupported
         merged.authorizationResponseIssParameterSupported = authorizationResponseIssParameterSupported
             ?? other.authorizationResponseIssParameterSupported
+        merged.pushedAuthorizationRequestEndpoint = pushedAuthorizationRequestEndpoint ?? other.pushedAuthorizationRequestEndpoint
+        merged.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests ?? other.requirePushedAuthorizationRequests
+        merged.dpopSigningAlgValuesSupported = dpopSigningAlgValuesSupported ?? other.dpopSigningAlgValuesSupported
+        merged.registrationEndpoint = registrationEndpoint ?? other.registrationEndpoint
         return merged
     }
 
@@ -135,7 +151,9 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         [("authorization_endpoint", authorizationEndpoint), ("token_endpoint", tokenEndpoint),
          ("userinfo_endpoint", userinfoEndpoint), ("jwks_uri", jwksURI), ("revocation_endpoint", revocationEndpoint),
          ("introspection_endpoint", introspectionEndpoint), ("end_session_endpoint", endSessionEndpoint),
-         ("device_authorization_endpoint", deviceAuthorizationEndpoint)]
+         ("device_authorization_endpoint", deviceAuthorizationEndpoint),
+         ("pushed_authorization_request_endpoint", pushedAuthorizationRequestEndpoint),
+         ("registration_endpoint", registrationEndpoint)]
     }
 
     /// Throws `insecureEndpoint` unless the issuer and every endpoint are `https` (or loopback `http`).

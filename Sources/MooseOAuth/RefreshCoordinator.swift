@@ -3,7 +3,8 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-import MooseHTTP
+public import MooseHTTP
+public import HTTPTypes
 import MooseCrypto
 import Synchronization
 #if canImport(Glibc)
@@ -23,13 +24,60 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
     public let expiresAt: Date?
     /// Increases every time the coordinator publishes a new token.
     public let generation: Int64
+    /// The key a DPoP-bound token must be presented with (RFC 9449 §7), `nil` for bearer tokens.
+    public let dpopKey: DPoPKey?
 
     /// A token (coordinators make these; tests and adapters may too).
-    public init(value: String, tokenType: String = "Bearer", expiresAt: Date? = nil, generation: Int64 = 0) {
+    public init(value: String, tokenType: String = "Bearer", expiresAt: Date? = nil, generation: Int64 = 0, dpopKey: DPoPKey? = nil) {
         self.value = value
         self.tokenType = tokenType
         self.expiresAt = expiresAt
         self.generation = generation
+        self.dpopKey = dpopKey
+    }
+
+    /// A coordinator's token for `tokens`.
+    init(_ tokens: TokenSet, generation: Int64) {
+        self.init(value: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: tokens.expiresAt, generation: generation,
+                  dpopKey: tokens.dpopKey)
+    }
+
+    /// `true` for a token the server bound to a DPoP key: it is sent as `Authorization: DPoP …`
+    /// with a proof, never as a bearer token.
+    public var isDPoPBound: Bool { tokenType.utf8.count == 4 && tokenType.lowercased() == "dpop" }
+
+    /// The header fields that present this token with one request: `Authorization` (checked, see
+    /// `checkedAuthorizationHeader()`), and for a DPoP-bound token a fresh `DPoP` proof for this
+    /// method and URL (with `ath`, and the nonce the URL's origin gave last).
+    ///
+    /// - Throws: `OAuthError.unsafeValue` for a token that cannot be a header; `OAuthError.needsLogin`
+    ///   for a DPoP-bound token without its key.
+    public func authorizationFields(method: HTTPRequest.Method, url: URL) throws -> HTTPFields {
+        var fields = HTTPFields()
+        fields[.authorization] = try checkedAuthorizationHeader()
+        if isDPoPBound {
+            guard let dpopKey else {
+                throw OAuthError(OAuthError.needsLogin, "the access token is bound to a DPoP key that is not here (RFC 9449): log in again")
+            }
+            fields[.dpop] = try dpopKey.proof(method: method, url: url, accessToken: value, nonce: DPoPNonces.nonce(for: url))
+        }
+        return fields
+    }
+
+    /// Sends `request` presenting this token (`authorizationFields`); for a DPoP-bound token, a
+    /// resource server's `use_dpop_nonce` challenge (RFC 9449 §9) is answered once with a new proof
+    /// carrying the nonce it sent, and every `DPoP-Nonce` it sends is remembered for its origin.
+    public func send(_ request: APIRequest, with send: (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
+        var request = request
+        guard let url = request.url else { throw OAuthError(OAuthError.invalidConfiguration, "the request has no absolute URL") }
+        func attempt() async throws -> APIResponse {
+            for field in try authorizationFields(method: request.method, url: url) { request.headerFields[field.name] = field.value }
+            let response = try await send(request)
+            if isDPoPBound { DPoPNonces.remember(response, from: url) }
+            return response
+        }
+        let first = try await attempt()
+        return isDPoPBound && DPoPNonces.asksForNonce(first) ? try await attempt() : first
     }
 
     /// `Bearer <token>` for an `Authorization` header (RFC 6750 §2.1), unchecked: prefer
@@ -152,9 +200,7 @@ public actor RefreshCoordinator {
         self.customClock = configuration.clock
         (eventStream, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(32))
         if let current, current.state == .active {
-            snapshot.withLock { $0 = Snapshot(token: AccessToken(value: current.tokens.accessToken, tokenType: current.tokens.tokenType,
-                                                                 expiresAt: current.tokens.expiresAt, generation: 0),
-                                              tokens: current.tokens) }
+            snapshot.withLock { $0 = Snapshot(token: AccessToken(current.tokens, generation: 0), tokens: current.tokens) }
         }
     }
 
@@ -293,7 +339,7 @@ public actor RefreshCoordinator {
 
     private func publish(_ tokens: TokenSet) -> AccessToken {
         generation += 1
-        let token = AccessToken(value: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: tokens.expiresAt, generation: generation)
+        let token = AccessToken(tokens, generation: generation)
         snapshot.withLock { $0 = Snapshot(token: token, tokens: tokens) }
         return token
     }

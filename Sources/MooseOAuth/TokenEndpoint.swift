@@ -47,13 +47,25 @@ public struct TokenEndpoint: Sendable {
 
     /// Sends `parameters` (a grant) and parses the answer. `requestedScopes` stand in when the
     /// response has no `scope` (RFC 6749 §5.1: then the granted scope is the requested one).
-    public func request(_ parameters: [(String, String)], requestedScopes: [String]) async throws -> TokenSet {
+    ///
+    /// With `dpop`, every request carries a DPoP proof (RFC 9449 §5) signed by that key — with the
+    /// server's nonce after one `use_dpop_nonce` retry (§8) — and the tokens come back holding the key.
+    public func request(_ parameters: [(String, String)], requestedScopes: [String], dpop: DPoPKey? = nil) async throws -> TokenSet {
         var request = try authenticatedRequest(url: url, parameters: parameters)
         request.headerFields[.accept] = MIMEType.json.value
         let sentAt = clock()
-        let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the token endpoint")
+        let transport = self.transport, logger = self.logger
+        let response: APIResponse
+        if let dpop {
+            response = try await dpop.send(request) { request in
+                try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the token endpoint")
+            }
+        } else {
+            response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the token endpoint")
+        }
         var tokens = try TokenResponse.parse(response, requestedAt: sentAt, requestedScopes: requestedScopes)
         tokens.serverClockOffset = ClockSkew(response: response, receivedAt: clock())?.offset
+        tokens.dpopKey = dpop
         return tokens
     }
 

@@ -10,7 +10,8 @@ import Synchronization
 
 /// The one object an app holds: made from an issuer (or explicit endpoints), a client and a
 /// storage, it logs in with any flow, hands out valid access tokens (one refresh however many ask),
-/// attaches them to requests, and logs out in the right order.
+/// attaches them to requests, and logs out in the right order. With `dpop:` every login binds its
+/// tokens to a new DPoP key (RFC 9449) kept with the session; the middleware then sends proofs.
 ///
 /// ```swift
 /// let moose = TokenManager(issuer: "https://id.example.com", clientID: "my-app",
@@ -29,8 +30,9 @@ public final class TokenManager: Sendable {
     /// How to log in.
     public enum LoginMethod: Sendable {
         /// Authorization code + PKCE with a loopback redirect on 127.0.0.1 (RFC 8252): `open` shows
-        /// the URL (opens a browser); the redirect comes back to a listener on a random port.
-        case loopback(timeout: TimeInterval = 300, open: @Sendable (URL) async throws -> Void)
+        /// the URL (opens a browser); the redirect comes back to a listener on `port` (0: a random
+        /// one; providers that register the exact port need it fixed).
+        case loopback(port: UInt16 = 0, timeout: TimeInterval = 300, open: @Sendable (URL) async throws -> Void)
         /// Authorization code + PKCE through an agent of the app's own (an in-app browser session)
         /// with the redirect URI it was registered with.
         case userAgent(any ExternalUserAgent, redirectURI: URL)
@@ -56,14 +58,14 @@ public final class TokenManager: Sendable {
     /// `storage` under `key`.
     public init(issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
                 key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
-                endpoints: EndpointOverrides = EndpointOverrides(), logger: Logger? = nil,
+                endpoints: EndpointOverrides = EndpointOverrides(), dpop: JWTAlgorithm? = nil, logger: Logger? = nil,
                 configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
         self.issuer = issuer
         self.clientID = clientID
         self.key = key
         self.storage = storage
         let state = ClientState(issuer: issuer, clientID: clientID, authentication: authentication, transport: transport,
-                                endpoints: endpoints, scopes: scopes, logger: logger)
+                                endpoints: endpoints, scopes: scopes, dpop: dpop, logger: logger)
         self.state = state
         coordinator = RefreshCoordinator(key: key, storage: storage, configuration: configuration) { tokens in
             // Client credentials have no refresh token: their "refresh" is a new grant.
@@ -89,8 +91,8 @@ public final class TokenManager: Sendable {
         let parameters = parameters ?? AuthorizationParameters(scopes: state.scopes)
         let tokens: TokenSet
         switch method {
-        case .loopback(let timeout, let open):
-            let agent = try LoopbackUserAgent(timeout: timeout, open: open)
+        case .loopback(let port, let timeout, let open):
+            let agent = try LoopbackUserAgent(port: port, timeout: timeout, open: open)
             tokens = try await AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
                 .authorize(parameters)
         case .userAgent(let agent, let redirectURI):
@@ -127,7 +129,7 @@ public final class TokenManager: Sendable {
         let client = try await state.client()
         let token = try await accessToken()
         let subject = try await storage.load(key)?.session.subject
-        return try await client.userInfo(accessToken: token.value, expectedSubject: subject)
+        return try await client.userInfo(token: token, expectedSubject: subject)
     }
 
     /// Logs out in the right order: revoke the refresh token, then the access token (RFC 7009),
@@ -211,17 +213,19 @@ actor ClientState {
     let transport: any HTTPTransport
     let endpoints: EndpointOverrides
     nonisolated let scopes: [String]
+    let dpop: JWTAlgorithm?
     let logger: Logger?
     private var cached: (client: OAuthClient, validator: IDTokenValidator?)?
 
     init(issuer: String, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport,
-         endpoints: EndpointOverrides, scopes: [String], logger: Logger?) {
+         endpoints: EndpointOverrides, scopes: [String], dpop: JWTAlgorithm?, logger: Logger?) {
         self.issuer = issuer
         self.clientID = clientID
         self.authentication = authentication
         self.transport = transport
         self.endpoints = endpoints
         self.scopes = scopes
+        self.dpop = dpop
         self.logger = logger
     }
 
@@ -230,6 +234,7 @@ actor ClientState {
         let metadata = try await Discovery(transport: transport).metadata(for: issuer, overrides: endpoints)
         var client = OAuthClient(metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
         client.logger = logger
+        client.dpop = dpop
         var validator: IDTokenValidator? = nil
         if let jwksURI = metadata.jwksURI {
             let algorithms = Set((metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))

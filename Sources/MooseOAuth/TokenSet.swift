@@ -26,6 +26,13 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
     public var requestedAt: Date
     /// The provider's clock minus ours when the tokens arrived (from the HTTP `Date` header), if known.
     public var serverClockOffset: TimeInterval?
+    /// The DPoP key these tokens are bound to (RFC 9449), kept with them so it is stored, refreshed
+    /// and logged out together with them; `nil` for bearer tokens.
+    public var dpopKey: DPoPKey?
+
+    /// `true` when the server bound the tokens to a DPoP key (`token_type` `DPoP`, RFC 9449 §5):
+    /// they are sent only with proofs, and never refreshed without the key.
+    public var isDPoPBound: Bool { tokenType.utf8.count == 4 && tokenType.lowercased() == "dpop" }
 
     /// The longest access-token lifetime believed from `expires_in`: one year. A provider that says
     /// more (or `1e300`) is taken as saying one year, so every later date computation stays exact.
@@ -72,6 +79,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
         if idToken != nil { parts.append("id_token") }
         if let expiresAt { parts.append("expires \(Int64(saturating: expiresAt.timeIntervalSince1970))") }
         if !scopes.isEmpty { parts.append("scope \(scopes.joined(separator: " "))") }
+        if let dpopKey { parts.append("dpop jkt \(dpopKey.thumbprint)") }
         return "TokenSet(" + parts.joined(separator: ", ") + ")"
     }
 }

@@ -15,11 +15,23 @@ extension OAuthClient {
     /// info["email"]?.stringValue
     /// ```
     public func userInfo(accessToken: String, expectedSubject: String?) async throws -> JSONObject {
+        try await userInfo(token: AccessToken(value: accessToken), expectedSubject: expectedSubject)
+    }
+
+    /// The UserInfo response for `tokens`' access token — with a DPoP proof when they are DPoP-bound.
+    public func userInfo(tokens: TokenSet, expectedSubject: String?) async throws -> JSONObject {
+        try await userInfo(token: AccessToken(tokens, generation: 0), expectedSubject: expectedSubject)
+    }
+
+    /// The UserInfo response for a coordinator's token (Bearer, or DPoP with a proof per request).
+    public func userInfo(token: AccessToken, expectedSubject: String?) async throws -> JSONObject {
         let url = try metadata.require(metadata.userinfoEndpoint, "userinfo endpoint")
         var request = APIRequest(url: url, timeout: 20)
-        request.headerFields[.authorization] = AuthScheme.bearer.credentials(accessToken)
         request.headerFields[.accept] = MIMEType.json.value
-        let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the userinfo endpoint")
+        let transport = self.transport, logger = self.logger
+        let response = try await token.send(request) { request in
+            try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the userinfo endpoint")
+        }
         guard response.status.code == 200 else {
             throw OAuthError(response.status.code >= 500 ? OAuthError.transient : OAuthError.server,
                              "the userinfo endpoint answered HTTP \(response.status.code)", status: response.status.code)

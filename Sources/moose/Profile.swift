@@ -26,6 +26,8 @@ struct Profile: Sendable, Codable, Hashable {
     var clientSecretFile: String?
     /// Endpoints configured by hand.
     var endpoints: EndpointOverrides
+    /// The DPoP algorithm logins bind their tokens with (`ES256`, `EdDSA`, `RS256`), or nil for bearer tokens.
+    var dpop: String? = nil
 
     init(name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
          clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()) {

@@ -165,6 +165,12 @@ struct LoginCommand: ParsableCommand {
     var deviceEndpoint: String?
     @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
     @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16 = 0
+    @Flag(help: "Bind the tokens to a new DPoP key (RFC 9449), kept with the session; proofs are then sent with every request.")
+    var dpop = false
+    @Option(name: .customLong("dpop-alg"), help: ArgumentHelp("The DPoP key's algorithm: ES256 (default), EdDSA or RS256.", valueName: "ALG"))
+    var dpopAlgorithm: String?
+    @Flag(name: .customLong("no-par"), help: "Never push the authorization request (RFC 9126), even when the provider offers it.")
+    var noPAR = false
     @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
 
     func run() throws {
@@ -179,11 +185,21 @@ struct LoginCommand: ParsableCommand {
             endpoints.deviceAuthorizationEndpoint = url
         }
         let scopes = scope.isEmpty ? (existing?.scopes ?? ["openid", "profile", "email"]) : scope
-        let settings = Profile(name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
+        var settings = Profile(name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
                                grant: device ? .deviceCode : .authorizationCode,
                                clientSecretFile: clientSecretFile ?? existing?.clientSecretFile, endpoints: endpoints)
+        settings.dpop = dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : existing?.dpop)
+        var algorithm: JWTAlgorithm? = nil
+        if let name = settings.dpop {
+            guard let chosen = JWTAlgorithm(rawValue: name), DPoPKey.supportedAlgorithms.contains(chosen) else {
+                throw CLIError.usage("--dpop-alg takes ES256, EdDSA or RS256")
+            }
+            algorithm = chosen
+        }
         do {
-            let client = try context.client(for: settings)
+            var client = try context.client(for: settings)
+            client.dpop = algorithm
+            if noPAR { client.pushedAuthorization = .never }
             let validator = try context.validator(for: client)
             let parameters = AuthorizationParameters(scopes: scopes)
             let tokens: TokenSet
@@ -207,7 +223,8 @@ struct LoginCommand: ParsableCommand {
             let session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
                                   subject: subject(of: tokens.idToken), attributes: settings.stored())
             try context.sessions.replaceNow(session, key: profile)
-            Terminal.out("Logged in to \(issuer) as \(session.subject ?? "(no ID token)") (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))")
+            let binding = tokens.dpopKey.map { tokens.isDPoPBound ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens" } ?? ""
+            Terminal.out("Logged in to \(issuer) as \(session.subject ?? "(no ID token)") (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
         } catch {
             throw OAuthContext.fail(error)
         }

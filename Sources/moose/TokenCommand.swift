@@ -1,5 +1,6 @@
 import ArgumentParser
 import MooseHTTP
+import HTTPTypes
 import MooseJWT
 import MooseOAuth
 #if canImport(FoundationEssentials)
@@ -27,6 +28,12 @@ struct TokenCommand: ParsableCommand {
     var minValidity: String = "30"
     @Flag(name: .customLong("id-token"), help: "Print the ID token instead.") var idToken = false
     @Option(help: "token | header | env | json") var format: Format = .token
+    @Option(help: ArgumentHelp("For a DPoP-bound session with --format header: the request's URL (the proof's htu).", valueName: "URL"))
+    var url: String?
+    @Option(help: ArgumentHelp("For a DPoP-bound session with --format header: the request's method (default GET).", valueName: "METHOD"))
+    var method = "GET"
+    @Option(help: ArgumentHelp("A DPoP nonce the resource server sent (its DPoP-Nonce header).", valueName: "NONCE"))
+    var nonce: String?
 
     func run() throws {
         guard let minimum = Double(minValidity.hasSuffix("s") ? String(minValidity.dropLast()) : minValidity),
@@ -75,7 +82,15 @@ struct TokenCommand: ParsableCommand {
         let expiresAt = tokens.expiresAt.map { Int64(saturating: $0.timeIntervalSince1970) }
         switch format {
         case .token: Terminal.out(value)
-        case .header: Terminal.out("Authorization: \(tokenType) \(value)")
+        case .header:
+            Terminal.out("Authorization: \(tokenType) \(value)")
+            // RFC 9449 §7.1: a DPoP-bound token goes with a proof for this very request.
+            if tokens.isDPoPBound, !idToken {
+                guard let url else {
+                    throw CLIError.usage("profile \(profile) has DPoP-bound tokens: --format header needs --url (and --method unless GET) for the proof")
+                }
+                Terminal.out("DPoP: \(try DPoPProofCommand.proof(tokens: tokens, method: method, url: url, nonce: nonce, accessTokenHash: true))")
+            }
         case .env:
             Terminal.out("export MOOSE_ACCESS_TOKEN=\(Shell.quote(value))")
             Terminal.out("export MOOSE_TOKEN_TYPE=\(Shell.quote(tokenType))")
@@ -99,5 +114,52 @@ enum Shell {
             if character == "'" { out += "'\\''" } else { out.unicodeScalars.append(character) }
         }
         return out + "'"
+    }
+}
+
+/// `moose dpop-proof`: a DPoP proof (RFC 9449 §4) made with the session's key, for scripts.
+struct DPoPProofCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dpop-proof",
+        abstract: "Print a DPoP proof for one request, signed with the session's DPoP key.",
+        discussion: """
+            curl -H "Authorization: DPoP $(moose token)" -H "DPoP: $(moose dpop-proof --url https://api.example.com/me)" \\
+                 https://api.example.com/me
+            The proof carries ath (the access token's hash) unless --no-ath; a nonce when --nonce is given.
+            """)
+
+    @OptionGroup var store: StoreOptions
+    @Option(help: "The profile.") var profile = "default"
+    @Option(help: ArgumentHelp("The request's method (htm).", valueName: "METHOD")) var method = "GET"
+    @Option(help: ArgumentHelp("The request's URL (htu: query and fragment are dropped).", valueName: "URL")) var url: String
+    @Option(help: ArgumentHelp("The server's DPoP-Nonce.", valueName: "NONCE")) var nonce: String?
+    @Flag(name: .customLong("no-ath"), help: "Leave out ath (a proof for a token endpoint rather than a resource).") var noAccessTokenHash = false
+
+    func run() throws {
+        let sessions = EncryptedSessionStorage(store: try store.open(create: false))
+        let stored: StoredSession?
+        do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
+        guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
+        Terminal.out(try Self.proof(tokens: session.tokens, method: method, url: url, nonce: nonce, accessTokenHash: !noAccessTokenHash))
+    }
+
+    /// A proof with the key kept with `tokens`.
+    static func proof(tokens: TokenSet, method: String, url: String, nonce: String?, accessTokenHash: Bool) throws -> String {
+        guard let key = tokens.dpopKey else {
+            throw CLIError.failed("the session has no DPoP key (log in with moose login --dpop)")
+        }
+        guard let target = URL(string: url), let scheme = target.scheme?.lowercased(), scheme == "https" || scheme == "http",
+              target.host != nil else {
+            throw CLIError.usage("--url \(url) is not an absolute http(s) URL")
+        }
+        guard let htm = HTTPRequest.Method(method.uppercased()) else { throw CLIError.usage("--method \(method) is not an HTTP method") }
+        if let nonce, nonce.isEmpty || !nonce.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }) {
+            throw CLIError.usage("--nonce has characters a DPoP nonce cannot have (RFC 9449 §8.1)")
+        }
+        do {
+            return try key.proof(method: htm, url: target, accessToken: accessTokenHash ? tokens.accessToken : nil, nonce: nonce)
+        } catch {
+            throw OAuthContext.fail(error)
+        }
     }
 }

@@ -30,7 +30,12 @@ public enum TestIdentityProvider {
 }
 
 /// Runs `path` (no arguments), returning its exit status and standard output (stderr is inherited).
-private func runCapturingStdout(_ path: String) -> (Int32, String) {
+public func runCapturingStdout(_ path: String) -> (Int32, String) { runCapturingStdout([path]) }
+
+/// Runs `argv[0]` with the rest as arguments (no shell), returning its exit status and standard
+/// output (stderr is inherited).
+public func runCapturingStdout(_ argv: [String]) -> (Int32, String) {
+    let path = argv[0]
     var fds: [Int32] = [0, 0]
     guard pipe(&fds) == 0 else { return (-1, "pipe failed") }
     var actions = posix_spawn_file_actions_t()
@@ -41,9 +46,9 @@ private func runCapturingStdout(_ path: String) -> (Int32, String) {
     posix_spawn_file_actions_addclose(&actions, fds[1])
     var pid: pid_t = 0
     let spawned = path.withCString { cPath -> Int32 in
-        var argv: [UnsafeMutablePointer<CChar>?] = [strdup(cPath), nil]
-        defer { free(argv[0]) }
-        return posix_spawn(&pid, cPath, &actions, nil, &argv, environ)
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for argument in cArguments { free(argument) } }
+        return posix_spawnp(&pid, cPath, &actions, nil, &cArguments, environ)
     }
     close(fds[1])
     guard spawned == 0 else { close(fds[0]); return (-1, "cannot run \(path): error \(spawned)") }

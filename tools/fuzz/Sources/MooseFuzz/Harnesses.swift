@@ -15,7 +15,7 @@ nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
     "base64url": base64url, "json": json, "jws": jws, "jwk": jwk, "token-response": tokenResponse,
     "discovery": discovery, "userinfo": userinfo, "www-authenticate": wwwAuthenticate, "http-date": httpDate,
     "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
-    "form": form, "redaction": redaction,
+    "form": form, "redaction": redaction, "dpop-par-response": dpopParResponse,
 ]
 
 nonisolated(unsafe) let selected: ([UInt8]) -> Void = {
@@ -270,5 +270,26 @@ func storeEnvelope(_ bytes: [UInt8]) {
     require((try? dataCipher.openCombined(sealed, authenticating: other)) == nil, "a value opened under another name")
     if let wrapped = try? Format.wrap(dataKey, id: 1, master: master, storeID: storeID) {
         require((try? Format.unwrap(wrapped, id: 2, master: master, storeID: storeID)) == nil, "a data key unwrapped under another id")
+    }
+}
+
+/// A DPoP/PAR server answer: byte 0 picks the status, byte 1 the length (mod 64) of a raw header
+/// block, the rest is the body. Properties: a nonce is remembered only when well-formed (NQCHAR,
+/// ≤ 1 KiB); a request_uri comes back only as visible ASCII of at most 2 KiB; nothing traps.
+func dpopParResponse(_ bytes: [UInt8]) {
+    guard bytes.count >= 2 else { return }
+    let status = [200, 201, 400, 401, 403, 500][Int(bytes[0]) % 6]
+    let headerLength = min(Int(bytes[1]) % 64, bytes.count - 2)
+    let headers = CurlTransport.parseHeaders(Array(bytes[2..<(2 + headerLength)]))
+    let response = APIResponse(status: HTTPResponse.Status(code: status), headerFields: headers, body: Data(bytes[(2 + headerLength)...]))
+    let url = URL(string: "https://fuzz.example/token")!
+    _ = DPoPNonces.asksForNonce(response)
+    DPoPNonces.remember(response, from: url)
+    if let nonce = DPoPNonces.nonce(for: url) {
+        require(!nonce.isEmpty && nonce.utf8.count <= 1024 && nonce.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E && $0 != 0x22 && $0 != 0x5C },
+                "a remembered nonce is NQCHAR and bounded")
+    }
+    if let requestURI = try? PushedAuthorization.requestURI(from: response) {
+        require(requestURI.utf8.count <= 2048 && TokenCharacters.isVisibleASCII(requestURI), "request_uri is bounded visible ASCII")
     }
 }
