@@ -291,6 +291,22 @@ struct RefreshCommand: ParsableCommand {
     }
 }
 
+extension RefreshCommand {
+    /// Refreshes `profile`'s session because a server refused `rejected` — only if that is still the
+    /// current access token (another process may have refreshed already); never wipes the session.
+    static func refresh(store: StoreOptions, profile: String, rejecting rejected: String) throws {
+        let context = try OAuthContext(options: store, create: false)
+        guard let (session, settings) = try context.loadOrFail(profile), session.state == .active,
+              session.tokens.accessToken.utf8.elementsEqual(rejected.utf8) else { return }
+        do {
+            let coordinator = try context.coordinator(for: session, profile: settings)
+            try OAuthContext.refreshing(coordinator) { try await $0.refresh(rejecting: AccessToken(value: rejected)) }
+        } catch {
+            throw OAuthContext.fail(error)
+        }
+    }
+}
+
 struct LogoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout", abstract: "Revoke the tokens at the provider and wipe the local session (always).")

@@ -20,10 +20,14 @@ struct TokenCommand: ParsableCommand {
             Exit status: 0 ok, 1 the session needs `moose login`, 2 usage, 3 the provider is unreachable.
             """)
 
-    enum Format: String, ExpressibleByArgument, CaseIterable { case token, header, env, json }
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case token, header, env, json
+        /// A Kubernetes `ExecCredential` for kubectl's exec credential plugins.
+        case execCredential = "exec-credential"
+    }
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile.") var profile = "default"
+    @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
     @Option(name: .customLong("min-validity"), help: ArgumentHelp("Seconds the token must still be valid (e.g. 60 or 60s).", valueName: "SECONDS"))
     var minValidity: String = "30"
     @Flag(name: .customLong("id-token"), help: "Print the ID token instead.") var idToken = false
@@ -35,11 +39,10 @@ struct TokenCommand: ParsableCommand {
     @Option(help: ArgumentHelp("A DPoP nonce the resource server sent (its DPoP-Nonce header).", valueName: "NONCE"))
     var nonce: String?
 
-    func run() throws {
-        guard let minimum = Double(minValidity.hasSuffix("s") ? String(minValidity.dropLast()) : minValidity),
-              minimum >= 0, minimum <= 86_400 * 365 else {
-            throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
-        }
+    /// The session's tokens, valid for `minimumValidity` seconds: read from the store (no network,
+    /// no concurrency runtime when the cached token is fine), else refreshed through the coordinator
+    /// — once, however many processes ask. Every command and credential helper gets tokens here.
+    static func validTokens(store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval) throws -> TokenSet {
         let sessions = EncryptedSessionStorage(store: try store.open(create: false))
         let stored: StoredSession?
         do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
@@ -59,6 +62,16 @@ struct TokenCommand: ParsableCommand {
             }
             tokens = try sessions.loadNow(profile)?.session.tokens ?? tokens
         }
+        return tokens
+    }
+
+    func run() throws {
+        guard let minimum = Double(minValidity.hasSuffix("s") ? String(minValidity.dropLast()) : minValidity),
+              minimum >= 0, minimum <= 86_400 * 365 else {
+            throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
+        }
+        let profile = CLIConfig.profileName(self.profile)
+        let tokens = try Self.validTokens(store: store, profile: profile, minimumValidity: minimum)
         let value: String
         if idToken {
             guard let id = tokens.idToken else { throw CLIError.failed("the session has no ID token") }
@@ -100,6 +113,8 @@ struct TokenCommand: ParsableCommand {
                                       "scopes": .array(tokens.scopes.map { .string($0) })]
             object["expires_at"] = expiresAt.map { .number(JSONNumber($0)) } ?? .null
             Terminal.out(JSONValue.object(object).serialized())
+        case .execCredential:
+            Terminal.out(try ExecCredential.document(token: value, expiresAt: idToken ? nil : tokens.expiresAt))
         }
     }
 }
@@ -161,5 +176,34 @@ struct DPoPProofCommand: ParsableCommand {
         } catch {
             throw OAuthContext.fail(error)
         }
+    }
+}
+
+/// kubectl's exec credential plugin protocol (client.authentication.k8s.io): what `moose token
+/// --format exec-credential` prints.
+enum ExecCredential {
+    /// The API versions kubectl may ask for in `KUBERNETES_EXEC_INFO`.
+    static let versions = ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"]
+
+    /// An `ExecCredential` with `status.token` and `status.expirationTimestamp` (RFC 3339), in the
+    /// API version `KUBERNETES_EXEC_INFO` names (v1 when absent). kubectl calls the plugin again once
+    /// the timestamp has passed — so it never holds an expired token, and never triggers a refresh early.
+    static func document(token: String, expiresAt: Date?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+        var apiVersion = versions[0]
+        if let info = environment["KUBERNETES_EXEC_INFO"], !info.isEmpty {
+            guard info.utf8.count <= 64 * 1024, case .object(let object)? = try? JSONValue(parsing: Array(info.utf8)) else {
+                throw CLIError.usage("KUBERNETES_EXEC_INFO is not a JSON object")
+            }
+            if let asked = object["apiVersion"]?.stringValue {
+                guard let known = versions.first(where: { $0.utf8.elementsEqual(asked.utf8) }) else {
+                    throw CLIError.failed("kubectl asks for \(asked); moose speaks \(versions.joined(separator: " and "))")
+                }
+                apiVersion = known
+            }
+        }
+        var status: JSONObject = ["token": .string(token)]
+        if let expiresAt { status["expirationTimestamp"] = .string(ISO8601.string(from: expiresAt)) }
+        let document: JSONObject = ["apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)]
+        return JSONValue.object(document).serialized()
     }
 }

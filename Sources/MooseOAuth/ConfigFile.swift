@@ -1,0 +1,340 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `moose`'s configuration file (`$XDG_CONFIG_HOME/moose/config.toml`): named profiles and which
+/// profile a host (a git remote, a registry, a cluster) uses, so credential helpers need no flags.
+///
+/// ```toml
+/// default = "work"
+///
+/// [profiles.work]
+/// issuer = "https://id.example.com"
+/// client_id = "moose-cli"
+/// scopes = ["openid", "profile", "offline_access"]
+/// resource = "https://api.example.com"
+/// store = "postgres://moose@db.example.com/moose"   # or a file path
+/// dpop = "ES256"
+///
+/// [hosts]
+/// "git.example.com" = "work"
+/// ```
+///
+/// The file is a strict subset of TOML 1.0: comments, `[table]` headers (dotted, bare or quoted
+/// keys), `key = value` with basic ("…") or literal ('…') strings, integers, booleans and one-line
+/// arrays of those. Anything else is refused with its line number — a config file is outside
+/// input, so the parser is bounded (size, line length, nesting) and never traps.
+package struct ConfigFile: Sendable, Equatable {
+    /// One profile's settings (all optional: flags and stored sessions fill the rest).
+    package struct ProfileSettings: Sendable, Equatable {
+        package var issuer: String?
+        package var clientID: String?
+        package var scopes: [String]?
+        package var resource: String?
+        package var store: String?
+        package var dpop: String?
+        package var clientSecretFile: String?
+    }
+
+    /// The profile commands use without `--profile`.
+    package var defaultProfile: String?
+    /// Profiles by name.
+    package var profiles: [String: ProfileSettings] = [:]
+    /// Host (`git.example.com`, `registry.example.com:5000`) → profile name.
+    package var hosts: [String: String] = [:]
+
+    /// The largest file read, in bytes.
+    package static let maximumSize = 256 * 1024
+
+    /// A refused file: what is wrong and where.
+    package struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        package let line: Int
+        package let message: String
+        package var description: String { "line \(line): \(message)" }
+    }
+
+    package init() {}
+
+    /// Parses the file's bytes.
+    package init(parsing bytes: [UInt8]) throws(ParseError) {
+        guard bytes.count <= Self.maximumSize else { throw ParseError(line: 0, message: "the file is larger than \(Self.maximumSize) bytes") }
+        let tables = try TOMLSubset.parse(bytes)
+        for (path, entries) in tables {
+            switch path.count {
+            case 0:
+                for (key, entry) in entries {
+                    guard key == "default" else { throw ParseError(line: entry.line, message: "unknown top-level key \"\(key)\"") }
+                    defaultProfile = try entry.string(key)
+                }
+            case 1 where path[0] == "hosts":
+                for (host, entry) in entries { hosts[host.lowercased()] = try entry.string(host) }
+            case 2 where path[0] == "profiles":
+                var settings = ProfileSettings()
+                for (key, entry) in entries {
+                    switch key {
+                    case "issuer": settings.issuer = try entry.string(key)
+                    case "client_id": settings.clientID = try entry.string(key)
+                    case "scopes": settings.scopes = try entry.strings(key)
+                    case "resource": settings.resource = try entry.string(key)
+                    case "store": settings.store = try entry.string(key)
+                    case "dpop": settings.dpop = try entry.string(key)
+                    case "client_secret_file": settings.clientSecretFile = try entry.string(key)
+                    default: throw ParseError(line: entry.line, message: "unknown profile key \"\(key)\"")
+                    }
+                }
+                profiles[path[1]] = settings
+            default:
+                let line = entries.values.map(\.line).min() ?? 0
+                throw ParseError(line: line, message: "unknown table [\(path.joined(separator: "."))]")
+            }
+        }
+    }
+
+    /// The profile for `host` (exact, case-insensitive; with or without a port).
+    package func profile(forHost host: String) -> String? {
+        let host = host.lowercased()
+        if let name = hosts[host] { return name }
+        if let colon = host.lastIndex(of: ":"), let name = hosts[String(host[..<colon])] { return name }
+        return nil
+    }
+
+    /// The file as TOML (for `moose profile use`, which rewrites it).
+    package var serialized: String {
+        var lines: [String] = []
+        if let defaultProfile { lines.append("default = \(TOMLSubset.quote(defaultProfile))") }
+        for name in profiles.keys.sorted() {
+            guard let settings = profiles[name] else { continue }
+            lines.append("")
+            lines.append("[profiles.\(TOMLSubset.key(name))]")
+            let fields: [(String, String?)] = [("issuer", settings.issuer), ("client_id", settings.clientID),
+                                               ("resource", settings.resource), ("store", settings.store), ("dpop", settings.dpop),
+                                               ("client_secret_file", settings.clientSecretFile)]
+            for (key, value) in fields { if let value { lines.append("\(key) = \(TOMLSubset.quote(value))") } }
+            if let scopes = settings.scopes { lines.append("scopes = [" + scopes.map(TOMLSubset.quote).joined(separator: ", ") + "]") }
+        }
+        if !hosts.isEmpty {
+            lines.append("")
+            lines.append("[hosts]")
+            for host in hosts.keys.sorted() { lines.append("\(TOMLSubset.key(host)) = \(TOMLSubset.quote(hosts[host] ?? ""))") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+/// The TOML subset `ConfigFile` reads.
+package enum TOMLSubset {
+    /// A value with the line it was on.
+    package struct Entry: Sendable, Equatable {
+        package enum Value: Sendable, Equatable {
+            case string(String), integer(Int64), bool(Bool), array([Value])
+        }
+        package let value: Value
+        package let line: Int
+
+        func string(_ key: String) throws(ConfigFile.ParseError) -> String {
+            guard case .string(let text) = value else { throw ConfigFile.ParseError(line: line, message: "\(key) must be a string") }
+            return text
+        }
+
+        func strings(_ key: String) throws(ConfigFile.ParseError) -> [String] {
+            guard case .array(let items) = value else { throw ConfigFile.ParseError(line: line, message: "\(key) must be an array of strings") }
+            var strings: [String] = []
+            for item in items {
+                guard case .string(let text) = item else { throw ConfigFile.ParseError(line: line, message: "\(key) must be an array of strings") }
+                strings.append(text)
+            }
+            return strings
+        }
+    }
+
+    static let maximumLineLength = 8192
+    static let maximumKeys = 4096
+
+    /// Tables by their key path (`[]` for the top level), each a map of key → entry.
+    package static func parse(_ bytes: [UInt8]) throws(ConfigFile.ParseError) -> [[String]: [String: Entry]] {
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw ConfigFile.ParseError(line: 0, message: "the file is not UTF-8")
+        }
+        var tables: [[String]: [String: Entry]] = [[]: [:]]
+        var current: [String] = []
+        var count = 0
+        // Lines split on the LF byte (Swift treats "\r\n" as one Character: never split text on "\n").
+        for (index, rawLine) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            let number = index + 1
+            var line = Array(rawLine)
+            if line.last == 0x0D { line.removeLast() }
+            guard line.count <= maximumLineLength else { throw ConfigFile.ParseError(line: number, message: "the line is too long") }
+            var cursor = Cursor(bytes: line, line: number)
+            cursor.skipSpace()
+            if cursor.atEnd || cursor.peek == UInt8(ascii: "#") { continue }
+            if cursor.peek == UInt8(ascii: "[") {
+                cursor.advance()
+                if cursor.peek == UInt8(ascii: "[") { throw cursor.error("arrays of tables are not supported") }
+                let path = try cursor.keyPath()
+                cursor.skipSpace()
+                guard cursor.peek == UInt8(ascii: "]") else { throw cursor.error("expected ] after the table name") }
+                cursor.advance()
+                try cursor.endOfLine()
+                guard tables[path] == nil || path.isEmpty else { throw cursor.error("table [\(path.joined(separator: "."))] is defined twice") }
+                tables[path] = tables[path] ?? [:]
+                current = path
+                continue
+            }
+            let path = try cursor.keyPath()
+            cursor.skipSpace()
+            guard cursor.peek == UInt8(ascii: "=") else { throw cursor.error("expected = after the key") }
+            cursor.advance()
+            cursor.skipSpace()
+            let value = try cursor.value(depth: 0)
+            try cursor.endOfLine()
+            guard path.count == 1 else { throw cursor.error("dotted keys are not supported; use a [table]") }
+            count += 1
+            guard count <= maximumKeys else { throw cursor.error("too many keys") }
+            guard tables[current]?[path[0]] == nil else { throw cursor.error("key \(path[0]) is defined twice") }
+            tables[current, default: [:]][path[0]] = Entry(value: value, line: number)
+        }
+        return tables
+    }
+
+    /// A basic string with every character TOML requires escaped.
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    let hex = String(scalar.value, radix: 16, uppercase: true)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    /// A key, bare when it can be.
+    static func key(_ text: String) -> String {
+        !text.isEmpty && text.utf8.allSatisfy(Cursor.isBareKeyByte) ? text : quote(text)
+    }
+
+    struct Cursor {
+        let bytes: [UInt8]
+        let line: Int
+        var index = 0
+
+        var atEnd: Bool { index >= bytes.count }
+        var peek: UInt8? { atEnd ? nil : bytes[index] }
+        mutating func advance() { index += 1 }
+
+        func error(_ message: String) -> ConfigFile.ParseError { ConfigFile.ParseError(line: line, message: message) }
+
+        mutating func skipSpace() { while let byte = peek, byte == 0x20 || byte == 0x09 { advance() } }
+
+        mutating func endOfLine() throws(ConfigFile.ParseError) {
+            skipSpace()
+            guard atEnd || peek == UInt8(ascii: "#") else { throw error("unexpected text after the value") }
+        }
+
+        static func isBareKeyByte(_ byte: UInt8) -> Bool {
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F
+        }
+
+        mutating func keyPath() throws(ConfigFile.ParseError) -> [String] {
+            var path: [String] = []
+            while true {
+                skipSpace()
+                path.append(try key())
+                guard path.count <= 8 else { throw error("the key has too many parts") }
+                skipSpace()
+                guard peek == UInt8(ascii: ".") else { return path }
+                advance()
+            }
+        }
+
+        mutating func key() throws(ConfigFile.ParseError) -> String {
+            if peek == UInt8(ascii: "\"") || peek == UInt8(ascii: "'") { return try string() }
+            let start = index
+            while let byte = peek, Self.isBareKeyByte(byte) { advance() }
+            guard index > start else { throw error("expected a key") }
+            return String(decoding: bytes[start..<index], as: UTF8.self)
+        }
+
+        mutating func value(depth: Int) throws(ConfigFile.ParseError) -> Entry.Value {
+            guard let byte = peek else { throw error("expected a value") }
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "'"):
+                return .string(try string())
+            case UInt8(ascii: "["):
+                guard depth < 4 else { throw error("arrays nest too deeply") }
+                advance()
+                var items: [Entry.Value] = []
+                while true {
+                    skipSpace()
+                    if peek == UInt8(ascii: "]") { advance(); return .array(items) }
+                    items.append(try value(depth: depth + 1))
+                    guard items.count <= 1024 else { throw error("the array is too long") }
+                    skipSpace()
+                    if peek == UInt8(ascii: ",") { advance(); continue }
+                    guard peek == UInt8(ascii: "]") else { throw error("expected , or ] in the array (arrays must fit on one line)") }
+                }
+            case UInt8(ascii: "t"), UInt8(ascii: "f"):
+                for (word, flag) in [("true", true), ("false", false)] where bytes[index...].starts(with: word.utf8) {
+                    index += word.utf8.count
+                    return .bool(flag)
+                }
+                throw error("expected a value")
+            default:
+                let start = index
+                if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { advance() }
+                while let digit = peek, (0x30...0x39).contains(digit) || digit == UInt8(ascii: "_") { advance() }
+                let digits = String(decoding: bytes[start..<index].filter { $0 != UInt8(ascii: "_") }, as: UTF8.self)
+                guard index > start, let number = Int64(digits) else { throw error("expected a string, integer, boolean or array") }
+                return .integer(number)
+            }
+        }
+
+        /// A basic ("…", with escapes) or literal ('…') one-line string.
+        mutating func string() throws(ConfigFile.ParseError) -> String {
+            guard let quote = peek else { throw error("expected a string") }
+            advance()
+            if bytes[index...].starts(with: [quote, quote]) { throw error("multi-line strings are not supported") }
+            var out: [UInt8] = []
+            while true {
+                guard let byte = peek else { throw error("the string is not closed") }
+                advance()
+                if byte == quote { break }
+                if byte < 0x20 && byte != 0x09 || byte == 0x7F { throw error("control characters must be escaped in strings") }
+                guard quote == UInt8(ascii: "\""), byte == UInt8(ascii: "\\") else { out.append(byte); continue }
+                guard let escape = peek else { throw error("the string is not closed") }
+                advance()
+                switch escape {
+                case UInt8(ascii: "\""): out.append(0x22)
+                case UInt8(ascii: "\\"): out.append(0x5C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "u"), UInt8(ascii: "U"):
+                    let length = escape == UInt8(ascii: "u") ? 4 : 8
+                    guard index + length <= bytes.count,
+                          bytes[index..<(index + length)].allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }),
+                          let value = UInt32(String(decoding: bytes[index..<(index + length)], as: UTF8.self), radix: 16),
+                          let scalar = Unicode.Scalar(value) else { throw error("bad \\u escape") }
+                    index += length
+                    out.append(contentsOf: Array(String(Character(scalar)).utf8))
+                default: throw error("unknown escape in a string")
+                }
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
+    }
+}
