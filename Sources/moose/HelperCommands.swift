@@ -184,7 +184,7 @@ struct GitCredentialCommand: ParsableCommand {
         }
         switch action {
         case "get":
-            let tokens = try TokenCommand.validTokens(store: store, profile: name, minimumValidity: 60)
+            let tokens = try TokenCommand.validTokens(store: store, profile: name, minimumValidity: 30)
             guard TokenCharacters.isB64Token(tokens.accessToken) else {
                 throw CLIError.failed("the access token has characters outside RFC 6750's b64token set; not handing it to git")
             }
@@ -248,7 +248,7 @@ struct DockerCredentialCommand: ParsableCommand {
                 Terminal.outPreSanitized(Self.notFound)
                 throw ExitCode(1)
             }
-            let tokens = try TokenCommand.validTokens(store: store, profile: name, minimumValidity: 60)
+            let tokens = try TokenCommand.validTokens(store: store, profile: name, minimumValidity: 30)
             guard TokenCharacters.isB64Token(tokens.accessToken) else { throw CLIError.failed("the access token is not a b64token") }
             let answer: JSONObject = ["ServerURL": .string(serverURL), "Username": .string(username), "Secret": .string(tokens.accessToken)]
             Terminal.outPreSanitized(JSONValue.object(answer).serialized())

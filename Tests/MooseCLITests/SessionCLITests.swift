@@ -157,8 +157,8 @@ final class BackgroundCLI {
     let process = Process()
     let out = Pipe(), err = Pipe()
 
-    init(_ arguments: [String], environment: [String: String]) throws {
-        process.executableURL = URL(fileURLWithPath: CLI.binary)
+    init(_ arguments: [String], environment: [String: String], executable: String? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable ?? CLI.binary)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
