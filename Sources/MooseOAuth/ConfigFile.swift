@@ -278,6 +278,7 @@ package enum TOMLSubset {
                 var items: [Entry.Value] = []
                 while true {
                     skipSpace()
+                    if atEnd { throw error("the array is not closed (arrays must fit on one line)") }
                     if peek == UInt8(ascii: "]") { advance(); return .array(items) }
                     items.append(try value(depth: depth + 1))
                     guard items.count <= 1024 else { throw error("the array is too long") }

@@ -16,6 +16,7 @@ nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
     "discovery": discovery, "userinfo": userinfo, "www-authenticate": wwwAuthenticate, "http-date": httpDate,
     "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
     "form": form, "redaction": redaction, "dpop-par-response": dpopParResponse,
+    "config-file": configFile,
 ]
 
 nonisolated(unsafe) let selected: ([UInt8]) -> Void = {
@@ -291,5 +292,17 @@ func dpopParResponse(_ bytes: [UInt8]) {
     }
     if let requestURI = try? PushedAuthorization.requestURI(from: response) {
         require(requestURI.utf8.count <= 2048 && TokenCharacters.isVisibleASCII(requestURI), "request_uri is bounded visible ASCII")
+    }
+}
+
+/// moose's config file (a TOML subset). Properties: parsing never traps; a file that parses
+/// serializes to text that parses back to the same configuration (every value quoted correctly).
+func configFile(_ bytes: [UInt8]) {
+    guard let config = try? ConfigFile(parsing: bytes) else { return }
+    do {
+        let again = try ConfigFile(parsing: Array(config.serialized.utf8))
+        require(again == config, "parse(serialize(config)) == config")
+    } catch {
+        require(false, "a serialized configuration does not parse: \(error)")
     }
 }
