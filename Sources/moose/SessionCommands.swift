@@ -1,4 +1,5 @@
 import ArgumentParser
+import Synchronization
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
@@ -204,19 +205,34 @@ struct LoginCommand: ParsableCommand {
             let parameters = AuthorizationParameters(scopes: scopes)
             let tokens: TokenSet
             if device {
+                let progress = Mutex<Progress?>(nil)
                 let flow = DeviceAuthorizationFlow(client: client, idTokens: validator) { device in
-                    Terminal.error("To sign in, open \(device.verificationURI.absoluteString) and enter the code \(device.userCode)")
-                    if let complete = device.verificationURIComplete { Terminal.error("(or open \(complete.absoluteString))") }
-                    Terminal.error("Waiting for approval…")
+                    for line in DeviceCodeBanner.lines(userCode: device.userCode, verificationURI: device.verificationURI.absoluteString,
+                                                       complete: device.verificationURIComplete?.absoluteString) {
+                        Terminal.outPreSanitizedError(line)
+                    }
+                    if Progress.isInteractive {
+                        progress.withLock { $0 = Progress("Waiting for approval", until: device.expiresAt) }
+                    } else {
+                        Terminal.error("Waiting for approval…")
+                    }
                 }
+                defer { progress.withLock { $0?.stop() } }
                 tokens = try Blocking.run { try await flow.authorize(parameters) }
             } else {
                 let noBrowser = self.noBrowser
+                let progress = Mutex<Progress?>(nil)
+                let deadline = Date().addingTimeInterval(timeout)
                 let agent = try LoopbackUserAgent(port: port, timeout: timeout) { url in
                     Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
                     if !noBrowser { openBrowser(url) }
-                    Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
+                    if Progress.isInteractive {
+                        progress.withLock { $0 = Progress("Waiting for the browser to come back to 127.0.0.1 (Ctrl-C to cancel)", until: deadline) }
+                    } else {
+                        Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
+                    }
                 }
+                defer { progress.withLock { $0?.stop() } }
                 let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
                 tokens = try Blocking.run { try await flow.authorize(parameters) }
             }

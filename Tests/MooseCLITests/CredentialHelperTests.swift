@@ -209,3 +209,40 @@ struct CredentialHelperTests {
         #expect(try CLI.run(["completion", "tcsh"]).status == 2)
     }
 }
+
+/// `moose login`'s wait shows a spinner with the time left on a terminal, and nothing of the kind
+/// when its output is piped.
+struct LoginProgressTests {
+    @Test func aSpinnerWithACountdownOnATerminalOnly() throws {
+        let (home, environment) = CLI.home("moose-progress")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let arguments = ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--no-browser", "--timeout", "2"]
+        // Under a pseudo-terminal (python's pty), as a person at the keyboard runs it.
+        let script = """
+            import os, pty, sys
+            out = b""
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], sys.argv[1:])
+            while True:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            os.waitpid(pid, 0)
+            sys.stdout.write(out.decode("utf-8", "replace"))
+            """
+        var env = environment
+        env["TERM"] = "xterm"
+        let terminal = try CLI.run(["python3", "-c", script, CLI.binary] + arguments, environment: env, timeout: 60,
+                                   executable: "/usr/bin/python3")
+        #expect(terminal.stdout.contains("⠋") && terminal.stdout.contains(" left"), "\(terminal.stdout)")
+        #expect(terminal.stdout.contains("\u{1B}[2K"), "the spinner line is cleared at the end")
+        let piped = try CLI.run(arguments, environment: env, timeout: 60)
+        #expect(piped.status == 1)
+        #expect(!piped.stderr.contains("⠋") && !piped.stderr.contains("\u{1B}") && piped.stderr.contains("Waiting for the redirect"))
+    }
+}
