@@ -106,7 +106,7 @@ public final class TokenManager: Sendable {
         var session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens)
         let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
         session.subject = claims?.subject
-        session.attributes = SessionSummary.attributes(from: claims)
+        session.attributes = await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: client)
         if case .clientCredentials = method { session.attributes[ClientState.grantAttribute] = "client_credentials" }
         try await storage.replace(session, key: key)
         await coordinator.didLogIn()
@@ -196,11 +196,27 @@ public struct SessionSummary: Sendable, Hashable {
 
     /// The display claims of a (validated) ID token, as session attributes.
     public static func attributes(from claims: JWTClaims?) -> [String: String] {
+        attributes(from: claims?.fields ?? [:])
+    }
+
+    /// The display claims (`preferred_username`, `email`, `name`) of an ID token's claims or a
+    /// UserInfo response, as session attributes: strings only, at most 256 characters each.
+    public static func attributes(from object: JSONObject) -> [String: String] {
         var attributes: [String: String] = [:]
-        if let value = claims?["preferred_username"]?.stringValue { attributes[usernameAttribute] = value }
-        if let value = claims?["email"]?.stringValue { attributes[emailAttribute] = value }
-        if let value = claims?["name"]?.stringValue { attributes[nameAttribute] = value }
+        for (claim, attribute) in [("preferred_username", usernameAttribute), ("email", emailAttribute), ("name", nameAttribute)] {
+            if let value = object[claim]?.stringValue, !value.isEmpty, value.count <= 256 { attributes[attribute] = value }
+        }
         return attributes
+    }
+
+    /// The names a person knows, from the ID token — or, when it carries none of them, from the
+    /// UserInfo endpoint (OIDC Core §5.3, `sub` checked against the ID token's). UserInfo is best
+    /// effort: a login never fails because of it.
+    public static func displayAttributes(idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient) async -> [String: String] {
+        let fromIDToken = attributes(from: idTokenClaims)
+        guard fromIDToken.isEmpty, client.metadata.userinfoEndpoint != nil, tokens.idToken != nil,
+              let info = try? await client.userInfo(tokens: tokens, expectedSubject: idTokenClaims?.subject) else { return fromIDToken }
+        return attributes(from: info)
     }
 }
 

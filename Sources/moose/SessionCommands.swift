@@ -236,11 +236,16 @@ struct LoginCommand: ParsableCommand {
                 let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
                 tokens = try Blocking.run { try await flow.authorize(parameters) }
             }
+            // The name a person knows: preferred_username, email, name (ID token, else UserInfo), then sub.
+            let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
+            let loggedInClient = client
+            let display = try Blocking.run { await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: loggedInClient) }
             let session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
-                                  subject: subject(of: tokens.idToken), attributes: settings.stored())
+                                  subject: subject(of: tokens.idToken), attributes: settings.stored(in: display))
             try context.sessions.replaceNow(session, key: profile)
             let binding = tokens.dpopKey.map { tokens.isDPoPBound ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens" } ?? ""
-            Terminal.out("Logged in to \(issuer) as \(session.subject ?? "(no ID token)") (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
+            let who = SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
+            Terminal.out("Logged in to \(issuer) as \(who) (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
         } catch {
             throw OAuthContext.fail(error)
         }
@@ -264,17 +269,22 @@ struct StatusCommand: ParsableCommand {
                 continue
             }
             let tokens = session.tokens
+            let summary = SessionSummary(key: name, session: session)
             if json {
                 var object: JSONObject = ["profile": .string(name), "issuer": .string(session.issuer),
                                           "client_id": .string(session.clientID), "state": .string(session.state.rawValue),
                                           "subject": session.subject.map { .string($0) } ?? .null,
+                                          "display_name": summary.displayName.map { .string($0) } ?? .null,
+                                          "preferred_username": summary.preferredUsername.map { .string($0) } ?? .null,
+                                          "email": summary.email.map { .string($0) } ?? .null,
+                                          "name": summary.name.map { .string($0) } ?? .null,
                                           "scopes": .array(tokens.scopes.map { .string($0) }),
                                           "has_refresh_token": .bool(tokens.refreshToken != nil)]
                 object["expires_at"] = tokens.expiresAt.map { .string(ISO8601.string(from: $0)) } ?? .null
                 items.append(.object(object))
             } else {
                 let state = session.state == .active ? (tokens.isValid() ? "active" : "expired (refreshable)") : "needs login"
-                Terminal.out("\(name): \(session.subject ?? "-") at \(session.issuer) — \(state); access token \(expiryText(tokens)); "
+                Terminal.out("\(name): \(summary.displayName ?? "-") at \(session.issuer) — \(state); access token \(expiryText(tokens)); "
                       + "refresh token \(tokens.refreshToken == nil ? "none" : "yes"); scopes: \(tokens.scopes.joined(separator: " "))")
             }
         }

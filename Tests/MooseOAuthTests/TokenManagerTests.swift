@@ -28,7 +28,9 @@ struct TokenManagerTests {
             let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "redirect_uri" }?.value ?? ""
             try await browser.visit(url, stopAt: redirect)
         })
-        #expect(user.displayName != nil && user.state == .active && user.issuer == TestIdP.issuer)
+        #expect(user.state == .active && user.issuer == TestIdP.issuer)
+        // The ID token carries only sub: the names come from UserInfo, preferred_username first.
+        #expect(user.displayName == "alice" && user.email == "alice@example.com" && user.name == "Alice Liddell" && user.subject == "1")
 
         // Requests get the token; a 401-style refresh goes through the one coordinator.
         let api = APIClient(transport: TestIdP.transport, middlewares: [moose.middleware])

@@ -53,6 +53,7 @@ USE_TZ = True
 
 _key_file = STATE / "oidc.key"
 OAUTH2_PROVIDER = {
+    "OAUTH2_VALIDATOR_CLASS": "idp.validators.MooseValidator",
     "OIDC_ENABLED": True,
     "OIDC_RSA_PRIVATE_KEY": _key_file.read_text() if _key_file.exists() else "",
     "OIDC_ISS_ENDPOINT": ISSUER,
