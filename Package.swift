@@ -78,6 +78,19 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// Adapters: each its own product, the only one that depends on the library it adapts; the sanitizer
+// builds of tools/test leave them out (MOOSE_CORE_ONLY=1) so they never compile those libraries.
+if Context.environment["MOOSE_CORE_ONLY"] != "1" {
+    // Combine where it exists, OpenCombine elsewhere (OpenCombineShim picks).
+    package.dependencies.append(.package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"))
+    package.products.append(.library(name: "MooseCombine", targets: ["MooseCombine"]))
+    package.targets += [
+        .target(name: "MooseCombine", dependencies: ["MooseOAuth", "MooseHTTP", .product(name: "OpenCombineShim", package: "OpenCombine")]),
+        .testTarget(name: "MooseCombineTests", dependencies: ["MooseCombine", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
+                                                              .product(name: "OpenCombineShim", package: "OpenCombine")]),
+    ]
+}
+
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
 }

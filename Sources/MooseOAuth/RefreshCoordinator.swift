@@ -182,8 +182,7 @@ public actor RefreshCoordinator {
     private var recentRefreshes: [Date] = []
     private var pendingWrite: (session: OAuthSession, expectedGeneration: Int64?)?
     private var writeRetry: Task<Void, Never>?
-    private let eventStream: AsyncStream<RefreshEvent>
-    private let eventContinuation: AsyncStream<RefreshEvent>.Continuation
+    private nonisolated let eventListeners = EventListeners()
 
     /// A coordinator for the session under `key` in `storage`; `refresher` runs the refresh grant
     /// and validates what comes back (an `Authorizable`'s `refresh` does both).
@@ -198,7 +197,6 @@ public actor RefreshCoordinator {
         self.configuration = configuration
         self.defaultMinimumValidity = configuration.minimumValidity
         self.customClock = configuration.clock
-        (eventStream, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(32))
         if let current, current.state == .active {
             snapshot.withLock { $0 = Snapshot(token: AccessToken(current.tokens, generation: 0), tokens: current.tokens) }
         }
@@ -213,8 +211,9 @@ public actor RefreshCoordinator {
         }
     }
 
-    /// Events for UIs.
-    public nonisolated var events: AsyncStream<RefreshEvent> { eventStream }
+    /// Events for UIs: every access makes a new stream that gets every event from then on (each
+    /// listener its own copy, up to 32 buffered), ending when the listener stops iterating.
+    public nonisolated var events: AsyncStream<RefreshEvent> { eventListeners.listen() }
 
     /// The cached token if valid for `minimumValidity` seconds — a lock read, callable from any
     /// context (the main actor included) without an actor hop.
@@ -296,7 +295,7 @@ public actor RefreshCoordinator {
         writeRetry?.cancel()
         writeRetry = nil
         snapshot.withLock { $0 = Snapshot() }
-        eventContinuation.yield(.loggedOut)
+        eventListeners.yield(.loggedOut)
     }
 
     // MARK: - The shared refresh
@@ -350,7 +349,7 @@ public actor RefreshCoordinator {
             throw OAuthError(OAuthError.needsLogin, "\(key) was logged out or logged in again while a refresh ran")
         }
         let token = publish(tokens)
-        eventContinuation.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
+        eventListeners.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
         return token
     }
 
@@ -428,10 +427,10 @@ public actor RefreshCoordinator {
             session.state = .needsReauthentication
             _ = try? await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
             snapshot.withLock { $0 = Snapshot() }
-            eventContinuation.yield(.needsReauthentication)
+            eventListeners.yield(.needsReauthentication)
             throw error
         } catch let error as OAuthError {
-            eventContinuation.yield(.refreshFailed(error))
+            eventListeners.yield(.refreshFailed(error))
             throw error
         }
         session.tokens = fresh
@@ -594,4 +593,26 @@ final class ContinuationBox: @unchecked Sendable {
         }
         continuation?.resume(with: result)
     }
+}
+
+/// The coordinator's event listeners: each `events` stream gets every event.
+final class EventListeners: Sendable {
+    private let listeners = Mutex<(next: Int, continuations: [Int: AsyncStream<RefreshEvent>.Continuation])>((0, [:]))
+
+    func listen() -> AsyncStream<RefreshEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: RefreshEvent.self, bufferingPolicy: .bufferingNewest(32))
+        let id = listeners.withLock { state in
+            state.next += 1
+            state.continuations[state.next] = continuation
+            return state.next
+        }
+        continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.continuations.removeValue(forKey: id) } }
+        return stream
+    }
+
+    func yield(_ event: RefreshEvent) {
+        for continuation in listeners.withLock({ Array($0.continuations.values) }) { continuation.yield(event) }
+    }
+
+    deinit { for continuation in listeners.withLock({ Array($0.continuations.values) }) { continuation.finish() } }
 }
