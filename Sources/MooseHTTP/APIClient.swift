@@ -29,15 +29,18 @@ public struct APIClient: Sendable {
     public var retryPolicy: RetryPolicy
     /// Where request/response lines go (debug level), with credentials redacted.
     public var logger: Logger
+    /// The network path, when given: offline is `HTTPRequestError.offline` at once, never retried.
+    public var reachability: (any Reachability)?
 
     /// A client; `logger` is the caller's (default: none).
     public init(transport: any HTTPTransport, builder: RequestBuilder = RequestBuilder(),
                 middlewares: [any HTTPMiddleware] = [], retryPolicy: RetryPolicy = RetryPolicy(),
-                logger: Logger? = nil) {
+                logger: Logger? = nil, reachability: (any Reachability)? = nil) {
         self.transport = transport
         self.builder = builder
         self.middlewares = middlewares
         self.retryPolicy = retryPolicy
+        self.reachability = reachability
         // swift-log's "accepting loggers": the caller's, or none at all.
         self.logger = logger ?? Logger(label: "moose.http", factory: { _ in SwiftLogNoOpLogHandler() })
     }
@@ -67,7 +70,7 @@ public struct APIClient: Sendable {
         var next: @Sendable (APIRequest) async throws -> APIResponse = { request in
             try await Self.send(request, over: transport)
         }
-        let chain: [any HTTPMiddleware] = [RetryMiddleware(policy: retryPolicy, logger: logger)] + middlewares
+        let chain: [any HTTPMiddleware] = [RetryMiddleware(policy: retryPolicy, logger: logger, reachability: reachability)] + middlewares
             + [LoggingMiddleware(logger: logger)]
         for middleware in chain.reversed() {
             let inner = next

@@ -48,11 +48,21 @@ public struct RetryMiddleware: HTTPMiddleware {
     public let policy: RetryPolicy
     /// Where retries are logged (debug).
     public let logger: Logger
+    /// The network path: offline means `HTTPRequestError.offline` at once — before the first
+    /// attempt and instead of a retry — rather than attempts that cannot succeed.
+    public let reachability: (any Reachability)?
 
     /// A retry step.
-    public init(policy: RetryPolicy, logger: Logger) {
+    public init(policy: RetryPolicy, logger: Logger, reachability: (any Reachability)? = nil) {
         self.policy = policy
         self.logger = logger
+        self.reachability = reachability
+    }
+
+    private func checkOnline(_ request: APIRequest) throws {
+        guard let reachability, reachability.status == .offline else { return }
+        throw HTTPRequestError(HTTPRequestError.offline, "the network is unreachable; nothing was sent", method: request.method,
+                               url: request.redactedURL)
     }
 
     public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
@@ -60,6 +70,7 @@ public struct RetryMiddleware: HTTPMiddleware {
         var attempt = 1
         while true {
             try Task.checkCancellation()
+            try checkOnline(request)
             let delay: TimeInterval
             do {
                 let response = try await next(request)

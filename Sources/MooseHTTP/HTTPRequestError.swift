@@ -68,6 +68,8 @@ public struct HTTPRequestError: Error, Sendable, CustomStringConvertible {
     public static let timedOut = Code(name: "timedOut")
     /// The response was larger than allowed.
     public static let responseTooLarge = Code(name: "responseTooLarge")
+    /// The network is unreachable (the client's `Reachability` says offline): nothing was sent.
+    public static let offline = Code(name: "offline")
     /// The request is malformed (bad URL, unsupported scheme).
     public static let invalidRequest = Code(name: "invalidRequest")
 }

@@ -110,4 +110,7 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let leaseBusy = Code(name: "leaseBusy")
     /// Too many refreshes in a short time (a refresh loop): refused until the window passes.
     public static let refreshLimit = Code(name: "refreshLimit")
+    /// The network is unreachable (a `Reachability` says so): nothing was sent, no refresh token was
+    /// spent, the session is intact; a coordinator runs the postponed refresh when the network is back.
+    public static let offline = Code(name: "offline")
 }

@@ -157,6 +157,10 @@ public actor RefreshCoordinator {
         /// (on Linux the coarse real-time clock: a few milliseconds of resolution, which no expiry
         /// decision with seconds of margin can notice). Tests set their own.
         public var clock: (@Sendable () -> Date)? = nil
+        /// The network path (e.g. `SystemReachability()`, started): when it says offline, a refresh
+        /// fails at once with `OAuthError.offline` — nothing sent, no refresh token spent, no
+        /// retries burned, never "needs login" — and runs by itself as soon as it says online again.
+        public var reachability: (any Reachability)? = nil
 
         /// Defaults.
         public init() {}
@@ -182,6 +186,10 @@ public actor RefreshCoordinator {
     private var recentRefreshes: [Date] = []
     private var pendingWrite: (session: OAuthSession, expectedGeneration: Int64?)?
     private var writeRetry: Task<Void, Never>?
+    private var postponedRefresh = false
+    private var reachabilityWatch: Task<Void, Never>?
+
+    deinit { reachabilityWatch?.cancel() }
     private nonisolated let eventListeners = EventListeners()
 
     /// A coordinator for the session under `key` in `storage`; `refresher` runs the refresh grant
@@ -336,6 +344,31 @@ public actor RefreshCoordinator {
         recentRefreshes.append(now)
     }
 
+    /// Throws `offline` (and arranges the postponed refresh) when the reachability says offline.
+    private func checkOnline() throws {
+        guard let reachability = configuration.reachability, reachability.status == .offline else { return }
+        postponedRefresh = true
+        watchReachability(reachability)
+        throw OAuthError(OAuthError.offline, "the network is unreachable: the refresh of \(key) waits for it (no refresh token was spent)")
+    }
+
+    /// Runs a postponed refresh each time the network comes back (one watcher per coordinator).
+    private func watchReachability(_ reachability: any Reachability) {
+        guard reachabilityWatch == nil else { return }
+        let updates = reachability.updates()
+        reachabilityWatch = Task { [weak self] in
+            for await status in updates where status == .online {
+                await self?.runPostponedRefresh()
+            }
+        }
+    }
+
+    private func runPostponedRefresh() async {
+        guard postponedRefresh else { return }
+        postponedRefresh = false
+        _ = try? await join(minimumValidity: defaultMinimumValidity, rejecting: nil)
+    }
+
     private func publish(_ tokens: TokenSet) -> AccessToken {
         generation += 1
         let token = AccessToken(tokens, generation: generation)
@@ -375,6 +408,8 @@ public actor RefreshCoordinator {
            answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
             return try adopt(stored.session.tokens, epoch: started)
         }
+        // Offline: its own outcome, before the lease and the provider — the refresh waits for the network.
+        try checkOnline()
         try checkRefreshWindow()
         // Taking the lease is a write: a storage that cannot be written fails here, before any
         // refresh token is spent.
@@ -533,6 +568,11 @@ public actor RefreshCoordinator {
         while true {
             do {
                 return try await refresher(tokens)
+            } catch let error as OAuthError where error.code == OAuthError.transient && configuration.reachability?.status == .offline {
+                // The network went away: no retries burned; the refresh waits for it.
+                _ = error
+                try checkOnline()
+                throw error
             } catch let error as OAuthError where error.code == OAuthError.transient && attempt < configuration.transientAttempts
                         && !Self.mayHaveReachedTheServer(error) {
                 let delay = min(max(configuration.backoff, 0) * Double(1 << min(attempt - 1, 16)), 60) * Double.random(in: 0.5...1.0)

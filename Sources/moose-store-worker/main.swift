@@ -7,6 +7,11 @@
 //   moose-store-worker tokens STORE KEYFILE PROFILE TASKS  TASKS concurrent accessToken() calls through one
 //                                                           RefreshCoordinator (public client, discovery over
 //                                                           libcurl); print "token FINGERPRINT" per distinct token
+//   moose-store-worker reach STORE KEYFILE PROFILE          a coordinator with SystemReachability: prints
+//                                                           "status online|offline" on every change and
+//                                                           "refreshed FINGERPRINT" on every refresh; each
+//                                                           "token" line on stdin asks for a token and prints
+//                                                           "token FINGERPRINT MS" or "offline MS" or "error …"
 import MooseHTTP
 import MooseOAuth
 import MooseSecretStore
@@ -77,6 +82,45 @@ do {
             return seen
         }
         for value in values.sorted() { say("token \(TokenSet.fingerprint(value))") }
+    case "reach":
+        let profile = arguments[4]
+        let sessions = EncryptedSessionStorage(store: store)
+        guard let session = try sessions.loadNow(profile)?.session else { say("no session \(profile)"); exit(1) }
+        let reachability = SystemReachability()
+        reachability.start()
+        let statuses = reachability.updates()
+        // Detached: the main actor is blocked in readLine().
+        Task.detached { for await status in statuses { say("status \(status)") } }
+        let transport = CurlTransport()
+        let metadata = try await Discovery(transport: transport).metadata(for: session.issuer)
+        let client = OAuthClient(metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.reachability = reachability
+        let coordinator = RefreshCoordinator(key: profile, storage: sessions, configuration: configuration, current: session) {
+            try await client.refresh($0)
+        }
+        let events = coordinator.events
+        Task.detached {
+            for await event in events {
+                if case .refreshed = event, let token = coordinator.cachedAccessToken(minimumValidity: 0) {
+                    say("refreshed \(TokenSet.fingerprint(token.value))")
+                }
+            }
+        }
+        say("ready")
+        while let line = readLine() {
+            guard line == "token" else { break }
+            let started = nowMilliseconds()
+            do {
+                let token = try await coordinator.accessToken()
+                say("token \(TokenSet.fingerprint(token.value)) \(nowMilliseconds() - started)")
+            } catch let error as OAuthError where error.code == OAuthError.offline {
+                say("offline \(nowMilliseconds() - started)")
+            } catch {
+                say("error \(error)")
+            }
+        }
+        reachability.stop()
     default:
         say("unknown command \(command)")
         exit(2)

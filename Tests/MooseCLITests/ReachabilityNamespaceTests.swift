@@ -1,0 +1,89 @@
+import Foundation
+import MooseTestSupport
+import Testing
+
+/// Reachability for real, in a network namespace this test makes (tools/netns/up): the only way out
+/// is a veth pair, and the test IdP is reachable only through it. Link down → the worker inside sees
+/// "offline" within a second and a token request says offline at once, with no request at the IdP;
+/// link up → "online", and the postponed refresh completes.
+@Suite(.serialized)
+struct ReachabilityNamespaceTests {
+    @Test func linkDownIsOfflineAndLinkUpRunsThePostponedRefresh() throws {
+        let name = "moose\(getpid() % 100000)"
+        let port = URL(string: TestIdentityProvider.issuer)?.port ?? 8765
+        let up = try CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/up", name, String(port)], timeout: 30, executable: "/bin/bash")
+        guard up.status == 0 else {
+            print("SKIPPED linkDownIsOfflineAndLinkUpRunsThePostponedRefresh: cannot create a network namespace here (\(up.stderr))")
+            _ = try? CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash")
+            return
+        }
+        defer { _ = try? CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash") }
+        let hostInterface = up.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let (home, environment) = try CLI.logIn("moose-netns")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let refreshToken = try TokenCLITests.expireStoredSession(environment: environment)
+        let worker = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("moose-store-worker").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", name, worker, "reach", home.appendingPathComponent("data/moose/store.sqlite").path,
+                             home.appendingPathComponent("config/moose/store.key").path, "default"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { try? input.fileHandleForWriting.close(); process.waitUntilExit() }
+        let lines = LineReader(output.fileHandleForReading)
+        #expect(lines.next(until: { $0 == "ready" }, timeout: 30) != nil, "the worker did not start: \(lines.seen)")
+        #expect(lines.seen.contains("status online"))
+
+        // Link down: the namespace's veth loses its carrier.
+        let down = Date()
+        #expect(try CLI.run(["ip", "link", "set", hostInterface, "down"], executable: "/usr/sbin/ip").status == 0)
+        #expect(lines.next(until: { $0 == "status offline" }, timeout: 5) != nil, "no offline event: \(lines.seen)")
+        #expect(Date().timeIntervalSince(down) < 1.5, "the offline event took \(Date().timeIntervalSince(down)) s")
+        try input.fileHandleForWriting.write(contentsOf: Data("token\n".utf8))
+        let answer = lines.next(until: { $0.hasPrefix("offline ") || $0.hasPrefix("token ") || $0.hasPrefix("error ") }, timeout: 10)
+        #expect(answer?.hasPrefix("offline ") == true, "\(answer ?? "nothing")")
+        if let milliseconds = answer?.split(separator: " ").last.flatMap({ Int($0) }) { #expect(milliseconds < 1000) }
+        #expect(try TokenCLITests.familySize(of: refreshToken) == 1, "the IdP saw a refresh while offline")
+
+        // Link up: online again, and the postponed refresh runs by itself.
+        #expect(try CLI.run(["ip", "link", "set", hostInterface, "up"], executable: "/usr/sbin/ip").status == 0)
+        #expect(lines.next(until: { $0 == "status online" }, timeout: 10) != nil, "no online event: \(lines.seen)")
+        #expect(lines.next(until: { $0.hasPrefix("refreshed ") }, timeout: 30) != nil, "the postponed refresh did not run: \(lines.seen)")
+        #expect(try TokenCLITests.familySize(of: refreshToken) == 2)
+    }
+}
+
+/// Reads lines from a pipe as they come, remembering all of them.
+final class LineReader: @unchecked Sendable {
+    private let handle: FileHandle
+    private var buffer = ""
+    private(set) var seen: [String] = []
+
+    init(_ handle: FileHandle) { self.handle = handle }
+
+    /// The first new line satisfying `match`, waiting up to `timeout` seconds.
+    func next(until match: (String) -> Bool, timeout: TimeInterval) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var checked = seen.count   // only lines read from now on count
+        while Date() < deadline {
+            while checked < seen.count {
+                defer { checked += 1 }
+                if match(seen[checked]) { return seen[checked] }
+            }
+            var ready = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(max(1, min(200, deadline.timeIntervalSinceNow * 1000)))) > 0 else { continue }
+            let chunk = handle.availableData
+            if chunk.isEmpty { return nil }
+            buffer += String(decoding: chunk, as: UTF8.self)
+            while let newline = buffer.firstIndex(of: "\n") {
+                seen.append(String(buffer[..<newline]))
+                buffer = String(buffer[buffer.index(after: newline)...])
+            }
+        }
+        return nil
+    }
+}
