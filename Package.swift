@@ -53,7 +53,7 @@ let package = Package(
                                                  .product(name: "Logging", package: "swift-log")]),
         .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth"]),
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
-        .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP"], path: "Tests/Support"),
+        .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP", "MooseJWT"], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
         .executableTarget(
             name: "moose",
@@ -77,6 +77,24 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// MARK: - MooseMCP (the MCP Swift SDK's HTTPClientAuthorizer on Moose)
+// Its own product, the only one depending on modelcontextprotocol/swift-sdk. MOOSE_CORE_ONLY=1 (the
+// sanitizer builds in tools/test) leaves it, its tests and the SDK out of the graph.
+if Context.environment["MOOSE_CORE_ONLY"] != "1" {
+    package.dependencies.append(.package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"))
+    package.products.append(.library(name: "MooseMCP", targets: ["MooseMCP"]))
+    package.targets += [
+        .target(name: "MooseMCP", dependencies: ["MooseOAuth", "MooseHTTP", "MooseURLSession",
+                                                 .product(name: "MCP", package: "swift-sdk")]),
+        // A child process for the two-process MCP test (not a product).
+        .executableTarget(name: "moose-mcp-worker", dependencies: ["MooseMCP", "MooseOAuth", "MooseSecretStore", "MooseHTTP",
+                                                                   .product(name: "MCP", package: "swift-sdk")],
+                          path: "Tests/MCPWorker"),
+        .testTarget(name: "MooseMCPTests", dependencies: ["MooseMCP", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
+                                                          "moose-mcp-worker", .product(name: "MCP", package: "swift-sdk")]),
+    ]
+}
 
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
