@@ -92,7 +92,7 @@ if Context.environment["MOOSE_CORE_ONLY"] != "1" {
                                                                    .product(name: "MCP", package: "swift-sdk")],
                           path: "Tests/MCPWorker"),
         .testTarget(name: "MooseMCPTests", dependencies: ["MooseMCP", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
-                                                          "moose-mcp-worker", .product(name: "MCP", package: "swift-sdk")]),
+                                                          "moose-mcp-worker", "moose", .product(name: "MCP", package: "swift-sdk")]),
     ]
 }
 
