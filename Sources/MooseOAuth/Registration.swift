@@ -32,13 +32,14 @@ public struct ClientRegistrationRequest: Sendable, Hashable {
     /// `scope`: the scopes the client may ask for (space-joined); `nil`: the server's default. A
     /// server may cap later requests (a step-up included) to what was registered here.
     public var scopes: [String]?
-    /// `client_uri`, `logo_uri`, `software_id`, `software_version` and any other member, as strings.
-    public var extra: [(String, String)]
+    /// `client_uri`, `logo_uri`, `software_id`, `software_version` and any other member (a provider's
+    /// own, like Glewlwyd's `client_confidential: false`).
+    public var extra: [(String, JSONValue)]
 
     /// A registration request; see the type's documentation for the defaults.
     public init(clientName: String? = nil, redirectURIs: [String] = [], applicationType: String? = "native",
                 tokenEndpointAuthMethod: String = "none", grantTypes: [String] = ["authorization_code", "refresh_token"],
-                responseTypes: [String] = ["code"], scopes: [String]? = nil, extra: [(String, String)] = []) {
+                responseTypes: [String] = ["code"], scopes: [String]? = nil, extra: [(String, JSONValue)] = []) {
         self.clientName = clientName
         self.redirectURIs = redirectURIs
         self.applicationType = applicationType
@@ -53,7 +54,7 @@ public struct ClientRegistrationRequest: Sendable, Hashable {
         a.redirectURIs == b.redirectURIs && a.clientName == b.clientName && a.applicationType == b.applicationType
             && a.tokenEndpointAuthMethod == b.tokenEndpointAuthMethod && a.grantTypes == b.grantTypes
             && a.responseTypes == b.responseTypes && a.scopes == b.scopes
-            && a.extra.map { $0.0 + "=" + $0.1 } == b.extra.map { $0.0 + "=" + $0.1 }
+            && a.extra.map(\.0) == b.extra.map(\.0) && a.extra.map(\.1) == b.extra.map(\.1)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -72,7 +73,7 @@ public struct ClientRegistrationRequest: Sendable, Hashable {
         object["grant_types"] = .array(grantTypes.map { .string($0) })
         object["response_types"] = .array(responseTypes.map { .string($0) })
         if let scopes { object["scope"] = .string(scopes.joined(separator: " ")) }
-        for (name, value) in extra { object[name] = .string(value) }
+        for (name, value) in extra { object[name] = value }
         return object
     }
 }
