@@ -305,3 +305,8 @@ enum Worker {
         return "moose-mcp-worker"
     }()
 }
+
+/// The MCP tests are skipped when the server cannot run; this one fails then, so a run says so.
+@Test func theTestMCPServerRuns() {
+    #expect(MCPTestServer.url != nil, "\(MCPTestServer.unavailable): the MCP tests did not run")
+}
