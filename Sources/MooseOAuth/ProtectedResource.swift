@@ -195,7 +195,7 @@ public struct ResourceChallenge: Sendable, Hashable {
     /// The challenge of `headers` given as a dictionary (an `HTTPURLResponse`'s `allHeaderFields`,
     /// any case of the name); `nil` without one.
     public static func parse(headers: [String: String]) -> ResourceChallenge? {
-        let values = headers.filter { $0.key.utf8.count == 16 && $0.key.lowercased() == "www-authenticate" }.map(\.value)
+        let values = headers.filter { $0.key.lowercased().utf8.elementsEqual("www-authenticate".utf8) }.map(\.value)
         return values.isEmpty ? nil : parse(values)
     }
 }
