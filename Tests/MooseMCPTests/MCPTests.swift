@@ -20,9 +20,11 @@ struct MCPServerTests {
 
     /// An authorizer that logs in through the server's auto-approving /authorize, counting logins.
     static func authorizer(storage: any SessionStorage, logins: Counter = Counter(), client: ResourceTokenManager.ClientIdentity = .dynamic(),
-                           transport: (any HTTPTransport)? = nil, maxStepUpAttempts: Int = 2) throws -> MooseMCPAuthorizer {
+                           transport: (any HTTPTransport)? = nil, maxStepUpAttempts: Int = 2,
+                           clock: (@Sendable () -> Date)? = nil) throws -> MooseMCPAuthorizer {
         var configuration = RefreshCoordinator.Configuration()
         configuration.backoff = 0.05
+        configuration.clock = clock
         return try MooseMCPAuthorizer(serverURL: url, storage: storage, login: .loopback { authorizationURL in
             logins.increment()
             try await MCPTestServer.approve(authorizationURL)
@@ -106,6 +108,25 @@ struct MCPServerTests {
         #expect(Self.stat(stats, "authorize_requests") == 0 && logins.value == 1, "no new login")
         await first.disconnect()
         await second.disconnect()
+    }
+
+    /// A token about to expire is refreshed before the request goes out (`prepareAuthorization`
+    /// joins the coordinator's refresh): no 401 round trip. (Our clock runs 45 s ahead of the server's
+    /// 60 s tokens: 15 s left, under the 30 s the coordinator wants.)
+    @Test func aTokenAboutToExpireIsRefreshedBeforeTheRequest() async throws {
+        try await MCPTestServer.reset()
+        let skew = Mutex<TimeInterval>(0)
+        let authorizer = try Self.authorizer(storage: InMemorySessionStorage(),
+                                             clock: { Date().addingTimeInterval(skew.withLock { $0 }) })
+        let client = try await Self.connect(authorizer)
+        #expect(try await Self.call(client, "fresh") == "fresh")
+        try await MCPTestServer.reset(statsOnly: true)
+        skew.withLock { $0 = 45 }
+        #expect(try await Self.call(client, "ahead") == "ahead")
+        skew.withLock { $0 = 0 }
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "refreshes") == 1 && Self.stat(stats, "responses", "POST /mcp 401") == 0, "\(stats)")
+        await client.disconnect()
     }
 
     /// Two processes, each its own SDK client and authorizer, one encrypted store: after the server
