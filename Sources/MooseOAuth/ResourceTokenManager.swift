@@ -227,7 +227,9 @@ actor ResourceEngine {
         let located = try await Discovery.locateProtectedResource(settings.given, metadataURL: metadataURL, transport: settings.transport)
         let protected = located.metadata
         // The first server listed (RFC 9728 §2 leaves the choice to the client).
-        let issuer = protected.authorizationServers[0]
+        guard let issuer = protected.authorizationServers.first else {
+            throw OAuthError(OAuthError.discovery, "the protected resource metadata of \(protected.resource) lists no authorization server")
+        }
         let server = try await Discovery.fetch(issuer: issuer, transport: settings.transport)
         let key = settings.key ?? OAuthSession.storageKey(issuer: server.issuer, resource: protected.resource)
         // Only a session for this very server and resource is used: tokens go to their own resource only.
