@@ -53,7 +53,7 @@ let package = Package(
                                                  .product(name: "Logging", package: "swift-log")]),
         .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth"]),
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
-        .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP"], path: "Tests/Support"),
+        .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP", "MooseJWT"], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
         .executableTarget(
             name: "moose",
@@ -84,10 +84,21 @@ if Context.environment["MOOSE_CORE_ONLY"] != "1" {
     // Combine where it exists, OpenCombine elsewhere (OpenCombineShim picks).
     package.dependencies.append(.package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"))
     package.products.append(.library(name: "MooseCombine", targets: ["MooseCombine"]))
+    // The MCP Swift SDK's HTTPClientAuthorizer on Moose.
+    package.dependencies.append(.package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"))
+    package.products.append(.library(name: "MooseMCP", targets: ["MooseMCP"]))
     package.targets += [
         .target(name: "MooseCombine", dependencies: ["MooseOAuth", "MooseHTTP", .product(name: "OpenCombineShim", package: "OpenCombine")]),
         .testTarget(name: "MooseCombineTests", dependencies: ["MooseCombine", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
                                                               .product(name: "OpenCombineShim", package: "OpenCombine")]),
+        .target(name: "MooseMCP", dependencies: ["MooseOAuth", "MooseHTTP", "MooseURLSession",
+                                                 .product(name: "MCP", package: "swift-sdk")]),
+        // A child process for the two-process MCP test (not a product).
+        .executableTarget(name: "moose-mcp-worker", dependencies: ["MooseMCP", "MooseOAuth", "MooseSecretStore", "MooseHTTP",
+                                                                   .product(name: "MCP", package: "swift-sdk")],
+                          path: "Tests/MCPWorker"),
+        .testTarget(name: "MooseMCPTests", dependencies: ["MooseMCP", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
+                                                          "moose-mcp-worker", "moose", .product(name: "MCP", package: "swift-sdk")]),
     ]
 }
 

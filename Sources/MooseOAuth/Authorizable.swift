@@ -22,16 +22,26 @@ public struct AuthorizationParameters: Sendable {
     public var maxAge: Int?
     /// Anything else, sent as is (`ui_locales`, a provider's own parameter…).
     public var extra: [(String, String)]
+    /// RFC 8707 resource indicators: the resources the tokens are for (absolute URIs, no fragment),
+    /// sent as `resource` on the authorization request and again on the token request. Empty: the
+    /// client's own `OAuthClient.resource`, if any.
+    public var resources: [String]
 
     /// Parameters.
     public init(scopes: [String] = ["openid"], prompt: String? = nil, loginHint: String? = nil, acrValues: [String]? = nil,
-                maxAge: Int? = nil, extra: [(String, String)] = []) {
+                maxAge: Int? = nil, extra: [(String, String)] = [], resources: [String] = []) {
         self.scopes = scopes
         self.prompt = prompt
         self.loginHint = loginHint
         self.acrValues = acrValues
         self.maxAge = maxAge
         self.extra = extra
+        self.resources = resources
+    }
+
+    /// The resources to send: these parameters' own, else `client`'s.
+    func resources(for client: OAuthClient) -> [String] {
+        resources.isEmpty ? (client.resource.map { [$0] } ?? []) : resources
     }
 
     var queryItems: [(String, String)] {
@@ -106,6 +116,14 @@ public struct OAuthClient: Sendable {
     public var dpop: JWTAlgorithm? = nil
     /// When the code flow pushes its authorization parameters (RFC 9126 PAR).
     public var pushedAuthorization: PushedAuthorizationPolicy = .whenAdvertised
+    /// The RFC 8707 resource this client's tokens are for by default: sent as `resource` on
+    /// authorization, code exchange and refresh requests (unless the parameters or the tokens name
+    /// their own). `nil`: none is sent.
+    public var resource: String? = nil
+    /// When `true`, the code flow refuses (`OAuthError.pkceNotSupported`, before anything is sent) an
+    /// authorization server whose metadata does not list `S256` in `code_challenge_methods_supported`,
+    /// as the MCP authorization specification requires. PKCE S256 is sent either way.
+    public var requiresAdvertisedS256 = false
 
     /// A client.
     public init(metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication = .none,
@@ -129,17 +147,29 @@ public struct OAuthClient: Sendable {
 
     /// The refresh grant, keeping the old refresh token (and ID token) when the response has none.
     /// Tokens bound to a DPoP key are refreshed with proofs from that key, and never without it.
+    /// The resource a refresh of `tokens` names: theirs, else the client's.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
+        try await refresh(tokens, forResource: tokens.resource ?? resource)
+    }
+
+    /// The refresh grant naming `resource` (RFC 8707 §2.2): an access token for that resource from the
+    /// same refresh token — for another resource than the one the tokens were for, where the server
+    /// allows it (servers that bind a refresh token to one resource answer `invalid_target`, an
+    /// `OAuthError.server` whose `oauthError` says so). The returned tokens carry `resource`; the
+    /// refresh token may have rotated, so store them (or go through a `RefreshCoordinator`).
+    public func refresh(_ tokens: TokenSet, forResource resource: String?) async throws -> TokenSet {
         guard let refreshToken = tokens.refreshToken else {
             throw OAuthError(OAuthError.invalidGrant, "there is no refresh token: log in again")
         }
         if tokens.isDPoPBound, tokens.dpopKey == nil {
             throw OAuthError(OAuthError.needsLogin, "the tokens are bound to a DPoP key that is not here (RFC 9449): log in again")
         }
-        var fresh = try await tokenEndpoint().request([("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
-                                                      requestedScopes: tokens.scopes, dpop: tokens.dpopKey)
+        var fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+        if let resource { fields.append(("resource", resource)) }
+        var fresh = try await tokenEndpoint().request(fields, requestedScopes: tokens.scopes, dpop: tokens.dpopKey)
         if fresh.refreshToken == nil { fresh.refreshToken = refreshToken }
         if fresh.idToken == nil { fresh.idToken = tokens.idToken }
+        fresh.resource = resource
         return fresh
     }
 
@@ -221,13 +251,17 @@ public struct ClientCredentialsFlow: Authorizable {
         var fields = [("grant_type", "client_credentials")]
         let scopes = parameters.scopes.filter { $0 != "openid" }
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
-        return try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: scopes, dpop: client.newDPoPKey())
+        let resources = parameters.resources(for: client)
+        var tokens = try await client.tokenEndpoint().request(fields + resources.map { ("resource", $0) } + parameters.extra,
+                                                              requestedScopes: scopes, dpop: client.newDPoPKey())
+        if resources.count == 1 { tokens.resource = resources[0] }
+        return tokens
     }
 
     /// Client credentials have no refresh token: a "refresh" is a new grant.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
         if tokens.refreshToken != nil { return try await client.refresh(tokens) }
-        return try await authorize(AuthorizationParameters(scopes: tokens.scopes))
+        return try await authorize(AuthorizationParameters(scopes: tokens.scopes, resources: tokens.resource.map { [$0] } ?? []))
     }
 
     public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }

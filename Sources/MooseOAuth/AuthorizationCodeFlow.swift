@@ -111,20 +111,25 @@ public struct AuthorizationCodeFlow: Authorizable {
         public let dpopKey: DPoPKey?
         /// Whether the parameters were pushed (RFC 9126).
         public let pushed: Bool
+        /// The RFC 8707 resources named (sent again with the code).
+        public var resources: [String] = []
     }
 
     /// The authorization parameters with a fresh `state`, `nonce`, PKCE verifier and (with DPoP) key.
     private func parameters(_ parameters: AuthorizationParameters) throws -> (items: [(String, String)], state: String, nonce: String,
                                                                             pkce: PKCE, dpop: DPoPKey?) {
+        if client.requiresAdvertisedS256 { try client.metadata.requireS256() }
         let state = Base64URL.encode(try SecureRandom.bytes(count: 32))
         let nonce = Base64URL.encode(try SecureRandom.bytes(count: 32))
         let pkce = try PKCE()
         let dpop = try client.newDPoPKey()
-        var items: [(String, String)] = [
-            ("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", redirectURI.absoluteString),
-            ("scope", parameters.scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
-            ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
-        ]
+        var items: [(String, String)] = [("response_type", "code"), ("client_id", client.clientID),
+                                         ("redirect_uri", redirectURI.absoluteString)]
+        // No scope at all (not an empty one) when none is asked for: the server's default applies.
+        if !parameters.scopes.isEmpty { items.append(("scope", parameters.scopes.joined(separator: " "))) }
+        items += [("state", state), ("nonce", nonce), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")]
+        // RFC 8707 §2.1: one `resource` per resource the tokens are for.
+        items += parameters.resources(for: client).map { ("resource", $0) }
         // RFC 9449 §10: bind the code to the key, so a stolen code is useless without it.
         if let dpop { items.append(("dpop_jkt", dpop.thumbprint)) }
         items += parameters.queryItems
@@ -144,8 +149,10 @@ public struct AuthorizationCodeFlow: Authorizable {
     /// PKCE verifier and, with DPoP, key) — no network. `prepareRequest` pushes them when it should.
     public func makeRequest(_ parameters: AuthorizationParameters) throws -> Request {
         let made = try self.parameters(parameters)
-        return Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
-                       scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
+        var request = Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
+                              scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
+        request.resources = parameters.resources(for: client)
+        return request
     }
 
     /// Builds the authorization request and, when `client.pushedAuthorization` says so (by default:
@@ -165,13 +172,17 @@ public struct AuthorizationCodeFlow: Authorizable {
                              "\(metadata.issuer) requires pushed authorization requests (RFC 9126) and this client never pushes")
         }
         guard push else {
-            return Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
-                           scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
+            var request = Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
+                                  scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
+            request.resources = parameters.resources(for: client)
+            return request
         }
         let endpoint = try metadata.require(metadata.pushedAuthorizationRequestEndpoint, "pushed authorization request endpoint")
         let requestURI = try await PushedAuthorization.push(made.items, to: endpoint, client: client)
-        return Request(url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]), state: made.state,
-                       nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes, dpopKey: made.dpop, pushed: true)
+        var request = Request(url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]), state: made.state,
+                              nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes, dpopKey: made.dpop, pushed: true)
+        request.resources = parameters.resources(for: client)
+        return request
     }
 
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
@@ -212,10 +223,11 @@ public struct AuthorizationCodeFlow: Authorizable {
         guard let code = value("code"), !code.isEmpty else {
             throw OAuthError(OAuthError.invalidResponse, "the redirect carries neither code nor error")
         }
-        let tokens = try await client.tokenEndpoint().request(
+        var tokens = try await client.tokenEndpoint().request(
             [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI.absoluteString),
-             ("code_verifier", request.pkce.verifier)],
+             ("code_verifier", request.pkce.verifier)] + request.resources.map { ("resource", $0) },
             requestedScopes: request.scopes, dpop: request.dpopKey)
+        if request.resources.count == 1 { tokens.resource = request.resources[0] }
         if request.scopes.contains("openid") {
             guard let idToken = tokens.idToken else {
                 throw OAuthError(OAuthError.invalidIDToken, "openid was requested but the token response has no id_token")

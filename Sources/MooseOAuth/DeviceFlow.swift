@@ -69,7 +69,8 @@ public struct DeviceAuthorizationFlow: Authorizable {
     public func start(_ parameters: AuthorizationParameters) async throws -> DeviceAuthorization {
         let url = try client.metadata.require(client.metadata.deviceAuthorizationEndpoint, "device authorization endpoint")
         let request = try client.tokenEndpoint().authenticatedRequest(
-            url: url, parameters: [("scope", parameters.scopes.joined(separator: " "))] + parameters.extra)
+            url: url, parameters: [("scope", parameters.scopes.joined(separator: " "))]
+                + parameters.resources(for: client).map { ("resource", $0) } + parameters.extra)
         let response = try await OAuthHTTP.send(request, over: client.transport, logger: client.logger,
                                                  what: "the device authorization endpoint")
         let object = try? JSONValue(parsing: Array(response.body))
@@ -94,7 +95,9 @@ public struct DeviceAuthorizationFlow: Authorizable {
 
     /// Polls the token endpoint until the user decides (RFC 8628 §3.4–3.5): `authorization_pending`
     /// waits, `slow_down` adds 5 s to the interval, `access_denied` and `expired_token` end it.
-    public func poll(_ device: DeviceAuthorization, scopes: [String]) async throws -> TokenSet {
+    ///
+    /// `resources` (RFC 8707) are named again on every poll, as on the device authorization request.
+    public func poll(_ device: DeviceAuthorization, scopes: [String], resources: [String] = []) async throws -> TokenSet {
         var interval = device.interval
         let endpoint = try client.tokenEndpoint()
         let dpop = try client.newDPoPKey()
@@ -104,9 +107,11 @@ public struct DeviceAuthorizationFlow: Authorizable {
                 throw OAuthError(OAuthError.expiredToken, "the user code expired before it was approved")
             }
             do {
-                let tokens = try await endpoint.request(
-                    [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", device.deviceCode)],
+                var tokens = try await endpoint.request(
+                    [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", device.deviceCode)]
+                        + resources.map { ("resource", $0) },
                     requestedScopes: scopes, dpop: dpop)
+                if resources.count == 1 { tokens.resource = resources[0] }
                 return tokens
             } catch let error as OAuthError {
                 switch error.oauthError {
@@ -125,7 +130,7 @@ public struct DeviceAuthorizationFlow: Authorizable {
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let device = try await start(parameters)
         await present(device)
-        let tokens = try await poll(device, scopes: parameters.scopes)
+        let tokens = try await poll(device, scopes: parameters.scopes, resources: parameters.resources(for: client))
         if parameters.scopes.contains("openid"), let idToken = tokens.idToken, let idTokens {
             try await idTokens.validate(idToken, nonce: nil, accessToken: tokens.accessToken, serverClockOffset: tokens.serverClockOffset)
         }

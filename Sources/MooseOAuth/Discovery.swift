@@ -51,6 +51,9 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
     public var dpopSigningAlgValuesSupported: [String]?
     /// `registration_endpoint` (RFC 7591): where clients register themselves.
     public var registrationEndpoint: URL?
+    /// `client_id_metadata_document_supported` (OAuth Client ID Metadata Document draft, used by MCP):
+    /// the server accepts an `https` URL of the client's metadata document as its `client_id`.
+    public var clientIDMetadataDocumentSupported: Bool?
 
     enum CodingKeys: String, CodingKey {
         case issuer
@@ -74,6 +77,7 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
         case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
         case registrationEndpoint = "registration_endpoint"
+        case clientIDMetadataDocumentSupported = "client_id_metadata_document_supported"
     }
 
     /// Metadata configured by hand (for servers without discovery, or to fill gaps).
@@ -116,6 +120,7 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         merged.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests ?? other.requirePushedAuthorizationRequests
         merged.dpopSigningAlgValuesSupported = dpopSigningAlgValuesSupported ?? other.dpopSigningAlgValuesSupported
         merged.registrationEndpoint = registrationEndpoint ?? other.registrationEndpoint
+        merged.clientIDMetadataDocumentSupported = clientIDMetadataDocumentSupported ?? other.clientIDMetadataDocumentSupported
         return merged
     }
 
@@ -144,6 +149,22 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
                              "the \(name) \(endpoint.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
         }
         return endpoint
+    }
+
+    /// Throws `pkceNotSupported` unless `code_challenge_methods_supported` lists `S256` (compared
+    /// byte for byte). The MCP authorization specification (2025-11-25) makes clients refuse an
+    /// authorization server whose metadata does not say it supports PKCE with S256 — a missing member
+    /// included, since it cannot be told from a server that ignores `code_challenge`.
+    public func requireS256() throws(OAuthError) {
+        guard let methods = codeChallengeMethodsSupported else {
+            throw OAuthError(OAuthError.pkceNotSupported,
+                             "\(issuer)'s metadata has no code_challenge_methods_supported: it does not say it supports PKCE with S256, which this client requires; refusing this authorization server")
+        }
+        guard methods.contains(where: { $0.utf8.elementsEqual("S256".utf8) }) else {
+            let listed = methods.isEmpty ? "an empty list" : methods.prefix(8).map { ProtectedResourceMetadata.shown($0) }.joined(separator: ", ")
+            throw OAuthError(OAuthError.pkceNotSupported,
+                             "\(issuer)'s code_challenge_methods_supported (\(listed)) lacks S256, which this client requires for PKCE; refusing this authorization server")
+        }
     }
 
     /// Every endpoint with its metadata name, for checks that cover them all.
@@ -209,7 +230,7 @@ public struct EndpointOverrides: Sendable, Hashable, Codable {
 /// let metadata = try await discovery.metadata(for: "https://id.example.com")
 /// ```
 public actor Discovery {
-    private let transport: any HTTPTransport
+    let transport: any HTTPTransport
     private let timeToLive: TimeInterval
     private var cache: [String: (metadata: ProviderMetadata, fetched: Date)] = [:]
     private var inFlight: [String: Task<ProviderMetadata, any Error>] = [:]
@@ -257,20 +278,42 @@ public actor Discovery {
             throw OAuthError(OAuthError.insecureEndpoint,
                              "issuer \(issuer) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
         }
-        // OIDC Discovery §4: issuer + "/.well-known/openid-configuration" (a trailing "/" on the issuer removed).
+        // The order of RFC 8414 §3.1 / §5 and the MCP authorization specification (2025-11-25): the
+        // RFC 8414 document (well-known segment between host and path), then OpenID Connect's — for an
+        // issuer with a path first with the segment inserted the same way, then appended (OIDC
+        // Discovery §4). Both kinds are read and merged (OpenID Connect's members win; the RFC 8414
+        // document fills the gaps: some providers list revocation and introspection only there).
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        let oidc = try await document(trimmed + "/.well-known/openid-configuration", issuer: issuer, kind: .openIDConnect,
-                                      transport: transport)
-        // RFC 8414 §3: the well-known segment goes between host and path.
-        var components = URLComponents(string: trimmed)
-        let path = components?.path ?? ""
-        components?.path = "/.well-known/oauth-authorization-server" + path
-        var metadata = oidc
-        if let url = components?.string,
-           let rfc8414 = try? await document(url, issuer: issuer, kind: .authorizationServer, transport: transport) {
-            metadata = (metadata ?? rfc8414).filling(from: rfc8414)
+        let path = URLComponents(string: trimmed)?.path ?? ""
+        func inserted(_ segment: String) -> String? {
+            var components = URLComponents(string: trimmed)
+            components?.path = "/.well-known/" + segment + path
+            return components?.string
         }
+        var rfc8414: ProviderMetadata? = nil
+        var rfc8414Failure: (any Error)? = nil
+        if let url = inserted("oauth-authorization-server") {
+            do { rfc8414 = try await document(url, issuer: issuer, kind: .authorizationServer, transport: transport) } catch {
+                rfc8414Failure = error
+            }
+        }
+        var oidc: ProviderMetadata? = nil
+        var insertedFailure: (any Error)? = nil
+        if !path.isEmpty, let url = inserted("openid-configuration") {
+            // A provider that does not know this (newer) location may answer anything there: only a
+            // valid document counts, anything else is remembered and the appended location is asked.
+            do { oidc = try await document(url, issuer: issuer, kind: .openIDConnect, transport: transport) } catch {
+                insertedFailure = error
+            }
+        }
+        if oidc == nil {
+            oidc = try await document(trimmed + "/.well-known/openid-configuration", issuer: issuer, kind: .openIDConnect,
+                                      transport: transport)
+        }
+        var metadata = oidc
+        if let rfc8414 { metadata = (metadata ?? rfc8414).filling(from: rfc8414) }
         guard let metadata else {
+            if let failure = rfc8414Failure ?? insertedFailure { throw failure }
             throw OAuthError(OAuthError.discovery, "\(issuer) publishes no discovery document")
         }
         try metadata.checkTransportSecurity()

@@ -108,6 +108,12 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let leaseLost = Code(name: "leaseLost")
     /// A storage lease could not be taken in time: another holder kept it.
     public static let leaseBusy = Code(name: "leaseBusy")
+    /// The authorization server's metadata does not list PKCE `S256` in `code_challenge_methods_supported`
+    /// (or lacks the member) where the client requires it (MCP authorization). Nothing was sent to it.
+    public static let pkceNotSupported = Code(name: "pkceNotSupported")
+    /// The client cannot be registered at the authorization server (RFC 7591), or the server answered
+    /// a registration with something unusable.
+    public static let registration = Code(name: "registration")
     /// Too many refreshes in a short time (a refresh loop): refused until the window passes.
     public static let refreshLimit = Code(name: "refreshLimit")
     /// The network is unreachable (a `Reachability` says so): nothing was sent, no refresh token was

@@ -36,10 +36,18 @@ public struct OAuthSession: Sendable, Codable, Hashable {
     public var attributes: [String: String]
     /// When the session was last written.
     public var updatedAt: Date
+    /// The RFC 8707 resource (an MCP server, an API) the session's tokens are for; `nil`: none named.
+    /// With `issuer`, what the session is about (`storageKey(issuer:resource:)`).
+    public var resource: String?
+    /// The client registration (RFC 7591, or a Client ID Metadata Document) the tokens were issued
+    /// to, kept sealed with them — its `client_secret` and `registration_access_token` included — so
+    /// the next login and every refresh use the same client. `nil` for pre-registered clients.
+    public var registration: RegisteredClient?
 
     /// A session.
     public init(issuer: String, clientID: String, tokens: TokenSet, state: State = .active, subject: String? = nil,
-                attributes: [String: String] = [:], updatedAt: Date = Date()) {
+                attributes: [String: String] = [:], updatedAt: Date = Date(), resource: String? = nil,
+                registration: RegisteredClient? = nil) {
         self.issuer = issuer
         self.clientID = clientID
         self.tokens = tokens
@@ -47,10 +55,23 @@ public struct OAuthSession: Sendable, Codable, Hashable {
         self.subject = subject
         self.attributes = attributes
         self.updatedAt = updatedAt
+        self.resource = resource
+        self.registration = registration
+    }
+
+    /// The storage key Moose uses for the session of `resource` at `issuer` (the two separated by a
+    /// space, which neither URL can contain): one session per authorization server and resource.
+    public static func storageKey(issuer: String, resource: String) -> String { issuer + " " + resource }
+
+    /// A session holding only a client registration, before its first login: `needsReauthentication`
+    /// with no tokens (never handed out), so the registration survives a login that did not finish.
+    public static func registrationOnly(_ registration: RegisteredClient, resource: String?) -> OAuthSession {
+        OAuthSession(issuer: registration.issuer, clientID: registration.clientID, tokens: TokenSet(accessToken: ""),
+                     state: .needsReauthentication, resource: resource, registration: registration)
     }
 
     enum CodingKeys: String, CodingKey {
-        case issuer, clientID, tokens, state, subject, attributes, updatedAt
+        case issuer, clientID, tokens, state, subject, attributes, updatedAt, resource, registration
         case profile   // written by Moose 0.1: issuer and client inside an embedded CLI profile
     }
 
@@ -63,6 +84,8 @@ public struct OAuthSession: Sendable, Codable, Hashable {
         state = try container.decode(State.self, forKey: .state)
         subject = try container.decodeIfPresent(String.self, forKey: .subject)
         updatedAt = try container.decodeIfPresent(Date.self, forKey: .updatedAt) ?? Date(timeIntervalSince1970: 0)
+        resource = try container.decodeIfPresent(String.self, forKey: .resource)
+        registration = try container.decodeIfPresent(RegisteredClient.self, forKey: .registration)
         var attributes = try container.decodeIfPresent([String: String].self, forKey: .attributes) ?? [:]
         if let issuer = try container.decodeIfPresent(String.self, forKey: .issuer) {
             self.issuer = issuer
@@ -89,6 +112,8 @@ public struct OAuthSession: Sendable, Codable, Hashable {
         try container.encodeIfPresent(subject, forKey: .subject)
         if !attributes.isEmpty { try container.encode(attributes, forKey: .attributes) }
         try container.encode(updatedAt, forKey: .updatedAt)
+        try container.encodeIfPresent(resource, forKey: .resource)
+        try container.encodeIfPresent(registration, forKey: .registration)
     }
 
     private struct LegacyProfile: Decodable {

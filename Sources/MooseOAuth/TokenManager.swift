@@ -54,18 +54,23 @@ public final class TokenManager: Sendable {
     public let coordinator: RefreshCoordinator
     private let state: ClientState
 
+    /// The RFC 8707 resource the tokens are for (sent on login and every refresh), if any.
+    public let resource: String?
+
     /// A manager for `clientID` at `issuer` (discovered on first use), keeping its session in
-    /// `storage` under `key`.
+    /// `storage` under `key`. With `resource`, every login and refresh names that RFC 8707 resource
+    /// (for a resource that publishes RFC 9728 metadata, `ResourceTokenManager` discovers the rest).
     public init(issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
                 key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
-                endpoints: EndpointOverrides = EndpointOverrides(), dpop: JWTAlgorithm? = nil, logger: Logger? = nil,
-                configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
+                endpoints: EndpointOverrides = EndpointOverrides(), dpop: JWTAlgorithm? = nil, resource: String? = nil,
+                logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
         self.issuer = issuer
         self.clientID = clientID
         self.key = key
         self.storage = storage
+        self.resource = resource
         let state = ClientState(issuer: issuer, clientID: clientID, authentication: authentication, transport: transport,
-                                endpoints: endpoints, scopes: scopes, dpop: dpop, logger: logger)
+                                endpoints: endpoints, scopes: scopes, dpop: dpop, resource: resource, logger: logger)
         self.state = state
         coordinator = RefreshCoordinator(key: key, storage: storage, configuration: configuration) { tokens in
             // Client credentials have no refresh token: their "refresh" is a new grant.
@@ -103,7 +108,8 @@ public final class TokenManager: Sendable {
         case .clientCredentials:
             tokens = try await ClientCredentialsFlow(client: client).authorize(parameters)
         }
-        var session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens)
+        var session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
+                                   resource: tokens.resource ?? client.resource)
         let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
         session.subject = claims?.subject
         session.attributes = await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: client)
@@ -173,6 +179,8 @@ public struct SessionSummary: Sendable, Hashable {
     public let expiresAt: Date?
     /// The granted scopes.
     public let scopes: [String]
+    /// The RFC 8707 resource the session is for, if any.
+    public let resource: String?
 
     /// The name a person knows: `preferred_username`, then `email`, then `name`, then `sub`.
     public var displayName: String? { preferredUsername ?? email ?? name ?? subject }
@@ -188,6 +196,7 @@ public struct SessionSummary: Sendable, Hashable {
         state = session.state
         expiresAt = session.tokens.expiresAt
         scopes = session.tokens.scopes
+        resource = session.resource
     }
 
     static let usernameAttribute = "moose.preferred_username"
@@ -230,11 +239,12 @@ actor ClientState {
     let endpoints: EndpointOverrides
     nonisolated let scopes: [String]
     let dpop: JWTAlgorithm?
+    let resource: String?
     let logger: Logger?
     private var cached: (client: OAuthClient, validator: IDTokenValidator?)?
 
     init(issuer: String, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport,
-         endpoints: EndpointOverrides, scopes: [String], dpop: JWTAlgorithm?, logger: Logger?) {
+         endpoints: EndpointOverrides, scopes: [String], dpop: JWTAlgorithm?, resource: String?, logger: Logger?) {
         self.issuer = issuer
         self.clientID = clientID
         self.authentication = authentication
@@ -242,6 +252,7 @@ actor ClientState {
         self.endpoints = endpoints
         self.scopes = scopes
         self.dpop = dpop
+        self.resource = resource
         self.logger = logger
     }
 
@@ -251,6 +262,7 @@ actor ClientState {
         var client = OAuthClient(metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
         client.logger = logger
         client.dpop = dpop
+        client.resource = resource
         var validator: IDTokenValidator? = nil
         if let jwksURI = metadata.jwksURI {
             let algorithms = Set((metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))

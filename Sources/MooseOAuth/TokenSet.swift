@@ -29,6 +29,9 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
     /// The DPoP key these tokens are bound to (RFC 9449), kept with them so it is stored, refreshed
     /// and logged out together with them; `nil` for bearer tokens.
     public var dpopKey: DPoPKey?
+    /// The RFC 8707 resource these tokens were requested for (the access token's audience, when the
+    /// server honours resource indicators); `nil` when none was named. A refresh names it again.
+    public var resource: String?
 
     /// `true` when the server bound the tokens to a DPoP key (`token_type` `DPoP`, RFC 9449 §5):
     /// they are sent only with proofs, and never refreshed without the key.
@@ -47,7 +50,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
 
     /// A token set.
     public init(accessToken: String, tokenType: String = "Bearer", refreshToken: String? = nil, idToken: String? = nil,
-                expiresAt: Date? = nil, scopes: [String] = [], requestedAt: Date = Date()) {
+                expiresAt: Date? = nil, scopes: [String] = [], requestedAt: Date = Date(), resource: String? = nil) {
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.refreshToken = refreshToken
@@ -55,6 +58,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
         self.expiresAt = expiresAt
         self.scopes = scopes
         self.requestedAt = requestedAt
+        self.resource = resource
     }
 
     /// `true` when the access token is valid for at least `minimumValidity` more seconds at `now`.
@@ -80,6 +84,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
         if let expiresAt { parts.append("expires \(Int64(saturating: expiresAt.timeIntervalSince1970))") }
         if !scopes.isEmpty { parts.append("scope \(scopes.joined(separator: " "))") }
         if let dpopKey { parts.append("dpop jkt \(dpopKey.thumbprint)") }
+        if let resource { parts.append("resource \(resource)") }
         return "TokenSet(" + parts.joined(separator: ", ") + ")"
     }
 }

@@ -11,7 +11,7 @@ struct MooseCommand: ParsableCommand {
         discussion: "Exit status: 0 ok, 1 the token or the operation failed, 2 usage or input error.",
         version: "0.1.0",
         subcommands: [InspectCommand.self, LoginCommand.self, StatusCommand.self, RefreshCommand.self, LogoutCommand.self, TokenCommand.self, DPoPProofCommand.self,
-                      StoreCommand.self, ProfileCommand.self, GitCredentialCommand.self, DockerCredentialCommand.self, CompletionCommand.self]
+                      StoreCommand.self, ProfileCommand.self, MCPCommand.self, GitCredentialCommand.self, DockerCredentialCommand.self, CompletionCommand.self]
     )
 
     /// Parses the arguments. `inspect` (the start-up-sensitive command) is parsed directly by its own

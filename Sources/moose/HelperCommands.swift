@@ -80,7 +80,7 @@ struct ProfileCommand: ParsableCommand {
             object["issuer"] = (settings?.issuer ?? saved?.issuer).map { .string($0) } ?? .null
             object["client_id"] = (settings?.clientID ?? saved?.clientID).map { .string($0) } ?? .null
             object["scopes"] = .array((settings?.scopes ?? saved?.scopes ?? []).map { .string($0) })
-            object["resource"] = settings?.resource.map { .string($0) } ?? .null
+            object["resource"] = (settings?.resource ?? saved?.resource).map { .string($0) } ?? .null
             object["store"] = .string(settings?.store ?? store.resolvedStorePath)
             object["dpop"] = (settings?.dpop ?? saved?.dpop).map { .string($0) } ?? .null
             object["session"] = stored.map { .string($0.state == .active ? "active" : "needs login") } ?? .null

@@ -28,6 +28,8 @@ struct Profile: Sendable, Codable, Hashable {
     var endpoints: EndpointOverrides
     /// The DPoP algorithm logins bind their tokens with (`ES256`, `EdDSA`, `RS256`), or nil for bearer tokens.
     var dpop: String? = nil
+    /// The RFC 8707 resource (an MCP server, an API) the tokens are for, named on login and every refresh.
+    var resource: String? = nil
 
     init(name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
          clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()) {
@@ -48,7 +50,9 @@ struct Profile: Sendable, Codable, Hashable {
             profile.name = key
             return profile
         }
-        return Profile(name: key, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
+        var profile = Profile(name: key, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
+        profile.resource = session.resource
+        return profile
     }
 
     /// `attributes` with this profile written in.

@@ -38,7 +38,9 @@ struct OAuthContext {
         return (stored.session, Profile.of(stored.session, key: profile))
     }
 
-    func client(for profile: Profile) throws -> OAuthClient {
+    /// The client of `profile`: its own id and secret file, or — for a client Moose registered
+    /// (RFC 7591) — the registration kept with the session.
+    func client(for profile: Profile, registration: RegisteredClient? = nil) throws -> OAuthClient {
         let transport = self.transport
         let metadata: ProviderMetadata = try Blocking.run {
             try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
@@ -49,7 +51,13 @@ struct OAuthContext {
                 .trimmingCharacters(in: ["\n", "\r"])
             authentication = .clientSecretBasic(secret)
         }
-        return OAuthClient(metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
+        if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
+           registration.issuer.utf8.elementsEqual(metadata.issuer.utf8) {
+            authentication = registration.authentication
+        }
+        var client = OAuthClient(metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
+        client.resource = profile.resource
+        return client
     }
 
     func validator(for client: OAuthClient) throws -> IDTokenValidator? {
@@ -79,7 +87,7 @@ struct OAuthContext {
     /// coordinator, with the store's lease across processes, refreshing and validating with the
     /// session's flow.
     func coordinator(for session: OAuthSession, profile: Profile) throws -> RefreshCoordinator {
-        let client = try client(for: profile)
+        let client = try client(for: profile, registration: session.registration)
         let validator = try validator(for: client)
         return RefreshCoordinator(key: profile.name, storage: sessions, current: session) { old in
             try await client.refresh(old, validatingWith: validator)
@@ -155,8 +163,11 @@ struct LoginCommand: ParsableCommand {
             """)
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile to create or update.") var profile = "default"
-    @Option(help: "The issuer (required the first time).") var issuer: String?
+    @Option(help: "The profile to create or update (default: \"default\"; with --resource alone, the resource URL).")
+    var profile: String?
+    @Option(help: "The issuer (required the first time, unless --resource discovers it).") var issuer: String?
+    @Option(help: ArgumentHelp("The RFC 8707 resource (an MCP server, an API) the tokens are for. Without --issuer, everything is discovered from its RFC 9728 metadata and the client is registered when needed.", valueName: "URL"))
+    var resource: String?
     @Option(name: .customLong("client-id"), help: "The client id (required the first time).") var clientID: String?
     @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
     var clientSecretFile: String?
@@ -175,10 +186,16 @@ struct LoginCommand: ParsableCommand {
     @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
 
     func run() throws {
+        if let resource, issuer == nil {
+            try ResourceLogin(store: store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
+                              noBrowser: noBrowser, port: port, timeout: timeout).run()
+            return
+        }
+        let profile = self.profile ?? "default"
         let context = try OAuthContext(options: store, create: true)
         let existing = try context.loadOrFail(profile)?.profile
         guard let issuer = issuer ?? existing?.issuer, let clientID = clientID ?? existing?.clientID else {
-            throw CLIError.usage("the first login of profile \(profile) needs --issuer and --client-id")
+            throw CLIError.usage("the first login of profile \(profile) needs --issuer and --client-id (or --resource alone, to discover both)")
         }
         var endpoints = existing?.endpoints ?? EndpointOverrides()
         if let deviceEndpoint {
@@ -190,6 +207,11 @@ struct LoginCommand: ParsableCommand {
                                grant: device ? .deviceCode : .authorizationCode,
                                clientSecretFile: clientSecretFile ?? existing?.clientSecretFile, endpoints: endpoints)
         settings.dpop = dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : existing?.dpop)
+        if let resource {
+            do { settings.resource = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
+        } else {
+            settings.resource = existing?.resource
+        }
         var algorithm: JWTAlgorithm? = nil
         if let name = settings.dpop {
             guard let chosen = JWTAlgorithm(rawValue: name), DPoPKey.supportedAlgorithms.contains(chosen) else {
@@ -241,7 +263,8 @@ struct LoginCommand: ParsableCommand {
             let loggedInClient = client
             let display = try Blocking.run { await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: loggedInClient) }
             let session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
-                                  subject: subject(of: tokens.idToken), attributes: settings.stored(in: display))
+                                  subject: subject(of: tokens.idToken), attributes: settings.stored(in: display),
+                                  resource: tokens.resource ?? settings.resource)
             try context.sessions.replaceNow(session, key: profile)
             let binding = tokens.dpopKey.map { tokens.isDPoPBound ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens" } ?? ""
             let who = SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
@@ -279,12 +302,14 @@ struct StatusCommand: ParsableCommand {
                                           "email": summary.email.map { .string($0) } ?? .null,
                                           "name": summary.name.map { .string($0) } ?? .null,
                                           "scopes": .array(tokens.scopes.map { .string($0) }),
-                                          "has_refresh_token": .bool(tokens.refreshToken != nil)]
+                                          "has_refresh_token": .bool(tokens.refreshToken != nil),
+                                          "resource": session.resource.map { .string($0) } ?? .null]
                 object["expires_at"] = tokens.expiresAt.map { .string(ISO8601.string(from: $0)) } ?? .null
                 items.append(.object(object))
             } else {
                 let state = session.state == .active ? (tokens.isValid() ? "active" : "expired (refreshable)") : "needs login"
-                Terminal.out("\(name): \(summary.displayName ?? "-") at \(session.issuer) — \(state); access token \(expiryText(tokens)); "
+                let resource = session.resource.map { " for \($0)" } ?? ""
+                Terminal.out("\(name): \(summary.displayName ?? "-") at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
                       + "refresh token \(tokens.refreshToken == nil ? "none" : "yes"); scopes: \(tokens.scopes.joined(separator: " "))")
             }
         }
@@ -348,7 +373,7 @@ struct LogoutCommand: ParsableCommand {
         var result: LogoutResult? = nil
         var failure: (any Error)? = nil
         do {
-            let client = try context.client(for: settings)
+            let client = try context.client(for: settings, registration: session.registration)
             result = try Blocking.run { await client.logout(session.tokens) }
         } catch {
             failure = error

@@ -38,6 +38,8 @@ struct TokenCommand: ParsableCommand {
     var method = "GET"
     @Option(help: ArgumentHelp("A DPoP nonce the resource server sent (its DPoP-Nonce header).", valueName: "NONCE"))
     var nonce: String?
+    @Option(help: ArgumentHelp("The token of the session for this resource (an MCP server, an API; see moose login --resource).", valueName: "URL"))
+    var resource: String?
 
     /// The session's tokens, valid for `minimumValidity` seconds: read from the store (no network,
     /// no concurrency runtime when the cached token is fine), else refreshed through the coordinator
@@ -70,8 +72,20 @@ struct TokenCommand: ParsableCommand {
               minimum >= 0, minimum <= 86_400 * 365 else {
             throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
         }
-        let profile = CLIConfig.profileName(self.profile)
+        let profile: String
+        if let resource, self.profile == nil {
+            profile = try ResourceLogin.profile(for: resource, store: store)
+        } else {
+            profile = CLIConfig.profileName(self.profile)
+        }
         let tokens = try Self.validTokens(store: store, profile: profile, minimumValidity: minimum)
+        // A token goes only to the resource it was issued for.
+        if let resource, self.profile != nil {
+            let canonical = (try? ResourceIdentifier.canonical(resource)) ?? resource
+            guard let stored = tokens.resource, stored.utf8.elementsEqual(canonical.utf8) else {
+                throw CLIError.failed("profile \(profile)'s tokens are not for \(canonical)\(tokens.resource.map { " (they are for \($0))" } ?? "")")
+            }
+        }
         let value: String
         if idToken {
             guard let id = tokens.idToken else { throw CLIError.failed("the session has no ID token") }

@@ -17,6 +17,7 @@ nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
     "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
     "form": form, "redaction": redaction, "dpop-par-response": dpopParResponse,
     "config-file": configFile,
+    "protected-resource": protectedResource, "registration-response": registrationResponse,
 ]
 
 nonisolated(unsafe) let selected: ([UInt8]) -> Void = {
@@ -305,4 +306,48 @@ func configFile(_ bytes: [UInt8]) {
     } catch {
         require(false, "a serialized configuration does not parse: \(error)")
     }
+}
+
+// MARK: - Protected resources and registration (MCP authorization)
+
+/// An RFC 9728 document, and the same bytes as a `WWW-Authenticate` value. Properties: a document
+/// comes back only with the expected resource byte for byte, 1–32 https-or-loopback authorization
+/// servers and valid scope-tokens; a challenge's scopes are valid scope-tokens (at most 64) and its
+/// metadata URL is https or loopback.
+func protectedResource(_ bytes: [UInt8]) {
+    let expected = "https://mcp.example.com/mcp"
+    if let metadata = try? ProtectedResourceMetadata.parse(bytes, expected: [expected]) {
+        require(metadata.resource.utf8.elementsEqual(expected.utf8), "the resource matches byte for byte")
+        require((1...32).contains(metadata.authorizationServers.count), "1 to 32 authorization servers")
+        require(metadata.authorizationServers.allSatisfy { URL(string: $0).map(TransportSecurity.permits) == true },
+                "every authorization server is https or loopback")
+        require((metadata.scopesSupported ?? []).allSatisfy(ScopeToken.isValid), "every scope is a scope-token")
+    }
+    if let challenge = ResourceChallenge.parse([text(bytes)]) {
+        require((challenge.scopes ?? []).count <= 64 && (challenge.scopes ?? []).allSatisfy(ScopeToken.isValid), "challenge scopes are bounded scope-tokens")
+        require(challenge.resourceMetadata.map(TransportSecurity.permits) ?? true, "a resource_metadata URL is https or loopback")
+        require(challenge.error.map(ScopeToken.isValid) ?? true, "an error code is printable")
+    }
+}
+
+/// An RFC 7591 registration answer: byte 0 picks the status, the rest is the body. Properties: a
+/// client comes back only with a visible-ASCII client_id of at most 2 KiB, secrets of visible ASCII
+/// (the registration access token a b64token), an https-or-loopback management URI; its description
+/// never shows a secret.
+func registrationResponse(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let status = [200, 201, 400, 401, 500][Int(first) % 5]
+    let response = APIResponse(status: HTTPResponse.Status(code: status), body: Data(bytes.dropFirst()))
+    guard let client = try? ClientRegistration.parseResponse(response, issuer: "https://as.example.com") else { return }
+    require(status == 200 || status == 201, "only a 200 or 201 registers")
+    require(TokenCharacters.isVisibleASCII(client.clientID) && client.clientID.utf8.count <= 2048, "client_id is bounded visible ASCII")
+    if let token = client.registrationAccessToken {
+        require(TokenCharacters.isB64Token(token), "the registration access token can be a header")
+        if token.utf8.count >= 12 { require(!client.description.contains(token), "the description shows no registration access token") }
+    }
+    if let secret = client.clientSecret {
+        require(TokenCharacters.isVisibleASCII(secret), "the secret is visible ASCII")
+        if secret.utf8.count >= 12 { require(!client.description.contains(secret), "the description shows no secret") }
+    }
+    require(client.registrationClientURI.map(TransportSecurity.permits) ?? true, "the management URI is https or loopback")
 }

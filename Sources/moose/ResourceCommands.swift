@@ -1,0 +1,121 @@
+import ArgumentParser
+import MooseHTTP
+import MooseOAuth
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `moose login --resource URL` (and `moose mcp login URL`): everything discovered from the
+/// resource — its RFC 9728 metadata, its authorization server (refused unless it advertises PKCE
+/// S256), a client registered there (RFC 7591, kept sealed with the session) unless `--client-id`
+/// names one — then the authorization code flow with RFC 8707 `resource` and RFC 9207 `iss`.
+struct ResourceLogin {
+    let store: StoreOptions
+    let resource: String
+    let profile: String?
+    let clientID: String?
+    let scopes: [String]
+    let noBrowser: Bool
+    let port: UInt16
+    let timeout: Double
+
+    func run() throws {
+        let canonical: String
+        do { canonical = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
+        // Without --profile, the resource URL names the profile: one session per resource.
+        let profile = self.profile ?? canonical
+        let context = try OAuthContext(options: store, create: true)
+        let existing = try context.loadOrFail(profile)
+        let identity: ResourceTokenManager.ClientIdentity = clientID.map { .preRegistered($0) } ?? .dynamic(clientName: "moose")
+        let manager: ResourceTokenManager
+        do {
+            manager = try ResourceTokenManager(resource: canonical, client: identity, storage: context.sessions, key: profile,
+                                               transport: context.transport, scopes: scopes.isEmpty ? nil : scopes, requireS256: true)
+        } catch {
+            throw OAuthContext.fail(error)
+        }
+        let noBrowser = self.noBrowser
+        let method = TokenManager.LoginMethod.loopback(port: port, timeout: timeout) { url in
+            Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
+            if !noBrowser { openBrowser(url) }
+            Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
+        }
+        do {
+            let summary = try Blocking.run { try await manager.login(with: method) }
+            // The profile settings go into the session's row, so token, refresh and logout find them.
+            guard let stored = try context.sessions.loadNow(profile) else { throw CLIError.failed("the new session of \(profile) was not stored") }
+            var session = stored.session
+            var settings = Profile(name: profile, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
+            settings.resource = session.resource
+            settings.dpop = nil
+            if let old = existing?.profile, old.issuer.utf8.elementsEqual(settings.issuer.utf8) { settings.endpoints = old.endpoints }
+            session.attributes = settings.stored(in: session.attributes)
+            try context.sessions.saveNow(session, key: profile, expectedGeneration: stored.generation, lease: nil)
+            let registered = session.registration.map { _ in "; client registered at the provider" } ?? ""
+            Terminal.out("Logged in to \(summary.issuer) for \(summary.resource ?? canonical) (profile \(profile)); access token "
+                         + "\(expiryText(session.tokens)); scopes: \(summary.scopes.joined(separator: " "))\(registered)")
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw OAuthContext.fail(error)
+        }
+    }
+
+    /// The profile whose session is for `resource` (compared byte for byte in canonical form): the
+    /// only one, or an error that says what to do.
+    static func profile(for resource: String, store: StoreOptions) throws -> String {
+        let canonical: String
+        do { canonical = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
+        let sessions = EncryptedSessionStorage(store: try store.open(create: false))
+        var matches: [String] = []
+        do {
+            for key in try sessions.keysNow() {
+                guard let session = try sessions.loadNow(key)?.session, let stored = session.resource,
+                      stored.utf8.elementsEqual(canonical.utf8) else { continue }
+                matches.append(key)
+            }
+        } catch {
+            throw OAuthContext.fail(error)
+        }
+        guard let first = matches.first else {
+            throw CLIError.failed("no session for resource \(canonical); run moose login --resource \(canonical)")
+        }
+        guard matches.count == 1 else {
+            throw CLIError.usage("several profiles hold sessions for \(canonical) (\(matches.joined(separator: ", "))): choose one with --profile")
+        }
+        return first
+    }
+}
+
+/// `moose mcp …`: MCP servers (the MCP authorization specification, 2025-11-25).
+struct MCPCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mcp", abstract: "Log in to MCP servers (OAuth discovered from the server's URL).",
+        subcommands: [Login.self])
+
+    struct Login: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Log in to an MCP server: the short form of moose login --resource SERVER_URL.",
+            discussion: """
+                Discovers the server's protected resource metadata (RFC 9728) and its authorization server, registers \
+                moose there (RFC 7591) unless --client-id is given, and logs in with PKCE S256, RFC 8707 resource and \
+                RFC 9207 iss. Then: moose token --resource SERVER_URL.
+                """)
+        @OptionGroup var store: StoreOptions
+        @Argument(help: ArgumentHelp("The MCP server's URL (its endpoint, e.g. https://mcp.example.com/mcp).", valueName: "SERVER_URL"))
+        var serverURL: String
+        @Option(help: "The profile (default: the server's URL).") var profile: String?
+        @Option(name: .customLong("client-id"), help: "A client id registered beforehand (default: register one).") var clientID: String?
+        @Option(help: "A scope to request (repeatable; default: the server's challenge, else its scopes_supported).") var scope: [String] = []
+        @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
+        @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16 = 0
+        @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
+
+        func run() throws {
+            try ResourceLogin(store: store, resource: serverURL, profile: profile, clientID: clientID, scopes: scope,
+                              noBrowser: noBrowser, port: port, timeout: timeout).run()
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseTestSupport
+import Testing
+import HTTPTypes
+
+extension MCPServerTests {
+    /// The README's example, run: it connects, lists the tools and calls one.
+    @Test func readmeExampleConnectsListsAndCalls() async throws {
+        try await MCPTestServer.reset()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-readme-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let client = try await connectToMCPServer(Self.url, storeFolder: folder) { url in try await MCPTestServer.approve(url) }
+        #expect(try await listAndCall(client) == "hello")
+        await client.disconnect()
+        // A second run finds the session in the store: no new login, no new registration.
+        let again = try await connectToMCPServer(Self.url, storeFolder: folder) { _ in Issue.record("logged in again") }
+        #expect(try await listAndCall(again) == "hello")
+        await again.disconnect()
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "registrations") == 1 && Self.stat(stats, "authorize_requests") == 1)
+    }
+
+    /// The README quotes the example word for word.
+    @Test func readmeQuotesTheExample() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                                    .appendingPathComponent("ReadmeMCPExample.swift"), encoding: .utf8)
+        let begin = try #require(source.range(of: "// README example begins\n"))
+        let end = try #require(source.range(of: "// README example ends"))
+        let example = String(source[begin.upperBound..<end.lowerBound])
+        #expect(readme.contains("```swift\n" + example + "```"), "README's MCP section differs from ReadmeMCPExample.swift")
+    }
+
+    /// `moose mcp login SERVER_URL` discovers, registers and logs in; `moose token --resource` hands
+    /// out a token the server takes (and refreshes naming the resource); `moose status` shows
+    /// resource and issuer; `moose login --resource` under another profile works too.
+    @Test func cliLogsInToAnMCPServerAndHandsOutItsToken() async throws {
+        try await MCPTestServer.reset()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-mcp-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ["XDG_DATA_HOME=\(home.path)/data", "XDG_CONFIG_HOME=\(home.path)/config", "MOOSE_STORE_KEY=",
+                           "BROWSER=\(LocalServer.repositoryRoot)/tools/mcp/approve"]
+        func moose(_ arguments: String...) -> (Int32, String) {
+            runCapturingStdout(["/usr/bin/env"] + environment + [MooseCLI.binary] + arguments)
+        }
+        let url = Self.resource
+        let (loginStatus, login) = moose("mcp", "login", url)
+        #expect(loginStatus == 0 && login.contains("Logged in to \(Self.issuer) for \(url)"), "\(login)")
+        let (tokenStatus, tokenOutput) = moose("token", "--resource", url)
+        let token = tokenOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(tokenStatus == 0 && token.hasPrefix("mat_"))
+        #expect(try await Self.initialize(bearer: token) == 200, "the MCP server takes the token")
+        #expect(try await Self.initialize(bearer: "mat_forged") == 401)
+
+        let (_, status) = moose("status", "--json")
+        let sessions = try #require(try JSONValue(parsing: Array(status.utf8)).arrayValue)
+        #expect(sessions.first?["resource"]?.stringValue == url && sessions.first?["issuer"]?.stringValue == Self.issuer)
+        let (_, human) = moose("status")
+        #expect(human.contains("at \(Self.issuer) for \(url)"), "\(human)")
+
+        // A token valid for less than an hour is refreshed — naming the resource again (RFC 8707).
+        try await MCPTestServer.reset(statsOnly: true)
+        let (refreshStatus, refreshed) = moose("token", "--resource", url, "--min-validity", "3600")
+        #expect(refreshStatus == 0 && refreshed.trimmingCharacters(in: .whitespacesAndNewlines) != token)
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "refreshes") == 1)
+        #expect(stats["token_log"]?.arrayValue?.last?["resource"]?.stringValue == url, "resource on the refresh request")
+
+        // The long form, under a profile of its own: now two sessions are for the resource.
+        let (secondStatus, second) = moose("login", "--resource", url, "--profile", "second")
+        #expect(secondStatus == 0, "\(second)")
+        let (ambiguous, _) = moose("token", "--resource", url)
+        #expect(ambiguous == 2, "two profiles hold sessions for the resource: --profile chooses")
+        let (chosen, _) = moose("token", "--resource", url, "--profile", "second")
+        #expect(chosen == 0)
+        let (wrong, _) = moose("token", "--resource", "http://127.0.0.1:1/other", "--profile", "second")
+        #expect(wrong == 1, "a token goes only to its own resource")
+    }
+
+    /// An MCP `initialize` POST with `Authorization: Bearer token`; the HTTP status.
+    static func initialize(bearer token: String) async throws -> Int {
+        let body = #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#
+        let request = APIRequest(method: .post, url: url, headerFields: [.authorization: "Bearer \(token)", .contentType: "application/json",
+                                                                         .accept: "application/json, text/event-stream"],
+                                 body: Data(body.utf8), timeout: 10)
+        return try await CurlTransport().send(request).status.code
+    }
+}
+
+/// The `moose` binary: `$MOOSE_BIN`, or next to the test bundle.
+enum MooseCLI {
+    static let binary: String = {
+        if let path = ProcessInfo.processInfo.environment["MOOSE_BIN"], FileManager.default.isExecutableFile(atPath: path) { return path }
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var folder = executable.deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("moose").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            folder = folder.deletingLastPathComponent()
+        }
+        return "moose"
+    }()
+}

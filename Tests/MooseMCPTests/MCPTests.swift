@@ -1,0 +1,333 @@
+import Foundation
+import MCP
+import MooseHTTP
+import MooseJWT
+import MooseMCP
+import MooseOAuth
+import MooseSecretStore
+import MooseTestSupport
+import MooseURLSession
+import Synchronization
+import Testing
+
+/// Every test that talks to the test MCP server (tools/mcp: the Python MCP SDK's OAuth server and MCP
+/// server in one process). One suite, serialized: they share its counters and hostile modes.
+@Suite(.serialized, .enabled(if: MCPTestServer.url != nil, "\(MCPTestServer.unavailable)"))
+struct MCPServerTests {
+    static var url: URL { URL(string: MCPTestServer.url ?? "http://127.0.0.1:1/mcp")! }
+    static var resource: String { MCPTestServer.url ?? "" }
+    static var issuer: String { MCPTestServer.issuer ?? "" }
+
+    /// An authorizer that logs in through the server's auto-approving /authorize, counting logins.
+    static func authorizer(storage: any SessionStorage, logins: Counter = Counter(), client: ResourceTokenManager.ClientIdentity = .dynamic(),
+                           transport: (any HTTPTransport)? = nil, maxStepUpAttempts: Int = 2,
+                           clock: (@Sendable () -> Date)? = nil) throws -> MooseMCPAuthorizer {
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.backoff = 0.05
+        configuration.clock = clock
+        return try MooseMCPAuthorizer(serverURL: url, storage: storage, login: .loopback { authorizationURL in
+            logins.increment()
+            try await MCPTestServer.approve(authorizationURL)
+        }, client: client, transport: transport, maxStepUpAttempts: maxStepUpAttempts, configuration: configuration)
+    }
+
+    /// The SDK's own client over its HTTP transport, authorized by `authorizer`.
+    static func connect(_ authorizer: MooseMCPAuthorizer) async throws -> Client {
+        let transport = HTTPClientTransport(endpoint: url, streaming: false, authorizer: authorizer)
+        let client = Client(name: "moose-tests", version: "1.0")
+        _ = try await client.connect(transport: transport)
+        return client
+    }
+
+    static func call(_ client: Client, _ text: String, tool: String = "echo") async throws -> String {
+        let (content, isError) = try await client.callTool(name: tool, arguments: ["text": .string(text)])
+        guard isError != true, case .text(let answer, _, _)? = content.first else { return "(no text)" }
+        return answer
+    }
+
+    static func stat(_ stats: JSONValue, _ path: String...) -> Int64 {
+        var value: JSONValue? = stats
+        for name in path { value = value?[name] }
+        return value?.int64Value ?? 0
+    }
+
+    // MARK: - The issue's cases
+
+    /// Nothing configured but the server's URL: discovery (RFC 9728 from the 401, RFC 8414), dynamic
+    /// registration, login with PKCE + resource + iss, then tools/list and a tool call.
+    @Test func onlyTheServerURLDiscoversRegistersLogsInAndCallsATool() async throws {
+        try await MCPTestServer.reset()
+        let storage = InMemorySessionStorage()
+        let logins = Counter()
+        let authorizer = try Self.authorizer(storage: storage, logins: logins)
+        let client = try await Self.connect(authorizer)
+        let tools = try await client.listTools().tools.map(\.name)
+        #expect(tools.contains("echo") && tools.contains("admin_echo"))
+        #expect(try await Self.call(client, "hello") == "hello")
+        await client.disconnect()
+
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "registrations") == 1 && logins.value == 1)
+        #expect(Self.stat(stats, "authorize_redirects") == 1 && Self.stat(stats, "token_requests_by_grant", "authorization_code") == 1)
+        let authorize = try #require(stats["authorize_log"]?.arrayValue?.last)
+        #expect(authorize["resource"]?.stringValue == Self.resource, "RFC 8707 resource on the authorization request")
+        let token = try #require(stats["token_log"]?.arrayValue?.last)
+        #expect(token["resource"]?.stringValue == Self.resource, "RFC 8707 resource on the token request")
+        // The session: keyed by issuer + resource, with the registration sealed in it.
+        let key = OAuthSession.storageKey(issuer: Self.issuer, resource: Self.resource)
+        let session = try #require(try await storage.load(key)?.session)
+        #expect(session.resource == Self.resource && session.issuer == Self.issuer && session.tokens.resource == Self.resource)
+        #expect(session.registration?.clientID == session.clientID && session.registration?.issuer == Self.issuer)
+        #expect(session.tokens.scopes == ["mcp:tools"], "the scopes the resource's metadata lists")
+    }
+
+    /// Tokens expire mid-session (the server expires every token it issued): 8 concurrent calls over
+    /// two connections sharing one authorizer cost one refresh, and all succeed.
+    @Test func expiryMidSessionCostsOneRefreshAcrossConnections() async throws {
+        try await MCPTestServer.reset()
+        let storage = InMemorySessionStorage()
+        let logins = Counter()
+        let authorizer = try Self.authorizer(storage: storage, logins: logins)
+        let first = try await Self.connect(authorizer)
+        let second = try await Self.connect(authorizer)
+        #expect(try await Self.call(first, "before") == "before")
+        try await MCPTestServer.reset(statsOnly: true)
+        try await MCPTestServer.mode(#"{"expire_all": true}"#)
+        let answers = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<8 {
+                group.addTask { try await Self.call(index % 2 == 0 ? first : second, "call \(index)") }
+            }
+            var answers: [String] = []
+            for try await answer in group { answers.append(answer) }
+            return answers
+        }
+        #expect(answers.sorted() == (0..<8).map { "call \($0)" }.sorted())
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "refreshes") == 1, "one refresh for 8 rejected requests: \(stats)")
+        #expect(Self.stat(stats, "refresh_reuse_detected") == 0 && Self.stat(stats, "invalid_grant") == 0)
+        #expect(Self.stat(stats, "authorize_requests") == 0 && logins.value == 1, "no new login")
+        await first.disconnect()
+        await second.disconnect()
+    }
+
+    /// A token about to expire is refreshed before the request goes out (`prepareAuthorization`
+    /// joins the coordinator's refresh): no 401 round trip. (Our clock runs 45 s ahead of the server's
+    /// 60 s tokens: 15 s left, under the 30 s the coordinator wants.)
+    @Test func aTokenAboutToExpireIsRefreshedBeforeTheRequest() async throws {
+        try await MCPTestServer.reset()
+        let skew = Mutex<TimeInterval>(0)
+        let authorizer = try Self.authorizer(storage: InMemorySessionStorage(),
+                                             clock: { Date().addingTimeInterval(skew.withLock { $0 }) })
+        let client = try await Self.connect(authorizer)
+        #expect(try await Self.call(client, "fresh") == "fresh")
+        try await MCPTestServer.reset(statsOnly: true)
+        skew.withLock { $0 = 45 }
+        #expect(try await Self.call(client, "ahead") == "ahead")
+        skew.withLock { $0 = 0 }
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "refreshes") == 1 && Self.stat(stats, "responses", "POST /mcp 401") == 0, "\(stats)")
+        await client.disconnect()
+    }
+
+    /// Two processes, each its own SDK client and authorizer, one encrypted store: after the server
+    /// expired the token, one refresh between them (the store's lease), no reuse detected.
+    @Test func twoProcessesOnOneStoreRefreshOnce() async throws {
+        try await MCPTestServer.reset()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-mcp-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let storePath = home.appendingPathComponent("store.sqlite").path, keyPath = home.appendingPathComponent("store.key").path
+        let store = try SecretStore(path: storePath, masterKey: .keyFile(keyPath))
+        let authorizer = try Self.authorizer(storage: EncryptedSessionStorage(store: store))
+        let client = try await Self.connect(authorizer)
+        #expect(try await Self.call(client, "login") == "login")
+        await client.disconnect()
+        try await MCPTestServer.reset(statsOnly: true)
+        try await MCPTestServer.mode(#"{"expire_all": true}"#)
+
+        let results = await withTaskGroup(of: (Int32, String).self) { group in
+            for _ in 0..<2 {
+                group.addTask { runCapturingStdout([Worker.binary, "echo", storePath, keyPath, Self.resource, "3"]) }
+            }
+            var results: [(Int32, String)] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        for (status, output) in results { #expect(status == 0, "worker: \(output)") }
+        let tokens = Set(results.flatMap { $0.1.split(separator: "\n").filter { $0.hasPrefix("token ") } })
+        #expect(tokens.count == 1, "both processes end with the same token: \(tokens)")
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "refreshes") == 1, "one refresh across two processes: \(stats)")
+        #expect(Self.stat(stats, "refresh_reuse_detected") == 0 && Self.stat(stats, "authorize_requests") == 0)
+        #expect(Self.stat(stats, "tool_calls_by_name", "echo") == 6)
+    }
+
+    /// A network failure during the refresh (injected by wrapping the real transport): the call fails
+    /// with a transient error, the stored refresh token is the same, nobody logs in; once the network
+    /// is back, the kept refresh token works.
+    @Test func networkFailureDuringRefreshKeepsTheRefreshToken() async throws {
+        try await MCPTestServer.reset()
+        let storage = InMemorySessionStorage()
+        let network = FailingTransport(wrapping: URLSessionTransport())
+        let logins = Counter()
+        let authorizer = try Self.authorizer(storage: storage, logins: logins, transport: network)
+        let client = try await Self.connect(authorizer)
+        #expect(try await Self.call(client, "up") == "up")
+        let key = OAuthSession.storageKey(issuer: Self.issuer, resource: Self.resource)
+        let before = try #require(try await storage.load(key)?.session.tokens.refreshToken)
+
+        network.failRefreshes(true)
+        try await MCPTestServer.reset(statsOnly: true)
+        try await MCPTestServer.mode(#"{"expire_all": true}"#)
+        await #expect(throws: (any Error).self) { _ = try await Self.call(client, "down") }
+        #expect(authorizer.lastError?.oauthError?.code == OAuthError.transient, "\(String(describing: authorizer.lastError))")
+        #expect(network.failures >= 1)
+        let kept = try #require(try await storage.load(key)?.session)
+        #expect(kept.state == .active && kept.tokens.refreshToken == before, "the refresh token is kept")
+        var stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "token_requests") == 0 && Self.stat(stats, "authorize_requests") == 0 && logins.value == 1)
+
+        network.failRefreshes(false)
+        #expect(try await Self.call(client, "back") == "back")
+        stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "refreshes") == 1 && Self.stat(stats, "invalid_grant") == 0, "the kept refresh token worked")
+        await client.disconnect()
+    }
+
+    /// RFC 9207: a server that forges `iss`, or omits it while its metadata promises it, gets no
+    /// login: the code is never redeemed.
+    @Test func forgedOrMissingIssRefusesTheLogin() async throws {
+        for mode in ["forge", "omit"] { try await issRefused(mode: mode) }
+    }
+
+    func issRefused(mode: String) async throws {
+        try await MCPTestServer.reset()
+        try await MCPTestServer.mode(#"{"iss": "\#(mode)"}"#)
+        let authorizer = try Self.authorizer(storage: InMemorySessionStorage())
+        await #expect(throws: (any Error).self) { _ = try await Self.connect(authorizer) }
+        #expect(authorizer.lastError?.oauthError?.code == OAuthError.issuerMismatchInResponse,
+                "\(String(describing: authorizer.lastError))")
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "authorize_redirects") == 1 && Self.stat(stats, "token_requests_by_grant", "authorization_code") == 0,
+                "the code was never redeemed")
+        try await MCPTestServer.reset()
+    }
+
+    /// An authorization server whose metadata does not list S256 (an empty list, or no member at all)
+    /// is refused before registration or the browser, with an error naming the member.
+    @Test func authorizationServerWithoutS256IsRefused() async throws {
+        for methods in ["[]", "null"] { try await s256Refused(methods: methods) }
+    }
+
+    func s256Refused(methods: String) async throws {
+        try await MCPTestServer.reset()
+        try await MCPTestServer.mode(#"{"pkce_methods": \#(methods)}"#)
+        let logins = Counter()
+        let authorizer = try Self.authorizer(storage: InMemorySessionStorage(), logins: logins)
+        do {
+            _ = try await Self.connect(authorizer)
+            Issue.record("connected to a server without S256")
+        } catch {
+            #expect("\(error)".contains("code_challenge_methods_supported"), "the SDK's error carries Moose's message: \(error)")
+        }
+        let failure = try #require(authorizer.lastError?.oauthError)
+        #expect(failure.code == OAuthError.pkceNotSupported && failure.message.contains("code_challenge_methods_supported"))
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "registrations") == 0 && Self.stat(stats, "authorize_requests") == 0 && logins.value == 0)
+        try await MCPTestServer.reset()
+    }
+
+    /// 403 insufficient_scope: a new login for the scopes the challenge names plus those granted (same
+    /// client, same resource), then the call succeeds.
+    @Test func insufficientScopeStepsUp() async throws {
+        try await MCPTestServer.reset()
+        let storage = InMemorySessionStorage()
+        let logins = Counter()
+        let authorizer = try Self.authorizer(storage: storage, logins: logins)
+        let client = try await Self.connect(authorizer)
+        #expect(try await Self.call(client, "plain") == "plain")
+        #expect(try await Self.call(client, "root", tool: "admin_echo") == "admin: root")
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "insufficient_scope_403") == 1 && logins.value == 2 && Self.stat(stats, "registrations") == 1)
+        let last = try #require(stats["authorize_log"]?.arrayValue?.last)
+        #expect(last["scopes"]?.arrayValue?.compactMap(\.stringValue) == ["mcp:tools", "mcp:admin"])
+        #expect(last["resource"]?.stringValue == Self.resource)
+        let key = OAuthSession.storageKey(issuer: Self.issuer, resource: Self.resource)
+        #expect(try await storage.load(key)?.session.tokens.scopes == ["mcp:tools", "mcp:admin"])
+        // The same challenge for scopes the token already has: refused, not another login.
+        let header = #"Bearer error="insufficient_scope", scope="mcp:tools mcp:admin""#
+        let again = try await Task.detached {
+            try await authorizer.handleChallenge(statusCode: 403, headers: ["WWW-Authenticate": header], endpoint: Self.url,
+                                                 operationKey: "tools/call", session: .shared)
+        }.value
+        #expect(!again && logins.value == 2)
+        await client.disconnect()
+    }
+
+    /// Step-up is bounded: a client registered for mcp:tools only cannot get mcp:admin (the server
+    /// refuses the authorization); two attempts per operation and scope set, then the 403 stands
+    /// without another trip to the authorization server.
+    @Test func stepUpIsBounded() async throws {
+        try await MCPTestServer.reset()
+        let logins = Counter()
+        let authorizer = try Self.authorizer(storage: InMemorySessionStorage(), logins: logins,
+                                             client: .dynamic(clientName: "narrow", scopes: ["mcp:tools"]), maxStepUpAttempts: 2)
+        let client = try await Self.connect(authorizer)
+        #expect(try await Self.call(client, "plain") == "plain")
+        for _ in 0..<3 {
+            await #expect(throws: (any Error).self) { _ = try await Self.call(client, "no", tool: "admin_echo") }
+        }
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "insufficient_scope_403") == 3)
+        #expect(Self.stat(stats, "authorize_requests") == 3 && logins.value == 3, "one login, then two step-up attempts, then none: \(stats)")
+        #expect(Self.stat(stats, "tool_calls_by_name", "admin_echo") == 0)
+        await client.disconnect()
+    }
+}
+
+/// Counts, from any task.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+/// The real transport, with refresh-grant requests failing as a dropped connection would while
+/// `failRefreshes(true)`: a fault injected around the real part.
+final class FailingTransport: HTTPTransport, Sendable {
+    private let base: any HTTPTransport
+    private let failing = Mutex(false)
+    private let failed = Mutex(0)
+
+    init(wrapping base: any HTTPTransport) { self.base = base }
+
+    func failRefreshes(_ on: Bool) { failing.withLock { $0 = on } }
+    var failures: Int { failed.withLock { $0 } }
+
+    func send(_ request: APIRequest) async throws -> APIResponse {
+        let body = request.body.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        if failing.withLock({ $0 }), body.contains("grant_type=refresh_token") {
+            failed.withLock { $0 += 1 }
+            throw HTTPRequestError.transportFailure("connection reset (injected)", request)
+        }
+        return try await base.send(request)
+    }
+}
+
+/// The worker executable, next to the test bundle.
+enum Worker {
+    static let binary: String = {
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var folder = executable.deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("moose-mcp-worker").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            folder = folder.deletingLastPathComponent()
+        }
+        return "moose-mcp-worker"
+    }()
+}
+
+/// The MCP tests are skipped when the server cannot run; this one fails then, so a run says so.
+@Test func theTestMCPServerRuns() {
+    #expect(MCPTestServer.url != nil, "\(MCPTestServer.unavailable): the MCP tests did not run")
+}
