@@ -302,11 +302,13 @@ struct RefreshCoordinatorRobustnessTests {
         defer { fixture.cleanUp() }
         let client = fixture.client
         var configuration = RefreshCoordinator.Configuration()
-        configuration.leaseTTL = 0.3
+        // A ttl long enough that a starved 2-core machine still renews in time (renewed every ttl/3),
+        // short against the refresh: 2.5 lease lifetimes.
+        configuration.leaseTTL = 2
         let started = Mutex(false)
         let slow = RefreshCoordinator(key: "default", storage: fixture.sessions, configuration: configuration) { old in
             started.withLock { $0 = true }
-            try await Task.sleep(nanoseconds: 1_200_000_000)   // four lease lifetimes
+            try await Task.sleep(nanoseconds: 5_000_000_000)
             return try await client.refresh(old)
         }
         let other = fixture.coordinator(configuration)

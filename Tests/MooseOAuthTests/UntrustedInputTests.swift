@@ -96,7 +96,9 @@ struct LoopbackHostileClientTests {
         #expect(real.hasPrefix("HTTP/1.1 200"))
         let url = try await callback
         #expect(url.absoluteString.contains("code=good"))
-        #expect(Date().timeIntervalSince(started) < 5, "the real redirect waited behind slow connections")
+        // Serial handling took ~50 s here (ten idle connections) and never ended with a trickler;
+        // the bound is loose for a loaded 2-core machine.
+        #expect(Date().timeIntervalSince(started) < 15, "the real redirect waited behind slow connections")
     }
 
     /// The login's own deadline holds even while a slow client trickles a byte every 0.5 s for 20 s
