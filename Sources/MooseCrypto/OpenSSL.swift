@@ -35,6 +35,17 @@ enum OpenSSL {
     }
 }
 
+/// Process-wide libcrypto settings, for programs rather than libraries (the `moose` CLI).
+package enum LibCrypto {
+    /// Tells libcrypto not to tear down its provider, method and name tables in an `atexit` handler
+    /// (`OPENSSL_INIT_NO_ATEXIT`): the kernel reclaims a short-lived process's memory anyway, and the
+    /// handler costs `moose token` about a tenth of its instructions. Call it first thing in `main`:
+    /// it only initialises libcrypto's base (locks), loads no configuration and fetches nothing.
+    package static func skipCleanupAtExit() {
+        _ = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil)
+    }
+}
+
 /// Owns an `EVP_MD_CTX`, freed in `deinit`.
 final class DigestContext {
     let pointer: OpaquePointer
