@@ -42,8 +42,12 @@ struct MooseCommand: ParsableCommand {
         LibCrypto.skipCleanupAtExit()
         let arguments = Array(CommandLine.arguments.dropFirst())
         do {
-            var command = try LeanCommandLine.command(arguments) ?? parse(arguments)
-            try command.run()
+            if let command = LeanCommandLine.command(arguments) {
+                try command.run()
+            } else {
+                var command = try parse(arguments)
+                try command.run()
+            }
         } catch let error as CLIError {
             Terminal.error("moose: error: \(error.message)")
             terminate(error.status)

@@ -1,5 +1,3 @@
-import ArgumentParser
-
 /// The command lines of the two commands scripts call in tight loops — `moose inspect` and
 /// `moose token` (so also `moose token --format exec-credential`) — read without argument-parser.
 ///
@@ -24,50 +22,44 @@ enum LeanCommandLine {
     /// Longer command lines go through argument-parser.
     static let maximumArguments = 64
 
+    /// A command read without argument-parser.
+    enum Command {
+        case inspect(InspectCommand.Values)
+        case token(TokenCommand.Values)
+
+        func run() throws {
+            switch self {
+            case .inspect(let values): try values.run()
+            case .token(let values): try values.run()
+            }
+        }
+    }
+
     /// The command for `arguments` (without the program name), or `nil` to use argument-parser.
-    static func command(_ arguments: [String]) -> (any ParsableCommand)? {
+    static func command(_ arguments: [String]) -> Command? {
         guard arguments.count <= maximumArguments, let first = arguments.first else { return nil }
         let rest = arguments.dropFirst()
-        if first.utf8.elementsEqual("inspect".utf8) { return inspect(rest) }
-        if first.utf8.elementsEqual("token".utf8) { return token(rest) }
+        if first.utf8.elementsEqual("inspect".utf8) { return inspect(rest).map(Command.inspect) }
+        if first.utf8.elementsEqual("token".utf8) { return token(rest).map(Command.token) }
         return nil
     }
 
-    static func inspect(_ arguments: ArraySlice<String>) -> InspectCommand? {
-        var values = InspectValues()
-        guard scan(arguments, options: InspectValues.options, positional: { $0.token = $1 }, into: &values) else { return nil }
-        var command = InspectCommand()
-        command.token = values.token
-        command.jwks = values.jwks
-        command.issuer = values.issuer
-        command.key = values.key
-        command.secretFile = values.secretFile
-        command.iss = values.iss
-        command.aud = values.aud
-        command.anyAudience = values.anyAudience
-        command.alg = values.alg
-        command.leeway = values.leeway
-        command.now = values.now
-        command.json = values.json
+    static func inspect(_ arguments: ArraySlice<String>) -> InspectCommand.Values? {
+        var values = InspectCommand.Values()
+        guard scan(arguments, options: inspectOptions, positional: { $0.token = $1 }, into: &values) else { return nil }
         // A command argument-parser would refuse goes back to it for the message.
-        guard (try? command.validate()) != nil else { return nil }
-        return command
+        guard (try? values.validate()) != nil else { return nil }
+        return values
     }
 
-    static func token(_ arguments: ArraySlice<String>) -> TokenCommand? {
+    static func token(_ arguments: ArraySlice<String>) -> TokenCommand.Values? {
         var values = TokenValues()
-        guard scan(arguments, options: TokenValues.options, positional: nil, into: &values) else { return nil }
-        var command = TokenCommand()
-        command.store = StoreOptions(storePath: values.storePath, keyFile: values.keyFile,
-                                     keyEnvironment: values.keyEnvironment, passphraseFile: values.passphraseFile)
-        command.profile = values.profile
-        command.minValidity = values.minValidity
-        command.idToken = values.idToken
-        command.format = values.format
-        command.url = values.url
-        command.method = values.method
-        command.nonce = values.nonce
-        return command
+        guard scan(arguments, options: tokenOptions, positional: nil, into: &values) else { return nil }
+        return TokenCommand.Values(
+            store: StoreOptions(storePath: values.storePath, keyFile: values.keyFile,
+                                keyEnvironment: values.keyEnvironment, passphraseFile: values.passphraseFile),
+            profile: values.profile, minValidity: values.minValidity, idToken: values.idToken, format: values.format,
+            url: values.url, method: values.method, nonce: values.nonce)
     }
 
     /// One long option of the subset.
@@ -137,42 +129,28 @@ enum LeanCommandLine {
         return true
     }
 
-    /// `moose inspect`'s options, with `InspectCommand`'s defaults.
-    struct InspectValues {
-        var token: String?
-        var jwks: String?
-        var issuer: String?
-        var key: String?
-        var secretFile: String?
-        var iss: String?
-        var aud: [String] = []
-        var anyAudience = false
-        var alg: [String] = []
-        var leeway: Double = 0
-        var now: String?
-        var json = false
+    /// `moose inspect`'s options (`InspectCommand`).
+    static let inspectOptions: [Option<InspectCommand.Values>] = [
+        Option(name: "--jwks", kind: .single) { $0.jwks = $1; return true },
+        Option(name: "--issuer", kind: .single) { $0.issuer = $1; return true },
+        Option(name: "--key", kind: .single) { $0.key = $1; return true },
+        Option(name: "--secret-file", kind: .single) { $0.secretFile = $1; return true },
+        Option(name: "--iss", kind: .single) { $0.iss = $1; return true },
+        Option(name: "--aud", kind: .repeatable) { $0.aud.append($1); return true },
+        Option(name: "--any-audience", kind: .flag) { values, _ in values.anyAudience = true; return true },
+        Option(name: "--alg", kind: .repeatable) { $0.alg.append($1); return true },
+        Option(name: "--leeway", kind: .single) { values, text in
+            // argument-parser's Double: `Double(String)`.
+            guard let seconds = Double(text) else { return false }
+            values.leeway = seconds
+            return true
+        },
+        Option(name: "--now", kind: .single) { $0.now = $1; return true },
+        Option(name: "--json", kind: .flag) { values, _ in values.json = true; return true },
+    ]
 
-        static let options: [Option<InspectValues>] = [
-            Option(name: "--jwks", kind: .single) { $0.jwks = $1; return true },
-            Option(name: "--issuer", kind: .single) { $0.issuer = $1; return true },
-            Option(name: "--key", kind: .single) { $0.key = $1; return true },
-            Option(name: "--secret-file", kind: .single) { $0.secretFile = $1; return true },
-            Option(name: "--iss", kind: .single) { $0.iss = $1; return true },
-            Option(name: "--aud", kind: .repeatable) { $0.aud.append($1); return true },
-            Option(name: "--any-audience", kind: .flag) { values, _ in values.anyAudience = true; return true },
-            Option(name: "--alg", kind: .repeatable) { $0.alg.append($1); return true },
-            Option(name: "--leeway", kind: .single) { values, text in
-                // argument-parser's Double: `Double(String)`.
-                guard let seconds = Double(text) else { return false }
-                values.leeway = seconds
-                return true
-            },
-            Option(name: "--now", kind: .single) { $0.now = $1; return true },
-            Option(name: "--json", kind: .flag) { values, _ in values.json = true; return true },
-        ]
-    }
-
-    /// `moose token`'s options (its `StoreOptions` included), with `TokenCommand`'s defaults.
+    /// `moose token`'s options, its `StoreOptions` as plain strings (a `StoreOptions` is made once, at
+    /// the end), with `TokenCommand`'s defaults.
     struct TokenValues {
         var storePath: String?
         var keyFile: String?
@@ -185,24 +163,25 @@ enum LeanCommandLine {
         var url: String?
         var method = "GET"
         var nonce: String?
-
-        static let options: [Option<TokenValues>] = [
-            Option(name: "--store", kind: .single) { $0.storePath = $1; return true },
-            Option(name: "--key-file", kind: .single) { $0.keyFile = $1; return true },
-            Option(name: "--key-env", kind: .single) { $0.keyEnvironment = $1; return true },
-            Option(name: "--passphrase-file", kind: .single) { $0.passphraseFile = $1; return true },
-            Option(name: "--profile", kind: .single) { $0.profile = $1; return true },
-            Option(name: "--min-validity", kind: .single) { $0.minValidity = $1; return true },
-            Option(name: "--id-token", kind: .flag) { values, _ in values.idToken = true; return true },
-            Option(name: "--format", kind: .single) { values, text in
-                // argument-parser's RawRepresentable enum: `init(rawValue:)`.
-                guard let format = TokenCommand.Format(rawValue: text) else { return false }
-                values.format = format
-                return true
-            },
-            Option(name: "--url", kind: .single) { $0.url = $1; return true },
-            Option(name: "--method", kind: .single) { $0.method = $1; return true },
-            Option(name: "--nonce", kind: .single) { $0.nonce = $1; return true },
-        ]
     }
+
+    /// `moose token`'s options (`TokenCommand` and its `StoreOptions`).
+    static let tokenOptions: [Option<TokenValues>] = [
+        Option(name: "--store", kind: .single) { $0.storePath = $1; return true },
+        Option(name: "--key-file", kind: .single) { $0.keyFile = $1; return true },
+        Option(name: "--key-env", kind: .single) { $0.keyEnvironment = $1; return true },
+        Option(name: "--passphrase-file", kind: .single) { $0.passphraseFile = $1; return true },
+        Option(name: "--profile", kind: .single) { $0.profile = $1; return true },
+        Option(name: "--min-validity", kind: .single) { $0.minValidity = $1; return true },
+        Option(name: "--id-token", kind: .flag) { values, _ in values.idToken = true; return true },
+        Option(name: "--format", kind: .single) { values, text in
+            // argument-parser's RawRepresentable enum: `init(rawValue:)`.
+            guard let format = TokenCommand.Format(rawValue: text) else { return false }
+            values.format = format
+            return true
+        },
+        Option(name: "--url", kind: .single) { $0.url = $1; return true },
+        Option(name: "--method", kind: .single) { $0.method = $1; return true },
+        Option(name: "--nonce", kind: .single) { $0.nonce = $1; return true },
+    ]
 }
