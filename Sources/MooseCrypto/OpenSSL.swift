@@ -44,6 +44,15 @@ package enum LibCrypto {
     package static func skipCleanupAtExit() {
         _ = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil)
     }
+
+    /// Fetches what the secret store uses (HMAC, SHA-256 for its HMAC, AES-256-GCM) now. Their first
+    /// fetch builds libcrypto's provider, name and method tables — about 60% of `moose token`'s
+    /// instructions — so `SecretStore.readSnapshot` does it before it takes its lock, not under it.
+    package static func prepareStoreAlgorithms() {
+        _ = Fetched.hmac
+        _ = Fetched.sha256
+        _ = Fetched.aes256gcm
+    }
 }
 
 /// Owns an `EVP_MD_CTX`, freed in `deinit`.

@@ -48,6 +48,15 @@ struct TokenCommand: ParsableCommand {
     /// no concurrency runtime when the cached token is fine), else refreshed through the coordinator
     /// — once, however many processes ask. Every command and credential helper gets tokens here.
     static func validTokens(store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval) throws -> TokenSet {
+        // Fastest: one short snapshot read of the store (no shared-memory set-up), when nobody else has
+        // it open and the session is active with a token valid long enough. Anything else — no session,
+        // an error, another process using the store — takes the ordinary path below, which reads again
+        // and reports exactly as before.
+        if let source = try? store.keySource(),
+           let stored = try? EncryptedSessionStorage.loadSnapshot(path: store.resolvedStorePath, masterKey: source, key: profile),
+           stored.session.state == .active, stored.session.tokens.isValid(for: minimum) {
+            return stored.session.tokens
+        }
         let sessions = EncryptedSessionStorage(store: try store.open(create: false))
         let stored: StoredSession?
         do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
