@@ -245,7 +245,7 @@ enum ExecCredential {
 }
 
 /// `ProcessInfo.processInfo.environment[name]` without building the whole environment as a
-/// dictionary (a tenth of `moose token --format exec-credential`'s own work), decided the same way:
+/// dictionary (0.39M instructions, 3% of `moose token --format exec-credential`), decided the same way:
 /// each entry read with `String(cString:)`, split at its first "=" character, the key compared with
 /// String equality, and for a name given twice the last one wins. An entry whose key and "=" are
 /// plain ASCII (followed by ASCII or nothing, so no combining mark joins the "=") splits at the same
