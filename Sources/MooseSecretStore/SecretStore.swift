@@ -83,9 +83,18 @@ public final class SecretStore: Sendable {
     ///
     /// - Throws: `wrongKey` if `masterKey` is not this store's key, `corrupt` for a damaged or foreign
     ///   file, `permission`, `io`, `busy`, `keyUnavailable`. Opening never modifies an existing file.
-    public init(path: String, masterKey: MasterKeySource, create: Bool = true, durability: Durability = .full,
-                readOnly: Bool = false,
-                scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters) throws(SecretStoreError) {
+    public convenience init(path: String, masterKey: MasterKeySource, create: Bool = true, durability: Durability = .full,
+                            readOnly: Bool = false,
+                            scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters) throws(SecretStoreError) {
+        try self.init(path: path, masterKey: masterKey, create: create, durability: durability, readOnly: readOnly,
+                      scryptParameters: scryptParameters, snapshot: false)
+    }
+
+    /// `snapshot` (for `readSnapshot`): SQLite's exclusive locking mode, taken without waiting, so the
+    /// write-ahead log's index lives in this connection's memory rather than in a `-shm` file; and no
+    /// writes (`query_only`). Every check of an ordinary open runs unchanged.
+    private init(path: String, masterKey: MasterKeySource, create: Bool, durability: Durability, readOnly: Bool,
+                 scryptParameters: Scrypt.Parameters, snapshot: Bool) throws(SecretStoreError) {
         self.path = path
         if readOnly, !FileSystem.exists(path) {
             throw SecretStoreError(SecretStoreError.io, "no store at \(path) to open read-only")
@@ -109,10 +118,12 @@ public final class SecretStore: Sendable {
         }
         let connection: SQLiteConnection
         do {
-            connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite)
+            connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: snapshot ? 0 : 5_000)
+            // Before anything reads the file: the locking mode decides how the write-ahead log is opened.
+            if snapshot { try connection.execute("PRAGMA locking_mode=EXCLUSIVE") }
             let synchronous = durability == .full ? "FULL" : "NORMAL"
             try connection.execute("PRAGMA synchronous=\(synchronous); PRAGMA secure_delete=ON; PRAGMA foreign_keys=ON")
-            if readOnly { try connection.execute("PRAGMA query_only=ON") }
+            if readOnly || snapshot { try connection.execute("PRAGMA query_only=ON") }
         } catch {
             throw error.storeError
         }
@@ -147,6 +158,31 @@ public final class SecretStore: Sendable {
         } catch {
             throw SecretStoreError(SecretStoreError.io, "cannot open the store", underlying: "\(error)")
         }
+    }
+
+    /// Reads one value and closes the store again: for short-lived processes that read once (`moose
+    /// token` with a valid cached token). It skips the shared-memory set-up of SQLite's write-ahead log
+    /// (a `-shm` file created, sized, mapped, then deleted by the only connection): the read runs in
+    /// exclusive locking mode, whose log index lives in the connection's memory.
+    ///
+    /// Safe next to other processes: the exclusive lock is only taken when no other connection has the
+    /// store open (every open write-ahead-log connection holds a shared lock on the file) and never
+    /// waited for — any failure, `busy` included, is thrown, and the caller reads the ordinary way. It is
+    /// held for the read alone: the algorithms are fetched beforehand (their first use is most of
+    /// the cost), and a passphrase store (scrypt, ~200 ms) is refused rather than read under the lock.
+    /// Others opening the store meanwhile wait for it through their busy handler, as for any writer.
+    ///
+    /// Every check of `init` and `get` runs (an empty file, the schema version, the metadata, the
+    /// master key check, each AEAD open), and a read sees every committed write (the log is read).
+    /// Nothing is written: `query_only`, no creation, no migration (an older schema is an error here).
+    package static func readSnapshot(path: String, masterKey: MasterKeySource, namespace: String, name: String) throws(SecretStoreError) -> [UInt8]? {
+        if case .passphrase = masterKey {
+            throw SecretStoreError(SecretStoreError.invalidArgument, "a passphrase store is not read as a snapshot (scrypt would run under the lock)")
+        }
+        LibCrypto.prepareStoreAlgorithms()
+        let store = try SecretStore(path: path, masterKey: masterKey, create: false, durability: .full, readOnly: false,
+                                    scryptParameters: MasterKeySource.defaultScryptParameters, snapshot: true)
+        return try store.get(namespace: namespace, name: name)
     }
 
     // MARK: - Values

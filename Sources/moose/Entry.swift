@@ -1,4 +1,5 @@
 import ArgumentParser
+import MooseCrypto
 
 /// `moose`: OAuth 2.0 / OpenID Connect tokens from the shell.
 ///
@@ -33,13 +34,27 @@ struct MooseCommand: ParsableCommand {
     /// Synchronous on purpose: commands that only read local data (`inspect` of a file, `token` with a
     /// cached token) never start the concurrency runtime's thread pool; commands that need the network
     /// block on their async work (`Blocking.run`).
+    ///
+    /// `inspect` and `token` command lines in the plain subset `LeanCommandLine` reads skip
+    /// argument-parser (the start-up cost of reflecting over the commands); anything else, `--help`
+    /// and every usage error included, goes through it.
     static func main() {
+        LibCrypto.skipCleanupAtExit()
+        let arguments = Array(CommandLine.arguments.dropFirst())
         do {
-            var command = try parse(Array(CommandLine.arguments.dropFirst()))
-            try command.run()
+            if let command = LeanCommandLine.command(arguments) {
+                try command.run()
+            } else {
+                var command = try parse(arguments)
+                try command.run()
+            }
         } catch let error as CLIError {
             Terminal.error("moose: error: \(error.message)")
             terminate(error.status)
+        } catch let error as ExitCode {
+            // What argument-parser's exitCode(for:) and fullMessage(for:) give for an ExitCode (its
+            // status, no message), without their help generator: `inspect` of an invalid token ends here.
+            terminate(error.rawValue == 64 ? 2 : error.rawValue)
         } catch {
             let code = exitCode(for: error)
             let message = fullMessage(for: error)

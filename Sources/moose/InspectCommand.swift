@@ -63,101 +63,129 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Print one JSON object (header, claims, verdict, reasons) for scripts.")
     var json = false
 
-    func validate() throws {
-        guard leeway >= 0, leeway.isFinite else { throw ValidationError("--leeway must be a non-negative number of seconds") }
-        for name in alg where JWTAlgorithm(rawValue: name) == nil {
-            if name.lowercased() == "none" { throw ValidationError("--alg none: unsigned tokens are never accepted") }
-            let known = JWTAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
-            throw ValidationError("--alg \(name) is not a supported algorithm (\(known))")
-        }
-        if let now, parseTime(now) == nil {
-            throw ValidationError("--now \(now): expected Unix seconds or ISO 8601 (2026-01-01T12:00:00Z)")
-        }
+    /// The command line as plain values.
+    var values: Values {
+        Values(token: token, jwks: jwks, issuer: issuer, key: key, secretFile: secretFile, iss: iss, aud: aud,
+               anyAudience: anyAudience, alg: alg, leeway: leeway, now: now, json: json)
     }
 
-    func run() throws {
-        let instant = now.flatMap(parseTime) ?? Date()
-        let text = try readToken()
-        let keys = try loadKeys()
-        let validation = ClaimValidation(
-            issuer: iss ?? issuer, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway,
-            acceptsAnyAudience: anyAudience, clock: { instant })
-        var verifier: JWTVerifier? = nil
-        if !keys.isEmpty {
-            let allowed = alg.isEmpty
-                ? keys.reduce(into: Set<JWTAlgorithm>()) { $0.formUnion(KeyLoading.algorithms(for: $1)) }
-                : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
-            verifier = JWTVerifier(keys: keys, allowedAlgorithms: allowed, validation: validation)
-        }
-        let report: TokenInspection
-        do {
-            report = try TokenInspection(text, verifier: verifier, validation: validation)
-        } catch {
-            if json { Terminal.out(InspectOutput.unusable(error)) }
-            throw CLIError.usage("token is unusable: \(error.message)")
-        }
-        if json {
-            Terminal.out(InspectOutput.json(report, now: instant))
-        } else {
-            // The report's outside parts are made safe inside `human`; its own colors stay.
-            Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
-        }
-        if report.problems.contains(where: { $0.isInputError }) { throw Status.usage }
-        if report.verdict == .invalid { throw Status.failed }
-    }
+    func validate() throws { try values.validate() }
 
-    private func readToken() throws -> String {
-        let raw: [UInt8]
-        if token == nil || token == "-" {
-            if token == nil, Terminal.stdinIsTerminal {
-                throw CLIError.usage("no token: pass it as an argument, a file name, or on standard input")
-            }
-            guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
-                throw CLIError.usage("standard input is larger than 1 MiB; that is not a token")
-            }
-            raw = bytes
-        } else if let token, FileManager.default.fileExists(atPath: token) {
-            raw = try KeyLoading.readFile(token, what: "token file")
-        } else {
-            raw = Array((token ?? "").utf8)
-        }
-        guard let text = String(validating: raw, as: UTF8.self) else {
-            throw CLIError.usage("the token is not UTF-8 text")
-        }
-        var trimmed = Substring(text).drop { $0.isWhitespace }
-        while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
-        if trimmed.lowercased().hasPrefix("bearer ") { trimmed = trimmed.dropFirst(7).drop { $0 == " " } }
-        guard !trimmed.isEmpty else { throw CLIError.usage("the token is empty") }
-        return String(trimmed)
-    }
+    func run() throws { try values.run() }
 
-    private func loadKeys() throws -> [JWTKey] {
-        var keys: [JWTKey] = []
-        if let jwks {
-            if jwks.hasPrefix("https://") || jwks.hasPrefix("http://") {
-                keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwks), source: jwks)
-            } else {
-                keys += try KeyLoading.jwks(try KeyLoading.readFile(jwks, what: "JWKS file"), source: jwks)
+    /// `moose inspect`'s options as plain values, with the defaults declared above: what
+    /// `LeanCommandLine` makes without argument-parser (whose property wrappers cost start-up time
+    /// even to create), and what `run()` runs.
+    struct Values: Equatable {
+        var token: String? = nil
+        var jwks: String? = nil
+        var issuer: String? = nil
+        var key: String? = nil
+        var secretFile: String? = nil
+        var iss: String? = nil
+        var aud: [String] = []
+        var anyAudience = false
+        var alg: [String] = []
+        var leeway: Double = 0
+        var now: String? = nil
+        var json = false
+
+        func validate() throws {
+            guard leeway >= 0, leeway.isFinite else { throw ValidationError("--leeway must be a non-negative number of seconds") }
+            for name in alg where JWTAlgorithm(rawValue: name) == nil {
+                if name.lowercased() == "none" { throw ValidationError("--alg none: unsigned tokens are never accepted") }
+                let known = JWTAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
+                throw ValidationError("--alg \(name) is not a supported algorithm (\(known))")
+            }
+            if let now, parseTime(now) == nil {
+                throw ValidationError("--now \(now): expected Unix seconds or ISO 8601 (2026-01-01T12:00:00Z)")
             }
         }
-        if let issuer {
-            let metadata: ProviderMetadata
+
+        func run() throws {
+            let instant = now.flatMap(parseTime) ?? Date()
+            let text = try readToken()
+            let keys = try loadKeys()
+            let validation = ClaimValidation(
+                issuer: iss ?? issuer, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway,
+                acceptsAnyAudience: anyAudience, clock: { instant })
+            var verifier: JWTVerifier? = nil
+            if !keys.isEmpty {
+                let allowed = alg.isEmpty
+                    ? keys.reduce(into: Set<JWTAlgorithm>()) { $0.formUnion(KeyLoading.algorithms(for: $1)) }
+                    : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
+                verifier = JWTVerifier(keys: keys, allowedAlgorithms: allowed, validation: validation)
+            }
+            let report: TokenInspection
             do {
-                let transport = CurlTransport()
-                metadata = try Blocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
+                report = try TokenInspection(text, verifier: verifier, validation: validation)
             } catch {
-                throw CLIError.failed("cannot use issuer \(issuer): \(error)")
+                if json { Terminal.out(InspectOutput.unusable(error)) }
+                throw CLIError.usage("token is unusable: \(error.message)")
             }
-            guard let jwksURI = metadata.jwksURI else { throw CLIError.failed("issuer \(issuer) publishes no jwks_uri") }
-            keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwksURI.absoluteString), source: jwksURI.absoluteString)
+            if json {
+                Terminal.out(InspectOutput.json(report, now: instant))
+            } else {
+                // The report's outside parts are made safe inside `human`; its own colors stay.
+                Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
+            }
+            if report.problems.contains(where: { $0.isInputError }) { throw Status.usage }
+            if report.verdict == .invalid { throw Status.failed }
         }
-        if let key { keys += try KeyLoading.keyFile(key) }
-        if let secretFile {
-            let secret = try KeyLoading.readFile(secretFile, what: "secret file", limit: 64 * 1024)
-            guard !secret.isEmpty else { throw CLIError.usage("secret file \(secretFile) is empty") }
-            keys.append(JWTKey(secret: secret))
+
+        private func readToken() throws -> String {
+            let raw: [UInt8]
+            if token == nil || token == "-" {
+                if token == nil, Terminal.stdinIsTerminal {
+                    throw CLIError.usage("no token: pass it as an argument, a file name, or on standard input")
+                }
+                guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
+                    throw CLIError.usage("standard input is larger than 1 MiB; that is not a token")
+                }
+                raw = bytes
+            } else if let token, FileManager.default.fileExists(atPath: token) {
+                raw = try KeyLoading.readFile(token, what: "token file")
+            } else {
+                raw = Array((token ?? "").utf8)
+            }
+            guard let text = String(validating: raw, as: UTF8.self) else {
+                throw CLIError.usage("the token is not UTF-8 text")
+            }
+            var trimmed = Substring(text).drop { $0.isWhitespace }
+            while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
+            if trimmed.lowercased().hasPrefix("bearer ") { trimmed = trimmed.dropFirst(7).drop { $0 == " " } }
+            guard !trimmed.isEmpty else { throw CLIError.usage("the token is empty") }
+            return String(trimmed)
         }
-        return keys
+
+        private func loadKeys() throws -> [JWTKey] {
+            var keys: [JWTKey] = []
+            if let jwks {
+                if jwks.hasPrefix("https://") || jwks.hasPrefix("http://") {
+                    keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwks), source: jwks)
+                } else {
+                    keys += try KeyLoading.jwks(try KeyLoading.readFile(jwks, what: "JWKS file"), source: jwks)
+                }
+            }
+            if let issuer {
+                let metadata: ProviderMetadata
+                do {
+                    let transport = CurlTransport()
+                    metadata = try Blocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
+                } catch {
+                    throw CLIError.failed("cannot use issuer \(issuer): \(error)")
+                }
+                guard let jwksURI = metadata.jwksURI else { throw CLIError.failed("issuer \(issuer) publishes no jwks_uri") }
+                keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwksURI.absoluteString), source: jwksURI.absoluteString)
+            }
+            if let key { keys += try KeyLoading.keyFile(key) }
+            if let secretFile {
+                let secret = try KeyLoading.readFile(secretFile, what: "secret file", limit: 64 * 1024)
+                guard !secret.isEmpty else { throw CLIError.usage("secret file \(secretFile) is empty") }
+                keys.append(JWTKey(secret: secret))
+            }
+            return keys
+        }
     }
 }
 

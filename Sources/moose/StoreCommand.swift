@@ -65,6 +65,19 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
+extension StoreOptions {
+    /// The options as given, without argument-parser: for the lean command line of `moose token`
+    /// (`LeanCommandLine`, which must know each option's name). Sets every option above — one left
+    /// unset would stop the program when read.
+    init(storePath: String?, keyFile: String?, keyEnvironment: String?, passphraseFile: String?) {
+        self.init()
+        self.storePath = storePath
+        self.keyFile = keyFile
+        self.keyEnvironment = keyEnvironment
+        self.passphraseFile = passphraseFile
+    }
+}
+
 extension String {
     func trimmingCharacters(in set: Set<Character>) -> String {
         var text = Substring(self)

@@ -8,6 +8,11 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `moose token`: a valid access token for scripts, refreshed (once, across processes) when needed.
 struct TokenCommand: ParsableCommand {
@@ -45,6 +50,15 @@ struct TokenCommand: ParsableCommand {
     /// no concurrency runtime when the cached token is fine), else refreshed through the coordinator
     /// — once, however many processes ask. Every command and credential helper gets tokens here.
     static func validTokens(store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval) throws -> TokenSet {
+        // Fastest: one short snapshot read of the store (no shared-memory set-up), when nobody else has
+        // it open and the session is active with a token valid long enough. Anything else — no session,
+        // an error, another process using the store — takes the ordinary path below, which reads again
+        // and reports exactly as before.
+        if let source = try? store.keySource(),
+           let stored = try? EncryptedSessionStorage.loadSnapshot(path: store.resolvedStorePath, masterKey: source, key: profile),
+           stored.session.state == .active, stored.session.tokens.isValid(for: minimum) {
+            return stored.session.tokens
+        }
         let sessions = EncryptedSessionStorage(store: try store.open(create: false))
         let stored: StoredSession?
         do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
@@ -67,68 +81,91 @@ struct TokenCommand: ParsableCommand {
         return tokens
     }
 
-    func run() throws {
-        guard let minimum = Double(minValidity.hasSuffix("s") ? String(minValidity.dropLast()) : minValidity),
-              minimum >= 0, minimum <= 86_400 * 365 else {
-            throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
-        }
-        let profile: String
-        if let resource, self.profile == nil {
-            profile = try ResourceLogin.profile(for: resource, store: store)
-        } else {
-            profile = CLIConfig.profileName(self.profile)
-        }
-        let tokens = try Self.validTokens(store: store, profile: profile, minimumValidity: minimum)
-        // A token goes only to the resource it was issued for.
-        if let resource, self.profile != nil {
-            let canonical = (try? ResourceIdentifier.canonical(resource)) ?? resource
-            guard let stored = tokens.resource, stored.utf8.elementsEqual(canonical.utf8) else {
-                throw CLIError.failed("profile \(profile)'s tokens are not for \(canonical)\(tokens.resource.map { " (they are for \($0))" } ?? "")")
+    /// The command line as plain values.
+    var values: Values {
+        Values(store: store, profile: profile, minValidity: minValidity, idToken: idToken, format: format,
+               url: url, method: method, nonce: nonce, resource: resource)
+    }
+
+    func run() throws { try values.run() }
+
+    /// `moose token`'s options as plain values, with the defaults declared above: what
+    /// `LeanCommandLine` makes without argument-parser (whose property wrappers cost start-up time
+    /// even to create), and what `run()` runs.
+    struct Values {
+        var store: StoreOptions
+        var profile: String? = nil
+        var minValidity = "30"
+        var idToken = false
+        var format: Format = .token
+        var url: String? = nil
+        var method = "GET"
+        var nonce: String? = nil
+        var resource: String? = nil
+
+        func run() throws {
+            guard let minimum = Double(minValidity.hasSuffix("s") ? String(minValidity.dropLast()) : minValidity),
+                  minimum >= 0, minimum <= 86_400 * 365 else {
+                throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
             }
-        }
-        let value: String
-        if idToken {
-            guard let id = tokens.idToken else { throw CLIError.failed("the session has no ID token") }
-            value = id
-        } else {
-            value = tokens.accessToken
-        }
-        let tokenType = idToken ? "Bearer" : tokens.tokenType
-        // Shell and header text only from safe characters: RFC 6750's b64token for the token, an
-        // RFC 9110 token for its type. Anything else could run commands in `eval "$(…)"` or inject
-        // a header; it is refused, not escaped into something that might still be pasted raw.
-        if format != .json {
-            guard TokenCharacters.isB64Token(value) else {
-                throw CLIError.failed("the \(idToken ? "ID" : "access") token has characters outside RFC 6750's b64token set; "
-                                      + "refusing to print it as shell or header text (--format json shows it JSON-escaped)")
+            let profile: String
+            if let resource, self.profile == nil {
+                profile = try ResourceLogin.profile(for: resource, store: store)
+            } else {
+                profile = CLIConfig.profileName(self.profile)
             }
-            guard TokenCharacters.isHTTPToken(tokenType) else {
-                throw CLIError.failed("the token type is not an HTTP token (RFC 9110); refusing to print it as shell or header text")
-            }
-        }
-        let expiresAt = tokens.expiresAt.map { Int64(saturating: $0.timeIntervalSince1970) }
-        switch format {
-        case .token: Terminal.out(value)
-        case .header:
-            Terminal.out("Authorization: \(tokenType) \(value)")
-            // RFC 9449 §7.1: a DPoP-bound token goes with a proof for this very request.
-            if tokens.isDPoPBound, !idToken {
-                guard let url else {
-                    throw CLIError.usage("profile \(profile) has DPoP-bound tokens: --format header needs --url (and --method unless GET) for the proof")
+            let tokens = try TokenCommand.validTokens(store: store, profile: profile, minimumValidity: minimum)
+            // A token goes only to the resource it was issued for.
+            if let resource, self.profile != nil {
+                let canonical = (try? ResourceIdentifier.canonical(resource)) ?? resource
+                guard let stored = tokens.resource, stored.utf8.elementsEqual(canonical.utf8) else {
+                    throw CLIError.failed("profile \(profile)'s tokens are not for \(canonical)\(tokens.resource.map { " (they are for \($0))" } ?? "")")
                 }
-                Terminal.out("DPoP: \(try DPoPProofCommand.proof(tokens: tokens, method: method, url: url, nonce: nonce, accessTokenHash: true))")
             }
-        case .env:
-            Terminal.out("export MOOSE_ACCESS_TOKEN=\(Shell.quote(value))")
-            Terminal.out("export MOOSE_TOKEN_TYPE=\(Shell.quote(tokenType))")
-            Terminal.out("export MOOSE_TOKEN_EXPIRES_AT=\(Shell.quote(expiresAt.map(String.init) ?? ""))")
-        case .json:
-            var object: JSONObject = ["token": .string(value), "token_type": .string(tokenType),
-                                      "scopes": .array(tokens.scopes.map { .string($0) })]
-            object["expires_at"] = expiresAt.map { .number(JSONNumber($0)) } ?? .null
-            Terminal.out(JSONValue.object(object).serialized())
-        case .execCredential:
-            Terminal.out(try ExecCredential.document(token: value, expiresAt: idToken ? nil : tokens.expiresAt))
+            let value: String
+            if idToken {
+                guard let id = tokens.idToken else { throw CLIError.failed("the session has no ID token") }
+                value = id
+            } else {
+                value = tokens.accessToken
+            }
+            let tokenType = idToken ? "Bearer" : tokens.tokenType
+            // Shell and header text only from safe characters: RFC 6750's b64token for the token, an
+            // RFC 9110 token for its type. Anything else could run commands in `eval "$(…)"` or inject
+            // a header; it is refused, not escaped into something that might still be pasted raw.
+            if format != .json {
+                guard TokenCharacters.isB64Token(value) else {
+                    throw CLIError.failed("the \(idToken ? "ID" : "access") token has characters outside RFC 6750's b64token set; "
+                                          + "refusing to print it as shell or header text (--format json shows it JSON-escaped)")
+                }
+                guard TokenCharacters.isHTTPToken(tokenType) else {
+                    throw CLIError.failed("the token type is not an HTTP token (RFC 9110); refusing to print it as shell or header text")
+                }
+            }
+            let expiresAt = tokens.expiresAt.map { Int64(saturating: $0.timeIntervalSince1970) }
+            switch format {
+            case .token: Terminal.out(value)
+            case .header:
+                Terminal.out("Authorization: \(tokenType) \(value)")
+                // RFC 9449 §7.1: a DPoP-bound token goes with a proof for this very request.
+                if tokens.isDPoPBound, !idToken {
+                    guard let url else {
+                        throw CLIError.usage("profile \(profile) has DPoP-bound tokens: --format header needs --url (and --method unless GET) for the proof")
+                    }
+                    Terminal.out("DPoP: \(try DPoPProofCommand.proof(tokens: tokens, method: method, url: url, nonce: nonce, accessTokenHash: true))")
+                }
+            case .env:
+                Terminal.out("export MOOSE_ACCESS_TOKEN=\(Shell.quote(value))")
+                Terminal.out("export MOOSE_TOKEN_TYPE=\(Shell.quote(tokenType))")
+                Terminal.out("export MOOSE_TOKEN_EXPIRES_AT=\(Shell.quote(expiresAt.map(String.init) ?? ""))")
+            case .json:
+                var object: JSONObject = ["token": .string(value), "token_type": .string(tokenType),
+                                          "scopes": .array(tokens.scopes.map { .string($0) })]
+                object["expires_at"] = expiresAt.map { .number(JSONNumber($0)) } ?? .null
+                Terminal.out(JSONValue.object(object).serialized())
+            case .execCredential:
+                Terminal.out(try ExecCredential.document(token: value, expiresAt: idToken ? nil : tokens.expiresAt))
+            }
         }
     }
 }
@@ -202,9 +239,9 @@ enum ExecCredential {
     /// An `ExecCredential` with `status.token` and `status.expirationTimestamp` (RFC 3339), in the
     /// API version `KUBERNETES_EXEC_INFO` names (v1 when absent). kubectl calls the plugin again once
     /// the timestamp has passed — so it never holds an expired token, and never triggers a refresh early.
-    static func document(token: String, expiresAt: Date?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+    static func document(token: String, expiresAt: Date?, execInfo: String? = environmentValue("KUBERNETES_EXEC_INFO")) throws -> String {
         var apiVersion = versions[0]
-        if let info = environment["KUBERNETES_EXEC_INFO"], !info.isEmpty {
+        if let info = execInfo, !info.isEmpty {
             guard info.utf8.count <= 64 * 1024, case .object(let object)? = try? JSONValue(parsing: Array(info.utf8)) else {
                 throw CLIError.usage("KUBERNETES_EXEC_INFO is not a JSON object")
             }
@@ -220,4 +257,38 @@ enum ExecCredential {
         let document: JSONObject = ["apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)]
         return JSONValue.object(document).serialized()
     }
+}
+
+/// `ProcessInfo.processInfo.environment[name]` without building the whole environment as a
+/// dictionary (0.39M instructions, 3% of `moose token --format exec-credential`), decided the same way:
+/// each entry read with `String(cString:)`, split at its first "=" character, the key compared with
+/// String equality, and for a name given twice the last one wins. An entry whose key and "=" are
+/// plain ASCII (followed by ASCII or nothing, so no combining mark joins the "=") splits at the same
+/// byte, so only a matching one is decoded; any other entry is decoded whole, as ProcessInfo does.
+func environmentValue(_ name: String) -> String? {
+    let table: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
+    guard var entry = table else { return nil }
+    let key = Array(name.utf8)
+    let asciiName = key.allSatisfy { $0 < 0x80 }
+    let equalsSign = UInt8(ascii: "=")
+    var found: String? = nil
+    while let pointer = entry.pointee {
+        entry += 1
+        let bytes = UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
+        var length = 0
+        var ascii = asciiName
+        while bytes[length] != 0, bytes[length] != equalsSign {
+            if bytes[length] >= 0x80 { ascii = false }
+            length += 1
+        }
+        if ascii, bytes[length] == equalsSign, bytes[length + 1] < 0x80 {
+            if length == key.count, memcmp(bytes, key, length) == 0 { found = String(cString: pointer + length + 1) }
+        } else {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "="), text[..<equals] == name {
+                found = String(text[text.index(after: equals)...])
+            }
+        }
+    }
+    return found
 }

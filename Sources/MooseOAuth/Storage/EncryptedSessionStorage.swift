@@ -61,6 +61,17 @@ public struct EncryptedSessionStorage: SessionStorage {
 
     public func load(_ key: String) async throws -> StoredSession? { try loadNow(key) }
 
+    /// The session under `key` in the store at `path`, read with `SecretStore.readSnapshot` (one
+    /// short read, the store closed again, no shared-memory set-up): for a process that only reads
+    /// once. Throws on any failure, `busy` (another process has the store open) included; the caller
+    /// then reads the ordinary way, which reports errors as `loadNow` does.
+    package static func loadSnapshot(path: String, masterKey: MasterKeySource, key: String) throws -> StoredSession? {
+        guard let bytes = try SecretStore.readSnapshot(path: path, masterKey: masterKey, namespace: namespace, name: key) else {
+            return nil
+        }
+        return try decode(bytes)
+    }
+
     @discardableResult
     public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
         try saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
