@@ -78,6 +78,27 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// MARK: - PostgreSQL (MoosePostgres: sessions and leases on postgres-nio)
+// Gated so the sanitizer builds in tools/test (MOOSE_CORE_ONLY=1) never compile SwiftNIO. Only this
+// block depends on postgres-nio; the CLI and the store worker compile their PostgreSQL support with
+// `#if canImport(MoosePostgres)`.
+if Context.environment["MOOSE_CORE_ONLY"] != "1" {
+    package.dependencies.append(.package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"))
+    package.targets.append(.target(name: "MoosePostgres", dependencies: [
+        "MooseOAuth", "MooseSecretStore", "MooseCrypto",
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "Logging", package: "swift-log"),
+    ]))
+    package.products.append(.library(name: "MoosePostgres", targets: ["MoosePostgres"]))
+    package.targets.append(.testTarget(name: "MoosePostgresTests", dependencies: [
+        "MoosePostgres", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose",
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+    ]))
+    for target in package.targets where target.name == "moose" || target.name == "moose-store-worker" {
+        target.dependencies.append("MoosePostgres")
+    }
+}
+
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
 }

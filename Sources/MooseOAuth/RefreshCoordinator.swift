@@ -499,7 +499,8 @@ public actor RefreshCoordinator {
 }
 
 /// Keeps a lease alive while a refresh runs: renews it every third of its ttl until stopped. A
-/// renewal that fails stops (the fenced commit then fails safely).
+/// lease found lost stops the renewals (the fenced commit then fails safely); a storage that could
+/// not be reached (a database restarting) is tried again at the next turn — the lease may still be ours.
 actor LeaseRenewal {
     private var task: Task<Void, Never>?
 
@@ -510,8 +511,13 @@ actor LeaseRenewal {
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: interval)
                 if Task.isCancelled { return }
-                guard let renewed = try? await storage.renewLease(current, ttl: ttl) else { return }
-                current = renewed
+                do {
+                    current = try await storage.renewLease(current, ttl: ttl)
+                } catch let error as OAuthError where error.code == OAuthError.leaseLost {
+                    return
+                } catch {
+                    continue
+                }
             }
         }
     }

@@ -7,6 +7,10 @@
 //   moose-store-worker tokens STORE KEYFILE PROFILE TASKS  TASKS concurrent accessToken() calls through one
 //                                                           RefreshCoordinator (public client, discovery over
 //                                                           libcurl); print "token FINGERPRINT" per distinct token
+//   moose-store-worker pg-tokens URL KEYFILE PROFILE TASKS [LEASE_TTL [DELAY]]
+//                                                           the same against PostgreSQL (a replica with its own
+//                                                           pool); DELAY seconds before the token request, after
+//                                                           printing "refreshing" (a slow IdP, or a kill -9 target)
 import MooseHTTP
 import MooseOAuth
 import MooseSecretStore
@@ -33,6 +37,12 @@ guard arguments.count >= 4 else {
     exit(2)
 }
 let command = arguments[1]
+#if canImport(MoosePostgres)
+if command == "pg-tokens" {
+    await postgresTokens(Array(arguments.dropFirst(2)))
+    exit(0)
+}
+#endif
 do {
     let store = try SecretStore(path: arguments[2], masterKey: .keyFile(arguments[3]))
     switch command {

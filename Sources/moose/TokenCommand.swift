@@ -33,16 +33,17 @@ struct TokenCommand: ParsableCommand {
               minimum >= 0, minimum <= 86_400 * 365 else {
             throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
         }
-        let sessions = EncryptedSessionStorage(store: try store.open(create: false))
+        let sessions = try CLISessions(options: store, create: false)
+        defer { sessions.close() }
         let stored: StoredSession?
-        do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
+        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error) }
         guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
         var tokens = session.tokens
         if !tokens.isValid(for: minimum) {
             // Slow path: the network, through the one refresh path every command shares.
             do {
-                let context = try OAuthContext(options: store, create: false)
+                let context = OAuthContext(sessions: sessions)
                 let coordinator = try context.coordinator(for: session, profile: Profile.of(session, key: profile))
                 try OAuthContext.refreshing(coordinator) { try await $0.accessToken(minimumValidity: minimum) }
             } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
@@ -50,7 +51,7 @@ struct TokenCommand: ParsableCommand {
             } catch {
                 throw OAuthContext.fail(error)
             }
-            tokens = try sessions.loadNow(profile)?.session.tokens ?? tokens
+            tokens = try sessions.load(profile)?.session.tokens ?? tokens
         }
         let value: String
         if idToken {
