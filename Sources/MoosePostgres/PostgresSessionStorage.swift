@@ -356,7 +356,8 @@ public final class PostgresSessionStorage: SessionStorage {
         if error.code == PostgresStorageError.invalidArgument {
             return OAuthError(OAuthError.invalidConfiguration, error.message, underlying: error)
         }
-        return OAuthError(OAuthError.storeUnavailable, "the store is unavailable (\(error.code)): \(error.message)", underlying: error)
+        let message = error.code == PostgresStorageError.unavailable ? error.message : "\(error.code): \(error.message)"
+        return OAuthError(OAuthError.storeUnavailable, message, underlying: error)
     }
 
     static func conflict(_ key: String, expected: Int64?) -> OAuthError {

@@ -203,11 +203,14 @@ extension PostgresTests {
             try await Fleet.with { fleet in
                 let storage = try fleet.storage(try PG.direct(schema: fixture.schema), key: fixture.key)
                 try await storage.prepare()
+                let started = try await PG.sql("SELECT pg_postmaster_start_time()::text").first?.decode(String.self)
                 let spy = TokenSpy()
                 spy.beforeTokenRequest { try? PG.ctl("restart-db") }   // the IdP is asked while PostgreSQL restarts
                 let coordinator = try await fixture.coordinator(storage, spy: spy)
                 let token = try await coordinator.accessToken()
                 #expect(spy.tokenCalls == 1)
+                let restarted = try await PG.sql("SELECT pg_postmaster_start_time()::text").first?.decode(String.self)
+                #expect(started != nil && restarted != started, "PostgreSQL did not restart during the refresh")
                 if await coordinator.hasPendingWrite { #expect(await coordinator.persistPendingWrite(timeout: 10)) }
                 let stored = try #require(try await fixture.stored()?.session)
                 #expect(stored.tokens.accessToken == token.value, "the rotated tokens never reached the store")

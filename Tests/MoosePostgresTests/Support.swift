@@ -199,7 +199,9 @@ enum IdP {
                 .first { $0.name == "redirect_uri" }?.value ?? "http://127.0.0.1:0/callback"
             try await browser.visit(url, stopAt: redirect)
         }
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: nil)
+        let validator = IDTokenValidator(issuer: client.metadata.issuer, clientID: client.clientID,
+                                         jwks: JWKSCache(url: try #require(client.metadata.jwksURI), transport: transport))
+        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
         return try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
     }
 
