@@ -26,6 +26,9 @@ extension PostgresSessionStorage {
 
     // MARK: - SessionStorage: sessions
 
+    /// The session under `key` (opened with the store's keys) and its generation; `nil` when none is
+    /// stored (or only a tombstone). A value that does not authenticate is `storeUnavailable` with a
+    /// `tampered` cause — never silently `nil`.
     public func load(_ key: String) async throws -> StoredSession? {
         try await contract {
             try Self.validate(key: key)
@@ -45,6 +48,9 @@ extension PostgresSessionStorage {
         }
     }
 
+    /// Compare-and-set in one statement: the row must be at `expectedGeneration` and, with `lease`,
+    /// that acquisition must still hold the lease row (locked `FOR SHARE` first). `storageConflict`
+    /// or `leaseLost` otherwise.
     @discardableResult
     public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
         try await contract {
@@ -71,6 +77,8 @@ extension PostgresSessionStorage {
         }
     }
 
+    /// Writes whatever is stored (a login): a compare-and-set on the generation just read, retried
+    /// if another write came in between.
     @discardableResult
     public func replace(_ session: OAuthSession, key: String) async throws -> Int64 {
         try await contract {
@@ -90,6 +98,7 @@ extension PostgresSessionStorage {
         }
     }
 
+    /// Wipes the sealed value and keeps a tombstone with a higher generation. Always allowed.
     @discardableResult
     public func delete(_ key: String) async throws -> Bool {
         try await contract {
@@ -107,6 +116,7 @@ extension PostgresSessionStorage {
         }
     }
 
+    /// The keys with a stored session, sorted.
     public func keys() async throws -> [String] {
         try await contract {
             _ = try await keyRing()
@@ -260,6 +270,8 @@ extension PostgresSessionStorage {
 
     // MARK: - SessionStorage: leases
 
+    /// Takes the lease with one conditional upsert (expiry by the server's clock), waiting up to
+    /// `timeout` — woken by the holder's NOTIFY on release, else polling no later than its expiry.
     public func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
         try await contract {
             try Self.validate(lease: name)
@@ -313,6 +325,7 @@ extension PostgresSessionStorage {
         }
     }
 
+    /// Extends the lease by `ttl` from the server's now, if this acquisition still holds it.
     public func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease {
         try await contract {
             try Self.validate(lease)
@@ -331,6 +344,7 @@ extension PostgresSessionStorage {
         }
     }
 
+    /// Expires the lease row (its fencing token stays) and notifies waiters in every replica.
     public func releaseLease(_ lease: SessionLease) async throws {
         try await contract {
             try Self.validate(lease)
