@@ -80,8 +80,8 @@ let package = Package(
 
 // MARK: - PostgreSQL (MoosePostgres: sessions and leases on postgres-nio)
 // Gated so the sanitizer builds in tools/test (MOOSE_CORE_ONLY=1) never compile SwiftNIO. Only this
-// block depends on postgres-nio; the CLI and the store worker compile their PostgreSQL support with
-// `#if canImport(MoosePostgres)`.
+// block depends on postgres-nio; `moose-pg` compiles the CLI's PostgreSQL support (`#if MOOSE_POSTGRES`),
+// the store worker its own (`#if canImport(MoosePostgres)`).
 if Context.environment["MOOSE_CORE_ONLY"] != "1" {
     package.dependencies.append(.package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"))
     package.targets.append(.target(name: "MoosePostgres", dependencies: [
@@ -91,10 +91,19 @@ if Context.environment["MOOSE_CORE_ONLY"] != "1" {
     ]))
     package.products.append(.library(name: "MoosePostgres", targets: ["MoosePostgres"]))
     package.targets.append(.testTarget(name: "MoosePostgresTests", dependencies: [
-        "MoosePostgres", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose",
+        "MoosePostgres", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
         .product(name: "PostgresNIO", package: "postgres-nio"),
     ]))
-    for target in package.targets where target.name == "moose" || target.name == "moose-store-worker" {
+    // `moose` itself stays lean (linking SwiftNIO made its start 1.7x slower: BENCHMARKS.md); given a
+    // postgres:// store it execs `moose-pg`, the same command-line sources (symbolic links in
+    // Sources/moose-pg) built with MOOSE_POSTGRES and MoosePostgres.
+    package.targets.append(.executableTarget(
+        name: "moose-pg",
+        dependencies: ["MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSecretStore", "MooseOAuth", "MoosePostgres",
+                       .product(name: "ArgumentParser", package: "swift-argument-parser")],
+        swiftSettings: [.define("MOOSE_POSTGRES")]))
+    package.products.append(.executable(name: "moose-pg", targets: ["moose-pg"]))
+    for target in package.targets where target.name == "moose-store-worker" {
         target.dependencies.append("MoosePostgres")
     }
 }

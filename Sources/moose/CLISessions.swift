@@ -1,6 +1,6 @@
 import MooseOAuth
 import MooseSecretStore
-#if canImport(MoosePostgres)
+#if MOOSE_POSTGRES
 import MoosePostgres
 #endif
 #if canImport(FoundationEssentials)
@@ -15,6 +15,24 @@ import Glibc
 import Darwin
 #endif
 
+/// `moose` is built without SwiftNIO, so that its hot commands start fast; a PostgreSQL store is
+/// handled by `moose-pg` (the same commands built with `MoosePostgres`), installed next to it:
+/// `moose` replaces itself with it, same arguments, same environment.
+enum PostgresHandoff {
+    static func exec() throws -> Never {
+        var path = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &path, path.count - 1)
+        let own = length > 0 ? String(decoding: path.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        let folder = own.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let sibling = (folder.isEmpty ? "." : folder) + "/moose-pg"
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(sibling)] + CommandLine.arguments.dropFirst().map { strdup($0) } + [nil]
+        execv(sibling, argv)
+        for pointer in argv { free(pointer) }
+        throw CLIError.usage("--store names a PostgreSQL database, which needs moose-pg next to moose (\(sibling): \(String(cString: strerror(errno)))); "
+                             + "build it with swift build --product moose-pg, or give a file store")
+    }
+}
+
 /// The sessions a command works on: the encrypted SQLite file (read synchronously: the fast path
 /// of `moose token` never starts the concurrency runtime or SwiftNIO), or a PostgreSQL database
 /// shared with other machines (`--store postgres://…`), whose connection pool runs in the
@@ -22,7 +40,7 @@ import Darwin
 final class CLISessions {
     enum Backend {
         case file(EncryptedSessionStorage)
-        #if canImport(MoosePostgres)
+        #if MOOSE_POSTGRES
         case postgres(PostgresBackend)
         #endif
     }
@@ -33,10 +51,10 @@ final class CLISessions {
     /// schema is created and migrated on first use either way).
     init(options: StoreOptions, create: Bool) throws {
         if options.isPostgres {
-            #if canImport(MoosePostgres)
+            #if MOOSE_POSTGRES
             backend = .postgres(try PostgresBackend(options: options))
             #else
-            throw CLIError.usage("this moose was built without PostgreSQL support (MOOSE_CORE_ONLY=1); --store must be a file")
+            try PostgresHandoff.exec()
             #endif
         } else {
             backend = .file(EncryptedSessionStorage(store: try options.open(create: create)))
@@ -49,7 +67,7 @@ final class CLISessions {
     var storage: any SessionStorage {
         switch backend {
         case .file(let sessions): sessions
-        #if canImport(MoosePostgres)
+        #if MOOSE_POSTGRES
         case .postgres(let postgres): postgres.storage
         #endif
         }
@@ -64,7 +82,7 @@ final class CLISessions {
     func load(_ key: String) throws -> StoredSession? {
         switch backend {
         case .file(let sessions): try sessions.loadNow(key)
-        #if canImport(MoosePostgres)
+        #if MOOSE_POSTGRES
         case .postgres(let postgres): try postgres.call { try await $0.load(key) }
         #endif
         }
@@ -73,7 +91,7 @@ final class CLISessions {
     func replace(_ session: OAuthSession, key: String) throws {
         switch backend {
         case .file(let sessions): try sessions.replaceNow(session, key: key)
-        #if canImport(MoosePostgres)
+        #if MOOSE_POSTGRES
         case .postgres(let postgres): _ = try postgres.call { try await $0.replace(session, key: key) }
         #endif
         }
@@ -83,7 +101,7 @@ final class CLISessions {
     func delete(_ key: String) throws -> Bool {
         switch backend {
         case .file(let sessions): try sessions.deleteNow(key)
-        #if canImport(MoosePostgres)
+        #if MOOSE_POSTGRES
         case .postgres(let postgres): try postgres.call { try await $0.delete(key) }
         #endif
         }
@@ -92,7 +110,7 @@ final class CLISessions {
     func keys() throws -> [String] {
         switch backend {
         case .file(let sessions): try sessions.keysNow()
-        #if canImport(MoosePostgres)
+        #if MOOSE_POSTGRES
         case .postgres(let postgres): try postgres.call { try await $0.keys() }
         #endif
         }
@@ -100,13 +118,13 @@ final class CLISessions {
 
     /// Ends the PostgreSQL pool (a file store needs nothing).
     func close() {
-        #if canImport(MoosePostgres)
+        #if MOOSE_POSTGRES
         if case .postgres(let postgres) = backend { postgres.close() }
         #endif
     }
 }
 
-#if canImport(MoosePostgres)
+#if MOOSE_POSTGRES
 /// A `PostgresSessionStorage` whose `run()` goes on in a background task while the synchronous
 /// command calls into it.
 final class PostgresBackend: @unchecked Sendable {

@@ -2,7 +2,7 @@ import ArgumentParser
 import MooseJWT
 import MooseOAuth
 import MooseSecretStore
-#if canImport(MoosePostgres)
+#if MOOSE_POSTGRES
 import MoosePostgres
 #endif
 #if canImport(FoundationEssentials)
@@ -83,7 +83,7 @@ struct StoreOptions: ParsableArguments {
     /// Any error of a store operation as the CLI reports it.
     static func cliError(_ error: any Error) -> any Error {
         if let error = error as? SecretStoreError { return cliError(error) }
-        #if canImport(MoosePostgres)
+        #if MOOSE_POSTGRES
         if let error = error as? PostgresStorageError { return CLIError.failed(error.description) }
         #endif
         if let error = error as? OAuthError { return CLIError.failed(error.description) }
@@ -113,14 +113,14 @@ struct StoreCommand: ParsableCommand {
 
         func run() throws {
             if options.isPostgres {
-                #if canImport(MoosePostgres)
+                #if MOOSE_POSTGRES
                 let backend = try PostgresBackend(options: options)
                 defer { backend.close() }
                 do { try backend.call { try await $0.prepare() } } catch { throw StoreOptions.cliError(error) }
                 Terminal.out("store \(backend.storage.configuration.redactedURL) is ready (schema \(backend.storage.configuration.schema), version \(PostgresSessionStorage.schemaVersion)); key OK")
                 return
                 #else
-                throw CLIError.usage("this moose was built without PostgreSQL support")
+                try PostgresHandoff.exec()
                 #endif
             }
             let path = options.resolvedStorePath
@@ -254,7 +254,7 @@ struct StoreCommand: ParsableCommand {
         }
 
         func rotatePostgres() throws {
-            #if canImport(MoosePostgres)
+            #if MOOSE_POSTGRES
             let backend = try PostgresBackend(options: options)
             defer { backend.close() }
             do {
@@ -287,7 +287,7 @@ struct StoreCommand: ParsableCommand {
                 throw CLIError.failed(error.description)
             }
             #else
-            throw CLIError.usage("this moose was built without PostgreSQL support")
+            try PostgresHandoff.exec()
             #endif
         }
     }
@@ -310,7 +310,7 @@ struct StoreCommand: ParsableCommand {
         }
 
         func checkPostgres() throws {
-            #if canImport(MoosePostgres)
+            #if MOOSE_POSTGRES
             let backend = try PostgresBackend(options: options)
             defer { backend.close() }
             let report: PostgresSessionStorage.CheckReport
@@ -320,7 +320,7 @@ struct StoreCommand: ParsableCommand {
             Terminal.out("\(report.good) sessions open, \(report.bad.count) do not (\(report.tombstones) deleted)")
             if !report.isHealthy { throw Status.failed }
             #else
-            throw CLIError.usage("this moose was built without PostgreSQL support")
+            try PostgresHandoff.exec()
             #endif
         }
     }
