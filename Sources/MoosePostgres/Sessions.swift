@@ -14,7 +14,7 @@ enum WriteOutcome: Sendable {
     case leaseLost
 }
 
-extension PostgresSessionStorage {
+extension PostgresSessionStorage: LeaseReleaseNotifying {
     /// Runs a `SessionStorage` method: this module's errors become the contract's `OAuthError`s.
     func contract<T>(_ body: () async throws -> T) async throws -> T {
         do {
@@ -274,55 +274,85 @@ extension PostgresSessionStorage {
     /// `timeout` — woken by the holder's NOTIFY on release, else polling no later than its expiry.
     public func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
         try await contract {
-            try Self.validate(lease: name)
-            try Self.validate(ttl: ttl)
-            _ = try await keyRing()
-            let holder: String
-            do { holder = try SecureRandom.bytes(count: 12).map { String($0, radix: 16) }.joined() } catch {
-                throw PostgresStorageError(PostgresStorageError.unavailable, "no randomness for a lease holder id")
-            }
-            let t = tables
+            let holder = try Self.holderID()
             let started = ContinuousClock.now
             let patience = Duration.milliseconds(Int64(max(0, min(timeout.isFinite ? timeout : 0, 86_400)) * 1000))
             var poll = 0.02
             while true {
                 try Task.checkCancellation()
                 let seen = signals.epoch(name)
-                // One statement: take the lease if it lapsed (or if this holder took it in an attempt
-                // whose answer was lost), else report how long the current holder still has. Expiry
-                // by the server's clock.
-                let (token, expiresMilliseconds, remainingMilliseconds) = try await perform("taking the lease \(name)") { _ in
-                    let rows = try await self.client.query("""
-                        WITH taken AS (
-                            INSERT INTO \(unescaped: t.leases) AS l (name, holder, token, expires_at)
-                            VALUES (\(name), \(holder), 1, clock_timestamp() + \(ttl) * interval '1 second')
-                            ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
-                            WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
-                            RETURNING token, (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms
-                        )
-                        SELECT token, expires_ms, NULL::int8 FROM taken
-                        UNION ALL
-                        SELECT NULL::int8, NULL::int8, greatest(0, (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::int8)
-                        FROM \(unescaped: t.leases) WHERE name = \(name) AND NOT EXISTS (SELECT 1 FROM taken)
-                        """).collect()
-                    guard let row = rows.first else { return (Int64?.none, Int64?.none, Int64?.some(0)) }
-                    return try row.decode((Int64?, Int64?, Int64?).self)
-                }
-                if let token, let expiresMilliseconds {
-                    guard token > 0 else { throw PostgresStorageError(PostgresStorageError.corrupt, "a lease token is not positive") }
-                    return SessionLease(name: name, holder: holder, fencingToken: token, expiresAt: try Self.date(milliseconds: expiresMilliseconds))
-                }
+                let attempt = try await attemptLease(name, ttl: ttl, holder: holder)
+                if case .taken(let lease) = attempt { return lease }
                 let elapsed = ContinuousClock.now - started
-                guard elapsed < patience else {
+                guard elapsed < patience, case .busy(let remaining) = attempt else {
                     throw OAuthError(OAuthError.leaseBusy, "lease \(name) is held by another holder")
                 }
-                let left = Self.seconds(patience - elapsed)
                 let cap = notificationsAreLive ? configuration.pollInterval : min(configuration.pollInterval, poll)
                 poll = min(poll * 2, 0.25)
-                let remaining = Double(max(0, min(remainingMilliseconds ?? 0, 86_400_000))) / 1000
-                await signals.wait(name, since: seen, timeout: max(0.001, min(remaining + 0.002, cap, left)))
+                await signals.wait(name, since: seen, timeout: max(0.001, min(remaining + 0.002, cap, Self.seconds(patience - elapsed))))
             }
         }
+    }
+
+    /// One attempt to take the lease; if it is held, waits for its release NOTIFY (or its expiry by
+    /// the server's clock, or the poll interval — 0.1 s when notifications are not live — or `wait`)
+    /// and returns `nil`: the coordinator re-reads what the holder wrote without queueing for the lease.
+    public func acquireLeaseOrAwaitRelease(_ name: String, ttl: TimeInterval, wait: TimeInterval) async throws -> SessionLease? {
+        try await contract {
+            let seen = signals.epoch(name)
+            switch try await attemptLease(name, ttl: ttl, holder: try Self.holderID()) {
+            case .taken(let lease):
+                return lease
+            case .busy(let remaining):
+                let cap = notificationsAreLive ? configuration.pollInterval : min(configuration.pollInterval, 0.1)
+                let limit = wait.isFinite ? max(0, min(wait, 86_400)) : 0
+                if limit > 0 { await signals.wait(name, since: seen, timeout: max(0.001, min(remaining + 0.002, cap, limit))) }
+                return nil
+            }
+        }
+    }
+
+    enum LeaseAttempt: Sendable {
+        case taken(SessionLease)
+        /// Held by another holder for this many more seconds (by the server's clock).
+        case busy(Double)
+    }
+
+    static func holderID() throws(PostgresStorageError) -> String {
+        do { return try SecureRandom.bytes(count: 12).map { String($0, radix: 16) }.joined() } catch {
+            throw PostgresStorageError(PostgresStorageError.unavailable, "no randomness for a lease holder id")
+        }
+    }
+
+    /// One statement: take the lease if it lapsed (or if this holder took it in an attempt whose
+    /// answer was lost), else report how long the current holder still has.
+    func attemptLease(_ name: String, ttl: TimeInterval, holder: String) async throws -> LeaseAttempt {
+        try Self.validate(lease: name)
+        try Self.validate(ttl: ttl)
+        _ = try await keyRing()
+        let t = tables
+        let (token, expiresMilliseconds, remainingMilliseconds) = try await perform("taking the lease \(name)") { _ in
+            let rows = try await self.client.query("""
+                WITH taken AS (
+                    INSERT INTO \(unescaped: t.leases) AS l (name, holder, token, expires_at)
+                    VALUES (\(name), \(holder), 1, clock_timestamp() + \(ttl) * interval '1 second')
+                    ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
+                    WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
+                    RETURNING token, (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms
+                )
+                SELECT token, expires_ms, NULL::int8 FROM taken
+                UNION ALL
+                SELECT NULL::int8, NULL::int8, greatest(0, (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::int8)
+                FROM \(unescaped: t.leases) WHERE name = \(name) AND NOT EXISTS (SELECT 1 FROM taken)
+                """).collect()
+            guard let row = rows.first else { return (Int64?.none, Int64?.none, Int64?.some(0)) }
+            return try row.decode((Int64?, Int64?, Int64?).self)
+        }
+        if let token, let expiresMilliseconds {
+            guard token > 0 else { throw PostgresStorageError(PostgresStorageError.corrupt, "a lease token is not positive") }
+            return .taken(SessionLease(name: name, holder: holder, fencingToken: token, expiresAt: try Self.date(milliseconds: expiresMilliseconds)))
+        }
+        return .busy(Double(max(0, min(remainingMilliseconds ?? 0, 86_400_000))) / 1000)
     }
 
     /// Extends the lease by `ttl` from the server's now, if this acquisition still holds it.

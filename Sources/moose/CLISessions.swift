@@ -27,6 +27,7 @@ enum PostgresHandoff {
         let sibling = (folder.isEmpty ? "." : folder) + "/moose-pg"
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(sibling)] + CommandLine.arguments.dropFirst().map { strdup($0) } + [nil]
         execv(sibling, argv)
+        execvp("moose-pg", argv)   // not next to moose: on the PATH, then
         for pointer in argv { free(pointer) }
         throw CLIError.usage("--store names a PostgreSQL database, which needs moose-pg next to moose (\(sibling): \(String(cString: strerror(errno)))); "
                              + "build it with swift build --product moose-pg, or give a file store")
