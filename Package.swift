@@ -80,8 +80,8 @@ let package = Package(
 
 // MARK: - PostgreSQL (MoosePostgres: sessions and leases on postgres-nio)
 // Gated so the sanitizer builds in tools/test (MOOSE_CORE_ONLY=1) never compile SwiftNIO. Only this
-// block depends on postgres-nio; `moose-pg` compiles the CLI's PostgreSQL support (`#if MOOSE_POSTGRES`),
-// the store worker its own (`#if canImport(MoosePostgres)`).
+// block depends on postgres-nio; `moose-pg` and the store worker compile their PostgreSQL support with
+// `#if MOOSE_POSTGRES` (not `canImport`, which is true for any module that happens to be in the build folder).
 if Context.environment["MOOSE_CORE_ONLY"] != "1" {
     package.dependencies.append(.package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"))
     package.targets.append(.target(name: "MoosePostgres", dependencies: [
@@ -105,6 +105,7 @@ if Context.environment["MOOSE_CORE_ONLY"] != "1" {
     package.products.append(.executable(name: "moose-pg", targets: ["moose-pg"]))
     for target in package.targets where target.name == "moose-store-worker" {
         target.dependencies.append("MoosePostgres")
+        target.swiftSettings = (target.swiftSettings ?? []) + [.define("MOOSE_POSTGRES")]
     }
 }
 

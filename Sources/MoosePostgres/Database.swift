@@ -174,3 +174,14 @@ struct Connector: Sendable {
         return out
     }
 }
+
+extension PostgresRow {
+    /// The row, after checking it has at least `count` columns: postgres-nio's `decode` traps on a
+    /// shorter row, and what a server sends must never stop the process.
+    func columns(_ count: Int) throws(PostgresStorageError) -> PostgresRow {
+        guard self.count >= count else {
+            throw PostgresStorageError(PostgresStorageError.corrupt, "a row from the database has \(self.count) columns, \(count) expected")
+        }
+        return self
+    }
+}

@@ -34,13 +34,13 @@ extension PostgresSessionStorage {
         let rows: [(key: String, generation: Int64, keyID: Int64?, sealed: [UInt8]?)] = try await perform("reading every session") { _ in
             var rows: [(key: String, generation: Int64, keyID: Int64?, sealed: [UInt8]?)] = []
             for row in try await self.client.query("SELECT key, generation, key_id, sealed FROM \(unescaped: t.sessions) ORDER BY key").collect() {
-                let (key, generation, keyID, sealed) = try row.decode((String, Int64, Int64?, ByteBuffer?).self)
+                let (key, generation, keyID, sealed) = try row.columns(4).decode((String, Int64, Int64?, ByteBuffer?).self)
                 rows.append((key, generation, keyID, sealed.map { Array($0.readableBytesView) }))
             }
             return rows
         }
         let version: Int32 = try await perform("reading the schema version") { _ in
-            try await self.client.query("SELECT coalesce(max(version), 0)::int4 FROM \(unescaped: t.migrations)").collect().first?.decode(Int32.self) ?? 0
+            try await self.client.query("SELECT coalesce(max(version), 0)::int4 FROM \(unescaped: t.migrations)").collect().first?.columns(1).decode(Int32.self) ?? 0
         }
         var good = 0, tombstones = 0
         var bad: [(key: String, error: PostgresStorageError)] = []
@@ -88,7 +88,7 @@ extension PostgresSessionStorage {
                     SELECT key, generation, key_id, sealed FROM \(unescaped: t.sessions) WHERE sealed IS NOT NULL AND key_id <> \(newID) FOR UPDATE
                     """, logger)
                 for row in rows {
-                    let (key, generation, keyID, sealed) = try row.decode((String, Int64, Int64, ByteBuffer).self)
+                    let (key, generation, keyID, sealed) = try row.columns(4).decode((String, Int64, Int64, ByteBuffer).self)
                     guard let oldKey = ring.dataKeys[keyID] else { throw Self.tampered(key, "it names data key \(keyID), which this store does not have") }
                     var plain: [UInt8]
                     do {

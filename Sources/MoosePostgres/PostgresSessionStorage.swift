@@ -243,7 +243,7 @@ public final class PostgresSessionStorage: SessionStorage {
         var fresh = ring
         do {
             if let first = rows.first {
-                let (_, _, current, check) = try first.decode((Int64, ByteBuffer, ByteBuffer, ByteBuffer).self)
+                let (_, _, current, check) = try first.columns(4).decode((Int64, ByteBuffer, ByteBuffer, ByteBuffer).self)
                 guard ConstantTime.equals(try Format.keyCheck(master: ring.master, storeID: ring.storeID), Array(check.readableBytesView)) else {
                     throw PostgresStorageError(PostgresStorageError.wrongKey,
                                                "the master key of schema \(t.schema) was rotated: this process's \(masterKey.description) no longer opens it")

@@ -95,11 +95,11 @@ enum Schema {
                      masterKey: MasterKeySource, logger: Logger) async throws -> KeyRing {
         _ = try await rows(connection, "SELECT pg_advisory_xact_lock(\(lockKey(t.schema)))", logger)
         let schemaExists = try await rows(connection, "SELECT to_regnamespace(\(t.quotedSchema)) IS NOT NULL", logger)
-            .first?.decode(Bool.self) ?? false
+            .first?.columns(1).decode(Bool.self) ?? false
         var version: Int32 = 0
-        if schemaExists, try await rows(connection, "SELECT to_regclass(\(t.migrations)) IS NOT NULL", logger).first?.decode(Bool.self) == true {
+        if schemaExists, try await rows(connection, "SELECT to_regclass(\(t.migrations)) IS NOT NULL", logger).first?.columns(1).decode(Bool.self) == true {
             version = try await rows(connection, "SELECT coalesce(max(version), 0)::int4 FROM \(unescaped: t.migrations)", logger)
-                .first?.decode(Int32.self) ?? 0
+                .first?.columns(1).decode(Int32.self) ?? 0
         }
         guard version <= self.version else {
             throw fail(PostgresStorageError.unsupportedVersion,
@@ -137,7 +137,7 @@ enum Schema {
     static func readMeta(_ connection: PostgresConnection, _ t: Tables, _ logger: Logger) async throws -> [String: [UInt8]] {
         var meta: [String: [UInt8]] = [:]
         for row in try await rows(connection, "SELECT name, value FROM \(unescaped: t.meta)", logger) {
-            let (name, value) = try row.decode((String, ByteBuffer).self)
+            let (name, value) = try row.columns(2).decode((String, ByteBuffer).self)
             guard value.readableBytes <= 4096 else { throw fail(PostgresStorageError.corrupt, "meta value \(name.prefix(40)) is too large") }
             meta[name] = Array(value.readableBytesView)
         }
@@ -210,7 +210,7 @@ enum Schema {
     static func unwrap(_ rows: [PostgresRow], ring: KeyRing) throws -> [Int64: SecretKey] {
         var keys: [Int64: SecretKey] = [:]
         for row in rows {
-            let (id, wrapped) = try row.decode((Int64, ByteBuffer).self)
+            let (id, wrapped) = try row.columns(2).decode((Int64, ByteBuffer).self)
             guard wrapped.readableBytes <= 256 else { throw fail(PostgresStorageError.tampered, "data key \(id) is not a wrapped key") }
             do {
                 keys[id] = try Format.unwrap(Array(wrapped.readableBytesView), id: id, master: ring.master, storeID: ring.storeID)

@@ -39,7 +39,7 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
                     SELECT generation, key_id, sealed FROM \(unescaped: t.sessions) WHERE key = \(key) AND sealed IS NOT NULL
                     """).collect()
                 guard let row = rows.first else { return nil }
-                let (generation, keyID, sealed) = try row.decode((Int64, Int64, ByteBuffer).self)
+                let (generation, keyID, sealed) = try row.columns(3).decode((Int64, Int64, ByteBuffer).self)
                 return (generation, keyID, Array(sealed.readableBytesView))
             }
             guard let row else { return nil }
@@ -124,7 +124,7 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
             return try await perform("listing sessions") { _ in
                 var keys: [String] = []
                 for row in try await self.client.query("SELECT key FROM \(unescaped: t.sessions) WHERE sealed IS NOT NULL").collect() {
-                    keys.append(try row.decode(String.self))
+                    keys.append(try row.columns(1).decode(String.self))
                 }
                 return keys
             }.sorted()
@@ -141,7 +141,7 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
                 SELECT generation, sealed IS NOT NULL FROM \(unescaped: t.sessions) WHERE key = \(key)
                 """).collect()
             guard let row = rows.first else { return (0, false) }
-            let (generation, live) = try row.decode((Int64, Bool).self)
+            let (generation, live) = try row.columns(2).decode((Int64, Bool).self)
             guard generation > 0, generation < Int64.max else {
                 throw PostgresStorageError(PostgresStorageError.corrupt, "the session \(key) has an impossible generation")
             }
@@ -200,13 +200,13 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
         let t = tables
         let rows = try await client.query("SELECT generation, sealed FROM \(unescaped: t.sessions) WHERE key = \(key)").collect()
         guard let row = rows.first else { return false }
-        let (stored, bytes) = try row.decode((Int64, ByteBuffer?).self)
+        let (stored, bytes) = try row.columns(2).decode((Int64, ByteBuffer?).self)
         return stored == generation && bytes.map { $0.readableBytesView.elementsEqual(sealed) } == true
     }
 
     private func runWrite(key: String, keyID: Int64, sealed: [UInt8], lease: SessionLease?, expected: Int64, next: Int64,
                           statement: WriteStatement) async throws -> WriteOutcome {
-        let t = tables
+        let t = tables, channel = configuration.channel
         let value = ByteBuffer(bytes: sealed)
         let rows: [PostgresRow]
         switch (statement, lease) {
@@ -227,8 +227,10 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
                     UPDATE \(unescaped: t.sessions) SET generation = \(next), key_id = \(keyID), sealed = \(value), updated_at = clock_timestamp()
                     WHERE key = \(key) AND generation = \(expected) AND sealed IS NOT NULL AND EXISTS (SELECT 1 FROM lease)
                     RETURNING generation
+                ), announced AS (
+                    SELECT pg_notify(\(channel), \(lease.name)) FROM written
                 )
-                SELECT (SELECT generation FROM written), EXISTS (SELECT 1 FROM lease)
+                SELECT (SELECT generation FROM written), EXISTS (SELECT 1 FROM lease), (SELECT count(*) FROM announced)
                 """).collect()
         case (.insertOverTombstone, nil), (.replace, nil):
             let condition = statement == .replace ? "" : " AND s.sealed IS NULL"
@@ -258,7 +260,7 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
                 """).collect()
         }
         guard let row = rows.first else { return .conflict }
-        let (generation, leaseHeld) = try row.decode((Int64?, Bool).self)
+        let (generation, leaseHeld) = try row.columns(2).decode((Int64?, Bool).self)
         if let generation {
             guard generation == next else {
                 throw PostgresStorageError(PostgresStorageError.corrupt, "the database reports generation \(generation) after writing \(next)")
@@ -346,7 +348,7 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
                 FROM \(unescaped: t.leases) WHERE name = \(name) AND NOT EXISTS (SELECT 1 FROM taken)
                 """).collect()
             guard let row = rows.first else { return (Int64?.none, Int64?.none, Int64?.some(0)) }
-            return try row.decode((Int64?, Int64?, Int64?).self)
+            return try row.columns(3).decode((Int64?, Int64?, Int64?).self)
         }
         if let token, let expiresMilliseconds {
             guard token > 0 else { throw PostgresStorageError(PostgresStorageError.corrupt, "a lease token is not positive") }
@@ -367,7 +369,7 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
                     WHERE name = \(lease.name) AND holder = \(lease.holder) AND token = \(lease.fencingToken) AND expires_at > clock_timestamp()
                     RETURNING (extract(epoch FROM expires_at) * 1000)::int8
                     """).collect()
-                return try rows.first?.decode(Int64.self)
+                return try rows.first?.columns(1).decode(Int64.self)
             }
             guard let expires else { throw Self.leaseLost(lease.name) }
             return SessionLease(name: lease.name, holder: lease.holder, fencingToken: lease.fencingToken, expiresAt: try Self.date(milliseconds: expires))

@@ -1,4 +1,4 @@
-#if canImport(MoosePostgres)
+#if MOOSE_POSTGRES
 import MooseHTTP
 import MooseOAuth
 import MoosePostgres

@@ -37,7 +37,7 @@ guard arguments.count >= 4 else {
     exit(2)
 }
 let command = arguments[1]
-#if canImport(MoosePostgres)
+#if MOOSE_POSTGRES
 if command == "pg-tokens" {
     await postgresTokens(Array(arguments.dropFirst(2)))
     exit(0)
