@@ -206,7 +206,7 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
 
     private func runWrite(key: String, keyID: Int64, sealed: [UInt8], lease: SessionLease?, expected: Int64, next: Int64,
                           statement: WriteStatement) async throws -> WriteOutcome {
-        let t = tables, channel = configuration.channel
+        let t = tables
         let value = ByteBuffer(bytes: sealed)
         let rows: [PostgresRow]
         switch (statement, lease) {
@@ -227,10 +227,8 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
                     UPDATE \(unescaped: t.sessions) SET generation = \(next), key_id = \(keyID), sealed = \(value), updated_at = clock_timestamp()
                     WHERE key = \(key) AND generation = \(expected) AND sealed IS NOT NULL AND EXISTS (SELECT 1 FROM lease)
                     RETURNING generation
-                ), announced AS (
-                    SELECT pg_notify(\(channel), \(lease.name)) FROM written
                 )
-                SELECT (SELECT generation FROM written), EXISTS (SELECT 1 FROM lease), (SELECT count(*) FROM announced)
+                SELECT (SELECT generation FROM written), EXISTS (SELECT 1 FROM lease)
                 """).collect()
         case (.insertOverTombstone, nil), (.replace, nil):
             let condition = statement == .replace ? "" : " AND s.sealed IS NULL"

@@ -37,6 +37,18 @@ enum PostgresBench {
         for schema in ["hot", "one", "herd", "many"] { await dropSchema(base, "bench_\(schema)_\(suffix)") }
     }
 
+    /// Only the 16 × 100 row, `runs` times (its spread on a shared machine is wide).
+    static func runHerd(runs: Int) async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let base = environment["MOOSE_PG_URL"], let issuer = environment["MOOSE_IDP_ISSUER"] else { return }
+        let key = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
+        for run in 0..<runs {
+            let schema = "bench_herd_\(run)_" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            try await herd(base + "?schema=\(schema)", key: key, issuer: issuer)
+            await dropSchema(base, schema)
+        }
+    }
+
     // MARK: - Helpers
 
     /// Runs `body` with storages that run (pools open) for its length.
