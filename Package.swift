@@ -94,7 +94,7 @@ if Context.environment["MOOSE_CORE_ONLY"] != "1" {
         "MoosePostgres", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
         .product(name: "PostgresNIO", package: "postgres-nio"),
     ]))
-    // `moose` itself stays lean (linking SwiftNIO made its start 1.7x slower: BENCHMARKS.md); given a
+    // `moose` itself stays lean (linking SwiftNIO made `moose token` start 1.33x slower: BENCHMARKS.md); given a
     // postgres:// store it execs `moose-pg`, the same command-line sources (symbolic links in
     // Sources/moose-pg) built with MOOSE_POSTGRES and MoosePostgres.
     package.targets.append(.executableTarget(
