@@ -100,6 +100,32 @@ if Context.environment["MOOSE_CORE_ONLY"] != "1" {
         .testTarget(name: "MooseMCPTests", dependencies: ["MooseMCP", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
                                                           "moose-mcp-worker", "moose", .product(name: "MCP", package: "swift-sdk")]),
     ]
+    // PostgreSQL (MoosePostgres: sessions and leases on postgres-nio). `moose-pg` and the store worker
+    // compile their PostgreSQL support with `#if MOOSE_POSTGRES` (not `canImport`, true for any module in the build folder).
+    package.dependencies.append(.package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"))
+    package.targets.append(.target(name: "MoosePostgres", dependencies: [
+        "MooseOAuth", "MooseSecretStore", "MooseCrypto",
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "Logging", package: "swift-log"),
+    ]))
+    package.products.append(.library(name: "MoosePostgres", targets: ["MoosePostgres"]))
+    package.targets.append(.testTarget(name: "MoosePostgresTests", dependencies: [
+        "MoosePostgres", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+    ]))
+    // `moose` itself stays lean (linking SwiftNIO made `moose token` start 1.33x slower: BENCHMARKS.md); given a
+    // postgres:// store it execs `moose-pg`, the same command-line sources (symbolic links in
+    // Sources/moose-pg) built with MOOSE_POSTGRES and MoosePostgres.
+    package.targets.append(.executableTarget(
+        name: "moose-pg",
+        dependencies: ["MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSecretStore", "MooseOAuth", "MoosePostgres",
+                       .product(name: "ArgumentParser", package: "swift-argument-parser")],
+        swiftSettings: [.define("MOOSE_POSTGRES")]))
+    package.products.append(.executable(name: "moose-pg", targets: ["moose-pg"]))
+    for target in package.targets where target.name == "moose-store-worker" {
+        target.dependencies.append("MoosePostgres")
+        target.swiftSettings = (target.swiftSettings ?? []) + [.define("MOOSE_POSTGRES")]
+    }
 }
 
 for target in package.targets where target.type != .system {

@@ -415,7 +415,10 @@ public actor RefreshCoordinator {
         // refresh token is spent.
         let lease: SessionLease
         do {
-            lease = try await storage.acquireLease("refresh:\(key)", ttl: configuration.leaseTTL, timeout: configuration.leaseWait)
+            switch try await takeLease(minimumValidity: minimumValidity, rejecting: rejecting) {
+            case .lease(let taken): lease = taken
+            case .adopt(let tokens): return try adopt(tokens, epoch: started)
+            }
         } catch let error as OAuthError where error.code == OAuthError.leaseBusy {
             throw OAuthError(OAuthError.transient, "another process holds the refresh lease of \(key) for too long", underlying: error)
         } catch {
@@ -431,6 +434,34 @@ public actor RefreshCoordinator {
         await renewal.stop()
         try? await storage.releaseLease(lease)
         return try result.get()
+    }
+
+    private enum LeaseOutcome {
+        case lease(SessionLease)
+        case adopt(TokenSet)
+    }
+
+    /// Takes the refresh lease, waiting for another holder. A storage that announces releases
+    /// (`LeaseReleaseNotifying`) lets a waiter re-read the moment the holder is done and adopt its
+    /// tokens without the lease (a plain read spends nothing); the lease is taken only when they do
+    /// not answer.
+    private func takeLease(minimumValidity: TimeInterval, rejecting: String?) async throws -> LeaseOutcome {
+        let name = "refresh:\(key)"
+        guard let notifying = storage as? any LeaseReleaseNotifying else {
+            return .lease(try await storage.acquireLease(name, ttl: configuration.leaseTTL, timeout: configuration.leaseWait))
+        }
+        let deadline = now().addingTimeInterval(configuration.leaseWait)
+        while true {
+            let wait = max(0, deadline.timeIntervalSince(now()))
+            if let lease = try await notifying.acquireLeaseOrAwaitRelease(name, ttl: configuration.leaseTTL, wait: wait) {
+                return .lease(lease)
+            }
+            if let stored = try await storage.load(key), stored.session.state == .active,
+               answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+                return .adopt(stored.session.tokens)
+            }
+            guard now() < deadline else { throw OAuthError(OAuthError.leaseBusy, "lease \(name) is held by another holder") }
+        }
     }
 
     /// The part of a refresh done while holding the lease.
@@ -584,7 +615,8 @@ public actor RefreshCoordinator {
 }
 
 /// Keeps a lease alive while a refresh runs: renews it every third of its ttl until stopped. A
-/// renewal that fails stops (the fenced commit then fails safely).
+/// lease found lost stops the renewals (the fenced commit then fails safely); a storage that could
+/// not be reached (a database restarting) is tried again at the next turn — the lease may still be ours.
 actor LeaseRenewal {
     private var task: Task<Void, Never>?
 
@@ -595,8 +627,13 @@ actor LeaseRenewal {
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: interval)
                 if Task.isCancelled { return }
-                guard let renewed = try? await storage.renewLease(current, ttl: ttl) else { return }
-                current = renewed
+                do {
+                    current = try await storage.renewLease(current, ttl: ttl)
+                } catch let error as OAuthError where error.code == OAuthError.leaseLost {
+                    return
+                } catch {
+                    continue
+                }
             }
         }
     }

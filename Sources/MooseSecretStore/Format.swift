@@ -54,7 +54,7 @@ package enum Format {
         return aad
     }
 
-    static func keyCheck(master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
+    package static func keyCheck(master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
         do {
             return try HMACAuthenticator(key: master, hash: .sha256).authenticationCode(for: keyCheckLabel + storeID)
         } catch {

@@ -44,7 +44,8 @@ public enum MasterKeySource: Sendable {
     public static let defaultScryptParameters = Scrypt.Parameters(n: 1 << 16, r: 8, p: 1)
 
     /// Resolves the key. `kdf` carries the store's scrypt salt and parameters for a passphrase.
-    func resolve(kdf: KDFParameters?, create: Bool) throws(SecretStoreError) -> SecretKey {
+    /// (`package`: MoosePostgres resolves the same sources for its tables.)
+    package func resolve(kdf: KDFParameters?, create: Bool) throws(SecretStoreError) -> SecretKey {
         switch self {
         case .raw(let bytes):
             guard bytes.count == 32 else {
@@ -79,10 +80,15 @@ public enum MasterKeySource: Sendable {
     }
 }
 
-/// scrypt salt and cost, stored in the file's `meta` table for passphrase stores.
-struct KDFParameters: Codable {
-    var salt: [UInt8]
-    var parameters: Scrypt.Parameters
+/// scrypt salt and cost, stored in the file's `meta` table for passphrase stores (and in MoosePostgres's).
+package struct KDFParameters: Codable, Sendable {
+    package var salt: [UInt8]
+    package var parameters: Scrypt.Parameters
+
+    package init(salt: [UInt8], parameters: Scrypt.Parameters) {
+        self.salt = salt
+        self.parameters = parameters
+    }
 }
 
 /// Key files: 32 random bytes, mode 0600, in a 0700 folder.

@@ -12,6 +12,10 @@
 //                                                           "refreshed FINGERPRINT" on every refresh; each
 //                                                           "token" line on stdin asks for a token and prints
 //                                                           "token FINGERPRINT MS" or "offline MS" or "error …"
+//   moose-store-worker pg-tokens URL KEYFILE PROFILE TASKS [LEASE_TTL [DELAY]]
+//                                                           the same against PostgreSQL (a replica with its own
+//                                                           pool); DELAY seconds before the token request, after
+//                                                           printing "refreshing" (a slow IdP, or a kill -9 target)
 import MooseHTTP
 import MooseOAuth
 import MooseSecretStore
@@ -38,6 +42,12 @@ guard arguments.count >= 4 else {
     exit(2)
 }
 let command = arguments[1]
+#if MOOSE_POSTGRES
+if command == "pg-tokens" {
+    await postgresTokens(Array(arguments.dropFirst(2)))
+    exit(0)
+}
+#endif
 do {
     let store = try SecretStore(path: arguments[2], masterKey: .keyFile(arguments[3]))
     switch command {

@@ -55,7 +55,7 @@ struct ProfileCommand: ParsableCommand {
             let config = try CLIConfig.load()
             let active = CLIConfig.profileName(nil)
             var sessions: [String] = []
-            if let opened = try? store.open(create: false) { sessions = (try? EncryptedSessionStorage(store: opened).keysNow()) ?? [] }
+            if let opened = try? CLISessions(options: store, create: false) { sessions = (try? opened.keys()) ?? [] }
             for name in Set(config.profiles.keys).union(sessions).sorted() {
                 let marker = name.utf8.elementsEqual(active.utf8) ? "*" : " "
                 let state = sessions.contains(name) ? "session" : "no session"
@@ -73,7 +73,7 @@ struct ProfileCommand: ParsableCommand {
         func run() throws {
             let name = CLIConfig.profileName(name)
             let settings = try CLIConfig.load().profiles[name]
-            let stored = (try? store.open(create: false)).flatMap { try? EncryptedSessionStorage(store: $0).loadNow(name) }?.session
+            let stored = (try? CLISessions(options: store, create: false)).flatMap { try? $0.load(name) }?.session
             guard settings != nil || stored != nil else { throw CLIError.failed("no profile \(name) in \(CLIConfig.path) and no session") }
             var object: JSONObject = ["name": .string(name)]
             let saved = stored.map { Profile.of($0, key: name) }

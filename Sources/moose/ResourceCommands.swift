@@ -31,7 +31,7 @@ struct ResourceLogin {
         let identity: ResourceTokenManager.ClientIdentity = clientID.map { .preRegistered($0) } ?? .dynamic(clientName: "moose")
         let manager: ResourceTokenManager
         do {
-            manager = try ResourceTokenManager(resource: canonical, client: identity, storage: context.sessions, key: profile,
+            manager = try ResourceTokenManager(resource: canonical, client: identity, storage: context.sessions.storage, key: profile,
                                                transport: context.transport, scopes: scopes.isEmpty ? nil : scopes, requireS256: true)
         } catch {
             throw OAuthContext.fail(error)
@@ -45,14 +45,14 @@ struct ResourceLogin {
         do {
             let summary = try Blocking.run { try await manager.login(with: method) }
             // The profile settings go into the session's row, so token, refresh and logout find them.
-            guard let stored = try context.sessions.loadNow(profile) else { throw CLIError.failed("the new session of \(profile) was not stored") }
+            guard let stored = try context.sessions.load(profile) else { throw CLIError.failed("the new session of \(profile) was not stored") }
             var session = stored.session
             var settings = Profile(name: profile, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
             settings.resource = session.resource
             settings.dpop = nil
             if let old = existing?.profile, old.issuer.utf8.elementsEqual(settings.issuer.utf8) { settings.endpoints = old.endpoints }
             session.attributes = settings.stored(in: session.attributes)
-            try context.sessions.saveNow(session, key: profile, expectedGeneration: stored.generation, lease: nil)
+            try context.sessions.save(session, key: profile, expectedGeneration: stored.generation)
             let registered = session.registration.map { _ in "; client registered at the provider" } ?? ""
             Terminal.out("Logged in to \(summary.issuer) for \(summary.resource ?? canonical) (profile \(profile)); access token "
                          + "\(expiryText(session.tokens)); scopes: \(summary.scopes.joined(separator: " "))\(registered)")
@@ -68,11 +68,11 @@ struct ResourceLogin {
     static func profile(for resource: String, store: StoreOptions) throws -> String {
         let canonical: String
         do { canonical = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
-        let sessions = EncryptedSessionStorage(store: try store.open(create: false))
+        let sessions = try CLISessions(options: store, create: false)
         var matches: [String] = []
         do {
-            for key in try sessions.keysNow() {
-                guard let session = try sessions.loadNow(key)?.session, let stored = session.resource,
+            for key in try sessions.keys() {
+                guard let session = try sessions.load(key)?.session, let stored = session.resource,
                       stored.utf8.elementsEqual(canonical.utf8) else { continue }
                 matches.append(key)
             }

@@ -22,18 +22,22 @@ extension Status {
 
 /// What every session command shares: the store, the transport, discovery and the flows.
 struct OAuthContext {
-    let sessions: EncryptedSessionStorage
+    let sessions: CLISessions
     let transport: any HTTPTransport = CurlTransport()
 
     init(options: StoreOptions, create: Bool) throws {
-        sessions = EncryptedSessionStorage(store: try options.open(create: create))
+        sessions = try CLISessions(options: options, create: create)
+    }
+
+    init(sessions: CLISessions) {
+        self.sessions = sessions
     }
 
     /// The stored session of `profile` and its profile settings, if any; a store that cannot be
     /// read is an error (exit 1), never "no session".
     func loadOrFail(_ profile: String) throws -> (session: OAuthSession, profile: Profile)? {
         let stored: StoredSession?
-        do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
+        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error) }
         guard let stored else { return nil }
         return (stored.session, Profile.of(stored.session, key: profile))
     }
@@ -64,10 +68,10 @@ struct OAuthContext {
         guard let jwksURI = client.metadata.jwksURI else { return nil }
         var algorithms = Set((client.metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
         algorithms.subtract([.hs256, .hs384, .hs512])
-        // The JWKS is kept in the store, so a new process does not refetch it while its keys still match.
-        let store = sessions.store
+        // The JWKS is kept in a file store, so a new process does not refetch it while its keys still
+        // match (with a PostgreSQL store each process fetches it: the database holds sessions only).
         let name = jwksURI.absoluteString
-        let persistence = JWKSCache.Persistence(
+        let persistence = sessions.fileStore.map { store in JWKSCache.Persistence(
             load: {
                 guard let bytes = try? store.get(namespace: "moose.jwks", name: name), bytes.count > 8 else { return nil }
                 let seconds = bytes.prefix(8).reduce(0) { $0 << 8 | Int64($1) }
@@ -77,7 +81,7 @@ struct OAuthContext {
                 let seconds = Int64(fetchedAt.timeIntervalSince1970)
                 let stamp = (0..<8).map { UInt8(truncatingIfNeeded: seconds >> (56 - 8 * $0)) }
                 try? store.put(stamp + document, namespace: "moose.jwks", name: name)
-            })
+            }) }
         return IDTokenValidator(issuer: client.metadata.issuer, clientID: client.clientID,
                                 jwks: JWKSCache(url: jwksURI, transport: transport, persistence: persistence),
                                 algorithms: algorithms.isEmpty ? [.rs256] : algorithms)
@@ -89,7 +93,7 @@ struct OAuthContext {
     func coordinator(for session: OAuthSession, profile: Profile) throws -> RefreshCoordinator {
         let client = try client(for: profile, registration: session.registration)
         let validator = try validator(for: client)
-        return RefreshCoordinator(key: profile.name, storage: sessions, current: session) { old in
+        return RefreshCoordinator(key: profile.name, storage: sessions.storage, current: session) { old in
             try await client.refresh(old, validatingWith: validator)
         }
     }
@@ -265,7 +269,7 @@ struct LoginCommand: ParsableCommand {
             let session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
                                   subject: subject(of: tokens.idToken), attributes: settings.stored(in: display),
                                   resource: tokens.resource ?? settings.resource)
-            try context.sessions.replaceNow(session, key: profile)
+            try context.sessions.replace(session, key: profile)
             let binding = tokens.dpopKey.map { tokens.isDPoPBound ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens" } ?? ""
             let who = SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
             Terminal.out("Logged in to \(issuer) as \(who) (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
@@ -284,7 +288,7 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let context = try OAuthContext(options: store, create: false)
         let names: [String]
-        do { names = try profile.map { [$0] } ?? context.sessions.keysNow() } catch { throw OAuthContext.fail(error) }
+        do { names = try profile.map { [$0] } ?? context.sessions.keys() } catch { throw OAuthContext.fail(error) }
         var items: [JSONValue] = []
         for name in names {
             guard let session = try context.loadOrFail(name)?.session else {
@@ -331,7 +335,7 @@ struct RefreshCommand: ParsableCommand {
             // fenced write — the same guarantees `moose token` has.
             let coordinator = try context.coordinator(for: session, profile: settings)
             try OAuthContext.refreshing(coordinator) { try await $0.refreshNow() }
-            let fresh = try context.sessions.loadNow(profile)?.session.tokens ?? session.tokens
+            let fresh = try context.sessions.load(profile)?.session.tokens ?? session.tokens
             let rotated = fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
             Terminal.out("Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")")
         } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
@@ -379,7 +383,7 @@ struct LogoutCommand: ParsableCommand {
             failure = error
         }
         // Local secrets go whatever the provider said.
-        do { try context.sessions.deleteNow(profile) } catch { throw OAuthContext.fail(error) }
+        do { try context.sessions.delete(profile) } catch { throw OAuthContext.fail(error) }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
         if let url = result?.endSessionURL {
             // The URL carries the ID token: shown redacted unless asked for.

@@ -1,6 +1,10 @@
 import ArgumentParser
 import MooseJWT
+import MooseOAuth
 import MooseSecretStore
+#if MOOSE_POSTGRES
+import MoosePostgres
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -14,7 +18,9 @@ import Darwin
 
 /// Where the store and its master key are, shared by every command that opens the store.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .customLong("store"), help: ArgumentHelp("The store file (default: $XDG_DATA_HOME/moose/store.sqlite).", valueName: "PATH"))
+    @Option(name: .customLong("store"), help: ArgumentHelp(
+        "The store: a file (default: $MOOSE_STORE, else $XDG_DATA_HOME/moose/store.sqlite) or a postgres://USER@HOST/DB URL shared by several machines.",
+        valueName: "PATH|URL"))
     var storePath: String?
 
     @Option(name: .customLong("key-file"), help: ArgumentHelp("Master key file, 32 bytes, mode 0600 (default: $XDG_CONFIG_HOME/moose/store.key).", valueName: "PATH"))
@@ -38,6 +44,12 @@ struct StoreOptions: ParsableArguments {
             ?? StoreOptions.xdg("XDG_DATA_HOME", fallback: ".local/share") + "/moose/store.sqlite")
     }
 
+    /// `true` when the store is a PostgreSQL database (`postgres://…`, `postgresql://…`), not a file.
+    var isPostgres: Bool {
+        let prefix = resolvedStorePath.prefix(16).lowercased()
+        return prefix.hasPrefix("postgres://") || prefix.hasPrefix("postgresql://")
+    }
+
     func keySource() throws -> MasterKeySource {
         let chosen = [keyFile != nil, keyEnvironment != nil, passphraseFile != nil].filter { $0 }.count
         guard chosen <= 1 else { throw CLIError.usage("give only one of --key-file, --key-env, --passphrase-file") }
@@ -53,6 +65,10 @@ struct StoreOptions: ParsableArguments {
     }
 
     func open(create: Bool = false) throws -> SecretStore {
+        guard !isPostgres else {
+            throw CLIError.usage("this command needs a file store; --store (or MOOSE_STORE) names a PostgreSQL database, "
+                                 + "where moose store init, check and rotate-key work, and sessions are managed with login, status, token, refresh and logout")
+        }
         do {
             return try SecretStore(path: resolvedStorePath, masterKey: try keySource(), create: create)
         } catch let error as SecretStoreError {
@@ -62,6 +78,16 @@ struct StoreOptions: ParsableArguments {
 
     static func cliError(_ error: SecretStoreError) -> CLIError {
         error.code == SecretStoreError.invalidArgument ? .usage(error.message) : .failed("\(error.code): \(error.message)")
+    }
+
+    /// Any error of a store operation as the CLI reports it.
+    static func cliError(_ error: any Error) -> any Error {
+        if let error = error as? SecretStoreError { return cliError(error) }
+        #if MOOSE_POSTGRES
+        if let error = error as? PostgresStorageError { return CLIError.failed(error.description) }
+        #endif
+        if let error = error as? OAuthError { return CLIError.failed(error.description) }
+        return error
     }
 }
 
@@ -99,6 +125,17 @@ struct StoreCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
+            if options.isPostgres {
+                #if MOOSE_POSTGRES
+                let backend = try PostgresBackend(options: options)
+                defer { backend.close() }
+                do { try backend.call { try await $0.prepare() } } catch { throw StoreOptions.cliError(error) }
+                Terminal.out("store \(backend.storage.configuration.redactedURL) is ready (schema \(backend.storage.configuration.schema), version \(PostgresSessionStorage.schemaVersion)); key OK")
+                return
+                #else
+                try PostgresHandoff.exec()
+                #endif
+            }
             let path = options.resolvedStorePath
             let existed = FileManager.default.fileExists(atPath: path)
             _ = try options.open(create: true)
@@ -199,6 +236,7 @@ struct StoreCommand: ParsableCommand {
         var toPassphraseFile: String?
 
         func run() throws {
+            if options.isPostgres { return try rotatePostgres() }
             let store = try options.open()
             do {
                 guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
@@ -227,6 +265,44 @@ struct StoreCommand: ParsableCommand {
                 throw StoreOptions.cliError(error)
             }
         }
+
+        func rotatePostgres() throws {
+            #if MOOSE_POSTGRES
+            let backend = try PostgresBackend(options: options)
+            defer { backend.close() }
+            do {
+                guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
+                    let count = try backend.call { try await $0.rotateDataKey() }
+                    Terminal.out("data key rotated; \(count) sessions sealed again")
+                    return
+                }
+                let newKey: MasterKeySource
+                var keyFileMove: (String, String)? = nil
+                if let toKeyEnvironment {
+                    newKey = .environment(toKeyEnvironment)
+                } else if let toPassphraseFile {
+                    let bytes = try KeyLoading.readFile(toPassphraseFile, what: "passphrase file", limit: 4096)
+                    newKey = .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"]))
+                } else {
+                    guard case .keyFile(let path) = try options.keySource() else {
+                        throw CLIError.usage("--master without a key file needs --to-key-env or --to-passphrase-file")
+                    }
+                    unlink(path + ".new")
+                    newKey = .keyFile(path + ".new")
+                    keyFileMove = (path + ".new", path)
+                }
+                try backend.call { try await $0.rotateMasterKey(to: newKey) }
+                if let (fresh, path) = keyFileMove, rename(fresh, path) != 0 {
+                    throw CLIError.failed("the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
+                }
+                Terminal.out("master key rotated; every machine that uses this store needs the new key")
+            } catch let error as PostgresStorageError {
+                throw CLIError.failed(error.description)
+            }
+            #else
+            try PostgresHandoff.exec()
+            #endif
+        }
     }
 
     struct Check: ParsableCommand {
@@ -236,6 +312,7 @@ struct StoreCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
+            if options.isPostgres { return try checkPostgres() }
             let store = try options.open()
             let report: SecretStore.CheckReport
             do { report = try store.check() } catch { throw StoreOptions.cliError(error) }
@@ -243,6 +320,21 @@ struct StoreCommand: ParsableCommand {
             Terminal.out("file: \(report.integrity == "ok" ? "ok" : "corrupt (\(report.integrity))")")
             Terminal.out("\(report.good) values open, \(report.bad.count) do not")
             if !report.isHealthy { throw Status.failed }
+        }
+
+        func checkPostgres() throws {
+            #if MOOSE_POSTGRES
+            let backend = try PostgresBackend(options: options)
+            defer { backend.close() }
+            let report: PostgresSessionStorage.CheckReport
+            do { report = try backend.call { try await $0.check() } } catch { throw StoreOptions.cliError(error) }
+            for (key, error) in report.bad { Terminal.out("BAD  \(PostgresSessionStorage.namespace)/\(key): \(error.code)") }
+            Terminal.out("database: \(backend.storage.configuration.redactedURL), schema \(backend.storage.configuration.schema) version \(report.schemaVersion)")
+            Terminal.out("\(report.good) sessions open, \(report.bad.count) do not (\(report.tombstones) deleted)")
+            if !report.isHealthy { throw Status.failed }
+            #else
+            try PostgresHandoff.exec()
+            #endif
         }
     }
 }

@@ -59,16 +59,17 @@ struct TokenCommand: ParsableCommand {
            stored.session.state == .active, stored.session.tokens.isValid(for: minimum) {
             return stored.session.tokens
         }
-        let sessions = EncryptedSessionStorage(store: try store.open(create: false))
+        let sessions = try CLISessions(options: store, create: false)
+        defer { sessions.close() }
         let stored: StoredSession?
-        do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
+        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error) }
         guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
         var tokens = session.tokens
         if !tokens.isValid(for: minimum) {
             // Slow path: the network, through the one refresh path every command shares.
             do {
-                let context = try OAuthContext(options: store, create: false)
+                let context = OAuthContext(sessions: sessions)
                 let coordinator = try context.coordinator(for: session, profile: Profile.of(session, key: profile))
                 try OAuthContext.refreshing(coordinator) { try await $0.accessToken(minimumValidity: minimum) }
             } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
@@ -76,7 +77,7 @@ struct TokenCommand: ParsableCommand {
             } catch {
                 throw OAuthContext.fail(error)
             }
-            tokens = try sessions.loadNow(profile)?.session.tokens ?? tokens
+            tokens = try sessions.load(profile)?.session.tokens ?? tokens
         }
         return tokens
     }
@@ -202,9 +203,9 @@ struct DPoPProofCommand: ParsableCommand {
     @Flag(name: .customLong("no-ath"), help: "Leave out ath (a proof for a token endpoint rather than a resource).") var noAccessTokenHash = false
 
     func run() throws {
-        let sessions = EncryptedSessionStorage(store: try store.open(create: false))
+        let sessions = try CLISessions(options: store, create: false)
         let stored: StoredSession?
-        do { stored = try sessions.loadNow(profile) } catch { throw OAuthContext.fail(error) }
+        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error) }
         guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         Terminal.out(try Self.proof(tokens: session.tokens, method: method, url: url, nonce: nonce, accessTokenHash: !noAccessTokenHash))
     }

@@ -54,6 +54,18 @@ public protocol SessionStorage: Sendable {
     func releaseLease(_ lease: SessionLease) async throws
 }
 
+/// A storage that can wake a lease waiter when the holder releases the lease (PostgreSQL's
+/// LISTEN/NOTIFY does). A `RefreshCoordinator` then re-reads the session without the lease and
+/// adopts what the holder wrote — tokens valid for what the caller asked — instead of queueing for
+/// the lease behind every other waiter only to find the same answer; when they do not answer, it
+/// takes the lease and re-reads inside it as always. Optional: other storages are waited on with
+/// `acquireLease(_:ttl:timeout:)`.
+public protocol LeaseReleaseNotifying: SessionStorage {
+    /// One attempt to take the lease `name`; if another holder has it, waits until it is released
+    /// or lapses (at most `wait` seconds), then returns `nil` without taking it.
+    func acquireLeaseOrAwaitRelease(_ name: String, ttl: TimeInterval, wait: TimeInterval) async throws -> SessionLease?
+}
+
 /// A session as stored, with the generation a compare-and-set must name.
 public struct StoredSession: Sendable, Hashable {
     /// The session.

@@ -196,6 +196,12 @@ if mode == "all" || mode == "http" {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     try await HTTPBench.run(root: root)
 }
+if mode == "all" || mode == "postgres" {
+    try await PostgresBench.run()
+}
+if mode == "postgres-herd" {
+    try await PostgresBench.runHerd(runs: Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 3)
+}
 if mode == "all" || mode == "store" {
     let sqlcipher = ProcessInfo.processInfo.environment["SQLCIPHER_BENCH"]
     try StoreBench.run(rows: 10_000, sqlcipher: sqlcipher)

@@ -1,0 +1,1 @@
+../moose/Progress.swift

@@ -1,0 +1,1 @@
+../moose/TokenCommand.swift
