@@ -115,7 +115,9 @@ public final class LoopbackReceiver: @unchecked Sendable {
         case ignored
     }
 
-    private func acceptLoop(until deadline: Date, expectedState: String?, cancelled: LockedFlag) throws -> URL {
+    /// The blocking accept loop behind `waitForCallback` (internal: tests time it on a thread of
+    /// their own, free of the cooperative pool's scheduling).
+    func acceptLoop(until deadline: Date, expectedState: String?, cancelled: LockedFlag) throws -> URL {
         let outcome = CallbackOutcome()
         while true {
             if let url = outcome.url { return url }
