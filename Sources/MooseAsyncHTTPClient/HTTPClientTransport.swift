@@ -62,6 +62,8 @@ public struct HTTPClientTransport: FileTransferTransport {
     /// The most header fields kept from one response; the rest are dropped.
     static let maximumHeaderFields = 256
 
+    /// Sends `request` on the app's client and returns the response whatever its status, the body read
+    /// whole (at most `maximumResponseSize`), all within the request's `timeout`.
     public func send(_ request: APIRequest) async throws -> APIResponse {
         try Task.checkCancellation()
         let deadline = Self.deadline(request.timeout)

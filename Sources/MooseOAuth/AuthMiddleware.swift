@@ -140,6 +140,7 @@ public struct AuthMiddleware: HTTPMiddleware {
         authorizer = TokenAuthorizer(coordinator: coordinator)
     }
 
+    /// Attaches the token to requests whose endpoint requires authentication and applies the rule above.
     public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
                           next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
         guard context.requiresAuthentication else { return try await next(request) }

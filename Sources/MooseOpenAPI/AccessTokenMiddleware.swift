@@ -52,6 +52,9 @@ public struct AccessTokenMiddleware: ClientMiddleware {
     /// again, so the connection can be reused; a longer one is abandoned.
     static let rejectedBodyDrainLimit = 64 << 10
 
+    /// Attaches the token, sends, and applies the rule above; throws `OAuthError.tokenRejected` or
+    /// `OAuthError.insufficientScope` as described there, and whatever the coordinator throws
+    /// (`invalidGrant`, `needsLogin`, `refreshLimit`…) when no token can be had.
     public func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
                           next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?))
         async throws -> (HTTPResponse, HTTPBody?) {

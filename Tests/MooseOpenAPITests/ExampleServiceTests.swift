@@ -54,8 +54,8 @@ struct ExampleServiceTests {
         let (failures, fingerprints) = outcomes.state.withLock { ($0.failures, $0.fingerprints) }
         #expect(failures.isEmpty, "\(failures.count) failed: \(failures.prefix(3))")
         #expect(fingerprints.values.reduce(0, +) == 500)
-        #expect(elapsed < .seconds(24), "the run took \(elapsed): a third expiry may have been reached")
-        #expect(try idp.tokensIssued(to: "moose-service") == 3, "login + exactly two refreshes at the IdP")
+        #expect(try idp.tokensIssued(to: "moose-service") == 3,
+                "login + exactly two refreshes at the IdP (the run took \(elapsed); past ~24 s a third expiry is reached)")
         #expect(fingerprints.count == 3, "three tokens served the 500 requests: \(fingerprints.values.sorted())")
     }
 }
