@@ -156,7 +156,7 @@ public enum HTTPTransportContract {
     /// A large download goes to disk (mode 0600, the exact size, the server's bytes) with monotonic
     /// progress up to the total, while the process's resident memory grows by less than half the body.
     public static func downloadsStreamToDiskInBoundedMemory(_ transport: any FileTransferTransport, base: URL,
-                                                            size: Int = 128 << 20) async throws {
+                                                            size: Int = 64 << 20) async throws {
         let destination = temporaryFile("contract-download")
         defer { try? FileManager.default.removeItem(at: destination) }
         let url = base.appendingPathComponent("bytes").appending(queryItems: [URLQueryItem(name: "n", value: String(size))])

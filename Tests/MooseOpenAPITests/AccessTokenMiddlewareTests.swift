@@ -23,18 +23,25 @@ enum Shared {
     static let transport = HTTPClientTransport(client: httpClient)
     static let openAPITransport = AsyncHTTPClientTransport(configuration: .init(client: httpClient))
     /// tools/resource/api_server.py against the real test IdP; no introspection cache, so a revoked
-    /// token is refused at once.
-    static let api: SpawnedServer = {
-        do { return try ResourceServer.start(issuer: TestIdentityProvider.issuer, ["--cache-seconds", "0"]) } catch {
-            fatalError("cannot start tools/resource/api_server.py: \(error)")
-        }
-    }()
+    /// token is refused at once. Started once, off the cooperative pool (the first caller waits).
+    static func api() async throws -> SpawnedServer { try await servers.get("api", ["--cache-seconds", "0"]) }
     /// The same API, requiring a scope the client-credentials token does not have.
-    static let scoped: SpawnedServer = {
-        do { return try ResourceServer.start(issuer: TestIdentityProvider.issuer, ["--cache-seconds", "0", "--require-scope", "write"]) } catch {
-            fatalError("cannot start tools/resource/api_server.py: \(error)")
+    static func scoped() async throws -> SpawnedServer {
+        try await servers.get("scoped", ["--cache-seconds", "0", "--require-scope", "write"])
+    }
+    static let servers = Servers()
+
+    /// The resource servers of this test process, started on first use (they exit with it).
+    actor Servers {
+        private var started: [String: Task<SpawnedServer, any Error>] = [:]
+        func get(_ name: String, _ arguments: [String]) async throws -> SpawnedServer {
+            if let task = started[name] { return try await task.value }
+            let issuer = TestIdentityProvider.issuer
+            let task = Task { try await ResourceServer.start(issuer: issuer, arguments) }
+            started[name] = task
+            return try await task.value
         }
-    }()
+    }
 }
 
 /// Counts the token grants that reach the real IdP (wrapping the real transport).
@@ -66,7 +73,7 @@ struct Service {
     }
 
     /// The generated client for `server`, with `middlewares` (default: Moose's alone).
-    func client(_ server: SpawnedServer = Shared.api, middlewares: [any ClientMiddleware]? = nil,
+    func client(_ server: SpawnedServer, middlewares: [any ClientMiddleware]? = nil,
                 transport: (any ClientTransport)? = nil) -> Client {
         Client(serverURL: server.url, transport: transport ?? Shared.openAPITransport,
                middlewares: middlewares ?? [AccessTokenMiddleware(coordinator: moose.coordinator)])
@@ -118,8 +125,9 @@ struct AccessTokenMiddlewareTests {
         let old = try await service.moose.accessToken()
         try await service.revoke(old)
         try await service.expireLocally()
-        try await Stats.reset(Shared.api)
-        let client = service.client()
+        let api = try await Shared.api()
+        try await Stats.reset(api)
+        let client = service.client(api)
         let fingerprints = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<200 { group.addTask { try await client.getMe().ok.body.json.tokenFingerprint } }
             return try await group.reduce(into: [String]()) { $0.append($1) }
@@ -127,7 +135,7 @@ struct AccessTokenMiddlewareTests {
         let fresh = try await service.moose.accessToken()
         #expect(service.grants.count == 2, "login + exactly one refresh")
         #expect(fingerprints.count == 200 && Set(fingerprints) == [fingerprint(fresh.value)])
-        let stats = try await Stats.read(Shared.api)
+        let stats = try await Stats.read(api)
         #expect(stats.accepted(fingerprint(fresh.value)) == 200)
         #expect(stats.count("refused") == 0, "a call carried the expired token")
     }
@@ -138,8 +146,9 @@ struct AccessTokenMiddlewareTests {
         let service = try await Service()
         let old = try await service.moose.accessToken()
         try await service.revoke(old)
-        try await Stats.reset(Shared.api)
-        let client = service.client()
+        let api = try await Shared.api()
+        try await Stats.reset(api)
+        let client = service.client(api)
         let fingerprints = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<200 { group.addTask { try await client.getMe().ok.body.json.tokenFingerprint } }
             return try await group.reduce(into: [String]()) { $0.append($1) }
@@ -147,7 +156,7 @@ struct AccessTokenMiddlewareTests {
         let fresh = try await service.moose.accessToken()
         #expect(service.grants.count == 2, "login + exactly one refresh for 200 rejections")
         #expect(Set(fingerprints) == [fingerprint(fresh.value)])
-        let stats = try await Stats.read(Shared.api)
+        let stats = try await Stats.read(api)
         #expect(stats.refused(fingerprint(old.value)) >= 1 && stats.refused(fingerprint(old.value)) <= 200)
         #expect(stats.accepted(fingerprint(fresh.value)) == 200)
     }
@@ -159,14 +168,15 @@ struct AccessTokenMiddlewareTests {
         let service = try await Service()
         let old = try await service.moose.accessToken()
         try await service.revoke(old)
-        try await Stats.reset(Shared.api)
+        let api = try await Shared.api()
+        try await Stats.reset(api)
         let coordinator = service.moose.coordinator
         let raced = RaceOnce(inner: Shared.openAPITransport) { _ = try await coordinator.refresh(rejecting: old) }
-        let me = try await service.client(transport: raced).getMe().ok.body.json
+        let me = try await service.client(api, transport: raced).getMe().ok.body.json
         let current = try await service.moose.accessToken()
         #expect(service.grants.count == 2, "login + the other caller's refresh; the 401 for the replaced token refreshed nothing")
         #expect(me.tokenFingerprint == fingerprint(current.value))
-        let stats = try await Stats.read(Shared.api)
+        let stats = try await Stats.read(api)
         #expect(stats.refused(fingerprint(old.value)) == 1 && stats.accepted(fingerprint(current.value)) == 1)
     }
 
@@ -177,7 +187,8 @@ struct AccessTokenMiddlewareTests {
         let service = try await Service()
         let old = try await service.moose.accessToken()
         try await service.revoke(old)
-        try await Stats.reset(Shared.api)
+        let api = try await Shared.api()
+        try await Stats.reset(api)
         let payload = Array(#"{"streamed":true,"n":42}"#.utf8)
         func streamed() -> HTTPBody {
             let (stream, continuation) = AsyncStream<ArraySlice<UInt8>>.makeStream()
@@ -186,7 +197,7 @@ struct AccessTokenMiddlewareTests {
             return HTTPBody(stream, length: .known(Int64(payload.count)))
         }
         #expect(streamed().iterationBehavior == .single)
-        switch await service.rawEcho(body: streamed(), server: Shared.api) {
+        switch await service.rawEcho(body: streamed(), server: api) {
         case .success: Issue.record("a streamed body was replayed")
         case .failure(let error):
             let oauth = (error as? ClientError)?.underlyingError as? OAuthError ?? error as? OAuthError
@@ -194,17 +205,17 @@ struct AccessTokenMiddlewareTests {
             #expect(oauth?.message.contains("only once") == true)
         }
         #expect(service.grants.count == 2, "the rejected token was refreshed all the same")
-        if case .failure(let error) = await service.rawEcho(body: streamed(), server: Shared.api) {
+        if case .failure(let error) = await service.rawEcho(body: streamed(), server: api) {
             Issue.record("the caller's own second try failed: \(error)")
         }
 
         // A replayable body after the next revocation: resent with the fresh token, byte for byte.
         let second = try await service.moose.accessToken()
         try await service.revoke(second)
-        let echoed = try await service.client().echo(body: .json(.init(additionalProperties: try OpenAPIObjectContainer(unvalidatedValue: ["n": 7]))))
+        let echoed = try await service.client(api).echo(body: .json(.init(additionalProperties: try OpenAPIObjectContainer(unvalidatedValue: ["n": 7]))))
         #expect(try echoed.ok.body.json.additionalProperties.value["n"] as? Int == 7)
         #expect(service.grants.count == 3)
-        let stats = try await Stats.read(Shared.api)
+        let stats = try await Stats.read(api)
         var recent: [JSON] = []
         if case .array(let items)? = stats.json["recent"] { recent = items }
         let echoes = recent.filter { $0["path"]?.string == "/v1/echo" }
@@ -215,16 +226,17 @@ struct AccessTokenMiddlewareTests {
     /// A 403 insufficient_scope is a typed error naming the scope, and is not retried.
     @Test func insufficientScopeIsATypedErrorAndNotRetried() async throws {
         let service = try await Service()
-        try await Stats.reset(Shared.scoped)
+        let scoped = try await Shared.scoped()
+        try await Stats.reset(scoped)
         do {
-            _ = try await service.client(Shared.scoped).getMe()
+            _ = try await service.client(scoped).getMe()
             Issue.record("a token without the scope was accepted")
         } catch {
             let oauth = (error as? ClientError)?.underlyingError as? OAuthError
             #expect(oauth?.code == OAuthError.insufficientScope, "got \(error)")
             #expect(oauth?.requiredScopes == ["write"] && oauth?.status == 403)
         }
-        let stats = try await Stats.read(Shared.scoped)
+        let stats = try await Stats.read(scoped)
         #expect(stats.count("insufficient_scope") == 1 && stats.count("accepted") == 0 && stats.count("refused") == 0,
                 "one call, refused for its scope, not sent again")
         #expect(service.grants.count == 1, "no refresh for a scope problem")
@@ -238,7 +250,8 @@ struct AccessTokenMiddlewareTests {
         let old = try await service.moose.accessToken()
         try await service.revoke(old)
         let retry = Recorder(name: "retry"), logging = Recorder(name: "logging")
-        let client = service.client(middlewares: [retry, AccessTokenMiddleware(coordinator: service.moose.coordinator), logging])
+        let api = try await Shared.api()
+        let client = service.client(api, middlewares: [retry, AccessTokenMiddleware(coordinator: service.moose.coordinator), logging])
         _ = try await client.getMe().ok
         let fresh = try await service.moose.accessToken()
         #expect(retry.seen == ["retry 200"])

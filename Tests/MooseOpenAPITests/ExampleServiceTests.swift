@@ -15,17 +15,28 @@ struct ExampleServiceTests {
     /// (10 s tokens, refreshed when less than 2 s is left: at ~8 s and ~16 s) → exactly two refreshes,
     /// counted in the IdP's own database (login + 2 = 3 tokens issued), and no failed request.
     @Test func fiveHundredRequestsWhileTheTokenExpiresTwice() async throws {
-        let idp = try SecondIdP(tokenSeconds: 10)
-        defer { idp.stop() }
-        let api = try ResourceServer.start(issuer: idp.issuer)
-        defer { api.stop() }
-        let binary = try #require(ExampleService.binary, "moose-example-service is not built next to the tests (swift build --build-tests)")
-        let service = try SpawnedServer([binary], environment: [
-            "MOOSE_IDP_ISSUER": idp.issuer, "MOOSE_API_URL": api.url.absoluteString, "MOOSE_SERVICE_PORT": "0",
-            "MOOSE_MIN_VALIDITY": "2", "MOOSE_STOP_ON_EOF": "1",
-        ])
-        defer { service.stop() }
+        let idp = try await SecondIdP.start(tokenSeconds: 10)
+        var servers: [SpawnedServer] = []
+        do {
+            let api = try await ResourceServer.start(issuer: idp.issuer)
+            servers.append(api)
+            let binary = try #require(ExampleService.binary, "moose-example-service is not built next to the tests (swift build --build-tests)")
+            let service = try await SpawnedServer.launch([binary], environment: [
+                "MOOSE_IDP_ISSUER": idp.issuer, "MOOSE_API_URL": api.url.absoluteString, "MOOSE_SERVICE_PORT": "0",
+                "MOOSE_MIN_VALIDITY": "2", "MOOSE_STOP_ON_EOF": "1",
+            ])
+            servers.append(service)
+            try await load(service, idp)
+        } catch {
+            for server in servers.reversed() { await server.stop() }
+            await idp.stop()
+            throw error
+        }
+        for server in servers.reversed() { await server.stop() }
+        await idp.stop()
+    }
 
+    func load(_ service: SpawnedServer, _ idp: SecondIdP) async throws {
         let whoami = service.url.appendingPathComponent("whoami")
         let started = ContinuousClock.now
         let outcomes = Outcomes()
@@ -54,7 +65,7 @@ struct ExampleServiceTests {
         let (failures, fingerprints) = outcomes.state.withLock { ($0.failures, $0.fingerprints) }
         #expect(failures.isEmpty, "\(failures.count) failed: \(failures.prefix(3))")
         #expect(fingerprints.values.reduce(0, +) == 500)
-        #expect(try idp.tokensIssued(to: "moose-service") == 3,
+        #expect(try await idp.tokensIssued(to: "moose-service") == 3,
                 "login + exactly two refreshes at the IdP (the run took \(elapsed); past ~24 s a third expiry is reached)")
         #expect(fingerprints.count == 3, "three tokens served the 500 requests: \(fingerprints.values.sorted())")
     }
@@ -89,33 +100,40 @@ final class SecondIdP: @unchecked Sendable {
     let state: String
     private let environment: [String: String]
 
-    init(tokenSeconds: Int) throws {
-        state = FileManager.default.temporaryDirectory.appendingPathComponent("moose-idp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        let primaryState = ProcessInfo.processInfo.environment["MOOSE_IDP_STATE"] ?? LocalServer.repositoryRoot + "/tools/idp/.state"
-        var environment = ["MOOSE_IDP_STATE": state, "MOOSE_IDP_PORT": String(try Self.freePort()),
-                           "MOOSE_IDP_ACCESS_TOKEN_SECONDS": String(tokenSeconds)]
-        if FileManager.default.fileExists(atPath: primaryState + "/venv/bin/python") { environment["MOOSE_IDP_VENV"] = primaryState + "/venv" }
-        self.environment = environment
-        let (status, output) = runProcess([LocalServer.repositoryRoot + "/tools/idp/start"], environment: environment)
-        guard status == 0, let issuer = output.split(separator: "\n").last.map(String.init), issuer.hasPrefix("http") else {
-            throw SpawnError("a second tools/idp/start failed (\(status)): \(output)")
-        }
+    private init(issuer: String, state: String, environment: [String: String]) {
         self.issuer = issuer
+        self.state = state
+        self.environment = environment
     }
 
-    func stop() {
-        _ = runProcess([LocalServer.repositoryRoot + "/tools/idp/stop"], environment: environment)
+    /// Starts it (tools/idp/start: migrations, clients, the server), off the cooperative pool.
+    static func start(tokenSeconds: Int) async throws -> SecondIdP {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("moose-idp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let primaryState = ProcessInfo.processInfo.environment["MOOSE_IDP_STATE"] ?? LocalServer.repositoryRoot + "/tools/idp/.state"
+        var environment = ["MOOSE_IDP_STATE": state, "MOOSE_IDP_PORT": String(try freePort()),
+                           "MOOSE_IDP_ACCESS_TOKEN_SECONDS": String(tokenSeconds)]
+        if FileManager.default.fileExists(atPath: primaryState + "/venv/bin/python") { environment["MOOSE_IDP_VENV"] = primaryState + "/venv" }
+        let (status, output) = await runProcessOffThePool([LocalServer.repositoryRoot + "/tools/idp/start"], environment: environment)
+        guard status == 0, let issuer = output.split(separator: "\n").last.map(String.init), issuer.hasPrefix("http") else {
+            try? FileManager.default.removeItem(atPath: state)
+            throw SpawnError("a second tools/idp/start failed (\(status)): \(output)")
+        }
+        return SecondIdP(issuer: issuer, state: state, environment: environment)
+    }
+
+    func stop() async {
+        _ = await runProcessOffThePool([LocalServer.repositoryRoot + "/tools/idp/stop"], environment: environment)
         try? FileManager.default.removeItem(atPath: state)
     }
 
     /// Access tokens the IdP issued to `clientID`, read from its own database.
-    func tokensIssued(to clientID: String) throws -> Int {
+    func tokensIssued(to clientID: String) async throws -> Int {
         let script = """
         import sqlite3, sys
         db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=30)
         print(db.execute("SELECT COUNT(*) FROM oauth2_provider_accesstoken t JOIN oauth2_provider_application a ON t.application_id = a.id WHERE a.client_id = ?", (sys.argv[2],)).fetchone()[0])
         """
-        let (status, output) = runProcess(["/usr/bin/python3", "-c", script, state + "/db.sqlite3", clientID])
+        let (status, output) = await runProcessOffThePool(["/usr/bin/python3", "-c", script, state + "/db.sqlite3", clientID])
         guard status == 0, let count = Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw SpawnError("cannot read the IdP's database (\(status)): \(output)")
         }

@@ -54,8 +54,18 @@ public final class SpawnedServer: @unchecked Sendable {
         self.url = url
     }
 
+    /// Starts a server off the cooperative thread pool (the wait for `READY` blocks a thread: on a
+    /// 2-core machine, blocking one of Swift's two pool threads stalls every other test's timers).
+    public static func launch(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60) async throws -> SpawnedServer {
+        try await offThePool { try SpawnedServer(arguments, environment: environment, timeout: timeout) }
+    }
+
     /// Stops the server: closes its standard input, waits up to 10 s, then SIGTERM (to this pid only).
-    public func stop() {
+    public func stop() async {
+        try? await offThePool { self.stopBlocking() }
+    }
+
+    private func stopBlocking() {
         guard stdinFD >= 0 else { return }
         close(stdinFD)
         stdinFD = -1
@@ -69,7 +79,20 @@ public final class SpawnedServer: @unchecked Sendable {
         close(stdoutFD)
     }
 
-    deinit { stop() }
+    /// A server nobody stopped gets EOF on its standard input now (it exits by itself).
+    deinit { if stdinFD >= 0 { close(stdinFD) } }
+}
+
+/// Runs blocking work (process starts and waits) on a Dispatch thread, never on Swift's cooperative pool.
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+/// `runProcess` off the cooperative pool.
+public func runProcessOffThePool(_ arguments: [String], environment: [String: String] = [:]) async -> (status: Int32, output: String) {
+    (try? await offThePool { runProcess(arguments, environment: environment) }) ?? (-1, "")
 }
 
 /// A failure to start a process.
@@ -144,9 +167,9 @@ private func withCArguments<R>(_ arguments: [String], environment: [String: Stri
 /// The repository's protected API (tools/resource/api_server.py): accepts only tokens the IdP at
 /// `issuer` reports active (RFC 7662 introspection); `/_test/stats` counts what it saw.
 public enum ResourceServer {
-    /// Starts one with `arguments` added (`--cache-seconds 0`, `--require-scope S`…).
-    public static func start(issuer: String, _ arguments: [String] = []) throws -> SpawnedServer {
-        try SpawnedServer(["/usr/bin/python3", "-u", LocalServer.repositoryRoot + "/tools/resource/api_server.py",
+    /// Starts one with `arguments` added (`--cache-seconds 0`, `--require-scope S`…), off the cooperative pool.
+    public static func start(issuer: String, _ arguments: [String] = []) async throws -> SpawnedServer {
+        try await SpawnedServer.launch(["/usr/bin/python3", "-u", LocalServer.repositoryRoot + "/tools/resource/api_server.py",
                            "--port", "0", "--issuer", issuer] + arguments)
     }
 }
