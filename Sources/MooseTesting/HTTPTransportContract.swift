@@ -155,8 +155,12 @@ public enum HTTPTransportContract {
 
     /// A large download goes to disk (mode 0600, the exact size, the server's bytes) with monotonic
     /// progress up to the total, while the process's resident memory grows by less than half the body.
+    ///
+    /// The memory figure is the whole process's: other work running at the same time counts too (in
+    /// Moose's own parallel test run, up to ~60 MiB was seen), hence the large default size. Pass
+    /// `checksMemory: false` under AddressSanitizer, whose quarantine keeps freed memory resident.
     public static func downloadsStreamToDiskInBoundedMemory(_ transport: any FileTransferTransport, base: URL,
-                                                            size: Int = 64 << 20) async throws {
+                                                            size: Int = 256 << 20, checksMemory: Bool = true) async throws {
         let destination = temporaryFile("contract-download")
         defer { try? FileManager.default.removeItem(at: destination) }
         let url = base.appendingPathComponent("bytes").appending(queryItems: [URLQueryItem(name: "n", value: String(size))])
@@ -187,7 +191,7 @@ public enum HTTPTransportContract {
             try check(read == 1 && byte == UInt8(offset % 256), "byte \(offset) is \(read == 1 ? String(byte) : "missing"), not \(offset % 256)")
         }
         let growth = peak - baseline
-        try check(growth < size / 2, "resident memory grew by \(growth >> 20) MiB during a \(size >> 20) MiB download")
+        try check(!checksMemory || growth < size / 2, "resident memory grew by \(growth >> 20) MiB during a \(size >> 20) MiB download")
     }
 
     /// Cancelling a download midway ends it with `CancellationError` before the whole body arrived.

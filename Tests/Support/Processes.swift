@@ -173,3 +173,23 @@ public enum ResourceServer {
                            "--port", "0", "--issuer", issuer] + arguments)
     }
 }
+
+/// One memory measurement at a time in this test process: a measurement counts the whole process's
+/// resident memory, so two large downloads side by side (URLSession's and AsyncHTTPClient's suites run
+/// in parallel) would charge each other's buffers.
+public actor MemoryMeasurement {
+    public static let shared = MemoryMeasurement()
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `body` when no other measurement runs.
+    public func exclusively<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        while busy { await withCheckedContinuation { waiters.append($0) } }
+        busy = true
+        defer {
+            busy = false
+            if !waiters.isEmpty { waiters.removeFirst().resume() }
+        }
+        return try await body()
+    }
+}
