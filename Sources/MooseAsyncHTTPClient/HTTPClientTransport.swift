@@ -40,8 +40,9 @@ import Darwin
 ///   (AsyncHTTPClient drops `Authorization` and `Cookie` only when the origin changes).
 /// - **Size**: a response body larger than `maximumResponseSize` is refused (`responseTooLarge`), by its
 ///   `Content-Length` before reading when it has one. Downloads stream to a file instead.
-/// - **Timeouts**: the request's `timeout` bounds the whole exchange of `send`; for downloads and
-///   uploads it bounds the wait for the response head, and the client's read timeout ends a stalled body.
+/// - **Timeouts**: the request's `timeout` bounds the wait for the response head (AsyncHTTPClient's
+///   deadline); a stalled body is ended by the client's read timeout (`HTTPClient.Configuration.timeout.read`).
+///   `APIClient`, which every Moose request goes through, bounds the whole exchange by the timeout.
 /// - **Cancellation**: cancelling the task cancels the request (`CancellationError`).
 /// - **Schemes**: `http` and `https` only (no `unix:` sockets from a URL that came from outside).
 public struct HTTPClientTransport: FileTransferTransport {
@@ -70,15 +71,14 @@ public struct HTTPClientTransport: FileTransferTransport {
         let prepared = try prepare(request, bodyFile: request.bodyFile, progress: nil)
         let response = try await execute(prepared, request, deadline: deadline)
         let maximum = maximumResponseSize
-        let body = try await Self.map(request) {
-            try await Self.withDeadline(deadline, request) {
-                if let length = response.headers.first(name: "content-length").flatMap({ Int($0) }), length > maximum {
-                    throw HTTPRequestError(HTTPRequestError.responseTooLarge, "the response body has \(length) bytes (at most \(maximum) accepted)",
-                                           method: request.method, url: request.redactedURL)
-                }
-                return try await response.body.collect(upTo: maximum)
-            }
+        if let length = response.headers.first(name: "content-length").flatMap({ Int($0) }), length > maximum {
+            throw HTTPRequestError(HTTPRequestError.responseTooLarge, "the response body has \(length) bytes (at most \(maximum) accepted)",
+                                   method: request.method, url: request.redactedURL)
         }
+        // No race of our own around the body (it cost a task group and a timer per request, ~10% of a
+        // loopback request): AsyncHTTPClient's read timeout ends a stalled body, and APIClient — which
+        // every Moose request goes through — bounds the whole exchange by the request's timeout.
+        let body = try await Self.map(request) { try await response.body.collect(upTo: maximum) }
         return try Self.response(response, body: Data(buffer: body, byteTransferStrategy: .noCopy), for: request)
     }
 
@@ -173,23 +173,6 @@ public struct HTTPClientTransport: FileTransferTransport {
 
     static func deadline(_ timeout: TimeInterval) -> NIODeadline {
         .now() + .milliseconds(Int64(max(1, min(timeout, 86_400)) * 1000))
-    }
-
-    /// Runs `body`, failing with `timedOut` at `deadline` (AsyncHTTPClient's own deadline covers
-    /// the response head only).
-    static func withDeadline<T: Sendable>(_ deadline: NIODeadline, _ request: APIRequest,
-                                          _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                let nanoseconds = max(0, deadline.uptimeNanoseconds.subtractingReportingOverflow(NIODeadline.now().uptimeNanoseconds).partialValue)
-                try await Task.sleep(nanoseconds: UInt64(min(nanoseconds, 86_400_000_000_000)))
-                throw HTTPRequestError.timeout("no complete answer within \(request.timeout) s", request)
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw CancellationError() }
-            return first
-        }
     }
 
     /// Maps AsyncHTTPClient's and NIO's errors to Moose's: cancellation, timeouts, size, transport.

@@ -196,6 +196,11 @@ if mode == "all" || mode == "http" {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     try await HTTPBench.run(root: root)
 }
+if mode == "all" || mode == "adapters" {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    try await AdapterBench.run(root: root)
+}
 if mode == "all" || mode == "store" {
     let sqlcipher = ProcessInfo.processInfo.environment["SQLCIPHER_BENCH"]
     try StoreBench.run(rows: 10_000, sqlcipher: sqlcipher)
