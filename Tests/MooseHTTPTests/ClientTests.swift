@@ -313,7 +313,7 @@ struct TransportContractTests {
     }
 }
 
-/// A 256 MiB download through URLSession in bounded memory (not in tools/test's ThreadSanitizer
+/// A 128 MiB download through URLSession in bounded memory (not in tools/test's ThreadSanitizer
 /// filter; under a sanitizer it is 16 MiB and the memory bound is not checked: ASan's quarantine keeps
 /// freed memory resident).
 struct TransportMemoryTests {
@@ -325,7 +325,7 @@ struct TransportMemoryTests {
     @Test func urlSessionDownloadsStreamToDiskInBoundedMemory() async throws {
         try await MemoryMeasurement.shared.exclusively {
             try await HTTPTransportContract.downloadsStreamToDiskInBoundedMemory(
-                URLSessionTransport(), base: TestServer.base, size: Self.underSanitizer ? 16 << 20 : 256 << 20, checksMemory: !Self.underSanitizer)
+                URLSessionTransport(), base: TestServer.base, size: Self.underSanitizer ? 16 << 20 : 128 << 20, checksMemory: !Self.underSanitizer)
         }
     }
 }
