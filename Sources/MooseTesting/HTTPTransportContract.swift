@@ -157,11 +157,12 @@ public enum HTTPTransportContract {
     /// A large download goes to disk (mode 0600, the exact size, the server's bytes) with monotonic
     /// progress up to the total, while the process's resident memory grows by less than half the body.
     ///
-    /// The memory figure is the whole process's: other work running at the same time counts too (in
-    /// Moose's own parallel test run, up to ~60 MiB was seen), hence the large default size. Pass
+    /// The memory figure is the whole process's resident set: other work running at the same time
+    /// counts too (in Moose's own parallel test run, up to 82 MiB was seen during one download), hence
+    /// the large default size. Pass
     /// `checksMemory: false` under AddressSanitizer, whose quarantine keeps freed memory resident.
     public static func downloadsStreamToDiskInBoundedMemory(_ transport: any FileTransferTransport, base: URL,
-                                                            size: Int = 128 << 20, checksMemory: Bool = true) async throws {
+                                                            size: Int = 256 << 20, checksMemory: Bool = true) async throws {
         let destination = temporaryFile("contract-download")
         defer { try? FileManager.default.removeItem(at: destination) }
         let url = base.appendingPathComponent("bytes").appending(queryItems: [URLQueryItem(name: "n", value: String(size))])

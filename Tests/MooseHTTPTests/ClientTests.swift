@@ -313,7 +313,7 @@ struct TransportContractTests {
     }
 }
 
-/// A 128 MiB download through URLSession in bounded memory (not in tools/test's ThreadSanitizer
+/// A 256 MiB download through URLSession in bounded memory (not in tools/test's ThreadSanitizer
 /// filter; under a sanitizer it is 16 MiB and the memory bound is not checked: ASan's quarantine keeps
 /// freed memory resident).
 struct TransportMemoryTests {
@@ -325,8 +325,42 @@ struct TransportMemoryTests {
     @Test func urlSessionDownloadsStreamToDiskInBoundedMemory() async throws {
         try await MemoryMeasurement.shared.exclusively {
             try await HTTPTransportContract.downloadsStreamToDiskInBoundedMemory(
-                URLSessionTransport(), base: TestServer.base, size: Self.underSanitizer ? 16 << 20 : 128 << 20, checksMemory: !Self.underSanitizer)
+                URLSessionTransport(), base: TestServer.base, size: Self.underSanitizer ? 16 << 20 : 256 << 20, checksMemory: !Self.underSanitizer)
         }
+    }
+}
+
+extension TransportMemoryTests {
+    /// The bound is not vacuous: a transport that holds the body in memory before writing the file fails it.
+    @Test func aTransportThatBuffersTheBodyFailsTheMemoryCheck() async throws {
+        guard !Self.underSanitizer else { return }
+        try await MemoryMeasurement.shared.exclusively {
+            await #expect(throws: HTTPTransportContract.Violation.self) {
+                try await HTTPTransportContract.downloadsStreamToDiskInBoundedMemory(BufferingTransport(), base: TestServer.base, size: 64 << 20)
+            }
+        }
+    }
+
+    /// Downloads by reading the whole body into memory, then writing the file: what the check must catch.
+    struct BufferingTransport: FileTransferTransport {
+        let inner = URLSessionTransport()
+        func send(_ request: APIRequest) async throws -> APIResponse { try await inner.send(request) }
+        func download(_ request: APIRequest, to destination: URL) throws(HTTPRequestError) -> Transfer {
+            let (stream, progress) = AsyncStream<TransferProgress>.makeStream()
+            let task = Task<APIResponse, any Error> {
+                defer { progress.finish() }
+                var response = try await inner.send(request)
+                let size = Int64(response.body.count)
+                progress.yield(TransferProgress(completed: size / 2, total: size))
+                try response.body.write(to: destination)
+                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.path)
+                progress.yield(TransferProgress(completed: size, total: size))
+                response.body = Data()
+                return response
+            }
+            return Transfer(progress: stream, task: task)
+        }
+        func upload(_ request: APIRequest, fromFile file: URL) throws(HTTPRequestError) -> Transfer { try inner.upload(request, fromFile: file) }
     }
 }
 
