@@ -126,9 +126,63 @@ if Context.environment["MOOSE_CORE_ONLY"] != "1" {
         target.dependencies.append("MoosePostgres")
         target.swiftSettings = (target.swiftSettings ?? []) + [.define("MOOSE_POSTGRES")]
     }
+    // swift-openapi middleware, AsyncHTTPClient transport, the example service (Hummingbird).
+    package.dependencies += [
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The example service (tools/example-service) and the adapters' tests only.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
+    ]
+    package.products += [
+        .library(name: "MooseOpenAPI", targets: ["MooseOpenAPI"]),
+        .library(name: "MooseAsyncHTTPClient", targets: ["MooseAsyncHTTPClient"]),
+    ]
+    package.targets += [
+        // A swift-openapi-runtime ClientMiddleware: the coordinator's token on every request, one refresh on a 401.
+        .target(name: "MooseOpenAPI", dependencies: [
+            "MooseOAuth", "MooseHTTP",
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]),
+        // An HTTPTransport on the app's AsyncHTTPClient HTTPClient (server apps).
+        .target(name: "MooseAsyncHTTPClient", dependencies: [
+            "MooseHTTP",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]),
+        // The client swift-openapi-generator made from tools/resource/openapi.yaml (see tools/example-service/regenerate).
+        .target(name: "MooseExampleAPI", dependencies: [
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ], path: "tools/example-service/Sources/MooseExampleAPI"),
+        // The example service: a Hummingbird 2 app calling the protected API with a client-credentials token.
+        .executableTarget(name: "moose-example-service", dependencies: [
+            "MooseOAuth", "MooseHTTP", "MooseOpenAPI", "MooseAsyncHTTPClient", "MooseExampleAPI",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+        ], path: "tools/example-service/Sources/moose-example-service"),
+        .testTarget(name: "MooseAsyncHTTPClientTests", dependencies: [
+            "MooseAsyncHTTPClient", "MooseHTTP", "MooseTestSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
+        .testTarget(name: "MooseOpenAPITests", dependencies: [
+            "MooseOpenAPI", "MooseOAuth", "MooseHTTP", "MooseCrypto", "MooseAsyncHTTPClient", "MooseExampleAPI", "MooseTestSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+        ]),
+    ]
 }
 
-for target in package.targets where target.type != .system {
+// Generated code (MooseExampleAPI) keeps the generator's own import style.
+for target in package.targets where target.type != .system && target.name != "MooseExampleAPI" {
     target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
 }
 

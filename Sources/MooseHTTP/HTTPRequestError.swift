@@ -30,7 +30,7 @@ public struct HTTPRequestError: Error, Sendable, CustomStringConvertible {
     /// The start of the response body (at most 512 characters), for `status` errors.
     public let bodyExcerpt: String?
 
-    init(_ code: Code, _ message: String, method: HTTPRequest.Method? = nil, url: String? = nil, status: HTTPResponse.Status? = nil,
+    package init(_ code: Code, _ message: String, method: HTTPRequest.Method? = nil, url: String? = nil, status: HTTPResponse.Status? = nil,
          bodyExcerpt: String? = nil) {
         self.code = code
         self.message = message

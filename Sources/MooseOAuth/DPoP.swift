@@ -126,8 +126,14 @@ public enum DPoPNonces {
     /// Remembers the `DPoP-Nonce` of a response from `url`'s origin, if it carries a well-formed one
     /// (RFC 9449 §8.1: `NQCHAR`, at most 1 KiB here).
     public static func remember(_ response: APIResponse, from url: URL?) {
-        guard let url, let origin = origin(url), let nonce = response.headerFields[.dpopNonce],
-              !nonce.isEmpty, nonce.utf8.count <= 1024, nonce.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
+        guard let url, let nonce = response.headerFields[.dpopNonce] else { return }
+        remember(nonce, from: url)
+    }
+
+    /// Remembers a `DPoP-Nonce` value from `url`'s origin, if well-formed (NQCHAR, at most 1 KiB).
+    public static func remember(_ nonce: String, from url: URL) {
+        guard let origin = origin(url), !nonce.isEmpty, nonce.utf8.count <= 1024,
+              nonce.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
         else { return }
         nonces.withLock { entries in
             if entries.count > 1024 { entries.removeAll() }   // bounded: a process talks to few origins

@@ -39,11 +39,17 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public let status: Int?
     /// The underlying cause, if any (a transport error, a JWT validation error…).
     public let underlying: (any Error & Sendable)?
+    /// The `scope` a resource server's challenge named (RFC 6750 §3): for `insufficientScope`, the
+    /// scope the request needs, space-separated as sent (`requiredScopes` splits it).
+    public let scope: String?
+
+    /// The scopes in `scope`, split on spaces (empty when the server named none).
+    public var requiredScopes: [String] { (scope ?? "").split(separator: " ").map(String.init) }
 
     /// An error; storages and user agents of an app's own throw these too (for example
     /// `OAuthError(OAuthError.storageConflict, "…")`, as the storage contract asks).
     public init(_ code: Code, _ message: String, oauthError: String? = nil, errorDescription: String? = nil,
-         errorURI: String? = nil, status: Int? = nil, underlying: (any Error & Sendable)? = nil) {
+         errorURI: String? = nil, status: Int? = nil, underlying: (any Error & Sendable)? = nil, scope: String? = nil) {
         self.code = code
         self.message = message
         self.oauthError = oauthError
@@ -51,6 +57,7 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
         self.errorURI = errorURI
         self.status = status
         self.underlying = underlying
+        self.scope = scope
     }
 
     /// `code: message (error: description)`
@@ -119,4 +126,12 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     /// The network is unreachable (a `Reachability` says so): nothing was sent, no refresh token was
     /// spent, the session is intact; a coordinator runs the postponed refresh when the network is back.
     public static let offline = Code(name: "offline")
+    /// A resource server answered 403 `insufficient_scope` (RFC 6750 §3.1): the token is valid but
+    /// lacks a scope; `scope` names what the request needs. A refresh cannot add scope: log in again
+    /// asking for it. Never retried.
+    public static let insufficientScope = Code(name: "insufficientScope")
+    /// A resource server refused the access token (401) and the request could not be sent again with
+    /// a fresh one because its body can be read only once (a stream). The token *was* refreshed:
+    /// sending the request again works.
+    public static let tokenRejected = Code(name: "tokenRejected")
 }

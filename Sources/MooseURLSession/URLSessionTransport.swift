@@ -1,6 +1,6 @@
 public import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+public import FoundationNetworking
 #endif
 public import MooseHTTP
 public import HTTPTypes
@@ -13,7 +13,7 @@ public import HTTPTypes
 /// ```swift
 /// let client = APIClient(transport: URLSessionTransport(configuration: .init(userAgent: "my-app/1.0")))
 /// ```
-public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
+public final class URLSessionTransport: FileTransferTransport, @unchecked Sendable {
     /// Settings for the session.
     public struct Configuration: Sendable {
         /// Time allowed between bytes of a request (default 20 s).
@@ -44,6 +44,10 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let session: URLSession
     private let transferSession: URLSession
     private let delegate: SessionDelegate
+    /// Sessions this transport made (and invalidates when it goes); never the app's own.
+    private let ownedSessions: [URLSession]
+    /// Set when plain requests go through the app's session: the per-task delegate that refuses redirects.
+    private let taskDelegate: NoRedirects?
     /// The configuration in use.
     public let configuration: Configuration
 
@@ -60,11 +64,45 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         delegate = SessionDelegate()
         session = URLSession(configuration: sessionConfiguration, delegate: NoRedirects(), delegateQueue: nil)
         transferSession = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
+        ownedSessions = [session, transferSession]
+        taskDelegate = nil
+    }
+
+    /// A transport on the app's own `URLSession` (its proxy, TLS, cookie, cache and connection
+    /// settings). Redirects are still not followed, and the caller sees the 3xx — how that is kept
+    /// true differs by platform, because a session's own delegate would otherwise decide:
+    ///
+    /// - **Apple platforms:** plain requests run on `session` itself with a per-task delegate that
+    ///   refuses redirects (`data(for:delegate:)`; a task delegate is asked before the session's).
+    ///   Your session delegate still answers authentication challenges (TLS pinning, client certificates).
+    /// - **Linux (swift-corelibs-foundation):** per-task delegates are not consulted about redirects
+    ///   (measured: a 302 was followed, `Authorization` included, even to another origin). Moose
+    ///   makes its own session from `session.configuration` (your proxy, headers, timeouts, cookie
+    ///   storage and cache apply) with a delegate that refuses redirects; your session's delegate is
+    ///   not asked about these requests.
+    /// - **Everywhere:** downloads and uploads with progress run on a session made from
+    ///   `session.configuration` with Moose's transfer delegate, and a response whose URL is not the
+    ///   request's (a redirect some delegate let through) is refused with `HTTPRequestError.transport`.
+    ///
+    /// `configuration`'s user agent and default headers are added to each request; its timeouts and
+    /// connection limit are not used (the session's own are).
+    public init(session: URLSession, configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        delegate = SessionDelegate()
+        transferSession = URLSession(configuration: session.configuration, delegate: delegate, delegateQueue: nil)
+        #if canImport(FoundationNetworking)
+        self.session = URLSession(configuration: session.configuration, delegate: NoRedirects(), delegateQueue: nil)
+        ownedSessions = [self.session, transferSession]
+        taskDelegate = nil
+        #else
+        self.session = session
+        ownedSessions = [transferSession]
+        taskDelegate = NoRedirects()
+        #endif
     }
 
     deinit {
-        session.finishTasksAndInvalidate()
-        transferSession.finishTasksAndInvalidate()
+        for owned in ownedSessions { owned.finishTasksAndInvalidate() }
     }
 
     func urlRequest(for request: APIRequest) throws(HTTPRequestError) -> URLRequest {
@@ -88,15 +126,15 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         do {
             let (data, response): (Data, URLResponse)
             if let file = request.bodyFile {
-                (data, response) = try await session.upload(for: urlRequest, fromFile: file)
+                (data, response) = try await session.upload(for: urlRequest, fromFile: file, delegate: taskDelegate)
             } else if let body = request.body {
                 // httpBody + data(for:) rather than upload(for:from:): on Linux an upload task whose
                 // response is a refused redirect (a login form's 302) never completes.
                 var withBody = urlRequest
                 withBody.httpBody = body
-                (data, response) = try await session.data(for: withBody)
+                (data, response) = try await session.data(for: withBody, delegate: taskDelegate)
             } else {
-                (data, response) = try await session.data(for: urlRequest)
+                (data, response) = try await session.data(for: urlRequest, delegate: taskDelegate)
             }
             return try Self.response(response, body: data, for: request)
         } catch let error as URLError {
@@ -127,6 +165,9 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         guard let http = response as? HTTPURLResponse else {
             throw HTTPRequestError.transportFailure("not an HTTP response", request)
         }
+        if let asked = request.url, let answered = http.url, !Self.sameResource(asked, answered) {
+            throw HTTPRequestError.transportFailure("the response came from another URL (a redirect was followed; Moose refuses redirects for token traffic)", request)
+        }
         var headers = HTTPFields()
         for (name, value) in http.allHeaderFields {
             if let text = name as? String, let name = HTTPField.Name(text), let value = value as? String {
@@ -139,6 +180,18 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         return APIResponse(status: status, headerFields: headers, body: body)
     }
 
+    /// Whether two URLs name the same resource as far as a redirect goes: scheme, host, port, path
+    /// (empty read as "/") and query.
+    static func sameResource(_ a: URL, _ b: URL) -> Bool {
+        func parts(_ url: URL) -> [String] {
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+            let path = components?.percentEncodedPath ?? ""
+            return [components?.scheme?.lowercased() ?? "", components?.host?.lowercased() ?? "",
+                    components?.port.map(String.init) ?? "", path.isEmpty ? "/" : path, components?.percentEncodedQuery ?? ""]
+        }
+        return parts(a).map { Array($0.utf8) } == parts(b).map { Array($0.utf8) }   // bytes, not Unicode equivalence
+    }
+
     static func map(_ error: URLError, _ request: APIRequest) -> any Error {
         switch error.code {
         case .cancelled: CancellationError()
@@ -146,31 +199,6 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         default: HTTPRequestError.transportFailure(error.localizedDescription, request)
         }
     }
-}
-
-/// How far a transfer has got.
-public struct TransferProgress: Sendable, Hashable {
-    /// Bytes transferred so far.
-    public let completed: Int64
-    /// The expected total, when the server said.
-    public let total: Int64?
-    /// `completed / total`, when the total is known.
-    public var fractionCompleted: Double? { total.map { $0 > 0 ? Double(completed) / Double($0) : 1 } }
-}
-
-/// A running download or upload: its progress and, eventually, its response.
-public struct Transfer: Sendable {
-    /// Progress updates; finishes when the transfer does.
-    public let progress: AsyncStream<TransferProgress>
-    let task: Task<APIResponse, any Error>
-
-    /// The response (for a download, with an empty body: the bytes are in the file).
-    public var response: APIResponse {
-        get async throws { try await task.value }
-    }
-
-    /// Stops the transfer; `response` then throws `CancellationError`.
-    public func cancel() { task.cancel() }
 }
 
 /// Routes URLSession's delegate calls to the transfer they belong to, and refuses redirects so that

@@ -9,6 +9,12 @@ let package = Package(
     dependencies: [
         .package(name: "Moose", path: "../.."),
         .package(url: "https://github.com/vapor/jwt-kit", exact: "5.8.0"),
+        // The adapters' anchors: bare AsyncHTTPClient, and swift-openapi's AsyncHTTPClient transport.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The libcrypto floor: the same verifications straight from C, keys imported once.
@@ -25,6 +31,13 @@ let package = Package(
                 .product(name: "MooseOAuth", package: "Moose"),
                 .product(name: "MoosePostgres", package: "Moose"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "MooseAsyncHTTPClient", package: "Moose"),
+                .product(name: "MooseOpenAPI", package: "Moose"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
     ],

@@ -12,6 +12,7 @@ Routes (any method unless noted):
   /slow?seconds=S       answers after S seconds
   /with-headers?h=Name:Value (repeatable)   200 with those response headers added
   /bytes?n=N&pause=S    N bytes of a repeating pattern, streamed in 64 KiB chunks (pausing S s between chunks)
+  /redirect?to=URL&status=S   S (default 302) with Location: URL (transports must not follow it)
 """
 import base64
 import hashlib
@@ -97,6 +98,9 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/slow":
             time.sleep(float(query.get("seconds", ["1"])[0]))
             return self.send(200, {"slept": True})
+        if url.path == "/redirect":
+            status = int(query.get("status", ["302"])[0])
+            return self.send(status, {"redirect": True}, extra={"Location": query.get("to", ["/echo/redirected"])[0]})
         if url.path == "/bytes":
             n = int(query.get("n", ["0"])[0])
             pause = float(query.get("pause", ["0"])[0])
