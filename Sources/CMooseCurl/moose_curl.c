@@ -113,15 +113,15 @@ static size_t on_header(char *ptr, size_t size, size_t count, void *user) { retu
 
 static int on_progress(void *user, int64_t dltotal, int64_t dlnow, int64_t ultotal, int64_t ulnow) {
     (void)dltotal; (void)dlnow; (void)ultotal; (void)ulnow;
-    const volatile int *cancel = user;
-    return cancel && *cancel ? 1 : 0;  // non-zero aborts the transfer
+    const int *cancel = user;
+    return cancel && moose_cancel_flag_get(cancel) ? 1 : 0;  // non-zero aborts the transfer
 }
 
 int moose_curl_perform(const char *method, const char *url,
                        const char *const *headers, size_t header_count,
                        const unsigned char *body, size_t body_length,
                        long timeout_ms, long connect_timeout_ms, size_t max_body,
-                       const volatile int *cancel_flag,
+                       const int *cancel_flag,
                        moose_curl_response *out) {
     memset(out, 0, sizeof *out);
     if (!moose_curl_load(out->error, sizeof out->error)) return -1;
@@ -164,7 +164,7 @@ int moose_curl_perform(const char *method, const char *url,
     if (code != 0) {
         if (body_buffer.truncated) {
             snprintf(out->error, sizeof out->error, "response body larger than %zu bytes", max_body);
-        } else if (cancel_flag && *cancel_flag) {
+        } else if (cancel_flag && moose_cancel_flag_get(cancel_flag)) {
             snprintf(out->error, sizeof out->error, "cancelled");
         } else {
             snprintf(out->error, sizeof out->error, "%s", curl.easy_strerror(code));
@@ -186,3 +186,7 @@ void moose_curl_response_free(moose_curl_response *response) {
     response->body = NULL;
     response->headers = NULL;
 }
+
+void moose_cancel_flag_set(int *flag) { __atomic_store_n(flag, 1, __ATOMIC_RELEASE); }
+
+int moose_cancel_flag_get(const int *flag) { return __atomic_load_n(flag, __ATOMIC_ACQUIRE); }

@@ -173,7 +173,7 @@ private var emptyBody: UnsafePointer<UInt8> { UnsafePointer(emptyBodyStorage) }
 
 /// A flag the transfer polls; set from the cancellation handler on another thread.
 final class CancelFlag: @unchecked Sendable {
-    // An aligned Int32 written once (0 → 1) and polled by C: a torn read is impossible.
+    // An Int32 written once (0 → 1) and polled by C, both through C11 atomics (moose_cancel_flag_*).
     let pointer: UnsafeMutablePointer<Int32>
 
     init() {
@@ -183,8 +183,8 @@ final class CancelFlag: @unchecked Sendable {
 
     deinit { pointer.deallocate() }
 
-    func cancel() { pointer.pointee = 1 }
-    var isCancelled: Bool { pointer.pointee != 0 }
+    func cancel() { moose_cancel_flag_set(pointer) }
+    var isCancelled: Bool { moose_cancel_flag_get(pointer) != 0 }
 }
 
 /// Calls `body` with a C array of C strings.

@@ -110,82 +110,94 @@ struct GlewlwydDPoPTests {
     }
 
     @Test func parDPoPLoginRefreshUserInfoAndBearerRefused() async throws {
-        guard let issuer = Glewlwyd.parIssuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
-        let transport = Counting(URLSessionTransport())
-        let (client, request, tokens) = try await Self.login(issuer: issuer, transport: transport)
-        // PAR: the browser saw only client_id and request_uri.
-        #expect(request.pushed)
-        let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems?.map(\.name).sorted()
-        #expect(query == ["client_id", "request_uri"])
-        #expect(transport.count("/par") == 1)
-        // The tokens are bound to the login's key: token_type DPoP and cnf.jkt is its thumbprint.
-        let key = try #require(tokens.dpopKey)
-        #expect(tokens.isDPoPBound && request.dpopKey == key)
-        let cnf = try JWT(compact: tokens.accessToken).claims["cnf"]?.objectValue
-        #expect(cnf?["jkt"]?.stringValue == key.thumbprint)
+        // Glewlwyd has one user and one registered loopback port: tests take turns.
+        try await Glewlwyd.exclusively {
+            guard let issuer = Glewlwyd.parIssuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
+            let transport = Counting(URLSessionTransport())
+            let (client, request, tokens) = try await Self.login(issuer: issuer, transport: transport)
+            // PAR: the browser saw only client_id and request_uri.
+            #expect(request.pushed)
+            let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems?.map(\.name).sorted()
+            #expect(query == ["client_id", "request_uri"])
+            #expect(transport.count("/par") == 1)
+            // The tokens are bound to the login's key: token_type DPoP and cnf.jkt is its thumbprint.
+            let key = try #require(tokens.dpopKey)
+            #expect(tokens.isDPoPBound && request.dpopKey == key)
+            let cnf = try JWT(compact: tokens.accessToken).claims["cnf"]?.objectValue
+            #expect(cnf?["jkt"]?.stringValue == key.thumbprint)
 
-        // UserInfo with the bound token and a proof: accepted; the same token as Bearer: refused.
-        let info = try await client.userInfo(tokens: tokens, expectedSubject: nil)
-        #expect(info["preferred_username"]?.stringValue == "alice")
-        let userinfo = try #require(client.metadata.userinfoEndpoint)
-        var bearer = APIRequest(url: userinfo)
-        bearer.headerFields[.authorization] = "Bearer \(tokens.accessToken)"
-        #expect(try await transport.send(bearer).status.code == 401)
+            // UserInfo with the bound token and a proof: accepted; the same token as Bearer: refused.
+            let info = try await client.userInfo(tokens: tokens, expectedSubject: nil)
+            #expect(info["preferred_username"]?.stringValue == "alice")
+            let userinfo = try #require(client.metadata.userinfoEndpoint)
+            var bearer = APIRequest(url: userinfo)
+            bearer.headerFields[.authorization] = "Bearer \(tokens.accessToken)"
+            #expect(try await transport.send(bearer).status.code == 401)
 
-        // Refresh with a proof from the same key: rotated, still bound, still usable.
-        let fresh = try await client.refresh(tokens)
-        #expect(fresh.isDPoPBound && fresh.dpopKey == key)
-        #expect(fresh.refreshToken != nil && !(fresh.refreshToken ?? "").utf8.elementsEqual((tokens.refreshToken ?? "").utf8))
-        _ = try await client.userInfo(tokens: fresh, expectedSubject: nil)
+            // Refresh with a proof from the same key: rotated, still bound, still usable.
+            let fresh = try await client.refresh(tokens)
+            #expect(fresh.isDPoPBound && fresh.dpopKey == key)
+            #expect(fresh.refreshToken != nil && !(fresh.refreshToken ?? "").utf8.elementsEqual((tokens.refreshToken ?? "").utf8))
+            _ = try await client.userInfo(tokens: fresh, expectedSubject: nil)
+        }
     }
 
     @Test func proofsWithTheWrongMethodURLOrTokenHashAreRefusedByTheServer() async throws {
-        guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
-        let transport = URLSessionTransport()
-        let (client, request, tokens) = try await Self.login(issuer: issuer, transport: transport)
-        #expect(!request.pushed || client.metadata.pushedAuthorizationRequestEndpoint != nil)
-        let key = try #require(tokens.dpopKey)
-        let userinfo = try #require(client.metadata.userinfoEndpoint)
-        func send(_ proof: String) async throws -> Int {
-            var request = APIRequest(url: userinfo)
-            request.headerFields[.authorization] = "DPoP \(tokens.accessToken)"
-            request.headerFields[.dpop] = proof
-            return try await transport.send(request).status.code
+        // Glewlwyd has one user and one registered loopback port: tests take turns.
+        try await Glewlwyd.exclusively {
+            guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
+            let transport = URLSessionTransport()
+            let (client, request, tokens) = try await Self.login(issuer: issuer, transport: transport)
+            #expect(!request.pushed || client.metadata.pushedAuthorizationRequestEndpoint != nil)
+            let key = try #require(tokens.dpopKey)
+            let userinfo = try #require(client.metadata.userinfoEndpoint)
+            func send(_ proof: String) async throws -> Int {
+                var request = APIRequest(url: userinfo)
+                request.headerFields[.authorization] = "DPoP \(tokens.accessToken)"
+                request.headerFields[.dpop] = proof
+                return try await transport.send(request).status.code
+            }
+            let nonce = { DPoPNonces.nonce(for: userinfo) }
+            // The right proof works (after at most one nonce round trip)…
+            _ = try await client.userInfo(tokens: tokens, expectedSubject: nil)
+            #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: tokens.accessToken, nonce: nonce())) == 200)
+            // …and each wrong claim is refused: the server really checks the proofs.
+            #expect(try await send(key.proof(method: .post, url: userinfo, accessToken: tokens.accessToken, nonce: nonce())) == 401)
+            let elsewhere = userinfo.deletingLastPathComponent().appendingPathComponent("token")
+            #expect(try await send(key.proof(method: .get, url: elsewhere, accessToken: tokens.accessToken, nonce: nonce())) == 401)
+            #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: "another-token", nonce: nonce())) == 401)
+            #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: tokens.accessToken, nonce: "stale")) == 401)
+            // A stolen access token presented without any proof: refused.
+            var stolen = APIRequest(url: userinfo)
+            stolen.headerFields[.authorization] = "DPoP \(tokens.accessToken)"
+            #expect(try await transport.send(stolen).status.code == 401)
         }
-        let nonce = { DPoPNonces.nonce(for: userinfo) }
-        // The right proof works (after at most one nonce round trip)…
-        _ = try await client.userInfo(tokens: tokens, expectedSubject: nil)
-        #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: tokens.accessToken, nonce: nonce())) == 200)
-        // …and each wrong claim is refused: the server really checks the proofs.
-        #expect(try await send(key.proof(method: .post, url: userinfo, accessToken: tokens.accessToken, nonce: nonce())) == 401)
-        let elsewhere = userinfo.deletingLastPathComponent().appendingPathComponent("token")
-        #expect(try await send(key.proof(method: .get, url: elsewhere, accessToken: tokens.accessToken, nonce: nonce())) == 401)
-        #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: "another-token", nonce: nonce())) == 401)
-        #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: tokens.accessToken, nonce: "stale")) == 401)
-        // A stolen access token presented without any proof: refused.
-        var stolen = APIRequest(url: userinfo)
-        stolen.headerFields[.authorization] = "DPoP \(tokens.accessToken)"
-        #expect(try await transport.send(stolen).status.code == 401)
     }
 
     @Test func nonceRotationMidSessionCostsAtMostOneRetryEach() async throws {
-        guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
-        let counting = Counting(URLSessionTransport())
-        let (client, _, tokens) = try await Self.login(issuer: issuer, transport: counting)
-        let before = counting.count("/userinfo")
-        // The server changes its nonce every 10 uses (announced on a 200 or asked for with a 401).
-        for _ in 0..<25 { _ = try await client.userInfo(tokens: tokens, expectedSubject: nil) }
-        let sent = counting.count("/userinfo") - before
-        #expect(sent >= 25 && sent <= 25 + 3, "25 calls took \(sent) requests")
+        // Glewlwyd has one user and one registered loopback port: tests take turns.
+        try await Glewlwyd.exclusively {
+            guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
+            let counting = Counting(URLSessionTransport())
+            let (client, _, tokens) = try await Self.login(issuer: issuer, transport: counting)
+            let before = counting.count("/userinfo")
+            // The server changes its nonce every 10 uses (announced on a 200 or asked for with a 401).
+            for _ in 0..<25 { _ = try await client.userInfo(tokens: tokens, expectedSubject: nil) }
+            let sent = counting.count("/userinfo") - before
+            #expect(sent >= 25 && sent <= 25 + 3, "25 calls took \(sent) requests")
+        }
     }
 
     /// The stolen refresh token is useless without the key: a refresh with another key is refused.
     @Test func aRefreshWithAnotherKeyIsRefused() async throws {
-        guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
-        let transport = URLSessionTransport()
-        let (client, _, tokens) = try await Self.login(issuer: issuer, transport: transport)
-        var stolen = tokens
-        stolen.dpopKey = try DPoPKey.generate()
-        await #expect(throws: OAuthError.self) { _ = try await client.refresh(stolen) }
+        // Glewlwyd has one user and one registered loopback port: tests take turns.
+        try await Glewlwyd.exclusively {
+            guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
+            let transport = URLSessionTransport()
+            let (client, _, tokens) = try await Self.login(issuer: issuer, transport: transport)
+            var stolen = tokens
+            stolen.dpopKey = try DPoPKey.generate()
+            await #expect(throws: OAuthError.self) { _ = try await client.refresh(stolen) }
+        }
     }
 }

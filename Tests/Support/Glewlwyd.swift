@@ -36,3 +36,37 @@ public enum Glewlwyd {
         var description: String { message }
     }
 }
+
+extension Glewlwyd {
+    /// Runs `body` while no other test uses Glewlwyd: its logins share one user, its clients one
+    /// fixed loopback port (53682), and its SQLite database answers 500 to writes that collide —
+    /// suites in different test targets run in parallel in one process, so they take turns here.
+    public static func exclusively<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        await turns.acquire()
+        do {
+            let result = try await body()
+            await turns.release()
+            return result
+        } catch {
+            await turns.release()
+            throw error
+        }
+    }
+
+    private static let turns = Turns()
+
+    /// A FIFO async lock.
+    actor Turns {
+        private var busy = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        func acquire() async {
+            if !busy { busy = true; return }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        func release() {
+            if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+        }
+    }
+}

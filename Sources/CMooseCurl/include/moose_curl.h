@@ -27,10 +27,15 @@ int moose_curl_perform(const char *method, const char *url,
                        const char *const *headers, size_t header_count,
                        const unsigned char *body, size_t body_length,
                        long timeout_ms, long connect_timeout_ms, size_t max_body,
-                       const volatile int *cancel_flag,
+                       const int *cancel_flag,
                        moose_curl_response *out);
 
 /// Frees the buffers of a response.
 void moose_curl_response_free(moose_curl_response *response);
+
+/// Sets a cancel flag from another thread (an atomic release store: the transfer's poll sees it).
+void moose_cancel_flag_set(int *flag);
+/// Reads a cancel flag (an atomic acquire load).
+int moose_cancel_flag_get(const int *flag);
 
 #endif

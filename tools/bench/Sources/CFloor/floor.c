@@ -38,3 +38,26 @@ size_t floor_ecdsa_raw_to_der(const unsigned char *raw, size_t size, unsigned ch
     ECDSA_SIG_free(sig);
     return length > 0 ? (size_t)length : 0;
 }
+
+void *floor_import_pkcs8(const unsigned char *der, size_t length) {
+    const unsigned char *p = der;
+    return d2i_AutoPrivateKey(NULL, &p, (long)length);
+}
+
+int floor_es256_sign(void *key, const unsigned char *msg, size_t msg_len, unsigned char *raw) {
+    unsigned char der[128];
+    size_t der_len = sizeof der;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = EVP_DigestSignInit_ex(ctx, NULL, "SHA256", NULL, NULL, (EVP_PKEY *)key, NULL) == 1
+          && EVP_DigestSign(ctx, der, &der_len, msg, msg_len) == 1;
+    EVP_MD_CTX_free(ctx);
+    if (!ok) return 0;
+    const unsigned char *p = der;
+    ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len);
+    if (sig == NULL) return 0;
+    const BIGNUM *r = NULL, *s = NULL;
+    ECDSA_SIG_get0(sig, &r, &s);
+    ok = BN_bn2binpad(r, raw, 32) == 32 && BN_bn2binpad(s, raw + 32, 32) == 32;
+    ECDSA_SIG_free(sig);
+    return ok;
+}

@@ -202,6 +202,11 @@ if mode == "all" || mode == "postgres" {
 if mode == "postgres-herd" {
     try await PostgresBench.runHerd(runs: Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 3)
 }
+if mode == "all" || mode == "dpop" {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    try await DPoPBench.run(root: root)
+}
 if mode == "all" || mode == "adapters" {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -17,4 +17,11 @@ int floor_hmac_sha256(const unsigned char *key, size_t key_len, const unsigned c
 /// ECDSA raw r||s (2 * size bytes) to DER, into `out` (at least 2 * size + 16 bytes). Returns the DER length.
 size_t floor_ecdsa_raw_to_der(const unsigned char *raw, size_t size, unsigned char *out);
 
+/// An imported private key (EVP_PKEY *), made once from DER PKCS#8.
+void *floor_import_pkcs8(const unsigned char *der, size_t length);
+
+/// One ES256 signature of `msg` (EVP_DigestSign, SHA-256), converted to raw r||s (64 bytes) into
+/// `raw`: the libcrypto work a JWS signer cannot avoid. Returns 1 on success.
+int floor_es256_sign(void *key, const unsigned char *msg, size_t msg_len, unsigned char *raw);
+
 #endif
