@@ -23,6 +23,9 @@ struct ReachabilityTests {
         let reachability = ManualReachability(.offline)
         var configuration = RefreshCoordinator.Configuration()
         configuration.reachability = reachability
+        // A retry schedule would sleep an hour: "at once" then means "not after an hour", a bound a
+        // loaded CI machine cannot trip (a 20 s bound did, at 21.6 s, with every suite slow).
+        configuration.backoff = 3600
         let coordinator = RefreshCoordinator(key: "k", storage: storage, configuration: configuration) { try await client.refresh($0) }
         let events = coordinator.events
 
@@ -31,7 +34,7 @@ struct ReachabilityTests {
         do { _ = try await coordinator.accessToken() } catch let error as OAuthError { #expect(error.code == OAuthError.offline) }
         // At once: no request and no retry (a retry would send) — and well before a backoff schedule would end.
         #expect(sent.withLock { $0 } == 0, "nothing was sent while offline")
-        #expect(Date().timeIntervalSince(started) < 20)
+        #expect(Date().timeIntervalSince(started) < 600)
         let stored = try #require(try await storage.load("k"))
         #expect(stored.session.state == .active && stored.session.tokens.refreshToken == "r1", "the session is intact")
 
