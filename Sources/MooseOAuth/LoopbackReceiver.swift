@@ -45,10 +45,12 @@ public final class LoopbackReceiver: @unchecked Sendable {
     /// Listens on 127.0.0.1 at `port` (0: a random free port).
     public init(port: UInt16 = 0, path: String = "/callback") throws {
         self.path = path
+        // Close-on-exec: a program the app starts while this listens (a browser) must not inherit it.
         #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
         let fd = socket(AF_INET, SOCK_STREAM, 0)
+        if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         #endif
         guard fd >= 0 else { throw OAuthError(OAuthError.invalidConfiguration, "cannot create a socket for the redirect") }
         var yes: Int32 = 1
@@ -130,6 +132,7 @@ public final class LoopbackReceiver: @unchecked Sendable {
             let ready = poll(&poller, 1, Int32(min(remaining, 0.1) * 1000))
             if ready <= 0 { continue }
             let client = accept(socketDescriptor, nil, nil)
+            if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }   // (accept4 is not in Swift's Glibc)
             guard client >= 0 else { continue }
             guard outcome.beginConnection(limit: Self.maximumConnections) else {
                 _ = Glibc_close(client)

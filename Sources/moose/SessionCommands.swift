@@ -152,7 +152,24 @@ func openBrowser(_ url: URL) {
     posix_spawn_file_actions_init(&actions)
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    if posix_spawnp(&pid, words[0], &actions, nil, argv, environ) != 0 {
+    // The browser may outlive moose by days: it gets stdin, /dev/null and stderr, nothing else — not
+    // the loopback listener (it would keep the port bound and could take the redirect itself), not
+    // the store, not a connection to the provider.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    #if os(Linux)
+    // posix_spawn_file_actions_addclosefrom_np (glibc 2.34) is not in Swift's Glibc module.
+    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+    guard let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np"),
+          unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3) == 0 else {
+        Terminal.error("moose: not starting the browser (this C library cannot close moose's descriptors in it); open the URL above by hand")
+        return
+    }
+    #elseif canImport(Darwin)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT))
+    #endif
+    if posix_spawnp(&pid, words[0], &actions, &attributes, argv, environ) != 0 {
         Terminal.error("moose: could not start \(words[0]); open the URL above by hand")
     }
 }

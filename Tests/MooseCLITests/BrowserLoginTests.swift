@@ -26,7 +26,7 @@ struct BrowserLoginTests {
         (try? Data(contentsOf: file).prefix(8)) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
     }
 
-    @Test func aRealBrowserSignsInThroughTheProvidersPagesAndSeesMoosesPage() throws {
+    @Test func aRealBrowserSignsInThroughTheProvidersPagesAndSeesMoosesPage() async throws {
         var (home, environment) = CLI.home("moose-chromium")
         defer { try? FileManager.default.removeItem(at: home) }
         let result = home.appendingPathComponent("browser.jsonl")
@@ -36,7 +36,7 @@ struct BrowserLoginTests {
         environment["MOOSE_SCREENSHOT_DIR"] = screenshots.path
         environment["MOOSE_SCREENSHOT_STEPS"] = "1"
         // moose-browser is registered with the provider's consent page on.
-        let login = try CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-browser",
+        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-browser",
                                  "--scope", "openid", "--scope", "profile", "--scope", "email"], environment: environment, timeout: 120)
         #expect(login.status == 0, "\(login.stderr)")
         // The name a person knows (the ID token has only sub here; UserInfo has the rest).
@@ -51,14 +51,14 @@ struct BrowserLoginTests {
         let steps = (try? FileManager.default.contentsOfDirectory(atPath: screenshots.path)) ?? []
         #expect(steps.contains { $0.contains("login") } && steps.contains { $0.contains("authorize") }, "\(steps)")
 
-        let status = try CLI.run(["status", "--json"], environment: environment)
+        let status = try await CLI.run(["status", "--json"], environment: environment)
         let entry = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])?.first)
         #expect(entry["preferred_username"] as? String == "alice" && entry["display_name"] as? String == "alice")
         #expect(entry["email"] as? String == "alice@example.com" && entry["name"] as? String == "Alice Liddell")
         #expect(entry["subject"] as? String == "1")
     }
 
-    @Test func theDeviceFlowInARealBrowser() throws {
+    @Test func theDeviceFlowInARealBrowser() async throws {
         let (home, environment) = CLI.home("moose-chromium-device")
         defer { try? FileManager.default.removeItem(at: home) }
         let process = Process()
@@ -89,7 +89,7 @@ struct BrowserLoginTests {
         }
         let userCode = try #require(code, "no user code in: \(text)")
         let verification = try #require(uri)
-        let browser = try CLI.run(["bash", Self.chromium, "--device", verification, userCode], environment: environment, timeout: 90,
+        let browser = try await CLI.run(["bash", Self.chromium, "--device", verification, userCode], environment: environment, timeout: 90,
                                   executable: "/bin/bash")
         #expect(browser.status == 0, "\(browser.stderr)")
         let page = try #require(try JSONSerialization.jsonObject(with: Data(browser.stdout.utf8)) as? [String: Any])

@@ -32,21 +32,18 @@ final class ResourceServer {
     }
 
     /// `/_test/stats` as JSON.
-    func stats() throws -> [String: Any] {
-        let result = try CLI.run(["curl", "-sk", url + "/_test/stats"], executable: "/usr/bin/curl")
+    func stats() async throws -> [String: Any] {
+        let result = try await CLI.run(["curl", "-sk", url + "/_test/stats"], executable: "/usr/bin/curl")
         return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
     }
 
     /// The fingerprints of the tokens the server accepted, most recent last.
-    func acceptedFingerprints() throws -> [String] {
-        let recent = try stats()["recent"] as? [[String: Any]] ?? []
+    func acceptedFingerprints() async throws -> [String] {
+        let recent = try await stats()["recent"] as? [[String: Any]] ?? []
         return recent.filter { ($0["outcome"] as? String) == "accepted" }.compactMap { $0["fingerprint"] as? String }
     }
 
-    deinit {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
+    deinit { CLI.end(process, closing: input) }
 }
 
 /// `moose` as the credential helper of real clients: kubectl, git; and docker's documented protocol.
@@ -56,18 +53,18 @@ struct CredentialHelperTests {
         DigestAlgorithm.sha256.hash(Array(text.utf8)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
-    static func accessToken(_ environment: [String: String]) throws -> String {
-        let token = try CLI.run(["token"], environment: environment)
+    static func accessToken(_ environment: [String: String]) async throws -> String {
+        let token = try await CLI.run(["token"], environment: environment)
         #expect(token.status == 0, "\(token.stderr)")
         return token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    @Test func kubectlRunsMooseAsItsExecPluginAndTenParallelCallsRefreshOnce() throws {
+    @Test func kubectlRunsMooseAsItsExecPluginAndTenParallelCallsRefreshOnce() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/kubectl") else {
             print("SKIPPED kubectlRunsMooseAsItsExecPlugin: kubectl is not installed here (tools/test installs it where apt can)")
             return
         }
-        let (home, environment) = try CLI.logIn("moose-kubectl")
+        let (home, environment) = try await CLI.logIn("moose-kubectl")
         defer { try? FileManager.default.removeItem(at: home) }
         let certificates = home.appendingPathComponent("kube-certs")
         let server = try ResourceServer("kube_api.py", ["--port", "0", "--cert-dir", certificates.path, "--cache-seconds", "0"])
@@ -82,29 +79,29 @@ struct CredentialHelperTests {
             .write(to: kubeconfig, atomically: true, encoding: .utf8)
         var kubeEnvironment = environment
         kubeEnvironment["HOME"] = home.path   // kubectl's discovery cache stays in the test's home
-        func kubectl() throws -> CLIResult {
-            try CLI.run(["kubectl", "--kubeconfig", kubeconfig.path, "get", "namespaces", "-o", "name"],
+        func kubectl() async throws -> CLIResult {
+            try await CLI.run(["kubectl", "--kubeconfig", kubeconfig.path, "get", "namespaces", "-o", "name"],
                         environment: kubeEnvironment, timeout: 60, executable: "/usr/bin/kubectl")
         }
-        let first = try kubectl()
+        let first = try await kubectl()
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("namespace/"), "\(first.stdout)")
         // The token the provider issued is the one that arrived.
-        #expect(try server.acceptedFingerprints().last == Self.sha256(try Self.accessToken(environment)))
+        await #expect(try server.acceptedFingerprints().last == Self.sha256(try Self.accessToken(environment)))
 
         // Expired: ten kubectl processes at once, one refresh at the provider.
-        let refreshToken = try TokenCLITests.expireStoredSession(environment: environment)
+        let refreshToken = try await TokenCLITests.expireStoredSession(environment: environment)
         let runs = try (0..<10).map { _ in
             try BackgroundCLI(["--kubeconfig", kubeconfig.path, "get", "namespaces", "-o", "name"], environment: kubeEnvironment,
                               executable: "/usr/bin/kubectl")
         }.map { $0.finish() }
         #expect(runs.allSatisfy { $0.status == 0 }, "\(runs.map(\.stderr))")
         #expect(try TokenCLITests.familySize(of: refreshToken) == 2, "ten kubectl calls caused more than one refresh")
-        #expect(try server.acceptedFingerprints().last == Self.sha256(try Self.accessToken(environment)))
+        await #expect(try server.acceptedFingerprints().last == Self.sha256(try Self.accessToken(environment)))
     }
 
-    @Test func gitUsesMooseAsItsCredentialHelper() throws {
-        var (home, environment) = try CLI.logIn("moose-git")
+    @Test func gitUsesMooseAsItsCredentialHelper() async throws {
+        var (home, environment) = try await CLI.logIn("moose-git")
         defer { try? FileManager.default.removeItem(at: home) }
         let server = try ResourceServer("git_server.py", ["--port", "0", "--cache-seconds", "0"])
         let host = try #require(URL(string: server.url)).host.map { "\($0):\(URL(string: server.url)?.port ?? 0)" } ?? ""
@@ -115,105 +112,105 @@ struct CredentialHelperTests {
         environment["GIT_CONFIG_NOSYSTEM"] = "1"
         environment["HOME"] = home.path
         let helper = ["-c", "credential.helper=", "-c", "credential.helper=!\(CLI.binary) git-credential"]
-        func git(_ arguments: [String], stdin: String? = nil) throws -> CLIResult {
-            try CLI.run(["git"] + helper + arguments, stdin: stdin.map { Data($0.utf8) }, environment: environment, timeout: 60,
+        func git(_ arguments: [String], stdin: String? = nil) async throws -> CLIResult {
+            try await CLI.run(["git"] + helper + arguments, stdin: stdin.map { Data($0.utf8) }, environment: environment, timeout: 60,
                         executable: "/usr/bin/git")
         }
-        let listed = try git(["ls-remote", server.url + "/repo.git"])
+        let listed = try await git(["ls-remote", server.url + "/repo.git"])
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(listed.stdout.contains("refs/heads/main"))
-        let token = try Self.accessToken(environment)
-        #expect(try server.acceptedFingerprints().last == Self.sha256(token))
+        let token = try await Self.accessToken(environment)
+        await #expect(try server.acceptedFingerprints().last == Self.sha256(token))
 
         // What git is handed: the access token and its expiry, never the refresh token.
-        let filled = try git(["credential", "fill"], stdin: "protocol=http\nhost=\(host)\n\n")
+        let filled = try await git(["credential", "fill"], stdin: "protocol=http\nhost=\(host)\n\n")
         #expect(filled.status == 0, "\(filled.stderr)")
         #expect(filled.stdout.contains("password=\(token)\n"))
         // git 2.39 (Debian 12) drops attributes it does not know from `fill`; the helper's own answer
         // carries the expiry git ≥ 2.41 reads.
-        let direct = try CLI.run(["git-credential", "get"], stdin: Data("protocol=http\nhost=\(host)\n\n".utf8), environment: environment)
+        let direct = try await CLI.run(["git-credential", "get"], stdin: Data("protocol=http\nhost=\(host)\n\n".utf8), environment: environment)
         #expect(direct.status == 0 && direct.stdout.contains("password=\(token)\n"), "\(direct.stderr)")
         #expect(direct.stdout.contains("password_expiry_utc="), "\(direct.stdout)")
-        let bearer = try CLI.run(["git-credential", "get"], stdin: Data("capability[]=authtype\nprotocol=http\nhost=\(host)\n\n".utf8),
+        let bearer = try await CLI.run(["git-credential", "get"], stdin: Data("capability[]=authtype\nprotocol=http\nhost=\(host)\n\n".utf8),
                                  environment: environment)
         #expect(bearer.stdout.contains("authtype=Bearer\n") && bearer.stdout.contains("credential=\(token)"), "\(bearer.stdout)")
-        let refreshToken = try #require((try CLI.storedSession(environment: environment)["tokens"] as? [String: Any])?["refreshToken"] as? String)
+        let refreshToken = try #require((try await CLI.storedSession(environment: environment)["tokens"] as? [String: Any])?["refreshToken"] as? String)
         #expect(!filled.stdout.contains(refreshToken) && !direct.stdout.contains(refreshToken) && !bearer.stdout.contains(refreshToken))
 
         // git rejects a credential (a 401): moose refreshes that token, and forgets nothing else.
-        let rejected = try git(["credential", "reject"], stdin: "protocol=http\nhost=\(host)\nusername=x-access-token\npassword=\(token)\n\n")
+        let rejected = try await git(["credential", "reject"], stdin: "protocol=http\nhost=\(host)\nusername=x-access-token\npassword=\(token)\n\n")
         #expect(rejected.status == 0, "\(rejected.stderr)")
-        let status = try CLI.run(["status"], environment: environment)
+        let status = try await CLI.run(["status"], environment: environment)
         #expect(status.status == 0 && status.stdout.contains("default"), "\(status.stdout)")
-        #expect(try Self.accessToken(environment) != token, "the rejected token was not replaced")
+        await #expect(try Self.accessToken(environment) != token, "the rejected token was not replaced")
         #expect(try TokenCLITests.familySize(of: refreshToken) == 2)
         // A clone with the new token works.
-        let clone = try git(["clone", "-q", server.url + "/repo.git", home.appendingPathComponent("clone").path])
+        let clone = try await git(["clone", "-q", server.url + "/repo.git", home.appendingPathComponent("clone").path])
         #expect(clone.status == 0, "\(clone.stderr)")
         // A host the config does not map gets no answer (git asks its next helper).
-        let other = try git(["credential", "fill"], stdin: "protocol=https\nhost=elsewhere.example\n\n")
-        #expect(!other.stdout.contains("password=\(try Self.accessToken(environment))"))
+        let other = try await git(["credential", "fill"], stdin: "protocol=https\nhost=elsewhere.example\n\n")
+        #expect(!other.stdout.contains("password=\(try await Self.accessToken(environment))"))
     }
 
     /// docker-credential-helpers' protocol, as its README documents it.
-    @Test func dockerCredentialHelperProtocol() throws {
-        let (home, environment) = try CLI.logIn("moose-docker")
+    @Test func dockerCredentialHelperProtocol() async throws {
+        let (home, environment) = try await CLI.logIn("moose-docker")
         defer { try? FileManager.default.removeItem(at: home) }
         try "[hosts]\n\"registry.example.com\" = \"default\"\n".write(to: home.appendingPathComponent("config/moose/config.toml"),
                                                                       atomically: true, encoding: .utf8)
-        let got = try CLI.run(["docker-credential", "get"], stdin: Data("https://registry.example.com\n".utf8), environment: environment)
+        let got = try await CLI.run(["docker-credential", "get"], stdin: Data("https://registry.example.com\n".utf8), environment: environment)
         #expect(got.status == 0, "\(got.stderr)")
         let answer = try #require(try JSONSerialization.jsonObject(with: Data(got.stdout.utf8)) as? [String: String])
         #expect(answer["ServerURL"] == "https://registry.example.com")
         #expect(answer["Username"] == "oauth2accesstoken")
-        #expect(answer["Secret"] == (try Self.accessToken(environment)))
-        let unknown = try CLI.run(["docker-credential", "get"], stdin: Data("other.example.com".utf8), environment: environment)
+        await #expect(answer["Secret"] == (try Self.accessToken(environment)))
+        let unknown = try await CLI.run(["docker-credential", "get"], stdin: Data("other.example.com".utf8), environment: environment)
         #expect(unknown.status == 1 && unknown.stdout.contains("credentials not found in native keychain"))
-        let list = try CLI.run(["docker-credential", "list"], environment: environment)
+        let list = try await CLI.run(["docker-credential", "list"], environment: environment)
         #expect((try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: String]) == ["registry.example.com": "oauth2accesstoken"])
-        let stored = try CLI.run(["docker-credential", "store"],
+        let stored = try await CLI.run(["docker-credential", "store"],
                                  stdin: Data(#"{"ServerURL":"registry.example.com","Username":"u","Secret":"s"}"#.utf8), environment: environment)
         #expect(stored.status == 0)
-        let erased = try CLI.run(["docker-credential", "erase"], stdin: Data("registry.example.com".utf8), environment: environment)
+        let erased = try await CLI.run(["docker-credential", "erase"], stdin: Data("registry.example.com".utf8), environment: environment)
         #expect(erased.status == 0)
-        #expect(try CLI.run(["status"], environment: environment).stdout.contains("default"), "erase wiped the session")
+        #expect(try await CLI.run(["status"], environment: environment).stdout.contains("default"), "erase wiped the session")
     }
 
-    @Test func execCredentialFollowsKubernetesExecInfo() throws {
-        let (home, environment) = try CLI.logIn("moose-exec")
+    @Test func execCredentialFollowsKubernetesExecInfo() async throws {
+        let (home, environment) = try await CLI.logIn("moose-exec")
         defer { try? FileManager.default.removeItem(at: home) }
         var beta = environment
         beta["KUBERNETES_EXEC_INFO"] = #"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","spec":{"interactive":false}}"#
-        let result = try CLI.run(["token", "--format", "exec-credential"], environment: beta)
+        let result = try await CLI.run(["token", "--format", "exec-credential"], environment: beta)
         #expect(result.status == 0, "\(result.stderr)")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(document["apiVersion"] as? String == "client.authentication.k8s.io/v1beta1" && document["kind"] as? String == "ExecCredential")
         let status = try #require(document["status"] as? [String: String])
-        #expect(status["token"] == (try Self.accessToken(environment)))
+        await #expect(status["token"] == (try Self.accessToken(environment)))
         #expect(status["expirationTimestamp"]?.hasSuffix("Z") == true)
         var unknown = environment
         unknown["KUBERNETES_EXEC_INFO"] = #"{"apiVersion":"client.authentication.k8s.io/v9"}"#
-        #expect(try CLI.run(["token", "--format", "exec-credential"], environment: unknown).status == 1)
+        #expect(try await CLI.run(["token", "--format", "exec-credential"], environment: unknown).status == 1)
     }
 
-    @Test func completionScriptsLoadInBash() throws {
-        let script = try CLI.run(["completion", "bash"])
+    @Test func completionScriptsLoadInBash() async throws {
+        let script = try await CLI.run(["completion", "bash"])
         #expect(script.status == 0 && script.stdout.contains("_moose"))
-        let loaded = try CLI.run(["bash", "-c", "source <(\"$0\" completion bash) && complete -p moose", CLI.binary],
+        let loaded = try await CLI.run(["bash", "-c", "source <(\"$0\" completion bash) && complete -p moose", CLI.binary],
                                  executable: "/bin/bash")
         #expect(loaded.status == 0 && loaded.stdout.contains("-F _moose moose"), "\(loaded.stdout) \(loaded.stderr)")
         for shell in ["zsh", "fish"] {
-            let other = try CLI.run(["completion", shell])
+            let other = try await CLI.run(["completion", shell])
             #expect(other.status == 0 && other.stdout.contains("moose"), "\(shell)")
         }
-        #expect(try CLI.run(["completion", "tcsh"]).status == 2)
+        #expect(try await CLI.run(["completion", "tcsh"]).status == 2)
     }
 }
 
 /// `moose login`'s wait shows a spinner with the time left on a terminal, and nothing of the kind
 /// when its output is piped.
 struct LoginProgressTests {
-    @Test func aSpinnerWithACountdownOnATerminalOnly() throws {
+    @Test func aSpinnerWithACountdownOnATerminalOnly() async throws {
         let (home, environment) = CLI.home("moose-progress")
         defer { try? FileManager.default.removeItem(at: home) }
         let arguments = ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--no-browser", "--timeout", "2"]
@@ -237,11 +234,11 @@ struct LoginProgressTests {
             """
         var env = environment
         env["TERM"] = "xterm"
-        let terminal = try CLI.run(["python3", "-c", script, CLI.binary] + arguments, environment: env, timeout: 60,
+        let terminal = try await CLI.run(["python3", "-c", script, CLI.binary] + arguments, environment: env, timeout: 60,
                                    executable: "/usr/bin/python3")
         #expect(terminal.stdout.contains("⠋") && terminal.stdout.contains(" left"), "\(terminal.stdout)")
         #expect(terminal.stdout.contains("\u{1B}[2K"), "the spinner line is cleared at the end")
-        let piped = try CLI.run(arguments, environment: env, timeout: 60)
+        let piped = try await CLI.run(arguments, environment: env, timeout: 60)
         #expect(piped.status == 1)
         #expect(!piped.stderr.contains("⠋") && !piped.stderr.contains("\u{1B}") && piped.stderr.contains("Waiting for the redirect"))
     }

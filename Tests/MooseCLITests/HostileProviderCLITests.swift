@@ -31,9 +31,9 @@ enum HostileIdP {
     }
 
     /// `moose login` against `scenario` in a fresh home.
-    static func login(_ scenario: String, timeout: Int = 20, extra: [String] = []) throws -> (CLIResult, URL, [String: String]) {
+    static func login(_ scenario: String, timeout: Int = 20, extra: [String] = []) async throws -> (CLIResult, URL, [String: String]) {
         let (home, environment) = Self.home("moose-hostile-\(scenario)")
-        let result = try CLI.run(["login", "--issuer", issuer(scenario), "--client-id", "moose-cli", "--timeout", String(timeout)] + extra,
+        let result = try await CLI.run(["login", "--issuer", issuer(scenario), "--client-id", "moose-cli", "--timeout", String(timeout)] + extra,
                                  environment: environment, timeout: Double(timeout) + 30)
         return (result, home, environment)
     }
@@ -51,60 +51,60 @@ extension CLIResult {
 /// The CLI against an identity provider gone bad (issue "Untrusted input"): every hostile answer
 /// gets a clear error (or is safely bounded), never a crash, a shell payload or terminal escapes.
 @Suite(.serialized) struct HostileProviderCLITests {
-    @Test func theBaselineScenarioLogsIn() throws {
-        let (login, home, environment) = try HostileIdP.login("ok")
+    @Test func theBaselineScenarioLogsIn() async throws {
+        let (login, home, environment) = try await HostileIdP.login("ok")
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 0, "\(login.stderr)")
-        #expect(try CLI.run(["token"], environment: environment).status == 0)
+        #expect(try await CLI.run(["token"], environment: environment).status == 0)
     }
 
     /// The README's own recipe, `eval "$(moose token --format env)"`, with a token carrying a shell payload.
-    @Test func aShellPayloadInTheAccessTokenNeverReachesAShell() throws {
+    @Test func aShellPayloadInTheAccessTokenNeverReachesAShell() async throws {
         let marker = "/tmp/moose-pwned"
         try? FileManager.default.removeItem(atPath: marker)
-        let (login, home, environment) = try HostileIdP.login("shell-token")
+        let (login, home, environment) = try await HostileIdP.login("shell-token")
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 0, "VSCHAR tokens are valid token responses: \(login.stderr)")
         for format in ["env", "header", "token"] {
-            let token = try CLI.run(["token", "--format", format], environment: environment)
+            let token = try await CLI.run(["token", "--format", format], environment: environment)
             #expect(token.status == 1 && token.stdout.isEmpty, "\(format): \(token.stdout)")
             #expect(token.stderr.contains("b64token"))
         }
-        let eval = try CLI.run(["/bin/sh", "-c", "eval \"$(\"$0\" token --format env)\"", CLI.binary], environment: environment,
+        let eval = try await CLI.run(["/bin/sh", "-c", "eval \"$(\"$0\" token --format env)\"", CLI.binary], environment: environment,
                                executable: "/bin/sh")
         #expect(eval.stdout.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: marker), "the provider ran a command on this machine")
         // JSON is no shell text: the token is there, escaped.
-        let json = try CLI.run(["token", "--format", "json"], environment: environment)
+        let json = try await CLI.run(["token", "--format", "json"], environment: environment)
         #expect(json.status == 0 && json.stdout.contains(#"x'; touch /tmp/moose-pwned; echo '"#))
     }
 
-    @Test func aShellPayloadInTheTokenTypeIsRefused() throws {
-        let (login, home, _) = try HostileIdP.login("shell-token-type")
+    @Test func aShellPayloadInTheTokenTypeIsRefused() async throws {
+        let (login, home, _) = try await HostileIdP.login("shell-token-type")
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 1 && login.stderr.contains("token_type"), "\(login.stderr)")
         #expect(!FileManager.default.fileExists(atPath: "/tmp/moose-pwned"))
     }
 
-    @Test func escapeSequencesFromTheProviderNeverReachTheTerminal() throws {
-        let (login, home, _) = try HostileIdP.login("ansi-error")
+    @Test func escapeSequencesFromTheProviderNeverReachTheTerminal() async throws {
+        let (login, home, _) = try await HostileIdP.login("ansi-error")
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 1)
         #expect(login.isTerminalSafe, "\(login.stderr.debugDescription)")
         #expect(login.stderr.contains("\\u{1b}") && login.stderr.contains("FAKE OUTPUT"), "\(login.stderr)")
-        let (named, home2, _) = try HostileIdP.login("control-in-username")
+        let (named, home2, _) = try await HostileIdP.login("control-in-username")
         defer { try? FileManager.default.removeItem(at: home2) }
         #expect(named.status == 0 && named.isTerminalSafe, "\(named.stdout.debugDescription)")
     }
 
     /// Huge or negative lifetimes are bounded; every later command still works.
     @Test(arguments: ["huge-expires", "huge-expires-string", "negative-expires", "date-far-future", "date-huge-hour"])
-    func boundedNumbersAndDates(scenario: String) throws {
-        let (login, home, environment) = try HostileIdP.login(scenario)
+    func boundedNumbersAndDates(scenario: String) async throws {
+        let (login, home, environment) = try await HostileIdP.login(scenario)
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 0, "\(scenario): \(login.stderr)")
         for arguments in [["status"], ["status", "--json"], ["token", "--format", "json"]] {
-            let result = try CLI.run(arguments, environment: environment)
+            let result = try await CLI.run(arguments, environment: environment)
             #expect(result.status == 0, "\(scenario) \(arguments): \(result.stderr)")
         }
     }
@@ -117,25 +117,25 @@ extension CLIResult {
         ("plain-http-endpoints", "not https"), ("wrong-iss", "RFC 9207"), ("missing-iss", "RFC 9207"),
         ("extra-aud", "does not trust"), ("bad-at-hash", "at_hash"), ("html-error", "HTML page"),
     ])
-    func refusedWithAClearError(scenario: String, words: String) throws {
-        let (login, home, _) = try HostileIdP.login(scenario)
+    func refusedWithAClearError(scenario: String, words: String) async throws {
+        let (login, home, _) = try await HostileIdP.login(scenario)
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 1, "\(scenario): \(login.status) \(login.stderr)")
         #expect(login.didNotCrash && login.isTerminalSafe)
         #expect(login.stderr.contains(words), "\(scenario): \(login.stderr)")
     }
 
-    @Test func aMixUpNeverRedeemsTheCode() throws {
+    @Test func aMixUpNeverRedeemsTheCode() async throws {
         for scenario in ["wrong-iss", "missing-iss"] {
-            let (login, home, _) = try HostileIdP.login(scenario)
+            let (login, home, _) = try await HostileIdP.login(scenario)
             defer { try? FileManager.default.removeItem(at: home) }
             #expect(login.status == 1)
             #expect(try HostileIdP.tokenCalls(scenario, "authorization_code") == 0, "\(scenario): the code was redeemed")
         }
     }
 
-    @Test func secretsInAnErrorBodyAreNeverPrinted() throws {
-        let (login, home, _) = try HostileIdP.login("secret-in-4xx")
+    @Test func secretsInAnErrorBodyAreNeverPrinted() async throws {
+        let (login, home, _) = try await HostileIdP.login("secret-in-4xx")
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 1)
         #expect(!(login.stdout + login.stderr).contains("SECRET-"), "\(login.stderr)")
@@ -143,25 +143,25 @@ extension CLIResult {
     }
 
     /// A redirect with a forged state is ignored: the login keeps waiting (here until its timeout).
-    @Test func aForgedStateNeverEndsTheLogin() throws {
+    @Test func aForgedStateNeverEndsTheLogin() async throws {
         let started = Date()
-        let (login, home, _) = try HostileIdP.login("wrong-state", timeout: 3)
+        let (login, home, _) = try await HostileIdP.login("wrong-state", timeout: 3)
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 1 && login.stderr.contains("in time"), "\(login.stderr)")
         #expect(Date().timeIntervalSince(started) >= 2.5, "the login ended before its deadline")
         #expect(try HostileIdP.tokenCalls("wrong-state", "authorization_code") == 0)
     }
 
-    @Test func aHugeRetryAfterIsNotWaitedFor() throws {
+    @Test func aHugeRetryAfterIsNotWaitedFor() async throws {
         let started = Date()
-        let (login, home, _) = try HostileIdP.login("retry-after-huge")
+        let (login, home, _) = try await HostileIdP.login("retry-after-huge")
         defer { try? FileManager.default.removeItem(at: home) }
         #expect(login.status == 3, "\(login.stderr)")
         #expect(Date().timeIntervalSince(started) < 60)
     }
 
     /// `moose inspect` on tokens whose NumericDates would overflow: a verdict, not a trap.
-    @Test func inspectOfHugeNumericDatesIsAVerdict() throws {
+    @Test func inspectOfHugeNumericDatesIsAVerdict() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-huge-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -171,7 +171,7 @@ extension CLIResult {
         for payload in [#"{"exp":1e300}"#, #"{"iat":-1e300}"#, #"{"nbf":18446744073709551616}"#] {
             let token = try Self.hs256(payload, key: key)
             for extra in [[], ["--secret-file", secret.path], ["--json"]] {
-                let result = try CLI.run(["inspect", token] + extra)
+                let result = try await CLI.run(["inspect", token] + extra)
                 #expect(result.status == 1, "\(payload) \(extra): \(result.status) \(result.stderr)")
                 #expect(result.stdout.contains("NumericDate"), "\(payload): \(result.stdout)")
             }

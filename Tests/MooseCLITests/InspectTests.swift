@@ -16,11 +16,11 @@ struct InspectTests {
     func token(_ name: String) throws -> String { try #require(tokens[name], "token \(name)") }
 
     @Test(arguments: ["hs256", "rs256", "ps256", "es256", "es384", "es512", "eddsa", "ed25519"])
-    func validTokensVerify(name: String) throws {
+    func validTokensVerify(name: String) async throws {
         var arguments = ["inspect", try token(name), "--now", testNow, "--json", "--iss", "https://id.example.com",
                          "--aud", "moose-cli"]
         arguments += name == "hs256" ? ["--secret-file", Fixtures.path("joserfc/hs256.secret")] : ["--jwks", jwks]
-        let result = try CLI.run(arguments)
+        let result = try await CLI.run(arguments)
         #expect(result.status == 0, "\(result.stderr)")
         let json = try result.json()
         #expect(json["verdict"] as? String == "valid")
@@ -28,46 +28,46 @@ struct InspectTests {
         #expect(result.stderr.isEmpty)
     }
 
-    @Test func humanOutputShowsHeaderClaimsTimesAndVerdict() throws {
-        let result = try CLI.run(["inspect", try token("expired"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
+    @Test func humanOutputShowsHeaderClaimsTimesAndVerdict() async throws {
+        let result = try await CLI.run(["inspect", try token("expired"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
                                   "--now", "2027-01-15T08:00:00Z"])
         #expect(result.status == 1)
         #expect(result.stdout.contains("\"alg\": \"ES256\""))
         #expect(result.stdout.contains("\"sub\": \"alice\""))
         #expect(result.stdout.contains("exp       2027-01-15T07:57:00Z  expired 3m ago"))
         #expect(result.stdout.contains("✘ invalid: token expired 3m ago"))
-        let valid = try CLI.run(["inspect", try token("valid_short"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
+        let valid = try await CLI.run(["inspect", try token("valid_short"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
                                  "--now", testNow, "--aud", "moose-cli"])
         #expect(valid.status == 0)
         #expect(valid.stdout.contains("valid for 4m 12s"))
         #expect(valid.stdout.contains("✔ valid"))
     }
 
-    @Test func withoutAKeyItDecodesAndSaysSo() throws {
-        let result = try CLI.run(["inspect", try token("rs256"), "--now", testNow, "--json", "--aud", "moose-cli"])
+    @Test func withoutAKeyItDecodesAndSaysSo() async throws {
+        let result = try await CLI.run(["inspect", try token("rs256"), "--now", testNow, "--json", "--aud", "moose-cli"])
         #expect(result.status == 0)
         let json = try result.json()
         #expect(json["verdict"] as? String == "decoded")
         // Without --aud, a token that names an audience is not "valid": the output says the
         // audience was not checked and what to pass (RFC 7519 §4.1.3).
-        let unchecked = try CLI.run(["inspect", try token("rs256"), "--now", testNow])
+        let unchecked = try await CLI.run(["inspect", try token("rs256"), "--now", testNow])
         #expect(unchecked.status == 1)
         #expect(unchecked.stdout.contains("the audience was NOT checked: pass --aud AUDIENCE, or --any-audience"))
-        #expect(try CLI.run(["inspect", try token("rs256"), "--now", testNow, "--any-audience"]).status == 0)
+        #expect(try await CLI.run(["inspect", try token("rs256"), "--now", testNow, "--any-audience"]).status == 0)
         #expect((json["signature"] as? [String: Any])?["status"] as? String == "not-checked")
         // Expiry is judged even without a key.
-        #expect(try CLI.run(["inspect", try token("expired"), "--now", testNow]).status == 1)
+        #expect(try await CLI.run(["inspect", try token("expired"), "--now", testNow]).status == 1)
     }
 
-    @Test func readsFromStdinAFileAndIgnoresBearer() throws {
-        let piped = try CLI.run(["inspect", "--now", testNow, "--json", "--aud", "moose-cli"], stdin: Data("Bearer \(try token("es256"))\n".utf8))
+    @Test func readsFromStdinAFileAndIgnoresBearer() async throws {
+        let piped = try await CLI.run(["inspect", "--now", testNow, "--json", "--aud", "moose-cli"], stdin: Data("Bearer \(try token("es256"))\n".utf8))
         #expect(piped.status == 0, "\(piped.stderr)")
-        let dash = try CLI.run(["inspect", "-", "--now", testNow, "--aud", "moose-cli"], stdin: Data(try token("es256").utf8))
+        let dash = try await CLI.run(["inspect", "-", "--now", testNow, "--aud", "moose-cli"], stdin: Data(try token("es256").utf8))
         #expect(dash.status == 0)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("moose-token-\(UUID().uuidString)")
         try Data("\n  \(try token("es256"))\n".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let fromFile = try CLI.run(["inspect", file.path, "--jwks", jwks, "--now", testNow, "--aud", "moose-cli"])
+        let fromFile = try await CLI.run(["inspect", file.path, "--jwks", jwks, "--now", testNow, "--aud", "moose-cli"])
         #expect(fromFile.status == 0, "\(fromFile.stderr)")
     }
 
@@ -102,51 +102,51 @@ struct InspectTests {
         ("jwe", 2, "encryptedTokenUnsupported"),
         ("deeply_nested", 2, "invalidJSON"),
     ])
-    func forgedAndMalformedTokensAreRefused(name: String, status: Int32, code: String) throws {
-        let result = try CLI.run(["inspect", try token(name), "--jwks", jwks, "--now", testNow, "--json",
+    func forgedAndMalformedTokensAreRefused(name: String, status: Int32, code: String) async throws {
+        let result = try await CLI.run(["inspect", try token(name), "--jwks", jwks, "--now", testNow, "--json",
                                   "--iss", "https://id.example.com", "--aud", "moose-cli"])
         #expect(result.status == status, "\(name): \(result.stdout) \(result.stderr)")
         #expect(try result.reasonCodes().first == code, "\(name): \(result.stdout)")
         if status == 2 { #expect(result.stderr.contains("unusable"), "\(name): \(result.stderr)") }
     }
 
-    @Test func algorithmConfusionWithTheSecretFileIsStillRefused() throws {
+    @Test func algorithmConfusionWithTheSecretFileIsStillRefused() async throws {
         // Even when the attacker's "secret" (the RSA public PEM) is handed over as --secret-file,
         // mixing it with the public keys is refused.
-        let result = try CLI.run(["inspect", try token("alg_confusion_hs256_with_rsa_pem"), "--jwks", jwks,
+        let result = try await CLI.run(["inspect", try token("alg_confusion_hs256_with_rsa_pem"), "--jwks", jwks,
                                   "--secret-file", Fixtures.path("joserfc/rsa-public.pem"), "--now", testNow, "--json", "--aud", "moose-cli"])
         #expect(result.status == 2)
         #expect(try result.reasonCodes() == ["invalidKey"])
     }
 
-    @Test func hostileInputNeverCrashesOrHangs() throws {
+    @Test func hostileInputNeverCrashesOrHangs() async throws {
         let megabyte = Data(repeating: UInt8(ascii: "a"), count: 1 << 20)
-        let big = try CLI.run(["inspect"], stdin: megabyte, timeout: 10)
+        let big = try await CLI.run(["inspect"], stdin: megabyte, timeout: 10)
         #expect(big.status == 2)
         #expect(big.stderr.contains("65536") || big.stderr.contains("1 MiB"))
-        let tooBig = try CLI.run(["inspect"], stdin: megabyte + Data("xx".utf8), timeout: 10)
+        let tooBig = try await CLI.run(["inspect"], stdin: megabyte + Data("xx".utf8), timeout: 10)
         #expect(tooBig.status == 2)
         for garbage in ["...", "a.b.c", "\u{0}\u{1}", "eyJ.eyJ.", String(repeating: ".", count: 5000), "🦌.🦌.🦌"] {
-            let result = try CLI.run(["inspect", "-"], stdin: Data(garbage.utf8), timeout: 10)
+            let result = try await CLI.run(["inspect", "-"], stdin: Data(garbage.utf8), timeout: 10)
             #expect(result.status == 2, "\(garbage.prefix(20)): \(result.stderr)")
             #expect(!result.stderr.isEmpty)
         }
-        let binary = try CLI.run(["inspect", "-"], stdin: Data([0xFF, 0xFE, 0x00, 0x80]), timeout: 10)
+        let binary = try await CLI.run(["inspect", "-"], stdin: Data([0xFF, 0xFE, 0x00, 0x80]), timeout: 10)
         #expect(binary.status == 2)
     }
 
-    @Test func usageErrorsExitTwo() throws {
-        #expect(try CLI.run(["inspect", "x", "--alg", "none"]).status == 2)
-        #expect(try CLI.run(["inspect", "x", "--alg", "XS999"]).status == 2)
-        #expect(try CLI.run(["inspect", "x", "--now", "yesterday"]).status == 2)
-        #expect(try CLI.run(["inspect", "x", "--no-such-flag"]).status == 2)
-        let missing = try CLI.run(["inspect", try token("es256"), "--key", "/nonexistent/key.pem"])
+    @Test func usageErrorsExitTwo() async throws {
+        #expect(try await CLI.run(["inspect", "x", "--alg", "none"]).status == 2)
+        #expect(try await CLI.run(["inspect", "x", "--alg", "XS999"]).status == 2)
+        #expect(try await CLI.run(["inspect", "x", "--now", "yesterday"]).status == 2)
+        #expect(try await CLI.run(["inspect", "x", "--no-such-flag"]).status == 2)
+        let missing = try await CLI.run(["inspect", try token("es256"), "--key", "/nonexistent/key.pem"])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("/nonexistent/key.pem"))
-        #expect(try CLI.run(["--help"]).status == 0)
+        #expect(try await CLI.run(["--help"]).status == 0)
     }
 
-    @Test func everyRFCVectorVerifiesThroughTheCLI() throws {
+    @Test func everyRFCVectorVerifiesThroughTheCLI() async throws {
         let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("rfc/jose-vectors.json")) as? [String: Any])
         let vectors = try #require(root["vectors"] as? [[String: Any]])
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-rfc-\(UUID().uuidString)")
@@ -157,7 +157,7 @@ struct InspectTests {
             try JSONSerialization.data(withJSONObject: try #require(vector["key"])).write(to: keyFile)
             let compact = try #require(vector["compact"] as? String)
             // RFC 7515's examples expired in 2011; judge them as of 2011-03-22.
-            let result = try CLI.run(["inspect", compact, "--key", keyFile.path, "--now", "1300819000", "--json"])
+            let result = try await CLI.run(["inspect", compact, "--key", keyFile.path, "--now", "1300819000", "--json"])
             let json = try result.json()
             if json["claims"] is [String: Any] {
                 #expect(result.status == 0, "\(vector["source"] ?? ""): \(result.stdout) \(result.stderr)")
@@ -171,7 +171,7 @@ struct InspectTests {
             }
         }
         let unsecured = try #require((root["unsecured"] as? [String: Any])?["compact"] as? String)
-        let none = try CLI.run(["inspect", unsecured, "--now", "1300819000", "--json"])
+        let none = try await CLI.run(["inspect", unsecured, "--now", "1300819000", "--json"])
         #expect(none.status == 1)
         #expect(try none.reasonCodes() == ["algorithmNone"])
     }
@@ -203,19 +203,19 @@ struct InspectJWKSURLTests {
         return (process, "http://127.0.0.1:" + text[range.upperBound..<end])
     }
 
-    @Test func verifiesAgainstAJWKSURL() throws {
+    @Test func verifiesAgainstAJWKSURL() async throws {
         let (server, base) = try Self.startServer(directory: Fixtures.path("joserfc"))
         // SIGKILL: children of the test runner inherit its blocked signal mask, so SIGTERM would wait forever.
         defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
         let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("joserfc/tokens.json")) as? [String: Any])
         let token = try #require((root["tokens"] as? [String: String])?["es256"])
-        let ok = try CLI.run(["inspect", token, "--jwks", "\(base)/jwks.json", "--now", "1800000000", "--json", "--aud", "moose-cli"])
+        let ok = try await CLI.run(["inspect", token, "--jwks", "\(base)/jwks.json", "--now", "1800000000", "--json", "--aud", "moose-cli"])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(try ok.json()["verdict"] as? String == "valid")
-        let missing = try CLI.run(["inspect", token, "--jwks", "\(base)/missing.json"])
+        let missing = try await CLI.run(["inspect", token, "--jwks", "\(base)/missing.json"])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("HTTP 404"))
-        let notJWKS = try CLI.run(["inspect", token, "--jwks", "\(base)/rsa-public.pem"])
+        let notJWKS = try await CLI.run(["inspect", token, "--jwks", "\(base)/rsa-public.pem"])
         #expect(notJWKS.status == 2)
         #expect(notJWKS.stderr.contains("not a usable JWKS"))
     }

@@ -8,21 +8,21 @@ import Testing
 /// link up → "online", and the postponed refresh completes.
 @Suite(.serialized)
 struct ReachabilityNamespaceTests {
-    @Test func linkDownIsOfflineAndLinkUpRunsThePostponedRefresh() throws {
+    @Test func linkDownIsOfflineAndLinkUpRunsThePostponedRefresh() async throws {
         let name = "moose\(getpid() % 100000)"
         let port = URL(string: TestIdentityProvider.issuer)?.port ?? 8765
-        let up = try CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/up", name, String(port)], timeout: 30, executable: "/bin/bash")
+        let up = try await CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/up", name, String(port)], timeout: 30, executable: "/bin/bash")
         guard up.status == 0 else {
             print("SKIPPED linkDownIsOfflineAndLinkUpRunsThePostponedRefresh: cannot create a network namespace here (\(up.stderr))")
-            _ = try? CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash")
+            _ = try? CLI.runSynchronously(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash")
             return
         }
-        defer { _ = try? CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash") }
+        defer { _ = try? CLI.runSynchronously(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash") }
         let hostInterface = up.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
-        let (home, environment) = try CLI.logIn("moose-netns")
+        let (home, environment) = try await CLI.logIn("moose-netns")
         defer { try? FileManager.default.removeItem(at: home) }
-        let refreshToken = try TokenCLITests.expireStoredSession(environment: environment)
+        let refreshToken = try await TokenCLITests.expireStoredSession(environment: environment)
         let worker = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("moose-store-worker").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
@@ -33,14 +33,14 @@ struct ReachabilityNamespaceTests {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        defer { try? input.fileHandleForWriting.close(); process.waitUntilExit() }
+        defer { CLI.end(process, closing: input) }
         let lines = LineReader(output.fileHandleForReading)
         #expect(lines.next(until: { $0 == "ready" }, timeout: 30) != nil, "the worker did not start: \(lines.seen)")
         #expect(lines.seen.contains("status online"))
 
         // Link down: the namespace's veth loses its carrier.
         let down = Date()
-        #expect(try CLI.run(["ip", "link", "set", hostInterface, "down"], executable: "/usr/sbin/ip").status == 0)
+        #expect(try CLI.runSynchronously(["ip", "link", "set", hostInterface, "down"], executable: "/usr/sbin/ip").status == 0)
         #expect(lines.next(until: { $0 == "status offline" }, timeout: 5) != nil, "no offline event: \(lines.seen)")
         #expect(Date().timeIntervalSince(down) < 1.5, "the offline event took \(Date().timeIntervalSince(down)) s")
         try input.fileHandleForWriting.write(contentsOf: Data("token\n".utf8))
@@ -50,7 +50,7 @@ struct ReachabilityNamespaceTests {
         #expect(try TokenCLITests.familySize(of: refreshToken) == 1, "the IdP saw a refresh while offline")
 
         // Link up: online again, and the postponed refresh runs by itself.
-        #expect(try CLI.run(["ip", "link", "set", hostInterface, "up"], executable: "/usr/sbin/ip").status == 0)
+        #expect(try await CLI.run(["ip", "link", "set", hostInterface, "up"], executable: "/usr/sbin/ip").status == 0)
         #expect(lines.next(until: { $0 == "status online" }, timeout: 10) != nil, "no online event: \(lines.seen)")
         #expect(lines.next(until: { $0.hasPrefix("refreshed ") }, timeout: 30) != nil, "the postponed refresh did not run: \(lines.seen)")
         #expect(try TokenCLITests.familySize(of: refreshToken) == 2)
@@ -62,17 +62,20 @@ final class LineReader: @unchecked Sendable {
     private let handle: FileHandle
     private var buffer = ""
     private(set) var seen: [String] = []
+    /// Lines before this index were passed over by an earlier `next` (or matched by it).
+    private var consumed = 0
 
     init(_ handle: FileHandle) { self.handle = handle }
 
-    /// The first new line satisfying `match`, waiting up to `timeout` seconds.
+    /// The first line after the last one an earlier call looked at that satisfies `match`, waiting up
+    /// to `timeout` seconds. Lines that arrived together with an earlier match still count (one read
+    /// can bring "status online" and "refreshed …" at once).
     func next(until match: (String) -> Bool, timeout: TimeInterval) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
-        var checked = seen.count   // only lines read from now on count
         while Date() < deadline {
-            while checked < seen.count {
-                defer { checked += 1 }
-                if match(seen[checked]) { return seen[checked] }
+            while consumed < seen.count {
+                defer { consumed += 1 }
+                if match(seen[consumed]) { return seen[consumed] }
             }
             var ready = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&ready, 1, Int32(max(1, min(200, deadline.timeIntervalSinceNow * 1000)))) > 0 else { continue }

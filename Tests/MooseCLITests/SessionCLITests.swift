@@ -5,53 +5,53 @@ import Testing
 /// `moose login / status / refresh / logout` against the real test IdP, the "browser" being the
 /// scripted one (tools/idp/headless_browser.py) set as $BROWSER.
 struct SessionCLITests {
-    @Test func loginStatusRefreshLogout() throws {
+    @Test func loginStatusRefreshLogout() async throws {
         let (home, environment) = CLI.home("moose-cli-session")
         defer { try? FileManager.default.removeItem(at: home) }
-        func moose(_ arguments: [String]) throws -> CLIResult { try CLI.run(arguments, environment: environment, timeout: 60) }
+        func moose(_ arguments: [String]) async throws -> CLIResult { try await CLI.run(arguments, environment: environment, timeout: 60) }
 
-        let login = try moose(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"])
+        let login = try await moose(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"])
         #expect(login.status == 0, "\(login.stderr)")
         #expect(login.stdout.contains("Logged in to \(TestIdentityProvider.issuer)"))
         #expect(login.stderr.contains("/authorize/?response_type=code"))
 
-        let status = try moose(["status", "--json"])
+        let status = try await moose(["status", "--json"])
         #expect(status.status == 0)
         let sessions = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])
         #expect(sessions.first?["state"] as? String == "active" && sessions.first?["has_refresh_token"] as? Bool == true)
         // Never a token in status output.
-        let session = try CLI.storedSession(environment: environment)
+        let session = try await CLI.storedSession(environment: environment)
         let tokens = try #require(session["tokens"] as? [String: Any])
         let accessToken = try #require(tokens["accessToken"] as? String)
         #expect(!status.stdout.contains(accessToken))
 
         // The provider's JWKS is cached in the store for the next process.
-        #expect(try moose(["store", "list", "--namespace", "moose.jwks"]).stdout.contains("jwks.json"))
+        await #expect(try moose(["store", "list", "--namespace", "moose.jwks"]).stdout.contains("jwks.json"))
 
-        let refresh = try moose(["refresh"])
+        let refresh = try await moose(["refresh"])
         #expect(refresh.status == 0 && refresh.stdout.contains("refresh token rotated"))
 
-        let logout = try moose(["logout"])
+        let logout = try await moose(["logout"])
         #expect(logout.status == 0, "\(logout.stderr)")
         #expect(logout.stdout.contains("id_token_hint=***"))
-        let after = try moose(["status"])
+        let after = try await moose(["status"])
         #expect(after.stdout.contains("no sessions"))
-        #expect(try moose(["refresh"]).status == 1)
-        #expect(try moose(["login"]).status == 2)   // no profile, no --issuer
+        await #expect(try moose(["refresh"]).status == 1)
+        await #expect(try moose(["login"]).status == 2)   // no profile, no --issuer
     }
 }
 
 struct InspectIssuerCLITests {
-    @Test func inspectVerifiesThroughTheIssuersDiscoveryAndJWKS() throws {
-        let (home, environment) = try CLI.logIn("moose-cli-inspect")
+    @Test func inspectVerifiesThroughTheIssuersDiscoveryAndJWKS() async throws {
+        let (home, environment) = try await CLI.logIn("moose-cli-inspect")
         defer { try? FileManager.default.removeItem(at: home) }
-        let session = try CLI.storedSession(environment: environment)
+        let session = try await CLI.storedSession(environment: environment)
         let idToken = try #require((session["tokens"] as? [String: Any])?["idToken"] as? String)
-        let verified = try CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", "--json"])
+        let verified = try await CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", "--json"])
         #expect(verified.status == 0, "\(verified.stderr)")
         #expect(try verified.json()["verdict"] as? String == "valid")
         // The same token judged against another issuer: refused.
-        let wrong = try CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer.replacingOccurrences(of: "127.0.0.1", with: "localhost")])
+        let wrong = try await CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer.replacingOccurrences(of: "127.0.0.1", with: "localhost")])
         #expect(wrong.status == 1 && wrong.stderr.contains("issuer"))
     }
 }
@@ -82,8 +82,8 @@ struct TokenCLITests {
     }
 
     /// Rewrites the stored session so its access token looks expired; returns its refresh token.
-    static func expireStoredSession(environment: [String: String]) throws -> String {
-        var row = try CLI.storedRow(environment: environment)
+    static func expireStoredSession(environment: [String: String]) async throws -> String {
+        var row = try await CLI.storedRow(environment: environment)
         var session = try #require(row["session"] as? [String: Any])
         var tokens = try #require(session["tokens"] as? [String: Any])
         let refreshToken = try #require(tokens["refreshToken"] as? String)
@@ -91,16 +91,16 @@ struct TokenCLITests {
         session["tokens"] = tokens
         row["session"] = session
         let edited = try JSONSerialization.data(withJSONObject: row)
-        #expect(try CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
+        #expect(try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
         return refreshToken
     }
 
     /// 8 processes × 50 tasks, each process with its own RefreshCoordinator on the one store: one
     /// refresh at the provider in all, every task gets the same token, and the stored refresh token works.
-    @Test func eightProcessesOfFiftyTasksCauseOneRefresh() throws {
-        let (home, environment) = try CLI.logIn("moose-cli-8x50")
+    @Test func eightProcessesOfFiftyTasksCauseOneRefresh() async throws {
+        let (home, environment) = try await CLI.logIn("moose-cli-8x50")
         defer { try? FileManager.default.removeItem(at: home) }
-        let firstRefreshToken = try Self.expireStoredSession(environment: environment)
+        let firstRefreshToken = try await Self.expireStoredSession(environment: environment)
 
         let worker = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("moose-store-worker").path
         let store = home.appendingPathComponent("data/moose/store.sqlite").path
@@ -127,22 +127,22 @@ struct TokenCLITests {
         #expect(try Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
 
         // The refresh token the store ends with is the live one: the provider accepts it.
-        let refresh = try CLI.run(["refresh"], environment: environment)
+        let refresh = try await CLI.run(["refresh"], environment: environment)
         #expect(refresh.status == 0, "\(refresh.stderr)")
         #expect(try Self.familySize(of: firstRefreshToken) == 3)
     }
 
-    @Test func twelveConcurrentScriptsCauseOneRefresh() throws {
-        let (home, environment) = try CLI.logIn("moose-cli-token")
+    @Test func twelveConcurrentScriptsCauseOneRefresh() async throws {
+        let (home, environment) = try await CLI.logIn("moose-cli-token")
         defer { try? FileManager.default.removeItem(at: home) }
         // A valid token is printed straight from the store.
-        let cached = try CLI.run(["token"], environment: environment)
+        let cached = try await CLI.run(["token"], environment: environment)
         #expect(cached.status == 0 && !cached.stdout.isEmpty)
-        let header = try CLI.run(["token", "--format", "header"], environment: environment)
+        let header = try await CLI.run(["token", "--format", "header"], environment: environment)
         #expect(header.stdout.hasPrefix("Authorization: Bearer "))
 
         // Make the stored access token look expired (as time would), then ask from 12 processes at once.
-        let firstRefreshToken = try Self.expireStoredSession(environment: environment)
+        let firstRefreshToken = try await Self.expireStoredSession(environment: environment)
         #expect(try Self.familySize(of: firstRefreshToken) == 1)
         let results = try (0..<12).map { _ in try BackgroundCLI(["token", "--format", "json"], environment: environment) }.map { $0.finish() }
         #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")

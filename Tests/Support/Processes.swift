@@ -28,6 +28,7 @@ public final class SpawnedServer: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, input[0], 0)
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         for fd in input + output { posix_spawn_file_actions_addclose(&actions, fd) }
+        closeInheritedDescriptors(&actions)
         var child: pid_t = 0
         let status = withCArguments(arguments, environment: environment) { argv, envp in
             posix_spawn(&child, arguments[0], &actions, nil, argv, envp)
@@ -95,6 +96,20 @@ public func runProcessOffThePool(_ arguments: [String], environment: [String: St
     (try? await offThePool { runProcess(arguments, environment: environment) }) ?? (-1, "")
 }
 
+/// Adds "close every descriptor from 3 up" to a child's file actions. Without it a child inherits
+/// whatever this process has open without `FD_CLOEXEC` at that moment — Foundation's `Pipe`s of
+/// other tests among them: a server holding the write end of another child's standard input kept
+/// that child from ever seeing end-of-file, and the test waiting for it hung the run.
+/// (`posix_spawn_file_actions_addclosefrom_np`, glibc 2.34+, is not in Swift's Glibc module: looked
+/// up at run time; on Darwin, `POSIX_SPAWN_CLOEXEC_DEFAULT` is the equivalent.)
+func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+    #if os(Linux)
+    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
+    _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+    #endif
+}
+
 /// A failure to start a process.
 public struct SpawnError: Error, CustomStringConvertible {
     public let description: String
@@ -112,6 +127,7 @@ public func runProcess(_ arguments: [String], environment: [String: String] = [:
     posix_spawn_file_actions_adddup2(&actions, output[1], 1)
     posix_spawn_file_actions_addclose(&actions, output[0])
     posix_spawn_file_actions_addclose(&actions, output[1])
+    closeInheritedDescriptors(&actions)
     var child: pid_t = 0
     let spawned = withCArguments(arguments, environment: environment) { argv, envp in
         posix_spawn(&child, arguments[0], &actions, nil, argv, envp)

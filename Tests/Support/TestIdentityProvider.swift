@@ -44,6 +44,7 @@ public func runCapturingStdout(_ argv: [String]) -> (Int32, String) {
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
     posix_spawn_file_actions_addclose(&actions, fds[0])
     posix_spawn_file_actions_addclose(&actions, fds[1])
+    closeInheritedDescriptors(&actions)
     var pid: pid_t = 0
     let spawned = path.withCString { cPath -> Int32 in
         var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
