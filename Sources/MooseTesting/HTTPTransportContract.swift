@@ -203,9 +203,12 @@ public enum HTTPTransportContract {
     public static func cancelledDownloadsStop(_ transport: any FileTransferTransport, base: URL) async throws {
         let destination = temporaryFile("contract-cancelled")
         defer { try? FileManager.default.removeItem(at: destination) }
+        // 763 chunks of 64 KiB, 50 ms apart: ~38 s if the cancellation never takes effect. The margin is
+        // for the consumer, not the transport: under ThreadSanitizer on 2 busy cores the loop below
+        // once got its first progress step only after a 10 ms-paced body (~8 s) had wholly arrived.
         let size = 50_000_000
         let url = base.appendingPathComponent("bytes").appending(queryItems: [URLQueryItem(name: "n", value: String(size)),
-                                                                               URLQueryItem(name: "pause", value: "0.01")])
+                                                                               URLQueryItem(name: "pause", value: "0.05")])
         let transfer = try transport.download(APIRequest(url: url, timeout: 60), to: destination)
         var received: Int64 = 0
         for await step in transfer.progress {
