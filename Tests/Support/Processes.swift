@@ -116,8 +116,8 @@ public struct SpawnError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Runs `arguments` to completion (absolute program path first), with `environment` added; returns
-/// its exit status and standard output (stderr is inherited).
+/// Runs `arguments` to completion (the program first: a path, or a name looked up on `PATH`), with
+/// `environment` added; returns its exit status and standard output (stderr is inherited).
 public func runProcess(_ arguments: [String], environment: [String: String] = [:]) -> (status: Int32, output: String) {
     var output: [Int32] = [0, 0]
     guard pipe(&output) == 0 else { return (-1, "pipe failed") }
@@ -130,7 +130,7 @@ public func runProcess(_ arguments: [String], environment: [String: String] = [:
     closeInheritedDescriptors(&actions)
     var child: pid_t = 0
     let spawned = withCArguments(arguments, environment: environment) { argv, envp in
-        posix_spawn(&child, arguments[0], &actions, nil, argv, envp)
+        posix_spawnp(&child, arguments[0], &actions, nil, argv, envp)
     }
     close(output[1])
     guard spawned == 0 else { close(output[0]); return (-1, "cannot run \(arguments.first ?? "?"): error \(spawned)") }
