@@ -315,16 +315,7 @@ final class FailingTransport: HTTPTransport, Sendable {
 
 /// The worker executable, next to the test bundle.
 enum Worker {
-    static let binary: String = {
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var folder = executable.deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("moose-mcp-worker").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            folder = folder.deletingLastPathComponent()
-        }
-        return "moose-mcp-worker"
-    }()
+    static let binary = builtExecutable("moose-mcp-worker")
 }
 
 /// The MCP tests are skipped when the server cannot run; this one fails then, so a run says so.

@@ -249,15 +249,7 @@ final class TokenSpy: HTTPTransport, @unchecked Sendable {
 
 /// The `moose-store-worker` binary built next to the tests.
 enum WorkerBinary {
-    static let path: String = {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("moose-store-worker").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            folder = folder.deletingLastPathComponent()
-        }
-        return "moose-store-worker"
-    }()
+    static let path = builtExecutable("moose-store-worker")
 }
 
 /// A child process whose output lines are read as they come (the kill -9 tests wait for a line).

@@ -6,15 +6,7 @@ import Testing
 
 /// A `moose-store-worker` child process whose stdout lines we read as they come.
 final class Worker: @unchecked Sendable {
-    static let binary: String = {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("moose-store-worker").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            folder = folder.deletingLastPathComponent()
-        }
-        return "moose-store-worker"
-    }()
+    static let binary = builtExecutable("moose-store-worker")
 
     let process = Process()
     private let pipe = Pipe()

@@ -110,6 +110,18 @@ func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
     #endif
 }
 
+/// The path of `name`, an executable SwiftPM built next to the test bundle (the bundle's folder and
+/// up to three above it); `name` alone (a `PATH` lookup) when it is not there.
+public func builtExecutable(_ name: String) -> String {
+    var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = folder.appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        folder = folder.deletingLastPathComponent()
+    }
+    return name
+}
+
 /// A failure to start a process.
 public struct SpawnError: Error, CustomStringConvertible {
     public let description: String
