@@ -102,7 +102,20 @@ do {
         // Detached: the main actor is blocked in readLine().
         Task.detached { for await status in statuses { say("status \(status)") } }
         let transport = CurlTransport()
-        let metadata = try await Discovery(transport: transport).metadata(for: session.issuer)
+        // A test harness on a loaded machine: a discovery that fails once is tried again (up to three
+        // times) — reachability, not discovery, is what this command is for.
+        var attempt = 0
+        var discovered: ProviderMetadata?
+        while discovered == nil {
+            attempt += 1
+            do {
+                discovered = try await Discovery(transport: transport).metadata(for: session.issuer)
+            } catch where attempt < 3 {
+                say("discovery failed (attempt \(attempt)): \(error)")
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
+        guard let metadata = discovered else { exit(1) }
         let client = OAuthClient(metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
         var configuration = RefreshCoordinator.Configuration()
         configuration.reachability = reachability

@@ -11,7 +11,12 @@ struct ReachabilityNamespaceTests {
     @Test func linkDownIsOfflineAndLinkUpRunsThePostponedRefresh() async throws {
         let name = "moose\(getpid() % 100000)"
         let port = URL(string: TestIdentityProvider.issuer)?.port ?? 8765
-        let up = try await CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/up", name, String(port)], timeout: 30, executable: "/bin/bash")
+        let up = try await CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/up", name, String(port)], timeout: 90, executable: "/bin/bash")
+        guard up.status != 3 else {
+            Issue.record("the namespace was made but the IdP is not reachable through it: \(up.stderr)")
+            _ = try? CLI.runSynchronously(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash")
+            return
+        }
         guard up.status == 0 else {
             print("SKIPPED linkDownIsOfflineAndLinkUpRunsThePostponedRefresh: cannot create a network namespace here (\(up.stderr))")
             _ = try? CLI.runSynchronously(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash")
@@ -35,7 +40,8 @@ struct ReachabilityNamespaceTests {
         try process.run()
         defer { CLI.end(process, closing: input) }
         let lines = LineReader(output.fileHandleForReading)
-        #expect(lines.next(until: { $0 == "ready" }, timeout: 30) != nil, "the worker did not start: \(lines.seen)")
+        let forwarderLogs = { ["host-fwd", "ns-fwd"].map { (try? String(contentsOfFile: "/tmp/moose-netns-\(name)/\($0).log", encoding: .utf8)) ?? "" }.joined(separator: " | ") }
+        #expect(lines.next(until: { $0 == "ready" }, timeout: 30) != nil, "the worker did not start: \(lines.seen); forwarders: \(forwarderLogs())")
         #expect(lines.seen.contains("status online"))
 
         // Link down: the namespace's veth loses its carrier.

@@ -1,6 +1,6 @@
 """A small TCP forwarder for the reachability test: accepts on LISTEN_HOST:LISTEN_PORT and pipes each
 connection to TARGET_HOST:TARGET_PORT. Started inside or outside a network namespace by tools/netns/up."""
-import os, signal, socket, sys, threading
+import os, signal, socket, sys, threading, time
 
 
 def pipe(src, dst):
@@ -28,14 +28,28 @@ def serve(listen_host, listen_port, target_host, target_port):
     print("READY", flush=True)
     while True:
         client, _ = server.accept()
+        threading.Thread(target=connect, args=(client, target_host, target_port), daemon=True).start()
+
+
+def connect(client, target_host, target_port):
+    # The target is the test IdP (Django's runserver, a listen backlog of 10) while the whole suite
+    # runs on two cores: a dropped SYN is retried by the kernel after 1 s and 3 s, so a single 5 s
+    # attempt can fail under load. Keep trying for 20 s, and say why in the log when it still fails.
+    deadline = time.monotonic() + 20
+    while True:
         try:
-            upstream = socket.create_connection((target_host, target_port), timeout=5)
+            upstream = socket.create_connection((target_host, target_port), timeout=10)
             upstream.settimeout(None)
-        except OSError:
-            client.close()
-            continue
-        for a, b in ((client, upstream), (upstream, client)):
-            threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+            break
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                print(f"connect {target_host}:{target_port} failed: {error}", flush=True)
+                client.close()
+                return
+            print(f"connect {target_host}:{target_port}: {error}; retrying", flush=True)
+            time.sleep(0.2)
+    for a, b in ((client, upstream), (upstream, client)):
+        threading.Thread(target=pipe, args=(a, b), daemon=True).start()
 
 
 if __name__ == "__main__":
