@@ -8,7 +8,8 @@
 //                                                           RefreshCoordinator (public client, discovery over
 //                                                           libcurl); print "token FINGERPRINT" per distinct token
 //   moose-store-worker reach STORE KEYFILE PROFILE          a coordinator with SystemReachability: prints
-//                                                           "status online|offline" on every change and
+//                                                           "status online|offline MS" on every change (MS: the
+//                                                           wall clock in milliseconds when it was seen) and
 //                                                           "refreshed FINGERPRINT" on every refresh; each
 //                                                           "token" line on stdin asks for a token and prints
 //                                                           "token FINGERPRINT MS" or "offline MS" or "error …"
@@ -100,7 +101,7 @@ do {
         reachability.start()
         let statuses = reachability.updates()
         // Detached: the main actor is blocked in readLine().
-        Task.detached { for await status in statuses { say("status \(status)") } }
+        Task.detached { for await status in statuses { say("status \(status) \(nowMilliseconds())") } }
         let transport = CurlTransport()
         // A test harness on a loaded machine: a discovery that fails once is tried again (up to three
         // times) — reachability, not discovery, is what this command is for.
