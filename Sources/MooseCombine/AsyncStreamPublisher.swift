@@ -1,5 +1,4 @@
 public import OpenCombineShim
-import Synchronization
 
 /// A publisher over an `AsyncStream` that never fails (the coordinator's events): each subscription
 /// iterates the stream in its own task; cancelling the subscription ends the task. Values arriving
@@ -26,18 +25,16 @@ private final class StreamSubscription<Output: Sendable>: Subscription, @uncheck
         var task: Task<Void, Never>?
     }
 
-    // Every access to `unsafeState` holds `lock` (a subscriber is not Sendable).
-    private let lock = Mutex(())
-    nonisolated(unsafe) private var unsafeState: State
+    private let state: LockedState<State>
     private let stream: AsyncStream<Output>
 
     init(subscriber: S, stream: AsyncStream<Output>) {
-        unsafeState = State(subscriber: subscriber)
+        state = LockedState(State(subscriber: subscriber))
         self.stream = stream
     }
 
     func request(_ demand: Subscribers.Demand) {
-        let start = withState { state -> Bool in
+        let start = state.withLock { state -> Bool in
             guard state.subscriber != nil else { return false }
             state.demand += demand
             return state.task == nil
@@ -51,21 +48,21 @@ private final class StreamSubscription<Output: Sendable>: Subscription, @uncheck
             }
             finish()
         }
-        withState { $0.task = task }
+        state.withLock { $0.task = task }
     }
 
     private func deliver(_ value: Output) {
-        guard let subscriber = withState({ state -> S? in
+        guard let subscriber = state.withLock({ state -> S? in
             guard state.demand > .none, let subscriber = state.subscriber else { return nil }
             state.demand -= 1
             return subscriber
         }) else { return }
         let more = subscriber.receive(value)
-        withState { $0.demand += more }
+        state.withLock { $0.demand += more }
     }
 
     private func finish() {
-        let subscriber = withState { state -> S? in
+        let subscriber = state.withLock { state -> S? in
             defer { state.subscriber = nil }
             return state.subscriber
         }
@@ -73,7 +70,7 @@ private final class StreamSubscription<Output: Sendable>: Subscription, @uncheck
     }
 
     func cancel() {
-        let task = withState { state -> Task<Void, Never>? in
+        let task = state.withLock { state -> Task<Void, Never>? in
             defer { state.subscriber = nil; state.task = nil }
             return state.task
         }
@@ -81,11 +78,4 @@ private final class StreamSubscription<Output: Sendable>: Subscription, @uncheck
     }
 
     var combineIdentifier: CombineIdentifier { CombineIdentifier(self) }
-}
-
-extension StreamSubscription {
-    /// Runs `body` on the state while holding the lock.
-    fileprivate func withState<R>(_ body: (inout State) -> R) -> R {
-        lock.withLock { _ in body(&unsafeState) }
-    }
 }

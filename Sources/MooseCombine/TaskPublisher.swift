@@ -4,7 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 public import OpenCombineShim
-import Synchronization
 
 /// A publisher over one async call: each subscription runs `operation` in its own `Task` when it
 /// first gets demand, and delivers its value then finishes, or fails with its error. Cancelling the
@@ -44,19 +43,17 @@ private final class TaskSubscription<Output: Sendable>: Subscription, @unchecked
         var started = false
     }
 
-    // Every access to `unsafeState` holds `lock` (a subscriber is not Sendable).
-    private let lock = Mutex(())
-    nonisolated(unsafe) private var unsafeState: State
+    private let state: LockedState<State>
     private let operation: @Sendable () async throws -> Output
 
     init(subscriber: S, operation: @escaping @Sendable () async throws -> Output) {
-        unsafeState = State(subscriber: subscriber)
+        state = LockedState(State(subscriber: subscriber))
         self.operation = operation
     }
 
     func request(_ demand: Subscribers.Demand) {
         guard demand > .none else { return }
-        let start = withState { state -> Bool in
+        let start = state.withLock { state -> Bool in
             guard !state.started, state.subscriber != nil else { return false }
             state.started = true
             return true
@@ -68,11 +65,11 @@ private final class TaskSubscription<Output: Sendable>: Subscription, @unchecked
             do { result = .success(try await operation()) } catch { result = .failure(error) }
             finish(with: result)
         }
-        withState { $0.task = task }
+        state.withLock { $0.task = task }
     }
 
     private func finish(with result: Result<Output, any Error>) {
-        guard let subscriber = withState({ state -> S? in
+        guard let subscriber = state.withLock({ state -> S? in
             defer { state.subscriber = nil; state.task = nil }
             return state.subscriber
         }) else { return }   // cancelled meanwhile: nothing is delivered
@@ -86,7 +83,7 @@ private final class TaskSubscription<Output: Sendable>: Subscription, @unchecked
     }
 
     func cancel() {
-        let task = withState { state -> Task<Void, Never>? in
+        let task = state.withLock { state -> Task<Void, Never>? in
             defer { state.subscriber = nil; state.task = nil }
             return state.task
         }
@@ -94,11 +91,4 @@ private final class TaskSubscription<Output: Sendable>: Subscription, @unchecked
     }
 
     var combineIdentifier: CombineIdentifier { CombineIdentifier(self) }
-}
-
-extension TaskSubscription {
-    /// Runs `body` on the state while holding the lock.
-    fileprivate func withState<R>(_ body: (inout State) -> R) -> R {
-        lock.withLock { _ in body(&unsafeState) }
-    }
 }
