@@ -91,12 +91,12 @@ struct CredentialHelperTests {
 
         // Expired: ten kubectl processes at once, one refresh at the provider.
         let refreshToken = try await TokenCLITests.expireStoredSession(environment: environment)
-        let runs = try (0..<10).map { _ in
+        let runs = await BackgroundCLI.finishAll(try (0..<10).map { _ in
             try BackgroundCLI(["--kubeconfig", kubeconfig.path, "get", "namespaces", "-o", "name"], environment: kubeEnvironment,
                               executable: "/usr/bin/kubectl")
-        }.map { $0.finish() }
+        })
         #expect(runs.allSatisfy { $0.status == 0 }, "\(runs.map(\.stderr))")
-        #expect(try TokenCLITests.familySize(of: refreshToken) == 2, "ten kubectl calls caused more than one refresh")
+        #expect(try await TokenCLITests.familySize(of: refreshToken) == 2, "ten kubectl calls caused more than one refresh")
         await #expect(try server.acceptedFingerprints().last == Self.sha256(try Self.accessToken(environment)))
     }
 
@@ -143,7 +143,7 @@ struct CredentialHelperTests {
         let status = try await CLI.run(["status"], environment: environment)
         #expect(status.status == 0 && status.stdout.contains("default"), "\(status.stdout)")
         await #expect(try Self.accessToken(environment) != token, "the rejected token was not replaced")
-        #expect(try TokenCLITests.familySize(of: refreshToken) == 2)
+        #expect(try await TokenCLITests.familySize(of: refreshToken) == 2)
         // A clone with the new token works.
         let clone = try await git(["clone", "-q", server.url + "/repo.git", home.appendingPathComponent("clone").path])
         #expect(clone.status == 0, "\(clone.stderr)")

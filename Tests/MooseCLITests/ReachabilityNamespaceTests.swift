@@ -59,13 +59,13 @@ struct ReachabilityNamespaceTests {
         let answer = lines.next(until: { $0.hasPrefix("offline ") || $0.hasPrefix("token ") || $0.hasPrefix("error ") }, timeout: 10)
         #expect(answer?.hasPrefix("offline ") == true, "\(answer ?? "nothing")")
         if let milliseconds = answer?.split(separator: " ").last.flatMap({ Int($0) }) { #expect(milliseconds < 1000) }
-        #expect(try TokenCLITests.familySize(of: refreshToken) == 1, "the IdP saw a refresh while offline")
+        #expect(try await TokenCLITests.familySize(of: refreshToken) == 1, "the IdP saw a refresh while offline")
 
         // Link up: online again, and the postponed refresh runs by itself.
         #expect(try await CLI.run(["ip", "link", "set", hostInterface, "up"], executable: "/usr/sbin/ip").status == 0)
         #expect(lines.next(until: { $0.hasPrefix("status online ") }, timeout: 10) != nil, "no online event: \(lines.seen)")
         #expect(lines.next(until: { $0.hasPrefix("refreshed ") }, timeout: 30) != nil, "the postponed refresh did not run: \(lines.seen)")
-        #expect(try TokenCLITests.familySize(of: refreshToken) == 2)
+        #expect(try await TokenCLITests.familySize(of: refreshToken) == 2)
     }
 }
 

@@ -61,7 +61,7 @@ struct TokenCLITests {
     /// How many refresh tokens the provider has issued in the family of `refreshToken` (login + refreshes),
     /// read from its database (django-oauth-toolkit keeps a token_family and a SHA-256 checksum per token).
     /// Exact even while other tests use the same provider.
-    static func familySize(of refreshToken: String) throws -> Int {
+    static func familySize(of refreshToken: String) async throws -> Int {
         let database = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/idp/.state/db.sqlite3")
         let script = """
             import hashlib, sqlite3, sys
@@ -70,15 +70,10 @@ struct TokenCLITests {
             family = db.execute("SELECT token_family FROM oauth2_provider_refreshtoken WHERE token_checksum = ?", (checksum,)).fetchone()
             print(db.execute("SELECT COUNT(*) FROM oauth2_provider_refreshtoken WHERE token_family = ?", (family[0],)).fetchone()[0] if family else -1)
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, database, refreshToken]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        process.waitUntilExit()
-        return Int(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        // Through CLI.run: the wait is on a thread of its own, not one of the two cooperative ones.
+        let result = try await CLI.run(["env", "python3", "-c", script, database, refreshToken], timeout: 60, executable: "/usr/bin/env")
+        guard result.status == 0 else { return -1 }
+        return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
     /// Rewrites the stored session so its access token looks expired; returns its refresh token.
@@ -124,12 +119,12 @@ struct TokenCLITests {
             printed += lines.map(String.init)
         }
         #expect(printed.count == 8 && Set(printed).count == 1, "the processes got different tokens: \(printed)")
-        #expect(try Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
+        #expect(try await Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
 
         // The refresh token the store ends with is the live one: the provider accepts it.
         let refresh = try await CLI.run(["refresh"], environment: environment)
         #expect(refresh.status == 0, "\(refresh.stderr)")
-        #expect(try Self.familySize(of: firstRefreshToken) == 3)
+        #expect(try await Self.familySize(of: firstRefreshToken) == 3)
     }
 
     @Test func twelveConcurrentScriptsCauseOneRefresh() async throws {
@@ -143,12 +138,12 @@ struct TokenCLITests {
 
         // Make the stored access token look expired (as time would), then ask from 12 processes at once.
         let firstRefreshToken = try await Self.expireStoredSession(environment: environment)
-        #expect(try Self.familySize(of: firstRefreshToken) == 1)
-        let results = try (0..<12).map { _ in try BackgroundCLI(["token", "--format", "json"], environment: environment) }.map { $0.finish() }
+        #expect(try await Self.familySize(of: firstRefreshToken) == 1)
+        let results = await BackgroundCLI.finishAll(try (0..<12).map { _ in try BackgroundCLI(["token", "--format", "json"], environment: environment) })
         #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
         let values = Set(results.compactMap { try? $0.json()["token"] as? String })
         #expect(values.count == 1, "the processes got different tokens")
-        #expect(try Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
+        #expect(try await Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
     }
 }
 
@@ -169,11 +164,30 @@ final class BackgroundCLI {
         try process.run()
     }
 
-    func finish() -> CLIResult {
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CLIResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                         stderr: String(decoding: stderr, as: UTF8.self))
+    /// Waits for the process and returns what it printed. The wait happens on a thread of its own
+    /// (as `CLI.run`'s does), never on one of Swift's cooperative threads; both pipes are drained at
+    /// once, so a child that fills one while the other is read cannot stall.
+    func finish() async -> CLIResult {
+        let process = self.process, out = self.out, err = self.err
+        return await withCheckedContinuation { continuation in
+            Thread {
+                // Written by the reader thread before it signals, read here only after the wait.
+                nonisolated(unsafe) var stderr = Data()
+                let done = DispatchSemaphore(value: 0)
+                Thread { stderr = err.fileHandleForReading.readDataToEndOfFile(); done.signal() }.start()
+                let stdout = out.fileHandleForReading.readDataToEndOfFile()
+                done.wait()
+                process.waitUntilExit()
+                continuation.resume(returning: CLIResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                                                         stderr: String(decoding: stderr, as: UTF8.self)))
+            }.start()
+        }
+    }
+
+    /// Waits for every one of `processes`, in order.
+    static func finishAll(_ processes: [BackgroundCLI]) async -> [CLIResult] {
+        var results: [CLIResult] = []
+        for process in processes { results.append(await process.finish()) }
+        return results
     }
 }

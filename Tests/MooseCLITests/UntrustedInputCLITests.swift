@@ -39,7 +39,7 @@ struct UntrustedInputCLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         let session = try await CLI.storedSession(environment: environment)
         let refreshToken = try #require((session["tokens"] as? [String: Any])?["refreshToken"] as? String)
-        let before = try TokenCLITests.familySize(of: refreshToken)
+        let before = try await TokenCLITests.familySize(of: refreshToken)
 
         // Another process keeps the store open (its -wal and -shm exist), and this one may not grow
         // any file (RLIMIT_FSIZE 0, SIGXFSZ ignored): it can read the store but never write it.
@@ -61,7 +61,7 @@ struct UntrustedInputCLITests {
                                   environment: environment, timeout: 60, executable: "/bin/sh")
         #expect(limited.status == 1, "\(limited.stdout) \(limited.stderr)")
         #expect(limited.stderr.contains("no refresh token was spent"), "\(limited.stderr)")
-        #expect(try TokenCLITests.familySize(of: refreshToken) == before, "the provider saw a refresh")
+        #expect(try await TokenCLITests.familySize(of: refreshToken) == before, "the provider saw a refresh")
 
         // The session is intact: an ordinary refresh still works with the stored refresh token.
         kill(holder.processIdentifier, SIGKILL)
