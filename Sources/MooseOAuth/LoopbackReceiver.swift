@@ -132,8 +132,8 @@ public final class LoopbackReceiver: @unchecked Sendable {
             let ready = poll(&poller, 1, Int32(min(remaining, 0.1) * 1000))
             if ready <= 0 { continue }
             let client = accept(socketDescriptor, nil, nil)
-            if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }   // (accept4 is not in Swift's Glibc)
             guard client >= 0 else { continue }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)   // (accept4 is not in Swift's Glibc)
             guard outcome.beginConnection(limit: Self.maximumConnections) else {
                 _ = Glibc_close(client)
                 continue

@@ -103,20 +103,18 @@ do {
         // Detached: the main actor is blocked in readLine().
         Task.detached { for await status in statuses { say("status \(status) \(nowMilliseconds())") } }
         let transport = CurlTransport()
-        // A test harness on a loaded machine: a discovery that fails once is tried again (up to three
-        // times) — reachability, not discovery, is what this command is for.
-        var attempt = 0
-        var discovered: ProviderMetadata?
-        while discovered == nil {
-            attempt += 1
-            do {
-                discovered = try await Discovery(transport: transport).metadata(for: session.issuer)
-            } catch where attempt < 3 {
-                say("discovery failed (attempt \(attempt)): \(error)")
-                try await Task.sleep(for: .seconds(1))
+        // A test harness on a loaded machine: a discovery that fails is tried again (three attempts in
+        // all) — reachability, not discovery, is what this command is for.
+        func discover() async throws -> ProviderMetadata {
+            for attempt in 1..<3 {
+                do { return try await Discovery(transport: transport).metadata(for: session.issuer) } catch {
+                    say("discovery failed (attempt \(attempt)): \(error)")
+                    try await Task.sleep(for: .seconds(1))
+                }
             }
+            return try await Discovery(transport: transport).metadata(for: session.issuer)
         }
-        guard let metadata = discovered else { exit(1) }
+        let metadata = try await discover()
         let client = OAuthClient(metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
         var configuration = RefreshCoordinator.Configuration()
         configuration.reachability = reachability

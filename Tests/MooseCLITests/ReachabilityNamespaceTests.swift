@@ -12,17 +12,15 @@ struct ReachabilityNamespaceTests {
         let name = "moose\(getpid() % 100000)"
         let port = URL(string: TestIdentityProvider.issuer)?.port ?? 8765
         let up = try await CLI.run(["bash", LocalServer.repositoryRoot + "/tools/netns/up", name, String(port)], timeout: 90, executable: "/bin/bash")
+        defer { _ = try? CLI.runSynchronously(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash") }
         guard up.status != 3 else {
             Issue.record("the namespace was made but the IdP is not reachable through it: \(up.stderr)")
-            _ = try? CLI.runSynchronously(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash")
             return
         }
         guard up.status == 0 else {
             print("SKIPPED linkDownIsOfflineAndLinkUpRunsThePostponedRefresh: cannot create a network namespace here (\(up.stderr))")
-            _ = try? CLI.runSynchronously(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash")
             return
         }
-        defer { _ = try? CLI.runSynchronously(["bash", LocalServer.repositoryRoot + "/tools/netns/down", name], executable: "/bin/bash") }
         let hostInterface = up.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
         let (home, environment) = try await CLI.logIn("moose-netns")

@@ -59,19 +59,13 @@ struct InspectIssuerCLITests {
 /// `moose token` from many processes at once: one refresh at the provider.
 struct TokenCLITests {
     /// How many refresh tokens the provider has issued in the family of `refreshToken` (login + refreshes),
-    /// read from its database (django-oauth-toolkit keeps a token_family and a SHA-256 checksum per token).
-    /// Exact even while other tests use the same provider.
+    /// read from its database by tools/idp/token_family.py (django-oauth-toolkit keeps a token_family and
+    /// a SHA-256 checksum per token); -1 when the script fails. Exact even while other tests use the same
+    /// provider. The token goes in on standard input, never on a command line a failure message repeats;
+    /// the wait is on a thread of its own (CLI.run), not one of the two cooperative ones.
     static func familySize(of refreshToken: String) async throws -> Int {
-        let database = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/idp/.state/db.sqlite3")
-        let script = """
-            import hashlib, sqlite3, sys
-            db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=30)
-            checksum = hashlib.sha256(sys.argv[2].encode()).hexdigest()
-            family = db.execute("SELECT token_family FROM oauth2_provider_refreshtoken WHERE token_checksum = ?", (checksum,)).fetchone()
-            print(db.execute("SELECT COUNT(*) FROM oauth2_provider_refreshtoken WHERE token_family = ?", (family[0],)).fetchone()[0] if family else -1)
-            """
-        // Through CLI.run: the wait is on a thread of its own, not one of the two cooperative ones.
-        let result = try await CLI.run(["env", "python3", "-c", script, database, refreshToken], timeout: 60, executable: "/usr/bin/env")
+        let result = try await CLI.run(["env", "python3", LocalServer.repositoryRoot + "/tools/idp/token_family.py"],
+                                       stdin: Data(refreshToken.utf8), timeout: 60, executable: "/usr/bin/env")
         guard result.status == 0 else { return -1 }
         return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
