@@ -25,9 +25,11 @@ extension RefreshCoordinator {
     }
 
     /// The coordinator's events (refreshed, refresh failed, needs a new login, logged out), from
-    /// the moment of subscribing; each subscriber gets every event. Never fails.
+    /// the moment each subscriber subscribes: every subscription of this publisher (store it and
+    /// subscribe as often as you like) listens on its own, gets every event that happens after it
+    /// subscribed and none from before, and cancelling it ends only its own listening. Never fails.
     public nonisolated var eventsPublisher: AnyPublisher<RefreshEvent, Never> {
-        AsyncStreamPublisher(events).eraseToAnyPublisher()
+        AsyncStreamPublisher { [self] in self.events }.eraseToAnyPublisher()
     }
 }
 

@@ -138,8 +138,14 @@ public enum RefreshEvent: Sendable {
 public actor RefreshCoordinator {
     /// Tuning.
     public struct Configuration: Sendable {
-        /// The validity a cached token must still have (default 30 s).
+        /// The validity a cached token must still have (default 30 s) — capped, for each token, at
+        /// `maximumMarginFraction` of that token's own lifetime.
         public var minimumValidity: TimeInterval = 30
+        /// The largest share of a token's lifetime that any margin (`minimumValidity`, or the one a
+        /// caller passes) may ask for (default ¼). A provider issuing 5 s tokens against a 30 s margin
+        /// then gets one refresh per token — in its last 1.25 s — instead of a refresh on every call.
+        /// `refreshNow()` and a 401 (`refresh(rejecting:)`) are not margins and always refresh.
+        public var maximumMarginFraction: Double = 0.25
         /// The cross-process lease's lifetime: a crashed refresher's lease lapses after it. The
         /// lease is renewed every third of it while a refresh runs.
         public var leaseTTL: TimeInterval = 30
@@ -149,9 +155,11 @@ public actor RefreshCoordinator {
         public var transientAttempts = 3
         /// The first backoff delay (doubled each time, jittered 50–100%).
         public var backoff: TimeInterval = 0.5
-        /// At most this many refreshes…
+        /// At most this many futile refreshes — ones that failed, brought a token already too close
+        /// to its expiry to use, or whose token a server then rejected with a 401 —…
         public var refreshLimit = 5
-        /// …within this many seconds.
+        /// …within this many seconds (a refresh loop). Refreshes that produced a usable token are
+        /// not counted: short-lived tokens refreshed once per lifetime never trip it.
         public var refreshWindow: TimeInterval = 30
         /// The wall clock; `nil` (the default) reads the system's, cheaply enough for the hot path
         /// (on Linux the coarse real-time clock: a few milliseconds of resolution, which no expiry
@@ -169,6 +177,16 @@ public actor RefreshCoordinator {
     struct Snapshot {
         var token: AccessToken?
         var tokens: TokenSet?
+        /// The largest margin `token` can be asked for (a share of its lifetime).
+        var marginCap: TimeInterval = .infinity
+
+        init() {}
+
+        init(token: AccessToken, tokens: TokenSet, fraction: Double) {
+            self.token = token
+            self.tokens = tokens
+            marginCap = tokens.margin(.infinity, cappedAt: fraction)
+        }
     }
 
     /// The storage key of the session this coordinates (a profile name, an account id…).
@@ -206,7 +224,8 @@ public actor RefreshCoordinator {
         self.defaultMinimumValidity = configuration.minimumValidity
         self.customClock = configuration.clock
         if let current, current.state == .active {
-            snapshot.withLock { $0 = Snapshot(token: AccessToken(current.tokens, generation: 0), tokens: current.tokens) }
+            let fraction = configuration.maximumMarginFraction
+            snapshot.withLock { $0 = Snapshot(token: AccessToken(current.tokens, generation: 0), tokens: current.tokens, fraction: fraction) }
         }
     }
 
@@ -223,17 +242,22 @@ public actor RefreshCoordinator {
     /// listener its own copy, up to 32 buffered), ending when the listener stops iterating.
     public nonisolated var events: AsyncStream<RefreshEvent> { eventListeners.listen() }
 
-    /// The cached token if valid for `minimumValidity` seconds — a lock read, callable from any
+    /// The cached token if valid for `minimumValidity` seconds (at most the configured share of
+    /// its lifetime: see `Configuration.maximumMarginFraction`) — a lock read, callable from any
     /// context (the main actor included) without an actor hop.
     public nonisolated func cachedAccessToken(minimumValidity: TimeInterval? = nil) -> AccessToken? {
-        let minimum = minimumValidity ?? defaultMinimumValidity
+        let requested = minimumValidity ?? defaultMinimumValidity
         let now = nowSince1970()
         return snapshot.withLock { snapshot in
             guard let token = snapshot.token else { return nil }
-            if let expiresAt = token.expiresAt, expiresAt.timeIntervalSince1970 - now < minimum { return nil }
+            if let expiresAt = token.expiresAt, expiresAt.timeIntervalSince1970 - now < min(requested, snapshot.marginCap) { return nil }
             return token
         }
     }
+
+    /// The lifetime the provider gave the current token, when known (`moose token` warns when a
+    /// requested validity is longer than the provider's tokens live).
+    public nonisolated var currentTokenLifetime: TimeInterval? { snapshot.withLock { $0.tokens?.lifetime } }
 
     /// Seconds since 1970 on the configured clock.
     private nonisolated func nowSince1970() -> TimeInterval {
@@ -334,15 +358,18 @@ public actor RefreshCoordinator {
         }
     }
 
+    /// Refuses a refresh after `refreshLimit` futile ones within `refreshWindow` (a refresh loop).
     private func checkRefreshWindow() throws {
         let now = now()
         recentRefreshes.removeAll { now.timeIntervalSince($0) > configuration.refreshWindow }
         guard recentRefreshes.count < configuration.refreshLimit else {
             throw OAuthError(OAuthError.refreshLimit,
-                             "\(recentRefreshes.count) refreshes of \(key) in \(Int64(saturating: configuration.refreshWindow)) s: refusing another (a refresh loop?)")
+                             "\(recentRefreshes.count) futile refreshes of \(key) in \(Int64(saturating: configuration.refreshWindow)) s: refusing another (a refresh loop?)")
         }
-        recentRefreshes.append(now)
     }
+
+    /// Counts a refresh that gave no usable token toward the loop guard.
+    private func recordFutileRefresh() { recentRefreshes.append(now()) }
 
     /// Throws `offline` (and arranges the postponed refresh) when the reachability says offline.
     private func checkOnline() throws {
@@ -372,7 +399,8 @@ public actor RefreshCoordinator {
     private func publish(_ tokens: TokenSet) -> AccessToken {
         generation += 1
         let token = AccessToken(tokens, generation: generation)
-        snapshot.withLock { $0 = Snapshot(token: token, tokens: tokens) }
+        let fraction = configuration.maximumMarginFraction
+        snapshot.withLock { $0 = Snapshot(token: token, tokens: tokens, fraction: fraction) }
         return token
     }
 
@@ -387,12 +415,15 @@ public actor RefreshCoordinator {
     }
 
     /// Whether stored tokens answer the request without a refresh: valid for `minimumValidity` (a
-    /// finite one), or — for a 401 — different from the rejected token and valid for the default.
+    /// finite one, capped at the configured share of the tokens' lifetime), or — for a 401 —
+    /// different from the rejected token and valid for the default margin.
     private func answers(_ tokens: TokenSet, minimumValidity: TimeInterval, rejecting: String?) -> Bool {
+        let fraction = configuration.maximumMarginFraction
         if let rejecting {
-            return !tokens.accessToken.utf8.elementsEqual(rejecting.utf8) && tokens.isValid(for: configuration.minimumValidity, at: now())
+            return !tokens.accessToken.utf8.elementsEqual(rejecting.utf8)
+                && tokens.isValid(for: tokens.margin(configuration.minimumValidity, cappedAt: fraction), at: now())
         }
-        return minimumValidity.isFinite && tokens.isValid(for: minimumValidity, at: now())
+        return minimumValidity.isFinite && tokens.isValid(for: tokens.margin(minimumValidity, cappedAt: fraction), at: now())
     }
 
     private func performRefresh(minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
@@ -411,6 +442,9 @@ public actor RefreshCoordinator {
         // Offline: its own outcome, before the lease and the provider — the refresh waits for the network.
         try checkOnline()
         try checkRefreshWindow()
+        // A 401 means the token a refresh produced was not usable after all (a server that rejects
+        // every new token would otherwise loop).
+        if rejecting != nil { recordFutileRefresh() }
         // Taking the lease is a write: a storage that cannot be written fails here, before any
         // refresh token is spent.
         let lease: SessionLease
@@ -485,6 +519,7 @@ public actor RefreshCoordinator {
         do {
             fresh = try await refreshWithRetries(spent)
         } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
+            recordFutileRefresh()
             // Maybe another process rotated the token a moment ago: then its tokens are the answer.
             if let again = try await loadSession(), again.session.state == .active,
                !Self.same(again.session.tokens.refreshToken, spent.refreshToken) {
@@ -496,8 +531,13 @@ public actor RefreshCoordinator {
             eventListeners.yield(.needsReauthentication)
             throw error
         } catch let error as OAuthError {
+            recordFutileRefresh()
             eventListeners.yield(.refreshFailed(error))
             throw error
+        }
+        // A token already too close to its expiry to use counts toward the loop guard.
+        if !fresh.isValid(for: fresh.margin(min(configuration.minimumValidity, 1), cappedAt: configuration.maximumMarginFraction), at: now()) {
+            recordFutileRefresh()
         }
         session.tokens = fresh
         // No lost tokens: the rotated refresh token is committed before any caller sees the new

@@ -68,6 +68,22 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
         return expiresAt.timeIntervalSince(now) >= minimumValidity
     }
 
+    /// The access token's lifetime as the server gave it (`expiresAt` − `requestedAt`, never
+    /// negative), or `nil` when the server gave no expiry.
+    public var lifetime: TimeInterval? {
+        guard let expiresAt else { return nil }
+        let seconds = expiresAt.timeIntervalSince(requestedAt)
+        return seconds.isNaN ? 0 : max(seconds, 0)
+    }
+
+    /// The margin to ask of this token: `requested`, but at most `fraction` of the token's own
+    /// lifetime — so a provider that issues tokens living less than the margin (30 s tokens against
+    /// a 30 s margin) does not make every freshly issued token count as "about to expire".
+    public func margin(_ requested: TimeInterval, cappedAt fraction: Double) -> TimeInterval {
+        guard let lifetime, fraction.isFinite, fraction >= 0 else { return requested }
+        return min(requested, lifetime * min(fraction, 1))
+    }
+
     /// The first 6 hex digits of a token's SHA-256: enough to tell tokens apart in logs, useless to an attacker.
     public static func fingerprint(_ token: String) -> String {
         DigestAlgorithm.sha256.hash(Array(token.utf8)).prefix(3).map { byte in

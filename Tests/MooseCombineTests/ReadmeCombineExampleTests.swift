@@ -7,35 +7,8 @@ import OpenCombineShim
 import Synchronization
 import Testing
 
-// README, "Combine": the example below is quoted there verbatim (between the markers), and run here
-// against the real test provider.
-// BEGIN README COMBINE EXAMPLE
-struct Me: Endpoint {
-    let baseURL: URL
-    var path: String { "/userinfo/" }
-    var requiresAuthentication: Bool { true }      // the manager's middleware attaches the token
-}
-struct Profile: Decodable, Sendable { let sub: String; let preferred_username: String? }
-
-final class ProfileModel {
-    private(set) var name = ""
-    private(set) var needsLogin = false
-    private var cancellables = Set<AnyCancellable>()
-
-    init(moose: TokenManager, api: APIClient, apiBase: URL) {
-        moose.eventsPublisher                               // refreshed, refresh failed, needs a new login…
-            .sink { [weak self] event in if case .needsReauthentication = event { self?.needsLogin = true } }
-            .store(in: &cancellables)
-        moose.accessTokenPublisher()                        // one refresh, however many subscribe
-            .flatMap { _ in api.publisher(for: Me(baseURL: apiBase), as: Profile.self) }
-            .sink(receiveCompletion: { completion in
-                      if case .failure(let error) = completion { print("could not load the profile: \(error)") }
-                  },
-                  receiveValue: { [weak self] profile in self?.name = profile.preferred_username ?? profile.sub })
-            .store(in: &cancellables)
-    }
-}
-// END README COMBINE EXAMPLE
+// README, "Combine": the example in ReadmeCombineExample.swift (the whole file, imports included) is
+// quoted there verbatim, and run here against the real test provider.
 
 struct ReadmeCombineExampleTests {
     @Test func theReadmeExampleLoadsTheProfile() async throws {
@@ -50,11 +23,8 @@ struct ReadmeCombineExampleTests {
 
     @Test func theReadmeQuotesTheExampleVerbatim() throws {
         let root = LocalServer.repositoryRoot
-        let source = try String(contentsOfFile: root + "/Tests/MooseCombineTests/ReadmeCombineExampleTests.swift", encoding: .utf8)
+        let example = try String(contentsOfFile: root + "/Tests/MooseCombineTests/ReadmeCombineExample.swift", encoding: .utf8)
         let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
-        let begin = try #require(source.range(of: "// BEGIN README COMBINE EXAMPLE\n"))
-        let end = try #require(source.range(of: "// END README COMBINE EXAMPLE"))
-        let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains(example), "README's Combine example differs from the tested one")
+        #expect(readme.contains("```swift\n" + example + "```\n"), "README's Combine example differs from the tested one")
     }
 }
