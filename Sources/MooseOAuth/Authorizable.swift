@@ -64,6 +64,14 @@ public struct LogoutResult: Sendable {
     public var endSessionURL: URL?
     /// Why a revocation failed, if one did.
     public var revocationError: OAuthError?
+    /// Whether there was a stored session to log out of (`SessionEngine.logout`).
+    public var hadSession = false
+    /// Why the local session could not be wiped, if it could not (`SessionEngine.logout`): the
+    /// storage refused the delete; the secrets are still there.
+    public var wipeError: OAuthError?
+
+    /// An empty result (nothing revoked yet).
+    public init() {}
 }
 
 /// One way to obtain tokens: authorization code + PKCE, device authorization, client credentials.

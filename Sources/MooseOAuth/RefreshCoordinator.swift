@@ -69,15 +69,14 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
     /// carrying the nonce it sent, and every `DPoP-Nonce` it sends is remembered for its origin.
     public func send(_ request: APIRequest, with send: (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
         var request = request
-        guard let url = request.url else { throw OAuthError(OAuthError.invalidConfiguration, "the request has no absolute URL") }
-        func attempt() async throws -> APIResponse {
-            for field in try authorizationFields(method: request.method, url: url) { request.headerFields[field.name] = field.value }
-            let response = try await send(request)
-            if isDPoPBound { DPoPNonces.remember(response, from: url) }
-            return response
+        guard request.url != nil else { throw OAuthError(OAuthError.invalidConfiguration, "the request has no absolute URL") }
+        request.headerFields[.authorization] = try checkedAuthorizationHeader()
+        guard isDPoPBound else { return try await send(request) }
+        guard let dpopKey else {
+            throw OAuthError(OAuthError.needsLogin, "the access token is bound to a DPoP key that is not here (RFC 9449): log in again")
         }
-        let first = try await attempt()
-        return isDPoPBound && DPoPNonces.asksForNonce(first) ? try await attempt() : first
+        // The one nonce rule (DPoPKey.send): a proof per attempt, one resend when the server asks for a nonce.
+        return try await dpopKey.send(request, accessToken: value, send)
     }
 
     /// `Bearer <token>` for an `Authorization` header (RFC 6750 §2.1), unchecked: prefer
@@ -192,7 +191,7 @@ public actor RefreshCoordinator {
     /// The storage key of the session this coordinates (a profile name, an account id…).
     public nonisolated let key: String
     private let storage: any SessionStorage
-    private let refresher: @Sendable (TokenSet) async throws -> TokenSet
+    private let refresher: @Sendable (OAuthSession) async throws -> TokenSet
     private let configuration: Configuration
     private nonisolated let snapshot = Mutex(Snapshot())
     private nonisolated let defaultMinimumValidity: TimeInterval
@@ -211,12 +210,14 @@ public actor RefreshCoordinator {
     private nonisolated let eventListeners = EventListeners()
 
     /// A coordinator for the session under `key` in `storage`; `refresher` runs the refresh grant
+    /// for the stored session it is handed (read inside the refresh lease: never read it again)
     /// and validates what comes back (an `Authorizable`'s `refresh` does both).
     ///
     /// `current`, when the caller already read the session, seeds the cache so the first call
     /// needs no storage read.
-    public init(key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
-                current: OAuthSession? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet) {
+    /// (Internal: `SessionEngine.coordinator` is the public way to refresh with the whole session.)
+    init(key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
+         current: OAuthSession? = nil, refreshingSession refresher: @escaping @Sendable (OAuthSession) async throws -> TokenSet) {
         self.key = key
         self.storage = storage
         self.refresher = refresher
@@ -229,11 +230,19 @@ public actor RefreshCoordinator {
         }
     }
 
+    /// A coordinator whose `refresher` needs only the stored session's tokens.
+    public init(key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
+                current: OAuthSession? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet) {
+        self.init(key: key, storage: storage, configuration: configuration, current: current, refreshingSession: { session in
+            try await refresher(session.tokens)
+        })
+    }
+
     /// A coordinator that refreshes with `authorizer` (its `refresh` validates a new ID token the
     /// way its login did): the one refresh path for every flow.
     public init(key: String, storage: any SessionStorage, authorizer: any Authorizable,
                 configuration: Configuration = Configuration(), current: OAuthSession? = nil) {
-        self.init(key: key, storage: storage, configuration: configuration, current: current) { tokens in
+        self.init(key: key, storage: storage, configuration: configuration, current: current) { (tokens: TokenSet) in
             try await authorizer.refresh(tokens)
         }
     }
@@ -517,7 +526,7 @@ public actor RefreshCoordinator {
         let spent = session.tokens
         let fresh: TokenSet
         do {
-            fresh = try await refreshWithRetries(spent)
+            fresh = try await refreshWithRetries(session)
         } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
             recordFutileRefresh()
             // Maybe another process rotated the token a moment ago: then its tokens are the answer.
@@ -634,11 +643,11 @@ public actor RefreshCoordinator {
         (error.underlying as? HTTPRequestError)?.code == HTTPRequestError.timedOut
     }
 
-    private func refreshWithRetries(_ tokens: TokenSet) async throws -> TokenSet {
+    private func refreshWithRetries(_ session: OAuthSession) async throws -> TokenSet {
         var attempt = 1
         while true {
             do {
-                return try await refresher(tokens)
+                return try await refresher(session)
             } catch let error as OAuthError where error.code == OAuthError.transient && configuration.reachability?.status == .offline {
                 // The network went away: no retries burned; the refresh waits for it.
                 _ = error

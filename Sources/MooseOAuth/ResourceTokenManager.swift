@@ -239,9 +239,9 @@ actor ResourceEngine {
            stored.resource.map({ $0.utf8.elementsEqual(protected.resource.utf8) }) == true {
             current = stored
         }
-        let refresher = ResourceRefresher(settings: settings, metadata: server, resource: protected.resource, key: key)
-        let coordinator = RefreshCoordinator(key: key, storage: settings.storage, configuration: settings.configuration,
-                                             current: current) { tokens in try await refresher.refresh(tokens) }
+        let refresher = ResourceRefresher(settings: settings, metadata: server, resource: protected.resource)
+        let coordinator = SessionEngine(key: key, storage: settings.storage, configuration: settings.configuration)
+            .coordinator(current: current) { session in try refresher.client(for: session) }
         return ResourceContext(resource: protected.resource, protectedResource: protected, metadataURL: located.url,
                                authorizationServer: server, key: key, coordinator: coordinator)
     }
@@ -293,7 +293,7 @@ actor ResourceEngine {
         client.logger = settings.logger
         // Scopes: the caller's, else the challenge's, else configured, else what the resource lists.
         let scopes = requested ?? challenge?.scopes ?? settings.scopes ?? context.protectedResource.scopesSupported ?? []
-        let validator = scopes.contains("openid") ? Self.validator(server, clientID: identity.clientID, transport: settings.transport) : nil
+        let validator = scopes.contains("openid") ? SessionEngine.idTokenValidator(for: client) : nil
         let flow = AuthorizationCodeFlow(client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator)
         let tokens: TokenSet
         do {
@@ -303,13 +303,11 @@ actor ResourceEngine {
             registrationRefused = true
             throw error
         }
-        let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
-        var session = OAuthSession(issuer: server.issuer, clientID: identity.clientID, tokens: tokens, subject: claims?.subject,
-                                   attributes: (stored?.session.attributes ?? [:]).merging(SessionSummary.attributes(from: claims)) { $1 },
-                                   resource: context.resource, registration: identity.registration)
-        session.tokens.resource = context.resource
-        try await settings.storage.replace(session, key: context.key)
-        await context.coordinator.didLogIn()
+        var issued = tokens
+        issued.resource = context.resource
+        let session = try await SessionEngine(key: context.key, storage: settings.storage, configuration: settings.configuration)
+            .completeLogin(issued, client: client, attributes: stored?.session.attributes ?? [:], registration: identity.registration,
+                           coordinator: context.coordinator)
         // Publish the new token at once: callers reading the synchronous snapshot see it.
         _ = try? await context.coordinator.accessToken(minimumValidity: 0)
         return SessionSummary(key: context.key, session: session)
@@ -371,52 +369,29 @@ actor ResourceEngine {
         return Identity(clientID: registration.clientID, authentication: registration.authentication, registration: registration)
     }
 
-    static func validator(_ server: ProviderMetadata, clientID: String, transport: any HTTPTransport) -> IDTokenValidator? {
-        guard let jwksURI = server.jwksURI else { return nil }
-        var algorithms = Set((server.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
-        algorithms.subtract([.hs256, .hs384, .hs512])
-        return IDTokenValidator(issuer: server.issuer, clientID: clientID, jwks: JWKSCache(url: jwksURI, transport: transport),
-                                algorithms: algorithms.isEmpty ? [.rs256] : algorithms)
-    }
-
     func logout() async -> LogoutResult {
-        var result = LogoutResult()
         guard let context = try? await self.context(metadataURL: nil) else {
+            var result = LogoutResult()
             result.revocationError = OAuthError(OAuthError.transient, "the resource's metadata could not be fetched: nothing to log out of")
             return result
         }
-        if let stored = try? await settings.storage.load(context.key), stored.session.state == .active {
-            let session = stored.session
-            let client = OAuthClient(metadata: context.authorizationServer, clientID: session.clientID,
-                                     authentication: session.registration?.authentication ?? settings.identity.authentication,
-                                     transport: settings.transport)
-            result = await client.logout(session.tokens)
-        }
-        _ = try? await settings.storage.delete(context.key)
-        await context.coordinator.didLogOut()
-        return result
+        let refresher = ResourceRefresher(settings: settings, metadata: context.authorizationServer, resource: context.resource)
+        return await SessionEngine(key: context.key, storage: settings.storage, configuration: settings.configuration)
+            .logout(coordinator: context.coordinator) { session in try refresher.client(for: session).client }
     }
 }
 
-/// The refresh step of a resource session: the refresh grant naming the resource, as the client the
-/// stored session says the tokens were issued to (its registration), validating a new ID token.
-final class ResourceRefresher: Sendable {
+/// The client of a resource session: the one the stored session says its tokens were issued to (its
+/// registration, else the configured identity), naming the resource, with the ID-token validator
+/// for it (`SessionEngine` runs the refresh step with them).
+struct ResourceRefresher: Sendable {
     let settings: ResourceEngine.Settings
     let metadata: ProviderMetadata
     let resource: String
-    let key: String
 
-    init(settings: ResourceEngine.Settings, metadata: ProviderMetadata, resource: String, key: String) {
-        self.settings = settings
-        self.metadata = metadata
-        self.resource = resource
-        self.key = key
-    }
-
-    func refresh(_ tokens: TokenSet) async throws -> TokenSet {
-        // Read inside the coordinator's lease, right after it re-read the session.
-        guard let session = try await settings.storage.load(key)?.session,
-              session.issuer.utf8.elementsEqual(metadata.issuer.utf8) else {
+    /// The client and validator for `session` (handed over by the coordinator, read inside its lease).
+    func client(for session: OAuthSession) throws -> (client: OAuthClient, validator: IDTokenValidator?) {
+        guard session.issuer.utf8.elementsEqual(metadata.issuer.utf8) else {
             throw OAuthError(OAuthError.needsLogin, "there is no session of \(resource) at \(metadata.issuer): log in")
         }
         var client = OAuthClient(metadata: metadata, clientID: session.clientID,
@@ -424,9 +399,7 @@ final class ResourceRefresher: Sendable {
                                  transport: settings.transport)
         client.resource = resource
         client.logger = settings.logger
-        let validator = tokens.idToken == nil ? nil : ResourceEngine.validator(metadata, clientID: session.clientID, transport: settings.transport)
-        var fresh = try await client.refresh(tokens, validatingWith: validator)
-        fresh.resource = tokens.resource ?? resource
-        return fresh
+        let validator = session.tokens.idToken == nil ? nil : SessionEngine.idTokenValidator(for: client)
+        return (client, validator)
     }
 }

@@ -53,6 +53,7 @@ public final class TokenManager: Sendable {
     /// The coordinator every token goes through.
     public let coordinator: RefreshCoordinator
     private let state: ClientState
+    private let engine: SessionEngine
 
     /// The RFC 8707 resource the tokens are for (sent on login and every refresh), if any.
     public let resource: String?
@@ -72,11 +73,8 @@ public final class TokenManager: Sendable {
         let state = ClientState(issuer: issuer, clientID: clientID, authentication: authentication, transport: transport,
                                 endpoints: endpoints, scopes: scopes, dpop: dpop, resource: resource, logger: logger)
         self.state = state
-        coordinator = RefreshCoordinator(key: key, storage: storage, configuration: configuration) { tokens in
-            // Client credentials have no refresh token: their "refresh" is a new grant.
-            let grant = tokens.refreshToken == nil ? try await storage.load(key)?.session.attributes[ClientState.grantAttribute] : nil
-            return try await state.refresh(tokens, newGrant: grant == "client_credentials")
-        }
+        engine = SessionEngine(key: key, storage: storage, configuration: configuration)
+        coordinator = engine.coordinator { _ in try await state.prepare() }
     }
 
     /// Events for UIs (refreshed, refresh failed, needs a new login, logged out).
@@ -108,14 +106,9 @@ public final class TokenManager: Sendable {
         case .clientCredentials:
             tokens = try await ClientCredentialsFlow(client: client).authorize(parameters)
         }
-        var session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
-                                   resource: tokens.resource ?? client.resource)
-        let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
-        session.subject = claims?.subject
-        session.attributes = await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: client)
-        if case .clientCredentials = method { session.attributes[ClientState.grantAttribute] = "client_credentials" }
-        try await storage.replace(session, key: key)
-        await coordinator.didLogIn()
+        var grant: String? = nil
+        if case .clientCredentials = method { grant = "client_credentials" }
+        let session = try await engine.completeLogin(tokens, client: client, grant: grant, coordinator: coordinator)
         return SessionSummary(key: key, session: session)
     }
 
@@ -143,19 +136,8 @@ public final class TokenManager: Sendable {
     /// discovery fails (the failure is in the result).
     @discardableResult
     public func logout(postLogoutRedirectURI: URL? = nil) async -> LogoutResult {
-        var result = LogoutResult()
-        if let stored = try? await storage.load(key) {
-            do {
-                let client = try await state.client()
-                result = await client.logout(stored.session.tokens, postLogoutRedirectURI: postLogoutRedirectURI)
-            } catch {
-                result.revocationError = error as? OAuthError
-                    ?? OAuthError(OAuthError.transient, "the provider could not be reached to revoke the tokens", underlying: error)
-            }
-        }
-        _ = try? await storage.delete(key)
-        await coordinator.didLogOut()
-        return result
+        let state = self.state
+        return await engine.logout(coordinator: coordinator, postLogoutRedirectURI: postLogoutRedirectURI) { _ in try await state.client() }
     }
 }
 
@@ -231,7 +213,6 @@ public struct SessionSummary: Sendable, Hashable {
 
 /// The discovered client and ID-token validator, made once on first use.
 actor ClientState {
-    static let grantAttribute = "moose.grant"
     let issuer: String
     let clientID: String
     let authentication: ClientAuthentication
@@ -256,38 +237,18 @@ actor ClientState {
         self.logger = logger
     }
 
-    private func prepare() async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
+    func prepare() async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
         if let cached { return cached }
         let metadata = try await Discovery(transport: transport).metadata(for: issuer, overrides: endpoints)
         var client = OAuthClient(metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
         client.logger = logger
         client.dpop = dpop
         client.resource = resource
-        var validator: IDTokenValidator? = nil
-        if let jwksURI = metadata.jwksURI {
-            let algorithms = Set((metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
-            var secret: String? = nil
-            switch authentication {
-            case .clientSecretBasic(let value), .clientSecretPost(let value): secret = value
-            default: break
-            }
-            validator = IDTokenValidator(issuer: metadata.issuer, clientID: clientID, jwks: JWKSCache(url: jwksURI, transport: transport),
-                                         algorithms: algorithms.isEmpty ? [.rs256] : algorithms, clientSecret: secret)
-        }
+        let validator = SessionEngine.idTokenValidator(for: client)
         cached = (client, validator)
         return (client, validator)
     }
 
     func client() async throws -> OAuthClient { try await prepare().client }
     func validator() async throws -> IDTokenValidator? { try await prepare().validator }
-
-    /// The one refresh step: the refresh grant with ID-token validation, or — for client
-    /// credentials without a refresh token — a new grant.
-    func refresh(_ tokens: TokenSet, newGrant: Bool) async throws -> TokenSet {
-        let (client, validator) = try await prepare()
-        if newGrant {
-            return try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: tokens.scopes))
-        }
-        return try await client.refresh(tokens, validatingWith: validator)
-    }
 }

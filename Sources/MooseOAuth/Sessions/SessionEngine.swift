@@ -1,0 +1,165 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import MooseHTTP
+import MooseJWT
+
+/// A session's life, written once: what happens after a login's grant (name the user, store the
+/// session, tell the coordinator), how a stored session is refreshed (the one refresh step, with
+/// the one ID-token validator factory), and the logout sequence (revoke, end-session URL, wipe —
+/// always). `TokenManager`, `ResourceTokenManager` and every `moose` command stand on it; a new
+/// kind of login (a service's, a workload's) is one more grant handed to `completeLogin`, never a
+/// copy of these steps.
+///
+/// ```swift
+/// let engine = SessionEngine(key: "default", storage: storage)
+/// let coordinator = engine.coordinator { session in (client, SessionEngine.idTokenValidator(for: client)) }
+/// let tokens = try await AuthorizationCodeFlow(client: client, redirectURI: uri, userAgent: agent, idTokens: validator)
+///     .authorize(AuthorizationParameters(scopes: ["openid"]))
+/// let session = try await engine.completeLogin(tokens, client: client, coordinator: coordinator)
+/// let result = await engine.logout(coordinator: coordinator) { _ in client }
+/// ```
+public struct SessionEngine: Sendable {
+    /// The session attribute naming the grant a login used when a refresh cannot come from a refresh
+    /// token (`client_credentials`: a "refresh" is a new grant).
+    public static let grantAttribute = "moose.grant"
+
+    /// The storage key of the session.
+    public let key: String
+    /// Where the session lives.
+    public let storage: any SessionStorage
+    /// The coordinator's tuning.
+    public let configuration: RefreshCoordinator.Configuration
+
+    /// An engine for the session under `key` in `storage`.
+    public init(key: String, storage: any SessionStorage, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
+        self.key = key
+        self.storage = storage
+        self.configuration = configuration
+    }
+
+    // MARK: - ID tokens
+
+    /// The ID-token validator for `client` — the one factory every login and refresh uses: the
+    /// provider's advertised signing algorithms (RS256 when it names none); the HMAC ones (HS256/384/512,
+    /// keyed with the client secret, OIDC Core §10.1) only for a client that authenticates with a
+    /// secret, never for a public client. `nil` when the provider publishes no JWKS.
+    public static func idTokenValidator(for client: OAuthClient, persistence: JWKSCache.Persistence? = nil) -> IDTokenValidator? {
+        idTokenValidator(metadata: client.metadata, clientID: client.clientID, authentication: client.authentication,
+                         transport: client.transport, persistence: persistence)
+    }
+
+    /// The ID-token validator for `clientID` at the provider `metadata` describes (see `idTokenValidator(for:)`).
+    public static func idTokenValidator(metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication,
+                                        transport: any HTTPTransport, persistence: JWKSCache.Persistence? = nil) -> IDTokenValidator? {
+        guard let jwksURI = metadata.jwksURI else { return nil }
+        var algorithms = Set((metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
+        var secret: String? = nil
+        switch authentication {
+        case .clientSecretBasic(let value), .clientSecretPost(let value): secret = value
+        default: algorithms.subtract([.hs256, .hs384, .hs512])
+        }
+        return IDTokenValidator(issuer: metadata.issuer, clientID: clientID, jwks: JWKSCache(url: jwksURI, transport: transport, persistence: persistence),
+                                algorithms: algorithms.isEmpty ? [.rs256] : algorithms, clientSecret: secret)
+    }
+
+    // MARK: - Refresh
+
+    /// The one refresh step, for the stored session the coordinator read inside its lease: the
+    /// refresh grant (RFC 6749 §6) naming the session's resource, validating a new ID token with
+    /// `validator` — or, for a client-credentials session (no refresh token), a new grant for the
+    /// same scopes.
+    public static func refresh(_ session: OAuthSession, client: OAuthClient, validator: IDTokenValidator?) async throws -> TokenSet {
+        let tokens = session.tokens
+        if tokens.refreshToken == nil, let grant = session.attributes[grantAttribute], grant.utf8.elementsEqual("client_credentials".utf8) {
+            var client = client
+            client.resource = tokens.resource ?? session.resource ?? client.resource
+            var fresh = try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: tokens.scopes))
+            fresh.resource = fresh.resource ?? client.resource
+            return fresh
+        }
+        var fresh = try await client.refresh(tokens, validatingWith: validator)
+        fresh.resource = fresh.resource ?? tokens.resource ?? session.resource
+        return fresh
+    }
+
+    /// The coordinator for this session, refreshing with `client`'s answer for the stored session
+    /// (its client and ID-token validator: a registration kept with the session, a secret file…).
+    /// `current` seeds its cache when the caller already read the session.
+    public func coordinator(current: OAuthSession? = nil,
+                            client: @escaping @Sendable (OAuthSession) async throws -> (client: OAuthClient, validator: IDTokenValidator?))
+        -> RefreshCoordinator {
+        RefreshCoordinator(key: key, storage: storage, configuration: configuration, current: current, refreshingSession: { session in
+            let (client, validator) = try await client(session)
+            return try await Self.refresh(session, client: client, validator: validator)
+        })
+    }
+
+    // MARK: - Login
+
+    /// Completes a login whose grant gave `tokens` (already validated by the flow): names the user
+    /// (the ID token's `preferred_username`, `email`, `name` — else UserInfo's — then `sub`), stores
+    /// the session under `key` (replacing any), and tells `coordinator` so its next call reads it.
+    ///
+    /// - Parameters:
+    ///   - grant: recorded for grants a refresh repeats (`client_credentials`).
+    ///   - attributes: attributes to keep with the session (a CLI profile's settings); the display
+    ///     names found here win over older ones.
+    ///   - registration: the client registration the tokens were issued to, kept sealed with them.
+    @discardableResult
+    public func completeLogin(_ tokens: TokenSet, client: OAuthClient, grant: String? = nil, attributes: [String: String] = [:],
+                              registration: RegisteredClient? = nil, coordinator: RefreshCoordinator? = nil) async throws -> OAuthSession {
+        let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
+        var kept = attributes.merging(await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: client)) { $1 }
+        if let grant { kept[Self.grantAttribute] = grant }
+        let session = OAuthSession(issuer: client.metadata.issuer, clientID: client.clientID, tokens: tokens, subject: claims?.subject,
+                                   attributes: kept, resource: tokens.resource ?? client.resource, registration: registration)
+        do {
+            try await storage.replace(session, key: key)
+        } catch {
+            throw OAuthError(OAuthError.storeUnavailable, "the login succeeded but its session could not be stored under \(key)", underlying: error)
+        }
+        await coordinator?.didLogIn()
+        return session
+    }
+
+    // MARK: - Logout
+
+    /// Logs out in the right order: revokes the refresh token, then the access token (RFC 7009), and
+    /// builds the RP-initiated logout URL — with the client `client` gives for the stored session —
+    /// then wipes the session from the storage, always, even when the provider could not be reached
+    /// (the failure is in the result), and tells `coordinator` (its listeners get `loggedOut`).
+    ///
+    /// - Returns: the result, with `hadSession` false when nothing was stored under `key`.
+    public func logout(coordinator: RefreshCoordinator?, postLogoutRedirectURI: URL? = nil,
+                       client: (OAuthSession) async throws -> OAuthClient) async -> LogoutResult {
+        var result = LogoutResult()
+        let stored: StoredSession?
+        do {
+            stored = try await storage.load(key)
+        } catch {
+            // Unreadable (damaged, or sealed with another key): nothing to revoke, still wiped below.
+            stored = nil
+            result.revocationError = OAuthError(OAuthError.storeUnavailable, "the session of \(key) could not be read: nothing was revoked",
+                                                underlying: error)
+        }
+        if let session = stored?.session {
+            do {
+                result = try await client(session).logout(session.tokens, postLogoutRedirectURI: postLogoutRedirectURI)
+            } catch {
+                result.revocationError = error as? OAuthError
+                    ?? OAuthError(OAuthError.transient, "the provider could not be reached to revoke the tokens", underlying: error)
+            }
+        }
+        result.hadSession = stored != nil
+        do {
+            try await storage.delete(key)
+        } catch {
+            result.wipeError = OAuthError(OAuthError.storeUnavailable, "the session of \(key) could not be wiped", underlying: error)
+        }
+        await coordinator?.didLogOut()
+        return result
+    }
+}
