@@ -127,16 +127,14 @@ public struct TokenAuthorizer: Sendable {
                                _ send: (HTTPFields) async throws -> Response) async throws -> Response {
         let sent = try await coordinator.accessToken()
         func attempt(_ token: AccessToken) async throws -> Response {
-            let response = try await send(try authorizationFields(for: token, method: method, url: url))
-            if token.isDPoPBound, let url, let nonce = dpopNonce(response) { DPoPNonces.remember(nonce, from: url) }
-            return response
+            guard token.isDPoPBound, let url else { return try await send(try authorizationFields(for: token, method: method, url: url)) }
+            // A proof that lacked the server's nonce is answered with a new proof, not a new token.
+            return try await DPoPNonces.send(to: url, canResend: canResend, asksForNonce: { verdict($0) == .useDPoPNonce },
+                                             nonce: dpopNonce, discard: discard) {
+                try await send(try authorizationFields(for: token, method: method, url: url))
+            }
         }
-        var response = try await attempt(sent)
-        if sent.isDPoPBound, verdict(response) == .useDPoPNonce, canResend {
-            // The proof lacked the server's nonce, now remembered: a new proof, not a new token.
-            await discard(response)
-            response = try await attempt(sent)
-        }
+        let response = try await attempt(sent)
         guard verdict(response) == .rejected else { return response }
         await discard(response)
         let fresh = try await coordinator.refresh(rejecting: sent)

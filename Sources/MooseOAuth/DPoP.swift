@@ -161,22 +161,39 @@ public enum DPoPNonces {
     }
 }
 
+extension DPoPNonces {
+    /// The one nonce rule of RFC 9449 (§8 at a token endpoint, §9 at a resource server), for every
+    /// sender in Moose — OAuth requests, `AccessToken.send`, `TokenAuthorizer` (so `AuthMiddleware`
+    /// and `AccessTokenMiddleware`): `attempt` sends with a proof made now (carrying the nonce `url`'s
+    /// origin gave last); the nonce an answer carries is remembered for that origin; an answer that
+    /// asks for a nonce is discarded and the request sent once more — once, never a loop — when the
+    /// request can be sent again.
+    static func send<Response>(to url: URL, canResend: Bool = true, asksForNonce: (Response) -> Bool, nonce: (Response) -> String?,
+                               discard: (Response) async -> Void = { _ in },
+                               _ attempt: () async throws -> Response) async throws -> Response {
+        func once() async throws -> Response {
+            let response = try await attempt()
+            if let nonce = nonce(response) { remember(nonce, from: url) }
+            return response
+        }
+        let first = try await once()
+        guard canResend, asksForNonce(first) else { return first }
+        await discard(first)
+        return try await once()
+    }
+}
+
 extension DPoPKey {
     /// Sends `request` with a fresh proof in its `DPoP` header (carrying the origin's last nonce and,
-    /// for a resource request, `ath` of `accessToken`); when the server asks for a nonce, remembers it
-    /// and sends once more with a new proof. Every answer's `DPoP-Nonce` is remembered.
+    /// for a resource request, `ath` of `accessToken`), by the one nonce rule (`DPoPNonces.send`).
     func send(_ request: APIRequest, accessToken: String? = nil,
               _ send: (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
         var request = request
         guard let url = request.url else { throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs an absolute URL") }
-        func attempt() async throws -> APIResponse {
+        return try await DPoPNonces.send(to: url, asksForNonce: DPoPNonces.asksForNonce, nonce: { $0.headerFields[.dpopNonce] }) {
             request.headerFields[.dpop] = try proof(method: request.method, url: url, accessToken: accessToken,
                                                     nonce: DPoPNonces.nonce(for: url))
-            let response = try await send(request)
-            DPoPNonces.remember(response, from: url)
-            return response
+            return try await send(request)
         }
-        let first = try await attempt()
-        return DPoPNonces.asksForNonce(first) ? try await attempt() : first
     }
 }
