@@ -1,3 +1,4 @@
+#if MooseCombine
 public import OpenCombineShim
 
 /// A publisher over an `AsyncStream` that never fails (the coordinator's events): each subscription
@@ -79,3 +80,4 @@ private final class StreamSubscription<Output: Sendable>: Subscription, @uncheck
 
     var combineIdentifier: CombineIdentifier { CombineIdentifier(self) }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MooseCombine
 import Foundation
 import MooseCombine
 import MooseHTTP
@@ -58,3 +59,4 @@ struct ReadmeCombineExampleTests {
         #expect(readme.contains(example), "README's Combine example differs from the tested one")
     }
 }
+#endif

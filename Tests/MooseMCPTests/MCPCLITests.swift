@@ -1,3 +1,4 @@
+#if MooseMCP
 import Foundation
 import MooseHTTP
 import MooseJWT
@@ -98,3 +99,4 @@ enum MooseCLI {
         return builtExecutable("moose")
     }()
 }
+#endif

@@ -1,3 +1,4 @@
+#if ExampleService
 import Foundation
 import MooseHTTP
 import MooseTestSupport
@@ -166,3 +167,4 @@ final class SecondIdP: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
+#endif
