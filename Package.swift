@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 /// Settings every Moose target gets: Swift 6 language mode (strict concurrency) and
@@ -7,6 +7,26 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
     .enableUpcomingFeature("ExistentialAny"),
 ]
+
+// MARK: - Traits
+// One fixed manifest. The core (MooseOAuth and what it stands on) needs swift-log, swift-http-types and,
+// for the CLI, swift-argument-parser. Each adapter is a package trait, off by default: every use of the
+// library it adapts is conditional on the trait, so an app that does not enable it never resolves that
+// library, and the adapter's sources (wrapped in `#if Trait`) compile to an empty module.
+//
+//   .package(url: "https://github.com/…/moose", from: "…", traits: ["MoosePostgres"])
+//
+// `swift build --enable-all-traits` (tools/test) builds everything; a plain `swift build` the core only.
+
+/// A dependency product used only when `trait` is enabled.
+func adapted(_ product: String, _ package: String, _ traits: Set<String>) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: traits))
+}
+
+/// A target of this package used only when one of `traits` is enabled.
+func adapter(_ target: String, _ traits: Set<String>) -> Target.Dependency {
+    .target(name: target, condition: .when(traits: traits))
+}
 
 let package = Package(
     name: "Moose",
@@ -22,12 +42,42 @@ let package = Package(
         .library(name: "MooseURLSession", targets: ["MooseURLSession"]),
         .library(name: "MooseOAuth", targets: ["MooseOAuth"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
+        // The commands of `moose`, for a main of one's own (moose and moose-pg are two such mains).
+        .library(name: "MooseCLI", targets: ["MooseCLI"]),
         .executable(name: "moose", targets: ["moose"]),
+        // Adapters: each needs its trait (an empty module without it).
+        .library(name: "MooseCombine", targets: ["MooseCombine"]),
+        .library(name: "MooseMCP", targets: ["MooseMCP"]),
+        .library(name: "MoosePostgres", targets: ["MoosePostgres"]),
+        .library(name: "MooseOpenAPI", targets: ["MooseOpenAPI"]),
+        .library(name: "MooseAsyncHTTPClient", targets: ["MooseAsyncHTTPClient"]),
+        // `moose` with PostgreSQL stores (trait MoosePostgres); `moose` execs it for a postgres:// store.
+        .executable(name: "moose-pg", targets: ["moose-pg"]),
+    ],
+    traits: [
+        .trait(name: "MooseCombine", description: "MooseCombine: publishers over the async API (OpenCombine where Combine is missing)."),
+        .trait(name: "MooseMCP", description: "MooseMCP: an HTTPClientAuthorizer for the MCP Swift SDK (modelcontextprotocol/swift-sdk)."),
+        .trait(name: "MoosePostgres", description: "MoosePostgres: sessions and leases in PostgreSQL (postgres-nio), and the moose-pg binary."),
+        .trait(name: "MooseOpenAPI", description: "MooseOpenAPI: a swift-openapi-runtime ClientMiddleware."),
+        .trait(name: "MooseAsyncHTTPClient", description: "MooseAsyncHTTPClient: an HTTPTransport on AsyncHTTPClient (swift-nio)."),
+        .trait(name: "ExampleService", description: "Moose's own example service (Hummingbird) and its generated client, for Moose's tests.",
+               enabledTraits: ["MooseOpenAPI", "MooseAsyncHTTPClient"]),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // Adapters only (each resolved only when its trait is enabled).
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The example service (tools/example-service) and its tests only.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -55,131 +105,109 @@ let package = Package(
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
         .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP", "MooseJWT"], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
-        .executableTarget(
-            name: "moose",
-            dependencies: [
-                "MooseJWT",
-                "MooseCrypto",
-                "MooseHTTP",
-                "MooseSecretStore",
-                "MooseOAuth",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
-        // A child process for the store's multi-process tests.
-        .executableTarget(name: "moose-store-worker", dependencies: ["MooseSecretStore", "MooseOAuth", "MooseHTTP"]),
+
+        // MARK: The CLI
+        // Every command; the session backend (file store, or what the main registers for postgres:// stores)
+        // is chosen at start-up.
+        .target(name: "MooseCLI", dependencies: [
+            "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSecretStore", "MooseOAuth",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // `moose` does not link SwiftNIO (linking it made `moose token` start 1.33x slower: BENCHMARKS.md);
+        // given a postgres:// store it execs `moose-pg`.
+        .executableTarget(name: "moose", dependencies: ["MooseCLI"]),
+        // The same commands with the PostgreSQL backend.
+        .executableTarget(name: "moose-pg", dependencies: [
+            "MooseCLI", "MooseOAuth", "MooseSecretStore", adapter("MoosePostgres", ["MoosePostgres"]),
+        ]),
+        // A child process for the store's multi-process tests (and, with MoosePostgres, a PostgreSQL replica).
+        .executableTarget(name: "moose-store-worker", dependencies: [
+            "MooseSecretStore", "MooseOAuth", "MooseHTTP", adapter("MoosePostgres", ["MoosePostgres"]),
+        ]),
         .testTarget(name: "MooseSecretStoreTests", dependencies: ["MooseSecretStore", "MooseTestSupport", "moose-store-worker"]),
         .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTestSupport"]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTestSupport"]),
-        .testTarget(name: "MooseCLITests", dependencies: ["moose", "moose-store-worker", "MooseTestSupport"]),
-    ],
-    swiftLanguageModes: [.v6]
-)
+        .testTarget(name: "MooseCLITests", dependencies: [
+            "MooseCLI", "moose", "moose-store-worker", "MooseTestSupport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
 
-// Adapters: each its own product, the only one that depends on the library it adapts; the sanitizer
-// builds of tools/test leave them out (MOOSE_CORE_ONLY=1) so they never compile those libraries.
-if Context.environment["MOOSE_CORE_ONLY"] != "1" {
-    // Combine where it exists, OpenCombine elsewhere (OpenCombineShim picks).
-    package.dependencies.append(.package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"))
-    package.products.append(.library(name: "MooseCombine", targets: ["MooseCombine"]))
-    // The MCP Swift SDK's HTTPClientAuthorizer on Moose.
-    package.dependencies.append(.package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"))
-    package.products.append(.library(name: "MooseMCP", targets: ["MooseMCP"]))
-    package.targets += [
-        .target(name: "MooseCombine", dependencies: ["MooseOAuth", "MooseHTTP", .product(name: "OpenCombineShim", package: "OpenCombine")]),
-        .testTarget(name: "MooseCombineTests", dependencies: ["MooseCombine", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
-                                                              .product(name: "OpenCombineShim", package: "OpenCombine")]),
-        .target(name: "MooseMCP", dependencies: ["MooseOAuth", "MooseHTTP", "MooseURLSession",
-                                                 .product(name: "MCP", package: "swift-sdk")]),
+        // MARK: Adapters (trait-guarded sources)
+        // Combine where it exists, OpenCombine elsewhere (OpenCombineShim picks).
+        .target(name: "MooseCombine", dependencies: [
+            "MooseOAuth", "MooseHTTP", adapted("OpenCombineShim", "OpenCombine", ["MooseCombine"]),
+        ]),
+        .testTarget(name: "MooseCombineTests", dependencies: [
+            "MooseCombine", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
+            adapted("OpenCombineShim", "OpenCombine", ["MooseCombine"]),
+        ]),
+        // The MCP Swift SDK's HTTPClientAuthorizer on Moose.
+        .target(name: "MooseMCP", dependencies: [
+            "MooseOAuth", "MooseHTTP", "MooseURLSession", adapted("MCP", "swift-sdk", ["MooseMCP"]),
+        ]),
         // A child process for the two-process MCP test (not a product).
-        .executableTarget(name: "moose-mcp-worker", dependencies: ["MooseMCP", "MooseOAuth", "MooseSecretStore", "MooseHTTP",
-                                                                   .product(name: "MCP", package: "swift-sdk")],
-                          path: "Tests/MCPWorker"),
-        .testTarget(name: "MooseMCPTests", dependencies: ["MooseMCP", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
-                                                          "moose-mcp-worker", "moose", .product(name: "MCP", package: "swift-sdk")]),
-    ]
-    // PostgreSQL (MoosePostgres: sessions and leases on postgres-nio). `moose-pg` and the store worker
-    // compile their PostgreSQL support with `#if MOOSE_POSTGRES` (not `canImport`, true for any module in the build folder).
-    package.dependencies.append(.package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"))
-    package.targets.append(.target(name: "MoosePostgres", dependencies: [
-        "MooseOAuth", "MooseSecretStore", "MooseCrypto",
-        .product(name: "PostgresNIO", package: "postgres-nio"),
-        .product(name: "Logging", package: "swift-log"),
-    ]))
-    package.products.append(.library(name: "MoosePostgres", targets: ["MoosePostgres"]))
-    package.targets.append(.testTarget(name: "MoosePostgresTests", dependencies: [
-        "MoosePostgres", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
-        .product(name: "PostgresNIO", package: "postgres-nio"),
-    ]))
-    // `moose` itself stays lean (linking SwiftNIO made `moose token` start 1.33x slower: BENCHMARKS.md); given a
-    // postgres:// store it execs `moose-pg`, the same command-line sources (symbolic links in
-    // Sources/moose-pg) built with MOOSE_POSTGRES and MoosePostgres.
-    package.targets.append(.executableTarget(
-        name: "moose-pg",
-        dependencies: ["MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSecretStore", "MooseOAuth", "MoosePostgres",
-                       .product(name: "ArgumentParser", package: "swift-argument-parser")],
-        swiftSettings: [.define("MOOSE_POSTGRES")]))
-    package.products.append(.executable(name: "moose-pg", targets: ["moose-pg"]))
-    for target in package.targets where target.name == "moose-store-worker" {
-        target.dependencies.append("MoosePostgres")
-        target.swiftSettings = (target.swiftSettings ?? []) + [.define("MOOSE_POSTGRES")]
-    }
-    // swift-openapi middleware, AsyncHTTPClient transport, the example service (Hummingbird).
-    package.dependencies += [
-        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        // The example service (tools/example-service) and the adapters' tests only.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
-    ]
-    package.products += [
-        .library(name: "MooseOpenAPI", targets: ["MooseOpenAPI"]),
-        .library(name: "MooseAsyncHTTPClient", targets: ["MooseAsyncHTTPClient"]),
-    ]
-    package.targets += [
+        .executableTarget(name: "moose-mcp-worker", dependencies: [
+            "MooseMCP", "MooseOAuth", "MooseSecretStore", "MooseHTTP", adapted("MCP", "swift-sdk", ["MooseMCP"]),
+        ], path: "Tests/MCPWorker"),
+        .testTarget(name: "MooseMCPTests", dependencies: [
+            "MooseMCP", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-mcp-worker", "moose",
+            adapted("MCP", "swift-sdk", ["MooseMCP"]),
+        ]),
+        // PostgreSQL: sessions and leases on postgres-nio, for several replicas.
+        .target(name: "MoosePostgres", dependencies: [
+            "MooseOAuth", "MooseSecretStore", "MooseCrypto",
+            adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "MoosePostgresTests", dependencies: [
+            "MoosePostgres", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
+            adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
+        ]),
         // A swift-openapi-runtime ClientMiddleware: the coordinator's token on every request, one refresh on a 401.
         .target(name: "MooseOpenAPI", dependencies: [
             "MooseOAuth", "MooseHTTP",
-            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            adapted("OpenAPIRuntime", "swift-openapi-runtime", ["MooseOpenAPI"]),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         // An HTTPTransport on the app's AsyncHTTPClient HTTPClient (server apps).
         .target(name: "MooseAsyncHTTPClient", dependencies: [
             "MooseHTTP",
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            adapted("AsyncHTTPClient", "async-http-client", ["MooseAsyncHTTPClient"]),
+            adapted("NIOCore", "swift-nio", ["MooseAsyncHTTPClient"]),
+            adapted("NIOHTTP1", "swift-nio", ["MooseAsyncHTTPClient"]),
+            adapted("NIOFoundationCompat", "swift-nio", ["MooseAsyncHTTPClient"]),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        // The client swift-openapi-generator made from tools/resource/openapi.yaml (see tools/example-service/regenerate).
-        .target(name: "MooseExampleAPI", dependencies: [
-            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-        ], path: "tools/example-service/Sources/MooseExampleAPI"),
-        // The example service: a Hummingbird 2 app calling the protected API with a client-credentials token.
-        .executableTarget(name: "moose-example-service", dependencies: [
-            "MooseOAuth", "MooseHTTP", "MooseOpenAPI", "MooseAsyncHTTPClient", "MooseExampleAPI",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
-            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-        ], path: "tools/example-service/Sources/moose-example-service"),
         .testTarget(name: "MooseAsyncHTTPClientTests", dependencies: [
             "MooseAsyncHTTPClient", "MooseHTTP", "MooseTestSupport",
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            adapted("AsyncHTTPClient", "async-http-client", ["MooseAsyncHTTPClient"]),
         ]),
+        // The example service (trait ExampleService). The client swift-openapi-generator made from
+        // tools/resource/openapi.yaml (see tools/example-service/regenerate, which wraps it in `#if ExampleService`).
+        .target(name: "MooseExampleAPI", dependencies: [
+            adapted("OpenAPIRuntime", "swift-openapi-runtime", ["ExampleService"]),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ], path: "tools/example-service/Sources/MooseExampleAPI"),
+        // A Hummingbird 2 app calling the protected API with a client-credentials token.
+        .executableTarget(name: "moose-example-service", dependencies: [
+            "MooseOAuth", "MooseHTTP", "MooseOpenAPI", "MooseAsyncHTTPClient", "MooseExampleAPI",
+            adapted("Hummingbird", "hummingbird", ["ExampleService"]),
+            adapted("AsyncHTTPClient", "async-http-client", ["ExampleService"]),
+            adapted("OpenAPIAsyncHTTPClient", "swift-openapi-async-http-client", ["ExampleService"]),
+            adapted("OpenAPIRuntime", "swift-openapi-runtime", ["ExampleService"]),
+        ], path: "tools/example-service/Sources/moose-example-service"),
+        // The middleware against the example service's generated client: needs ExampleService.
         .testTarget(name: "MooseOpenAPITests", dependencies: [
             "MooseOpenAPI", "MooseOAuth", "MooseHTTP", "MooseCrypto", "MooseAsyncHTTPClient", "MooseExampleAPI", "MooseTestSupport",
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-            .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+            adapted("AsyncHTTPClient", "async-http-client", ["ExampleService"]),
+            adapted("OpenAPIRuntime", "swift-openapi-runtime", ["ExampleService"]),
+            adapted("OpenAPIAsyncHTTPClient", "swift-openapi-async-http-client", ["ExampleService"]),
         ]),
-    ]
-}
+    ],
+    swiftLanguageModes: [.v6]
+)
 
 // Generated code (MooseExampleAPI) keeps the generator's own import style.
 for target in package.targets where target.type != .system && target.name != "MooseExampleAPI" {
@@ -188,7 +216,8 @@ for target in package.targets where target.type != .system && target.name != "Mo
 
 // MARK: - Fuzzing (only when MOOSE_FUZZ=1; see tools/fuzz/run)
 // One libFuzzer executable whose harness is chosen by MOOSE_FUZZ_TARGET; in this package so it can
-// reach `package` parsers. Normal builds never see it.
+// reach `package` parsers. Normal builds never see it. This environment switch stays (unlike the old
+// MOOSE_CORE_ONLY): the target needs -sanitize=fuzzer, which a trait cannot scope to one product.
 if Context.environment["MOOSE_FUZZ"] == "1" {
     package.targets.append(.executableTarget(
         name: "MooseFuzz",

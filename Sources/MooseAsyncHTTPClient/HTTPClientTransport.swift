@@ -1,3 +1,4 @@
+#if MooseAsyncHTTPClient
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -319,3 +320,4 @@ final class OpenFile: @unchecked Sendable {
         }
     }
 }
+#endif

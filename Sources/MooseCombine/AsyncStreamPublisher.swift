@@ -1,3 +1,4 @@
+#if MooseCombine
 public import OpenCombineShim
 
 /// A publisher of an async sequence of events that never fails (the coordinator's events): every
@@ -92,3 +93,4 @@ private final class StreamSubscription<Output: Sendable>: Subscription, Sendable
 
     var combineIdentifier: CombineIdentifier { CombineIdentifier(self) }
 }
+#endif

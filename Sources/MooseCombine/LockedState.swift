@@ -1,3 +1,4 @@
+#if MooseCombine
 import Synchronization
 
 /// A subscription's state behind a lock. The state holds a subscriber, which is not `Sendable`, so
@@ -14,3 +15,4 @@ final class LockedState<State>: @unchecked Sendable {
         lock.withLock { _ in body(&state) }
     }
 }
+#endif

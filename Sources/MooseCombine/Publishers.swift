@@ -1,3 +1,4 @@
+#if MooseCombine
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -101,3 +102,4 @@ private struct UncheckedSendable<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MooseCombine
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -92,3 +93,4 @@ private final class TaskSubscription<Output: Sendable>: Subscription, @unchecked
 
     var combineIdentifier: CombineIdentifier { CombineIdentifier(self) }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MooseMCP
 // MooseMCP: the MCP Swift SDK's `HTTPClientAuthorizer` on Moose — discovery, registration, login,
 // one refresh however many connections ask, step-up — following the MCP authorization
 // specification (2025-11-25).
@@ -263,3 +264,4 @@ public struct MCPAuthorizationError: Error, LocalizedError, CustomStringConverti
     /// The same as `description`, for `localizedDescription`.
     public var errorDescription: String? { description }
 }
+#endif

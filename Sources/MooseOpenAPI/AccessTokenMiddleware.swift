@@ -1,3 +1,4 @@
+#if MooseOpenAPI
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -88,3 +89,4 @@ public struct AccessTokenMiddleware: ClientMiddleware {
         return URL(string: base + path)
     }
 }
+#endif

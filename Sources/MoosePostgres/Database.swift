@@ -1,3 +1,4 @@
+#if MoosePostgres
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -185,3 +186,4 @@ extension PostgresRow {
         return self
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MoosePostgres
 import Synchronization
 
 /// Thrown by `Deadline.run` when the work did not finish in time.
@@ -56,3 +57,4 @@ enum Deadline {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MoosePostgres
 import Synchronization
 
 /// Wakes lease waiters in this process when a NOTIFY says a lease was released. A waiter notes the
@@ -83,3 +84,4 @@ final class LeaseSignals: Sendable {
         waiter?.continuation.resume()
     }
 }
+#endif

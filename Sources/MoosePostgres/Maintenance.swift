@@ -1,3 +1,4 @@
+#if MoosePostgres
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -172,3 +173,4 @@ extension PostgresSessionStorage {
         state.withLock { $0.ring?.master = master }
     }
 }
+#endif

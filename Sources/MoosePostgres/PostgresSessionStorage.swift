@@ -1,3 +1,4 @@
+#if MoosePostgres
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -369,3 +370,4 @@ public final class PostgresSessionStorage: SessionStorage {
         OAuthError(OAuthError.leaseLost, "lease \(name) expired or was taken over")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MoosePostgres
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -385,3 +386,4 @@ enum URLParser {
         return try configuration.validated()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MoosePostgres
 /// The one error type of `MoosePostgres`.
 ///
 /// Messages name the database by its redacted URL (`postgres://moose:***@db.example.com/moose`) and
@@ -59,3 +60,4 @@ public struct PostgresStorageError: Error, Sendable, CustomStringConvertible {
     /// An argument is invalid (an empty or over-long key or lease name, a ttl out of range).
     public static let invalidArgument = Code(name: "invalidArgument")
 }
+#endif

@@ -1,3 +1,4 @@
+#if MoosePostgres
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -221,3 +222,4 @@ enum Schema {
         return keys
     }
 }
+#endif

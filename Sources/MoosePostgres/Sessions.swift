@@ -1,3 +1,4 @@
+#if MoosePostgres
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -448,3 +449,4 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
         }
     }
 }
+#endif

@@ -1,4 +1,4 @@
-#if MOOSE_POSTGRES
+#if MoosePostgres
 import MooseHTTP
 import MooseOAuth
 import MoosePostgres

@@ -43,7 +43,7 @@ guard arguments.count >= 4 else {
     exit(2)
 }
 let command = arguments[1]
-#if MOOSE_POSTGRES
+#if MoosePostgres
 if command == "pg-tokens" {
     await postgresTokens(Array(arguments.dropFirst(2)))
     exit(0)

@@ -1,3 +1,4 @@
+#if MooseMCP
 // A child process for MooseMCP's two-process test (not shipped as a product).
 //
 //   moose-mcp-worker echo STORE KEYFILE SERVER_URL COUNT
@@ -43,3 +44,4 @@ do {
     say("error \(error)")
     exit(1)
 }
+#endif

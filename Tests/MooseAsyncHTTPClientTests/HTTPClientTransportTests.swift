@@ -1,3 +1,4 @@
+#if MooseAsyncHTTPClient
 import AsyncHTTPClient
 import Foundation
 import MooseAsyncHTTPClient
@@ -103,3 +104,4 @@ struct HTTPClientTransportTests {
         #expect(answer["attempt"]?.number == 2)
     }
 }
+#endif

@@ -1,5 +1,5 @@
 import ArgumentParser
-@testable import moose
+@testable import MooseCLI
 import Testing
 
 /// `LeanCommandLine` (the argument-parser-free start of `moose inspect` and `moose token`) against

@@ -1,3 +1,4 @@
+#if MooseCombine
 import Foundation
 import MooseCombine
 import MooseHTTP
@@ -134,3 +135,4 @@ struct CombineTests {
         withExtendedLifetime([a, b, c, d]) {}
     }
 }
+#endif

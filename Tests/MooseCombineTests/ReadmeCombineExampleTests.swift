@@ -1,3 +1,4 @@
+#if MooseCombine
 import Foundation
 import MooseCombine
 import MooseHTTP
@@ -28,3 +29,4 @@ struct ReadmeCombineExampleTests {
         #expect(readme.contains("```swift\n" + example + "```\n"), "README's Combine example differs from the tested one")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MooseMCP
 import Foundation
 import MooseHTTP
 import MooseJWT
@@ -101,3 +102,4 @@ enum MooseCLI {
         return builtExecutable("moose")
     }()
 }
+#endif

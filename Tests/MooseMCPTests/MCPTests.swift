@@ -1,3 +1,4 @@
+#if MooseMCP
 import Foundation
 import MCP
 import MooseHTTP
@@ -322,3 +323,4 @@ enum Worker {
 @Test func theTestMCPServerRuns() {
     #expect(MCPTestServer.url != nil, "\(MCPTestServer.unavailable): the MCP tests did not run")
 }
+#endif

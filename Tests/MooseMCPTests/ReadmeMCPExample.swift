@@ -1,3 +1,4 @@
+#if MooseMCP
 // README, "MCP clients": the example below (between the markers) is quoted there word for word, and
 // run against the test MCP server by MCPServerTests.readmeExampleConnectsListsAndCalls.
 // README example begins
@@ -30,3 +31,4 @@ func listAndCall(_ client: Client) async throws -> String {
     return text
 }
 // README example ends
+#endif

@@ -1,3 +1,4 @@
+#if ExampleService
 import AsyncHTTPClient
 import Foundation
 import HTTPTypes
@@ -312,3 +313,4 @@ final class RaceOnce: ClientTransport, @unchecked Sendable {
         return try await inner.send(request, body: body, baseURL: baseURL, operationID: operationID)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if ExampleService
 import Foundation
 import MooseHTTP
 import MooseTestSupport
@@ -93,3 +94,4 @@ enum ExampleService {
     }
 }
 
+#endif

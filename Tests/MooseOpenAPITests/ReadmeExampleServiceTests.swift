@@ -1,3 +1,4 @@
+#if ExampleService
 import Foundation
 import MooseCrypto
 import MooseTestSupport
@@ -27,3 +28,4 @@ struct ReadmeExampleServiceTests {
                 "tools/resource/openapi.yaml changed: run tools/example-service/regenerate and commit the result")
     }
 }
+#endif

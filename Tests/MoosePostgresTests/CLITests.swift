@@ -1,3 +1,4 @@
+#if MoosePostgres
 import Foundation
 import MooseCrypto
 import MooseOAuth
@@ -134,3 +135,4 @@ extension PostgresTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MoosePostgres
 import Foundation
 import MooseCrypto
 import MooseHTTP
@@ -272,3 +273,4 @@ struct NoRenewals: SessionStorage {
     }
     func releaseLease(_ lease: SessionLease) async throws { try await base.releaseLease(lease) }
 }
+#endif

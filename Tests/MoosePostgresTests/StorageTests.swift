@@ -1,3 +1,4 @@
+#if MoosePostgres
 import Foundation
 import MooseCrypto
 import MooseOAuth
@@ -309,3 +310,4 @@ extension PostgresTests {
 extension [UInt8] {
     var base64: String { Data(self).base64EncodedString() }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MoosePostgres
 import Foundation
 import MooseCrypto
 import MooseHTTP
@@ -314,3 +315,4 @@ final class Child: @unchecked Sendable {
         return process.terminationStatus
     }
 }
+#endif

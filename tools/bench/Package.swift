@@ -7,7 +7,8 @@ let package = Package(
     name: "moose-bench",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "Moose", path: "../.."),
+        // The adapters it measures are package traits of Moose (off by default).
+        .package(name: "Moose", path: "../..", traits: ["MoosePostgres", "MooseAsyncHTTPClient", "MooseOpenAPI"]),
         .package(url: "https://github.com/vapor/jwt-kit", exact: "5.8.0"),
         // The adapters' anchors: bare AsyncHTTPClient, and swift-openapi's AsyncHTTPClient transport.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),

@@ -1,3 +1,4 @@
+#if ExampleService
 // A Hummingbird 2 service that calls a protected API through an OpenAPI-generated client, with a
 // client-credentials token from Moose shared by every request handler. tools/test builds it and runs
 // it under load (Tests/MooseOpenAPITests/ExampleServiceTests.swift).
@@ -75,3 +76,4 @@ if environment["MOOSE_STOP_ON_EOF"] == "1" {
 }
 try await app.runService()
 try await httpClient.shutdown().get()
+#endif

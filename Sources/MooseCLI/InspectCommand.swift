@@ -171,7 +171,7 @@ struct InspectCommand: ParsableCommand {
                 let metadata: ProviderMetadata
                 do {
                     let transport = CurlTransport()
-                    metadata = try Blocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
+                    metadata = try CLIBlocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
                 } catch {
                     throw CLIError.failed("cannot use issuer \(issuer): \(error)")
                 }

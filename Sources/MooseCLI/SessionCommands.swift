@@ -46,7 +46,7 @@ struct OAuthContext {
     /// (RFC 7591) — the registration kept with the session.
     func client(for profile: Profile, registration: RegisteredClient? = nil) throws -> OAuthClient {
         let transport = self.transport
-        let metadata: ProviderMetadata = try Blocking.run {
+        let metadata: ProviderMetadata = try CLIBlocking.run {
             try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
         }
         var authentication = ClientAuthentication.none
@@ -104,7 +104,7 @@ struct OAuthContext {
     /// them, the command fails and says so.
     static func refreshing(_ coordinator: RefreshCoordinator,
                            _ body: @escaping @Sendable (RefreshCoordinator) async throws -> AccessToken) throws {
-        let persisted = try Blocking.run { () async throws -> Bool in
+        let persisted = try CLIBlocking.run { () async throws -> Bool in
             _ = try await body(coordinator)
             guard await coordinator.hasPendingWrite else { return true }
             return await coordinator.persistPendingWrite(timeout: 5)
@@ -261,7 +261,7 @@ struct LoginCommand: ParsableCommand {
                     }
                 }
                 defer { progress.withLock { $0?.stop() } }
-                tokens = try Blocking.run { try await flow.authorize(parameters) }
+                tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             } else {
                 let noBrowser = self.noBrowser
                 let progress = Mutex<Progress?>(nil)
@@ -277,12 +277,12 @@ struct LoginCommand: ParsableCommand {
                 }
                 defer { progress.withLock { $0?.stop() } }
                 let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
-                tokens = try Blocking.run { try await flow.authorize(parameters) }
+                tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             }
             // The name a person knows: preferred_username, email, name (ID token, else UserInfo), then sub.
             let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
             let loggedInClient = client
-            let display = try Blocking.run { await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: loggedInClient) }
+            let display = try CLIBlocking.run { await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: loggedInClient) }
             let session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
                                   subject: subject(of: tokens.idToken), attributes: settings.stored(in: display),
                                   resource: tokens.resource ?? settings.resource)
@@ -395,7 +395,7 @@ struct LogoutCommand: ParsableCommand {
         var failure: (any Error)? = nil
         do {
             let client = try context.client(for: settings, registration: session.registration)
-            result = try Blocking.run { await client.logout(session.tokens) }
+            result = try CLIBlocking.run { await client.logout(session.tokens) }
         } catch {
             failure = error
         }

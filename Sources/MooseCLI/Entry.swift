@@ -4,7 +4,7 @@ import MooseCrypto
 /// `moose`: OAuth 2.0 / OpenID Connect tokens from the shell.
 ///
 /// Exit status: 0 ok, 1 the token or the operation failed, 2 usage or input error.
-@main
+/// (A program runs it with `MooseCLIProgram.run(postgres:)`.)
 struct MooseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moose",
@@ -33,7 +33,7 @@ struct MooseCommand: ParsableCommand {
     ///
     /// Synchronous on purpose: commands that only read local data (`inspect` of a file, `token` with a
     /// cached token) never start the concurrency runtime's thread pool; commands that need the network
-    /// block on their async work (`Blocking.run`).
+    /// block on their async work (`CLIBlocking.run`).
     ///
     /// `inspect` and `token` command lines in the plain subset `LeanCommandLine` reads skip
     /// argument-parser (the start-up cost of reflecting over the commands); anything else, `--help`

@@ -2,9 +2,6 @@ import ArgumentParser
 import MooseJWT
 import MooseOAuth
 import MooseSecretStore
-#if MOOSE_POSTGRES
-import MoosePostgres
-#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -83,9 +80,6 @@ struct StoreOptions: ParsableArguments {
     /// Any error of a store operation as the CLI reports it.
     static func cliError(_ error: any Error) -> any Error {
         if let error = error as? SecretStoreError { return cliError(error) }
-        #if MOOSE_POSTGRES
-        if let error = error as? PostgresStorageError { return CLIError.failed(error.description) }
-        #endif
         if let error = error as? OAuthError { return CLIError.failed(error.description) }
         return error
     }
@@ -126,15 +120,10 @@ struct StoreCommand: ParsableCommand {
 
         func run() throws {
             if options.isPostgres {
-                #if MOOSE_POSTGRES
-                let backend = try PostgresBackend(options: options)
+                let backend = try RegisteredBackends.openPostgres(options)
                 defer { backend.close() }
-                do { try backend.call { try await $0.prepare() } } catch { throw StoreOptions.cliError(error) }
-                Terminal.out("store \(backend.storage.configuration.redactedURL) is ready (schema \(backend.storage.configuration.schema), version \(PostgresSessionStorage.schemaVersion)); key OK")
+                Terminal.out(try backend.prepareStore())
                 return
-                #else
-                try PostgresHandoff.exec()
-                #endif
             }
             let path = options.resolvedStorePath
             let existed = FileManager.default.fileExists(atPath: path)
@@ -267,41 +256,32 @@ struct StoreCommand: ParsableCommand {
         }
 
         func rotatePostgres() throws {
-            #if MOOSE_POSTGRES
-            let backend = try PostgresBackend(options: options)
+            let backend = try RegisteredBackends.openPostgres(options)
             defer { backend.close() }
-            do {
-                guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
-                    let count = try backend.call { try await $0.rotateDataKey() }
-                    Terminal.out("data key rotated; \(count) sessions sealed again")
-                    return
-                }
-                let newKey: MasterKeySource
-                var keyFileMove: (String, String)? = nil
-                if let toKeyEnvironment {
-                    newKey = .environment(toKeyEnvironment)
-                } else if let toPassphraseFile {
-                    let bytes = try KeyLoading.readFile(toPassphraseFile, what: "passphrase file", limit: 4096)
-                    newKey = .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"]))
-                } else {
-                    guard case .keyFile(let path) = try options.keySource() else {
-                        throw CLIError.usage("--master without a key file needs --to-key-env or --to-passphrase-file")
-                    }
-                    unlink(path + ".new")
-                    newKey = .keyFile(path + ".new")
-                    keyFileMove = (path + ".new", path)
-                }
-                try backend.call { try await $0.rotateMasterKey(to: newKey) }
-                if let (fresh, path) = keyFileMove, rename(fresh, path) != 0 {
-                    throw CLIError.failed("the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
-                }
-                Terminal.out("master key rotated; every machine that uses this store needs the new key")
-            } catch let error as PostgresStorageError {
-                throw CLIError.failed(error.description)
+            guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
+                Terminal.out(try backend.rotateDataKey())
+                return
             }
-            #else
-            try PostgresHandoff.exec()
-            #endif
+            let newKey: MasterKeySource
+            var keyFileMove: (String, String)? = nil
+            if let toKeyEnvironment {
+                newKey = .environment(toKeyEnvironment)
+            } else if let toPassphraseFile {
+                let bytes = try KeyLoading.readFile(toPassphraseFile, what: "passphrase file", limit: 4096)
+                newKey = .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"]))
+            } else {
+                guard case .keyFile(let path) = try options.keySource() else {
+                    throw CLIError.usage("--master without a key file needs --to-key-env or --to-passphrase-file")
+                }
+                unlink(path + ".new")
+                newKey = .keyFile(path + ".new")
+                keyFileMove = (path + ".new", path)
+            }
+            let done = try backend.rotateMasterKey(to: newKey)
+            if let (fresh, path) = keyFileMove, rename(fresh, path) != 0 {
+                throw CLIError.failed("the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
+            }
+            Terminal.out(done)
         }
     }
 
@@ -323,18 +303,11 @@ struct StoreCommand: ParsableCommand {
         }
 
         func checkPostgres() throws {
-            #if MOOSE_POSTGRES
-            let backend = try PostgresBackend(options: options)
+            let backend = try RegisteredBackends.openPostgres(options)
             defer { backend.close() }
-            let report: PostgresSessionStorage.CheckReport
-            do { report = try backend.call { try await $0.check() } } catch { throw StoreOptions.cliError(error) }
-            for (key, error) in report.bad { Terminal.out("BAD  \(PostgresSessionStorage.namespace)/\(key): \(error.code)") }
-            Terminal.out("database: \(backend.storage.configuration.redactedURL), schema \(backend.storage.configuration.schema) version \(report.schemaVersion)")
-            Terminal.out("\(report.good) sessions open, \(report.bad.count) do not (\(report.tombstones) deleted)")
+            let report = try backend.checkStore()
+            for line in report.lines { Terminal.out(line) }
             if !report.isHealthy { throw Status.failed }
-            #else
-            try PostgresHandoff.exec()
-            #endif
         }
     }
 }

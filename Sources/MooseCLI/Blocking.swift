@@ -2,12 +2,13 @@ import Dispatch
 
 /// Runs async work from the synchronous CLI and waits for it. (`moose` keeps a synchronous `main`
 /// so that commands without network never start the concurrency runtime's threads.)
-enum Blocking {
+public enum CLIBlocking {
     final class Box<T>: @unchecked Sendable {
         var result: Result<T, any Error>?
     }
 
-    static func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    /// Runs `body` in a detached task and blocks this thread until it has finished; its result or error.
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
         let box = Box<T>()
         let done = DispatchSemaphore(value: 0)
         Task.detached {

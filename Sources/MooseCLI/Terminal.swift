@@ -118,14 +118,17 @@ enum Terminal {
 }
 
 /// An error the CLI reports and exits with.
-struct CLIError: Error, CustomStringConvertible {
-    let message: String
-    let status: Int32
+public struct CLIError: Error, CustomStringConvertible {
+    /// What `moose` prints after "moose: error: " (never a secret).
+    public let message: String
+    /// The exit status.
+    public let status: Int32
 
     /// Usage or input error (exit 2).
-    static func usage(_ message: String) -> CLIError { CLIError(message: message, status: 2) }
+    public static func usage(_ message: String) -> CLIError { CLIError(message: message, status: 2) }
     /// The operation failed (exit 1).
-    static func failed(_ message: String) -> CLIError { CLIError(message: message, status: 1) }
+    public static func failed(_ message: String) -> CLIError { CLIError(message: message, status: 1) }
 
-    var description: String { message }
+    /// The message.
+    public var description: String { message }
 }

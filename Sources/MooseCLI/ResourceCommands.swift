@@ -43,7 +43,7 @@ struct ResourceLogin {
             Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
         }
         do {
-            let summary = try Blocking.run { try await manager.login(with: method) }
+            let summary = try CLIBlocking.run { try await manager.login(with: method) }
             // The profile settings go into the session's row, so token, refresh and logout find them.
             guard let stored = try context.sessions.load(profile) else { throw CLIError.failed("the new session of \(profile) was not stored") }
             var session = stored.session

@@ -1,0 +1,130 @@
+import MooseOAuth
+import MooseSecretStore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `moose` is built without SwiftNIO, so that its hot commands start fast; a PostgreSQL store is
+/// handled by `moose-pg` (the same commands with the PostgreSQL backend), installed next to it:
+/// `moose` replaces itself with it, same arguments, same environment.
+enum PostgresHandoff {
+    static func exec() throws -> Never {
+        var path = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &path, path.count - 1)
+        let own = length > 0 ? String(decoding: path.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        let folder = own.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let sibling = (folder.isEmpty ? "." : folder) + "/moose-pg"
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(sibling)] + CommandLine.arguments.dropFirst().map { strdup($0) } + [nil]
+        execv(sibling, argv)
+        execvp("moose-pg", argv)   // not next to moose: on the PATH, then
+        for pointer in argv { free(pointer) }
+        throw CLIError.usage("--store names a PostgreSQL database, which needs moose-pg next to moose (\(sibling): \(String(cString: strerror(errno)))); "
+                             + "build it with swift build --product moose-pg --traits MoosePostgres, or give a file store")
+    }
+}
+
+/// The backend the program registered for `postgres://` stores (`MooseCLIProgram.run(postgres:)`),
+/// set once before any command runs.
+enum RegisteredBackends {
+    nonisolated(unsafe) static var postgres: PostgresStores = .handoff
+
+    /// Opens the PostgreSQL store `options` name with the registered backend, or hands the whole
+    /// command line to `moose-pg` (this call then does not return).
+    static func openPostgres(_ options: StoreOptions) throws -> any CLISessionBackend {
+        switch postgres {
+        case .handoff:
+            try PostgresHandoff.exec()
+        case .backend(let open):
+            return try open(CLIStoreLocation(url: options.resolvedStorePath, masterKey: try options.keySource()))
+        }
+    }
+}
+
+/// The sessions a command works on: the encrypted SQLite file (read synchronously: the fast path
+/// of `moose token` never starts the concurrency runtime), or a store that the program's registered
+/// backend opens (`--store postgres://…` in `moose-pg`: a database shared with other machines,
+/// whose connection pool runs in the background for the life of the command).
+final class CLISessions {
+    enum Backend {
+        case file(EncryptedSessionStorage)
+        case registered(any CLISessionBackend)
+    }
+
+    let backend: Backend
+
+    /// Opens the store `options` name (`create`: a missing file store is created; a PostgreSQL
+    /// schema is created and migrated on first use either way).
+    init(options: StoreOptions, create: Bool) throws {
+        if options.isPostgres {
+            backend = .registered(try RegisteredBackends.openPostgres(options))
+        } else {
+            backend = .file(EncryptedSessionStorage(store: try options.open(create: create)))
+        }
+    }
+
+    deinit { close() }
+
+    /// The storage for a `RefreshCoordinator`.
+    var storage: any SessionStorage {
+        switch backend {
+        case .file(let sessions): sessions
+        case .registered(let other): other.storage
+        }
+    }
+
+    /// The file store, when sessions live in one (the JWKS cache is kept there).
+    var fileStore: SecretStore? {
+        if case .file(let sessions) = backend { return sessions.store }
+        return nil
+    }
+
+    func load(_ key: String) throws -> StoredSession? {
+        switch backend {
+        case .file(let sessions): try sessions.loadNow(key)
+        case .registered(let other): try other.load(key)
+        }
+    }
+
+    func replace(_ session: OAuthSession, key: String) throws {
+        switch backend {
+        case .file(let sessions): try sessions.replaceNow(session, key: key)
+        case .registered(let other): try other.replace(session, key: key)
+        }
+    }
+
+    /// A compare-and-set write (see `SessionStorage.save`).
+    @discardableResult
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?) throws -> Int64 {
+        switch backend {
+        case .file(let sessions): try sessions.saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: nil)
+        case .registered(let other): try other.save(session, key: key, expectedGeneration: expectedGeneration)
+        }
+    }
+
+    @discardableResult
+    func delete(_ key: String) throws -> Bool {
+        switch backend {
+        case .file(let sessions): try sessions.deleteNow(key)
+        case .registered(let other): try other.delete(key)
+        }
+    }
+
+    func keys() throws -> [String] {
+        switch backend {
+        case .file(let sessions): try sessions.keysNow()
+        case .registered(let other): try other.keys()
+        }
+    }
+
+    /// Ends a registered backend's connections (a file store needs nothing).
+    func close() {
+        if case .registered(let other) = backend { other.close() }
+    }
+}

@@ -1,1 +1,0 @@
-../moose/HelperCommands.swift

@@ -1,1 +1,0 @@
-../moose/ResourceCommands.swift
