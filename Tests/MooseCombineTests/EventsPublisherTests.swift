@@ -1,3 +1,4 @@
+#if MooseCombine
 import Foundation
 import MooseCombine
 import MooseOAuth
@@ -124,3 +125,4 @@ struct FacadeEventsPublisherTests {
         withExtendedLifetime([a, b, c]) {}
     }
 }
+#endif

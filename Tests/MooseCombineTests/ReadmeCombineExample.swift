@@ -1,3 +1,4 @@
+#if MooseCombine   // (the README shows this file without this line and the last)
 import Foundation
 import MooseCombine
 import MooseHTTP
@@ -39,3 +40,4 @@ struct Rename: Endpoint {
     var body: EndpointBody { .form([("name", name)]) }
     var requiresAuthentication: Bool { true }
 }
+#endif

@@ -24,7 +24,12 @@ struct ReadmeCombineExampleTests {
 
     @Test func theReadmeQuotesTheExampleVerbatim() throws {
         let root = LocalServer.repositoryRoot
-        let example = try String(contentsOfFile: root + "/Tests/MooseCombineTests/ReadmeCombineExample.swift", encoding: .utf8)
+        let file = try String(contentsOfFile: root + "/Tests/MooseCombineTests/ReadmeCombineExample.swift", encoding: .utf8)
+        // The file without its first line (`#if MooseCombine`, the trait) and its last (`#endif`).
+        var lines = file.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.first?.hasPrefix("#if MooseCombine") == true && lines.dropLast().last == "#endif")
+        lines = Array(lines.dropFirst().dropLast(2))
+        let example = lines.joined(separator: "\n") + "\n"
         let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
         #expect(readme.contains("```swift\n" + example + "```\n"), "README's Combine example differs from the tested one")
     }
