@@ -157,7 +157,7 @@ enum LeanCommandLine {
         var keyEnvironment: String?
         var passphraseFile: String?
         var profile: String?
-        var minValidity = "30"
+        var minValidity: String? = nil
         var idToken = false
         var format: TokenCommand.Format = .token
         var url: String?

@@ -42,61 +42,35 @@ struct OAuthContext {
         return (stored.session, Profile.of(stored.session, key: profile))
     }
 
-    /// The client of `profile`: its own id and secret file, or — for a client Moose registered
-    /// (RFC 7591) — the registration kept with the session.
+    /// How this command's clients are made (Sendable: the coordinator's refresher makes one when,
+    /// and only when, it has to refresh — discovery never runs before the coordinator could adopt
+    /// another process's tokens).
+    var clients: CLIClients { CLIClients(transport: transport, fileStore: sessions.fileStore) }
+
+    /// The client of `profile` (discovery, then its own id and secret file, or — for a client Moose
+    /// registered (RFC 7591) — the registration kept with the session), for the synchronous commands.
     func client(for profile: Profile, registration: RegisteredClient? = nil) throws -> OAuthClient {
-        let transport = self.transport
-        let metadata: ProviderMetadata = try CLIBlocking.run {
-            try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
-        }
-        var authentication = ClientAuthentication.none
-        if let file = profile.clientSecretFile {
-            let secret = String(decoding: try KeyLoading.readFile(file, what: "client secret file", limit: 4096), as: UTF8.self)
-                .trimmingCharacters(in: ["\n", "\r"])
-            authentication = .clientSecretBasic(secret)
-        }
-        if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
-           registration.issuer.utf8.elementsEqual(metadata.issuer.utf8) {
-            authentication = registration.authentication
-        }
-        var client = OAuthClient(metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
-        client.resource = profile.resource
-        return client
+        let clients = self.clients
+        return try CLIBlocking.run { try await clients.client(for: profile, registration: registration) }
     }
 
-    func validator(for client: OAuthClient) throws -> IDTokenValidator? {
-        guard let jwksURI = client.metadata.jwksURI else { return nil }
-        var algorithms = Set((client.metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
-        algorithms.subtract([.hs256, .hs384, .hs512])
-        // The JWKS is kept in a file store, so a new process does not refetch it while its keys still
-        // match (with a PostgreSQL store each process fetches it: the database holds sessions only).
-        let name = jwksURI.absoluteString
-        let persistence = sessions.fileStore.map { store in JWKSCache.Persistence(
-            load: {
-                guard let bytes = try? store.get(namespace: "moose.jwks", name: name), bytes.count > 8 else { return nil }
-                let seconds = bytes.prefix(8).reduce(0) { $0 << 8 | Int64($1) }
-                return (Array(bytes.dropFirst(8)), Date(timeIntervalSince1970: TimeInterval(seconds)))
-            },
-            save: { document, fetchedAt in
-                let seconds = Int64(fetchedAt.timeIntervalSince1970)
-                let stamp = (0..<8).map { UInt8(truncatingIfNeeded: seconds >> (56 - 8 * $0)) }
-                try? store.put(stamp + document, namespace: "moose.jwks", name: name)
-            }) }
-        return IDTokenValidator(issuer: client.metadata.issuer, clientID: client.clientID,
-                                jwks: JWKSCache(url: jwksURI, transport: transport, persistence: persistence),
-                                algorithms: algorithms.isEmpty ? [.rs256] : algorithms)
-    }
+    /// The ID-token validator for `client` (`SessionEngine`'s one factory), its JWKS kept in the file store.
+    func validator(for client: OAuthClient) -> IDTokenValidator? { clients.validator(for: client) }
 
-    /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the
-    /// coordinator, with the store's lease across processes, refreshing and validating with the
-    /// session's flow.
-    func coordinator(for session: OAuthSession, profile: Profile) throws -> RefreshCoordinator {
-        let client = try client(for: profile, registration: session.registration)
-        let validator = try validator(for: client)
-        return RefreshCoordinator(key: profile.name, storage: sessions.storage, current: session) { old in
-            try await client.refresh(old, validatingWith: validator)
+    /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the session
+    /// engine's coordinator, with the store's lease across processes; the refresh step discovers the
+    /// provider and makes the session's client only when a refresh is really needed.
+    func coordinator(for session: OAuthSession, profile: Profile) -> RefreshCoordinator {
+        let clients = self.clients
+        let name = profile.name
+        return engine(profile.name).coordinator(current: session) { stored in
+            let client = try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
+            return (client, clients.validator(for: client))
         }
     }
+
+    /// The session engine for `profile` on this command's store.
+    func engine(_ profile: String) -> SessionEngine { SessionEngine(key: profile, storage: sessions.storage) }
 
     /// Runs `body` on the coordinator and, before the process exits, writes any rotated tokens a
     /// failed store write left in memory (the coordinator's background retry dies with the
@@ -129,9 +103,48 @@ struct OAuthContext {
     }
 }
 
-/// The subject of an (already validated) ID token.
-func subject(of idToken: String?) -> String? {
-    idToken.flatMap { try? JWT(compact: $0).claims.subject }
+/// Makes a profile's client and ID-token validator; Sendable, so a coordinator's refresher can
+/// make them when it refreshes.
+struct CLIClients: Sendable {
+    let transport: any HTTPTransport
+    let fileStore: SecretStore?
+
+    func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
+        let metadata = try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
+        var authentication = ClientAuthentication.none
+        if let file = profile.clientSecretFile {
+            let secret = String(decoding: try KeyLoading.readFile(file, what: "client secret file", limit: 4096), as: UTF8.self)
+                .trimmingCharacters(in: ["\n", "\r"])
+            authentication = .clientSecretBasic(secret)
+        }
+        if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
+           registration.issuer.utf8.elementsEqual(metadata.issuer.utf8) {
+            authentication = registration.authentication
+        }
+        var client = OAuthClient(metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
+        client.resource = profile.resource
+        return client
+    }
+
+    /// `SessionEngine`'s validator, its JWKS kept in a file store so a new process does not refetch it
+    /// while its keys still match (with a PostgreSQL store each process fetches it: the database holds
+    /// sessions only).
+    func validator(for client: OAuthClient) -> IDTokenValidator? {
+        guard let jwksURI = client.metadata.jwksURI else { return nil }
+        let name = jwksURI.absoluteString
+        let persistence = fileStore.map { store in JWKSCache.Persistence(
+            load: {
+                guard let bytes = try? store.get(namespace: "moose.jwks", name: name), bytes.count > 8 else { return nil }
+                let seconds = bytes.prefix(8).reduce(0) { $0 << 8 | Int64($1) }
+                return (Array(bytes.dropFirst(8)), Date(timeIntervalSince1970: TimeInterval(seconds)))
+            },
+            save: { document, fetchedAt in
+                let seconds = Int64(fetchedAt.timeIntervalSince1970)
+                let stamp = (0..<8).map { UInt8(truncatingIfNeeded: seconds >> (56 - 8 * $0)) }
+                try? store.put(stamp + document, namespace: "moose.jwks", name: name)
+            }) }
+        return SessionEngine.idTokenValidator(for: client, persistence: persistence)
+    }
 }
 
 func expiryText(_ tokens: TokenSet) -> String {
@@ -244,7 +257,7 @@ struct LoginCommand: ParsableCommand {
             var client = try context.client(for: settings)
             client.dpop = algorithm
             if noPAR { client.pushedAuthorization = .never }
-            let validator = try context.validator(for: client)
+            let validator = context.validator(for: client)
             let parameters = AuthorizationParameters(scopes: scopes)
             let tokens: TokenSet
             if device {
@@ -279,14 +292,14 @@ struct LoginCommand: ParsableCommand {
                 let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
                 tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             }
-            // The name a person knows: preferred_username, email, name (ID token, else UserInfo), then sub.
-            let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
+            // The session engine names the user and stores the session (the profile's settings with it).
+            let engine = context.engine(profile)
             let loggedInClient = client
-            let display = try CLIBlocking.run { await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: loggedInClient) }
-            let session = OAuthSession(issuer: client.metadata.issuer, clientID: clientID, tokens: tokens,
-                                  subject: subject(of: tokens.idToken), attributes: settings.stored(in: display),
-                                  resource: tokens.resource ?? settings.resource)
-            try context.sessions.replace(session, key: profile)
+            var issued = tokens
+            issued.resource = tokens.resource ?? settings.resource
+            let attributes = settings.stored()
+            let issuedTokens = issued
+            let session = try CLIBlocking.run { try await engine.completeLogin(issuedTokens, client: loggedInClient, attributes: attributes) }
             let binding = tokens.dpopKey.map { tokens.isDPoPBound ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens" } ?? ""
             let who = SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
             Terminal.out("Logged in to \(issuer) as \(who) (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
@@ -350,7 +363,7 @@ struct RefreshCommand: ParsableCommand {
         do {
             // The coordinator: lease, writable-store check before the refresh token is spent,
             // fenced write — the same guarantees `moose token` has.
-            let coordinator = try context.coordinator(for: session, profile: settings)
+            let coordinator = context.coordinator(for: session, profile: settings)
             try OAuthContext.refreshing(coordinator) { try await $0.refreshNow() }
             let fresh = try context.sessions.load(profile)?.session.tokens ?? session.tokens
             let rotated = fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
@@ -371,7 +384,7 @@ extension RefreshCommand {
         guard let (session, settings) = try context.loadOrFail(profile), session.state == .active,
               session.tokens.accessToken.utf8.elementsEqual(rejected.utf8) else { return }
         do {
-            let coordinator = try context.coordinator(for: session, profile: settings)
+            let coordinator = context.coordinator(for: session, profile: settings)
             try OAuthContext.refreshing(coordinator) { try await $0.refresh(rejecting: AccessToken(value: rejected)) }
         } catch {
             throw OAuthContext.fail(error)
@@ -391,23 +404,24 @@ struct LogoutCommand: ParsableCommand {
     func run() throws {
         let context = try OAuthContext(options: store, create: false)
         guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile)") }
-        var result: LogoutResult? = nil
-        var failure: (any Error)? = nil
-        do {
-            let client = try context.client(for: settings, registration: session.registration)
-            result = try CLIBlocking.run { await client.logout(session.tokens) }
-        } catch {
-            failure = error
+        // The session engine's logout: revoke, end-session URL, then wipe — whatever the provider said.
+        let engine = context.engine(profile)
+        let clients = context.clients
+        let name = settings.name
+        let result = try CLIBlocking.run {
+            await engine.logout(coordinator: nil) { stored in
+                try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
+            }
         }
-        // Local secrets go whatever the provider said.
-        do { try context.sessions.delete(profile) } catch { throw OAuthContext.fail(error) }
+        _ = session
+        if let error = result.wipeError { throw OAuthContext.fail(error) }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
-        if let url = result?.endSessionURL {
+        if let url = result.endSessionURL {
             // The URL carries the ID token: shown redacted unless asked for.
             let text = showEndSessionURL ? url.absoluteString : Redaction.url(url.absoluteString)
             Terminal.out("To end the provider's browser session too, open\(showEndSessionURL ? "" : " (rerun with --show-end-session-url for the full URL)"):\n  \(text)")
         }
-        if let error = result?.revocationError ?? failure {
+        if let error = result.revocationError {
             Terminal.error("moose: warning: revocation at the provider failed: \(error)")
             throw Status.failed
         }

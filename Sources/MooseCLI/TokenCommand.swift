@@ -33,8 +33,10 @@ struct TokenCommand: ParsableCommand {
 
     @OptionGroup var store: StoreOptions
     @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
-    @Option(name: .customLong("min-validity"), help: ArgumentHelp("Seconds the token must still be valid (e.g. 60 or 60s).", valueName: "SECONDS"))
-    var minValidity: String = "30"
+    @Option(name: .customLong("min-validity"),
+            help: ArgumentHelp("How long the token must still be valid: seconds, or a duration like 90s, 2m, 1h (default: 30s; at most a quarter of the provider's token lifetime).",
+                               valueName: "DURATION"))
+    var minValidity: String?
     @Flag(name: .customLong("id-token"), help: "Print the ID token instead.") var idToken = false
     @Option(help: "token | header | env | json") var format: Format = .token
     @Option(help: ArgumentHelp("For a DPoP-bound session with --format header: the request's URL (the proof's htu).", valueName: "URL"))
@@ -49,6 +51,12 @@ struct TokenCommand: ParsableCommand {
     /// The session's tokens, valid for `minimumValidity` seconds: read from the store (no network,
     /// no concurrency runtime when the cached token is fine), else refreshed through the coordinator
     /// — once, however many processes ask. Every command and credential helper gets tokens here.
+    /// The validity to ask of `tokens`: `minimum`, capped as the coordinator caps every margin (a
+    /// share of the token's own lifetime), so short-lived tokens are not refreshed on every call.
+    static func margin(_ minimum: TimeInterval, for tokens: TokenSet) -> TimeInterval {
+        tokens.margin(minimum, cappedAt: TokenSet.defaultMaximumMarginFraction)
+    }
+
     static func validTokens(store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval) throws -> TokenSet {
         // Fastest: one short snapshot read of the store (no shared-memory set-up), when nobody else has
         // it open and the session is active with a token valid long enough. Anything else — no session,
@@ -56,7 +64,7 @@ struct TokenCommand: ParsableCommand {
         // and reports exactly as before.
         if let source = try? store.keySource(),
            let stored = try? EncryptedSessionStorage.loadSnapshot(path: store.resolvedStorePath, masterKey: source, key: profile),
-           stored.session.state == .active, stored.session.tokens.isValid(for: minimum) {
+           stored.session.state == .active, stored.session.tokens.isValid(for: margin(minimum, for: stored.session.tokens)) {
             return stored.session.tokens
         }
         let sessions = try CLISessions(options: store, create: false)
@@ -66,11 +74,11 @@ struct TokenCommand: ParsableCommand {
         guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
         var tokens = session.tokens
-        if !tokens.isValid(for: minimum) {
+        if !tokens.isValid(for: margin(minimum, for: tokens)) {
             // Slow path: the network, through the one refresh path every command shares.
             do {
                 let context = OAuthContext(sessions: sessions)
-                let coordinator = try context.coordinator(for: session, profile: Profile.of(session, key: profile))
+                let coordinator = context.coordinator(for: session, profile: Profile.of(session, key: profile))
                 try OAuthContext.refreshing(coordinator) { try await $0.accessToken(minimumValidity: minimum) }
             } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
                 throw CLIError.failed("the session of profile \(profile) needs a new login (\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
@@ -96,7 +104,8 @@ struct TokenCommand: ParsableCommand {
     struct Values {
         var store: StoreOptions
         var profile: String? = nil
-        var minValidity = "30"
+        /// `--min-validity` as given (`nil`: the default, 30 s).
+        var minValidity: String? = nil
         var idToken = false
         var format: Format = .token
         var url: String? = nil
@@ -105,9 +114,8 @@ struct TokenCommand: ParsableCommand {
         var resource: String? = nil
 
         func run() throws {
-            guard let minimum = Double(minValidity.hasSuffix("s") ? String(minValidity.dropLast()) : minValidity),
-                  minimum >= 0, minimum <= 86_400 * 365 else {
-                throw CLIError.usage("--min-validity \(minValidity): expected seconds (at most a year), like 60 or 60s")
+            guard let minimum = minValidity.map(DurationText.parse) ?? 30 else {
+                throw CLIError.usage("--min-validity \(minValidity ?? ""): expected a duration of at most a year, like 60, 90s, 2m or 1h")
             }
             let profile: String
             if let resource, self.profile == nil {
@@ -116,6 +124,11 @@ struct TokenCommand: ParsableCommand {
                 profile = CLIConfig.profileName(self.profile)
             }
             let tokens = try TokenCommand.validTokens(store: store, profile: profile, minimumValidity: minimum)
+            // Asked for more than the provider's tokens live: say so (the token printed is the freshest there is).
+            if minValidity != nil, let lifetime = tokens.lifetime, minimum > lifetime {
+                Terminal.error("moose: note: --min-validity \(DurationText.describe(minimum)) is longer than the provider's tokens live "
+                               + "(\(DurationText.describe(lifetime))); printing a token valid for \(DurationText.describe(max(tokens.expiresAt?.timeIntervalSinceNow ?? 0, 0)))")
+            }
             // A token goes only to the resource it was issued for.
             if let resource, self.profile != nil {
                 let canonical = (try? ResourceIdentifier.canonical(resource)) ?? resource

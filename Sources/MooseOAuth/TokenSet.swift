@@ -68,6 +68,10 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
         return expiresAt.timeIntervalSince(now) >= minimumValidity
     }
 
+    /// The default largest share of a token's lifetime a margin may ask for
+    /// (`RefreshCoordinator.Configuration.maximumMarginFraction`, `moose token --min-validity`).
+    public static let defaultMaximumMarginFraction: Double = 0.25
+
     /// The access token's lifetime as the server gave it (`expiresAt` − `requestedAt`, never
     /// negative), or `nil` when the server gave no expiry.
     public var lifetime: TimeInterval? {

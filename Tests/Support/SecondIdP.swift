@@ -47,12 +47,23 @@ public final class SecondIdP: Sendable {
         try? FileManager.default.removeItem(atPath: state)
     }
 
-    /// Access tokens the IdP issued to `clientID`, read from its own database.
+    /// Access tokens the IdP holds for `clientID`, read from its own database (a refresh deletes the
+    /// access token it replaces: count refreshes with `refreshTokensIssued`).
     public func tokensIssued(to clientID: String) async throws -> Int {
+        try await count("accesstoken", clientID)
+    }
+
+    /// Refresh tokens the IdP issued to `clientID` (one per login and per refresh: replaced ones are
+    /// kept, revoked), read from its own database.
+    public func refreshTokensIssued(to clientID: String) async throws -> Int {
+        try await count("refreshtoken", clientID)
+    }
+
+    private func count(_ table: String, _ clientID: String) async throws -> Int {
         let script = """
         import sqlite3, sys
         db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=30)
-        print(db.execute("SELECT COUNT(*) FROM oauth2_provider_accesstoken t JOIN oauth2_provider_application a ON t.application_id = a.id WHERE a.client_id = ?", (sys.argv[2],)).fetchone()[0])
+        print(db.execute("SELECT COUNT(*) FROM oauth2_provider_\(table) t JOIN oauth2_provider_application a ON t.application_id = a.id WHERE a.client_id = ?", (sys.argv[2],)).fetchone()[0])
         """
         let (status, output) = await runProcessOffThePool(["/usr/bin/python3", "-c", script, state + "/db.sqlite3", clientID])
         guard status == 0, let count = Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {

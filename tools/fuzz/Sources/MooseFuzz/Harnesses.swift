@@ -17,7 +17,7 @@ nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
     "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
     "form": form, "redaction": redaction, "dpop-par-response": dpopParResponse,
     "config-file": configFile,
-    "protected-resource": protectedResource, "registration-response": registrationResponse,
+    "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration,
 ]
 
 nonisolated(unsafe) let selected: ([UInt8]) -> Void = {
@@ -220,6 +220,21 @@ func httpDate(_ bytes: [UInt8]) {
     }
     if let delay = RetryPolicy.retryAfter(input, now: Date(timeIntervalSince1970: 1_800_000_000)) {
         require(delay.isFinite && delay >= 0 && delay <= RetryPolicy.maximumRetryAfterValue, "Retry-After is bounded")
+    }
+}
+
+/// `moose token --min-validity`: any text is a bounded duration or nil; what `describe` prints of
+/// a whole number of seconds parses back to it.
+func duration(_ bytes: [UInt8]) {
+    guard let seconds = DurationText.parse(text(bytes)) else { return }
+    require(seconds.isFinite && seconds >= 0 && seconds <= DurationText.maximumParsed, "a parsed duration is bounded")
+    let whole = seconds.rounded(.down)
+    if whole == seconds, whole < 86_400 * 100 {
+        let described = DurationText.describe(whole).replacingOccurrences(of: " ", with: "")
+        // describe keeps the two largest units: it round-trips when nothing smaller was dropped.
+        if let again = DurationText.parse(described), again != whole {
+            require(again < whole, "describe never makes a duration longer")
+        }
     }
 }
 
