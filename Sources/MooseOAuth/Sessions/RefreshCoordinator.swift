@@ -171,10 +171,6 @@ public actor RefreshCoordinator {
         }
     }
 
-    /// The lifetime the provider gave the current token, when known (`moose token` warns when a
-    /// requested validity is longer than the provider's tokens live).
-    public nonisolated var currentTokenLifetime: TimeInterval? { snapshot.withLock { $0.tokens?.lifetime } }
-
     /// Seconds since 1970 on the configured clock.
     private nonisolated func nowSince1970() -> TimeInterval {
         if let customClock { return customClock().timeIntervalSince1970 }
@@ -206,25 +202,11 @@ public actor RefreshCoordinator {
         return try await join(minimumValidity: .infinity, rejecting: rejected.value)
     }
 
-    /// For a 401 seen on a request that carried `authorizationHeader`.
-    public func refresh(rejectingHeader authorizationHeader: String) async throws -> AccessToken {
-        if let current = snapshot.withLock({ $0.token }), !current.authorizationHeader.utf8.elementsEqual(authorizationHeader.utf8) {
-            return current
-        }
-        let rejected = authorizationHeader.split(separator: " ", maxSplits: 1).last.map(String.init)
-        return try await join(minimumValidity: .infinity, rejecting: rejected)
-    }
-
     /// Refreshes now, whatever the cached token's expiry, through the same shared, leased path as
     /// every other refresh (`moose refresh`, a "refresh now" button). Concurrent callers share it.
     @discardableResult
     public func refreshNow() async throws -> AccessToken {
         try await join(minimumValidity: .infinity, rejecting: nil)
-    }
-
-    /// Refreshes now if the token is valid for less than `minimumValidity` (for apps that schedule it).
-    public func refreshIfNeeded(minimumValidity: TimeInterval? = nil) async throws {
-        _ = try await accessToken(minimumValidity: minimumValidity)
     }
 
     /// Forgets the in-memory tokens after a new login was stored, so the next call reads it.
