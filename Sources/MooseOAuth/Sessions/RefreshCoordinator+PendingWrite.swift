@@ -32,12 +32,12 @@ extension RefreshCoordinator {
     /// nothing is pending. A process about to exit (a CLI) calls this: its background retry dies with it.
     public func persistPendingWrite(timeout: TimeInterval = 5) async -> Bool {
         let deadline = now().addingTimeInterval(min(max(timeout, 0), 3600))
-        var delay: UInt64 = 50_000_000
+        var delay = 0.05
         while true {
             if await flushPendingWrite() { return true }
             guard now() < deadline else { return false }
-            try? await Task.sleep(nanoseconds: delay)
-            delay = min(delay * 2, 1_000_000_000)
+            try? await sleeper(delay)
+            delay = min(delay * 2, 1)
         }
     }
 
@@ -45,10 +45,11 @@ extension RefreshCoordinator {
     /// ¼ s to 30 s, until it is written or superseded.
     func scheduleWriteRetry() {
         guard writeRetry == nil else { return }
+        let sleep = sleeper
         writeRetry = Task { [weak self] in
             var delay = 0.25
             while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                try? await sleep(delay)
                 guard let self else { return }
                 if await self.flushPendingWrite() { return }
                 delay = min(delay * 2, 30)

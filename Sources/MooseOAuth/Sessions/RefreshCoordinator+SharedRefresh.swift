@@ -81,7 +81,7 @@ extension RefreshCoordinator {
         } catch {
             throw OAuthError(OAuthError.storeUnavailable, "the storage is unavailable; no refresh token was spent", underlying: error)
         }
-        let renewal = LeaseRenewal(storage: storage, lease: lease, ttl: configuration.leaseTTL)
+        let renewal = LeaseRenewal(storage: storage, lease: lease, ttl: configuration.leaseTTL, sleep: sleeper)
         let result: Result<AccessToken, any Error>
         do {
             result = .success(try await refreshHolding(lease, minimumValidity: minimumValidity, rejecting: rejecting, epoch: started))
@@ -215,7 +215,7 @@ extension RefreshCoordinator {
             } catch let error as OAuthError where error.code == OAuthError.transient && attempt < configuration.transientAttempts
                         && !Self.mayHaveReachedTheServer(error) {
                 let delay = min(max(configuration.backoff, 0) * Double(1 << min(attempt - 1, 16)), 60) * Double.random(in: 0.5...1.0)
-                try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                try await sleeper(delay)
                 attempt += 1
             }
         }

@@ -5,18 +5,20 @@ import Foundation
 #endif
 import Synchronization
 
-/// Keeps a lease alive while a refresh runs: renews it every third of its ttl until stopped. A
+/// Keeps a lease alive while a refresh runs: renews it every third of its ttl (waiting with the
+/// coordinator's `sleep`) until stopped. A
 /// lease found lost stops the renewals (the fenced commit then fails safely); a storage that could
 /// not be reached (a database restarting) is tried again at the next turn — the lease may still be ours.
 actor LeaseRenewal {
     private var task: Task<Void, Never>?
 
-    init(storage: any SessionStorage, lease: SessionLease, ttl: TimeInterval) {
-        let interval = UInt64(max(ttl / 3, 0.05) * 1_000_000_000)
+    init(storage: any SessionStorage, lease: SessionLease, ttl: TimeInterval,
+         sleep: @escaping @Sendable (TimeInterval) async throws -> Void) {
+        let interval = max(ttl / 3, 0.05)
         task = Task {
             var current = lease
             while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: interval)
+                try? await sleep(interval)
                 if Task.isCancelled { return }
                 do {
                     current = try await storage.renewLease(current, ttl: ttl)

@@ -64,6 +64,12 @@ public actor RefreshCoordinator {
         /// (on Linux the coarse real-time clock: a few milliseconds of resolution, which no expiry
         /// decision with seconds of margin can notice). Tests set their own.
         public var clock: (@Sendable () -> Date)? = nil
+        /// How the coordinator waits — the retry backoff, the background retry of a failed store
+        /// write, `persistPendingWrite`'s retries, the lease renewals: suspends for that many
+        /// seconds, throwing `CancellationError` when its task is cancelled. `nil` (the default) is
+        /// `Task.sleep`. Tests pair it with `clock`, so that a wait ends only when the test moves the
+        /// clock (MooseTesting's `TestClock`: `clock.read` and `clock.sleep(for:)`).
+        public var sleep: (@Sendable (TimeInterval) async throws -> Void)? = nil
         /// The network path (e.g. `SystemReachability()`, started): when it says offline, a refresh
         /// fails at once with `OAuthError.offline` — nothing sent, no refresh token spent, no
         /// retries burned, never "needs login" — and runs by itself as soon as it says online again.
@@ -99,6 +105,8 @@ public actor RefreshCoordinator {
     nonisolated let snapshot = Mutex(Snapshot())
     nonisolated let defaultMinimumValidity: TimeInterval
     nonisolated let customClock: (@Sendable () -> Date)?
+    /// Every wait: `Configuration.sleep`, or `Task.sleep`.
+    nonisolated let sleeper: @Sendable (TimeInterval) async throws -> Void
     var generation: Int64 = 0
     /// Raised by every login and logout: a refresh that started before one publishes nothing after it.
     var epoch: Int64 = 0
@@ -131,6 +139,7 @@ public actor RefreshCoordinator {
         self.configuration = configuration
         self.defaultMinimumValidity = configuration.minimumValidity
         self.customClock = configuration.clock
+        self.sleeper = configuration.sleep ?? Self.taskSleep
         if let current, current.state == .active {
             let fraction = configuration.maximumMarginFraction
             snapshot.withLock { $0 = Snapshot(token: AccessToken(current.tokens, generation: 0), tokens: current.tokens, fraction: fraction) }
@@ -185,6 +194,12 @@ public actor RefreshCoordinator {
 
     /// Now, on the configured clock.
     nonisolated func now() -> Date { Date(timeIntervalSince1970: nowSince1970()) }
+
+    /// The default `sleeper`: `Task.sleep` for `seconds` (none for a negative or NaN interval, at
+    /// most a billion seconds).
+    static func taskSleep(_ seconds: TimeInterval) async throws {
+        try await Task.sleep(nanoseconds: seconds > 0 ? UInt64(min(seconds, 1e9) * 1e9) : 0)
+    }
 
     /// A token valid for at least `minimumValidity` seconds (default: the configuration's), refreshing
     /// once for all concurrent callers when needed.
