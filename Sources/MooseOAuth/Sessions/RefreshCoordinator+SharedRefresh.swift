@@ -1,0 +1,231 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import MooseHTTP
+import MooseJWT
+
+/// The shared refresh: one task for every caller, the lease, the refresh grant with its retries,
+/// and the fenced commit.
+extension RefreshCoordinator {
+    /// Joins the one shared refresh, starting it when none runs.
+    func join(minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
+        let task: Task<AccessToken, any Error>
+        if let running = inFlight {
+            task = running
+        } else {
+            // Set before the first await: re-entrant callers join this task.
+            task = Task { try await self.performRefresh(minimumValidity: minimumValidity, rejecting: rejecting) }
+            inFlight = task
+        }
+        return try await Self.wait(for: task)
+    }
+
+    /// Waits for the shared task; a cancelled waiter leaves at once with `CancellationError` and the
+    /// shared refresh goes on for the others.
+    private static func wait(for task: Task<AccessToken, any Error>) async throws -> AccessToken {
+        let box = ContinuationBox()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AccessToken, any Error>) in
+                box.install(continuation)
+                Task { box.resume(with: await task.result) }
+            }
+        } onCancel: {
+            box.resume(with: .failure(CancellationError()))
+        }
+    }
+
+    /// Refuses a refresh after `refreshLimit` futile ones within `refreshWindow` (a refresh loop).
+    private func checkRefreshWindow() throws {
+        let now = now()
+        recentRefreshes.removeAll { now.timeIntervalSince($0) > configuration.refreshWindow }
+        guard recentRefreshes.count < configuration.refreshLimit else {
+            throw OAuthError(OAuthError.refreshLimit,
+                             "\(recentRefreshes.count) futile refreshes of \(key) in \(Int64(saturating: configuration.refreshWindow)) s: refusing another (a refresh loop?)")
+        }
+    }
+
+    /// Counts a refresh that gave no usable token toward the loop guard.
+    private func recordFutileRefresh() { recentRefreshes.append(now()) }
+
+    private func performRefresh(minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
+        defer { inFlight = nil }
+        let started = epoch
+        // A rotated refresh token that could not be written yet: write it before anything else.
+        if pendingWrite != nil, await !flushPendingWrite() {
+            if let token = cachedAccessToken(minimumValidity: 0) { return token }
+            throw OAuthError(OAuthError.storeUnavailable, "the storage is still not writable; holding the new tokens in memory")
+        }
+        // Another process may have refreshed already: a plain read, no lease needed to adopt it.
+        if let stored = try await loadSession(), stored.session.state == .active,
+           answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+            return try adopt(stored.session.tokens, epoch: started)
+        }
+        // Offline: its own outcome, before the lease and the provider — the refresh waits for the network.
+        try checkOnline()
+        try checkRefreshWindow()
+        // A 401 means the token a refresh produced was not usable after all (a server that rejects
+        // every new token would otherwise loop).
+        if rejecting != nil { recordFutileRefresh() }
+        // Taking the lease is a write: a storage that cannot be written fails here, before any
+        // refresh token is spent.
+        let lease: SessionLease
+        do {
+            switch try await takeLease(minimumValidity: minimumValidity, rejecting: rejecting) {
+            case .lease(let taken): lease = taken
+            case .adopt(let tokens): return try adopt(tokens, epoch: started)
+            }
+        } catch let error as OAuthError where error.code == OAuthError.leaseBusy {
+            throw OAuthError(OAuthError.transient, "another process holds the refresh lease of \(key) for too long", underlying: error)
+        } catch {
+            throw OAuthError(OAuthError.storeUnavailable, "the storage is unavailable; no refresh token was spent", underlying: error)
+        }
+        let renewal = LeaseRenewal(storage: storage, lease: lease, ttl: configuration.leaseTTL, sleep: sleeper)
+        let result: Result<AccessToken, any Error>
+        do {
+            result = .success(try await refreshHolding(lease, minimumValidity: minimumValidity, rejecting: rejecting, epoch: started))
+        } catch {
+            result = .failure(error)
+        }
+        await renewal.stop()
+        try? await storage.releaseLease(lease)
+        return try result.get()
+    }
+
+    private enum LeaseOutcome {
+        case lease(SessionLease)
+        case adopt(TokenSet)
+    }
+
+    /// Takes the refresh lease, waiting for another holder. A storage that announces releases
+    /// (`LeaseReleaseNotifying`) lets a waiter re-read the moment the holder is done and adopt its
+    /// tokens without the lease (a plain read spends nothing); the lease is taken only when they do
+    /// not answer.
+    private func takeLease(minimumValidity: TimeInterval, rejecting: String?) async throws -> LeaseOutcome {
+        let name = "refresh:\(key)"
+        guard let notifying = storage as? any LeaseReleaseNotifying else {
+            return .lease(try await storage.acquireLease(name, ttl: configuration.leaseTTL, timeout: configuration.leaseWait))
+        }
+        let deadline = now().addingTimeInterval(configuration.leaseWait)
+        while true {
+            let wait = max(0, deadline.timeIntervalSince(now()))
+            if let lease = try await notifying.acquireLeaseOrAwaitRelease(name, ttl: configuration.leaseTTL, wait: wait) {
+                return .lease(lease)
+            }
+            if let stored = try await storage.load(key), stored.session.state == .active,
+               answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+                return .adopt(stored.session.tokens)
+            }
+            guard now() < deadline else { throw OAuthError(OAuthError.leaseBusy, "lease \(name) is held by another holder") }
+        }
+    }
+
+    /// The part of a refresh done while holding the lease.
+    private func refreshHolding(_ lease: SessionLease, minimumValidity: TimeInterval, rejecting: String?,
+                                epoch started: Int64) async throws -> AccessToken {
+        // Inside the lease: re-read; never reuse a refresh token read before it.
+        guard let stored = try await loadSession() else {
+            throw OAuthError(OAuthError.needsLogin, "there is no session for \(key): log in")
+        }
+        var session = stored.session
+        guard session.state == .active else {
+            throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login (its refresh token was refused)")
+        }
+        let known = snapshot.withLock { $0.tokens?.accessToken }
+        if known.map({ !session.tokens.accessToken.utf8.elementsEqual($0.utf8) }) ?? true,
+           answers(session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+            return try adopt(session.tokens, epoch: started)
+        }
+        let spent = session.tokens
+        let fresh: TokenSet
+        do {
+            fresh = try await refreshWithRetries(session)
+        } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
+            recordFutileRefresh()
+            // Maybe another process rotated the token a moment ago: then its tokens are the answer.
+            if let again = try await loadSession(), again.session.state == .active,
+               !Self.same(again.session.tokens.refreshToken, spent.refreshToken) {
+                return try adopt(again.session.tokens, epoch: started)
+            }
+            session.state = .needsReauthentication
+            _ = try? await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
+            snapshot.withLock { $0 = Snapshot() }
+            eventListeners.yield(.needsReauthentication)
+            throw error
+        } catch let error as OAuthError {
+            recordFutileRefresh()
+            eventListeners.yield(.refreshFailed(error))
+            throw error
+        }
+        // A token already too close to its expiry to use counts toward the loop guard.
+        if !fresh.isValid(for: fresh.margin(min(configuration.minimumValidity, 1), cappedAt: configuration.maximumMarginFraction), at: now()) {
+            recordFutileRefresh()
+        }
+        session.tokens = fresh
+        // No lost tokens: the rotated refresh token is committed before any caller sees the new
+        // access token — with a compare-and-set on the generation read inside the lease, fenced by it.
+        do {
+            try await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
+        } catch {
+            // Someone else's tokens landed first (our lease lapsed and another holder committed):
+            // theirs win, ours are dropped.
+            var reread: StoredSession?? = nil   // nil: the storage could not be read
+            do { reread = .some(try await storage.load(key)) } catch {}
+            switch reread {
+            case .some(.some(let winner)) where winner.generation != stored.generation:
+                if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started) }
+                throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
+            case .some(.none):
+                // Logged out meanwhile: the session stays wiped and its tokens are not handed out.
+                throw OAuthError(OAuthError.needsLogin, "\(key) was logged out while a refresh ran")
+            default:
+                // Otherwise keep them, hand them out, and keep trying to write them (in the background,
+                // and before any further refresh): never drop a rotated refresh token.
+                pendingWrite = (session, stored.generation)
+                scheduleWriteRetry()
+            }
+        }
+        return try adopt(fresh, epoch: started)
+    }
+
+    private func loadSession() async throws -> StoredSession? {
+        do { return try await storage.load(key) } catch {
+            throw OAuthError(OAuthError.storeUnavailable, "cannot read the session of \(key)", underlying: error)
+        }
+    }
+
+    /// A timed-out grant may have been processed (the refresh token spent, its successor lost in
+    /// transit): sending the spent token again could trip reuse detection and revoke the whole token
+    /// family. Only failures known to precede processing (no connection, a 5xx or 429 answer) are retried.
+    private static func mayHaveReachedTheServer(_ error: OAuthError) -> Bool {
+        (error.underlying as? HTTPRequestError)?.code == HTTPRequestError.timedOut
+    }
+
+    private func refreshWithRetries(_ session: OAuthSession) async throws -> TokenSet {
+        var attempt = 1
+        while true {
+            do {
+                return try await refresher(session)
+            } catch let error as OAuthError where error.code == OAuthError.transient && configuration.reachability?.status == .offline {
+                // The network went away: no retries burned; the refresh waits for it.
+                _ = error
+                try checkOnline()
+                throw error
+            } catch let error as OAuthError where error.code == OAuthError.transient && attempt < configuration.transientAttempts
+                        && !Self.mayHaveReachedTheServer(error) {
+                let delay = min(max(configuration.backoff, 0) * Double(1 << min(attempt - 1, 16)), 60) * Double.random(in: 0.5...1.0)
+                try await sleeper(delay)
+                attempt += 1
+            }
+        }
+    }
+
+    private static func same(_ a: String?, _ b: String?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let x?, let y?): x.utf8.elementsEqual(y.utf8)
+        default: false
+        }
+    }
+}
