@@ -44,7 +44,7 @@ public actor RefreshCoordinator {
         /// caller passes) may ask for (default ¼). A provider issuing 5 s tokens against a 30 s margin
         /// then gets one refresh per token — in its last 1.25 s — instead of a refresh on every call.
         /// `refreshNow()` and a 401 (`refresh(rejecting:)`) are not margins and always refresh.
-        public var maximumMarginFraction: Double = 0.25
+        public var maximumMarginFraction: Double = TokenSet.defaultMaximumMarginFraction
         /// The cross-process lease's lifetime: a crashed refresher's lease lapses after it. The
         /// lease is renewed every third of it while a refresh runs.
         public var leaseTTL: TimeInterval = 30
