@@ -42,7 +42,7 @@ enum RegisteredBackends {
         case .handoff:
             try PostgresHandoff.exec()
         case .backend(let open):
-            return try open(CLIStoreLocation(url: options.resolvedStorePath, masterKey: try options.keySource()))
+            return try open(CLIStoreLocation(url: try options.resolvedStorePath, masterKey: try options.keySource()))
         }
     }
 }
@@ -62,9 +62,14 @@ final class CLISessions {
     /// Opens the store `options` name (`create`: a missing file store is created; a PostgreSQL
     /// schema is created and migrated on first use either way).
     init(options: StoreOptions, create: Bool) throws {
-        if options.isPostgres {
+        if try options.isPostgres {
             backend = .registered(try RegisteredBackends.openPostgres(options))
         } else {
+            // First contact: no store yet means nobody logged in — say what to do, not how stores work.
+            let path = try options.resolvedStorePath
+            if !create, !FileManager.default.fileExists(atPath: path) {
+                throw CLIError.failed("not logged in (no store at \(path) yet); run moose login --issuer URL --client-id ID")
+            }
             backend = .file(EncryptedSessionStorage(store: try options.open(create: create)))
         }
     }

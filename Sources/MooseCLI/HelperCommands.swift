@@ -18,13 +18,16 @@ import Darwin
 /// and host → profile mappings, so credential helpers need no flags.
 enum CLIConfig {
     static var path: String {
-        if let path = getenv("MOOSE_CONFIG").map({ String(cString: $0) }), !path.isEmpty { return path }
-        return StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/config.toml"
+        get throws {
+            if let path = getenv("MOOSE_CONFIG").map({ String(cString: $0) }), !path.isEmpty { return path }
+            return try StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/config.toml"
+        }
     }
 
     /// The file, or an empty configuration when there is none. A file that exists but cannot be
     /// read or parsed is an error (exit 2) that names the line.
     static func load() throws -> ConfigFile {
+        let path = try self.path
         guard FileManager.default.fileExists(atPath: path) else { return ConfigFile() }
         let bytes = try KeyLoading.readFile(path, what: "config file", limit: ConfigFile.maximumSize)
         do {
@@ -39,6 +42,29 @@ enum CLIConfig {
         if let option { return option }
         return (try? load())?.defaultProfile ?? "default"
     }
+
+    /// What a session command works on, read from the config file once: the profile (`--profile`,
+    /// else the file's `default`, else "default"), its settings there, and the store — `--store`,
+    /// else `$MOOSE_STORE`, else the profile's `store`, else the default file. A config file that
+    /// exists but does not parse is an error (exit 2, naming the file and line) for every command.
+    static func resolve(_ option: String?, store: StoreOptions) throws -> ResolvedProfile {
+        let config = try load()
+        let name = option ?? config.defaultProfile ?? "default"
+        let settings = config.profiles[name]
+        var store = store
+        if store.storePath == nil, getenv("MOOSE_STORE") == nil, let path = settings?.store, !path.isEmpty { store.storePath = path }
+        return ResolvedProfile(name: name, settings: settings, store: store)
+    }
+}
+
+/// A command's profile after the config file was read (`CLIConfig.resolve`).
+struct ResolvedProfile {
+    /// The profile's name (the session's storage key).
+    let name: String
+    /// Its settings in the config file, if it has any there.
+    let settings: ConfigFile.ProfileSettings?
+    /// The store to use for it.
+    let store: StoreOptions
 }
 
 /// `moose profile list|show|use`.
@@ -71,17 +97,20 @@ struct ProfileCommand: ParsableCommand {
         @Argument(help: "The profile (default: the active one).") var name: String?
 
         func run() throws {
-            let name = CLIConfig.profileName(name)
-            let settings = try CLIConfig.load().profiles[name]
+            let resolved = try CLIConfig.resolve(name, store: store)
+            let name = resolved.name
+            let settings = resolved.settings
+            let store = resolved.store
             let stored = (try? CLISessions(options: store, create: false)).flatMap { try? $0.load(name) }?.session
-            guard settings != nil || stored != nil else { throw CLIError.failed("no profile \(name) in \(CLIConfig.path) and no session") }
+            guard settings != nil || stored != nil else { throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session") }
             var object: JSONObject = ["name": .string(name)]
             let saved = stored.map { Profile.of($0, key: name) }
             object["issuer"] = (settings?.issuer ?? saved?.issuer).map { .string($0) } ?? .null
             object["client_id"] = (settings?.clientID ?? saved?.clientID).map { .string($0) } ?? .null
-            object["scopes"] = .array((settings?.scopes ?? saved?.scopes ?? []).map { .string($0) })
+            // What a login of this profile asks for: the config's scopes, the session's, else Moose's default.
+            object["scopes"] = .array((settings?.scopes ?? saved?.scopes ?? LoginCommand.defaultScopes).map { .string($0) })
             object["resource"] = (settings?.resource ?? saved?.resource).map { .string($0) } ?? .null
-            object["store"] = .string(settings?.store ?? store.resolvedStorePath)
+            object["store"] = .string(try store.resolvedStorePath)
             object["dpop"] = (settings?.dpop ?? saved?.dpop).map { .string($0) } ?? .null
             object["session"] = stored.map { .string($0.state == .active ? "active" : "needs login") } ?? .null
             object["hosts"] = .array(try CLIConfig.load().hosts.filter { $0.value.utf8.elementsEqual(name.utf8) }.keys.sorted().map { .string($0) })
@@ -98,8 +127,18 @@ struct ProfileCommand: ParsableCommand {
                 throw CLIError.usage("a profile name is 1–200 printable characters")
             }
             var config = try CLIConfig.load()
+            // Only a profile that exists: in the config file, or as a session in the store.
+            if config.profiles[name] == nil {
+                let sessions = (try? CLISessions(options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
+                                                 create: false)).flatMap { try? $0.keys() } ?? []
+                guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
+                    let known = Set(config.profiles.keys).union(sessions).sorted()
+                    throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session of that name"
+                                          + (known.isEmpty ? "; log in with moose login --profile \(name) first" : " (profiles: \(known.joined(separator: ", ")))"))
+                }
+            }
             config.defaultProfile = name
-            let path = CLIConfig.path
+            let path = try CLIConfig.path
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try Data(config.serialized.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)

@@ -205,7 +205,7 @@ struct LoginCommand: ParsableCommand {
     @Option(name: .customLong("client-id"), help: "The client id (required the first time).") var clientID: String?
     @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
     var clientSecretFile: String?
-    @Option(help: "A scope to request (repeatable; default: openid profile email).") var scope: [String] = []
+    @Option(help: "A scope to request (repeatable; default: the profile's, else openid profile email).") var scope: [String] = []
     @Flag(help: "Use the device authorization grant.") var device = false
     @Option(name: .customLong("device-endpoint"), help: ArgumentHelp("The device authorization endpoint, when discovery does not list it.", valueName: "URL"))
     var deviceEndpoint: String?
@@ -219,29 +219,41 @@ struct LoginCommand: ParsableCommand {
     var noPAR = false
     @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
 
+    /// What a login asks for when neither the command line, the config file nor an earlier login says.
+    static let defaultScopes = ["openid", "profile", "email"]
+
     func run() throws {
-        if let resource, issuer == nil {
-            try ResourceLogin(store: store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
+        // The config file first: its profile settings and store count for every command, and a
+        // file that does not parse is an error before anything else happens.
+        let resolved = try CLIConfig.resolve(self.profile ?? (resource != nil && issuer == nil ? resource : nil), store: store)
+        if let resource, issuer == nil, resolved.settings?.issuer == nil {
+            try ResourceLogin(store: resolved.store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
                               noBrowser: noBrowser, port: port, timeout: timeout).run()
             return
         }
-        let profile = self.profile ?? "default"
-        let context = try OAuthContext(options: store, create: true)
-        let existing = try context.loadOrFail(profile)?.profile
-        guard let issuer = issuer ?? existing?.issuer, let clientID = clientID ?? existing?.clientID else {
-            throw CLIError.usage("the first login of profile \(profile) needs --issuer and --client-id (or --resource alone, to discover both)")
+        let profile = resolved.name
+        let config = resolved.settings
+        // What an earlier login kept — read without creating anything: a usage error leaves no store
+        // (or key) behind. A damaged row is not read: this login replaces it.
+        let existing = (try? OAuthContext(options: resolved.store, create: false)).flatMap { try? $0.loadOrFail(profile)?.profile }
+        guard let issuer = issuer ?? config?.issuer ?? existing?.issuer, let clientID = clientID ?? config?.clientID ?? existing?.clientID else {
+            throw CLIError.usage("the first login of profile \(profile) needs --issuer URL and --client-id ID "
+                                 + "(or a [profiles.\(profile)] section with issuer and client_id in \(try CLIConfig.path), or --resource alone to discover both)")
+        }
+        guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http", URL(string: issuer)?.host != nil else {
+            throw CLIError.usage("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
         }
         var endpoints = existing?.endpoints ?? EndpointOverrides()
         if let deviceEndpoint {
             guard let url = URL(string: deviceEndpoint) else { throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL") }
             endpoints.deviceAuthorizationEndpoint = url
         }
-        let scopes = scope.isEmpty ? (existing?.scopes ?? ["openid", "profile", "email"]) : scope
+        let scopes = scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? Self.defaultScopes) : scope
         var settings = Profile(name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
                                grant: device ? .deviceCode : .authorizationCode,
-                               clientSecretFile: clientSecretFile ?? existing?.clientSecretFile, endpoints: endpoints)
-        settings.dpop = dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : existing?.dpop)
-        if let resource {
+                               clientSecretFile: clientSecretFile ?? config?.clientSecretFile ?? existing?.clientSecretFile, endpoints: endpoints)
+        settings.dpop = dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : (config?.dpop ?? existing?.dpop))
+        if let resource = resource ?? config?.resource {
             do { settings.resource = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
         } else {
             settings.resource = existing?.resource
@@ -253,6 +265,7 @@ struct LoginCommand: ParsableCommand {
             }
             algorithm = chosen
         }
+        let context = try OAuthContext(options: resolved.store, create: true)
         do {
             var client = try context.client(for: settings)
             client.dpop = algorithm
@@ -316,7 +329,8 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "One JSON array for scripts.") var json = false
 
     func run() throws {
-        let context = try OAuthContext(options: store, create: false)
+        let resolved = try CLIConfig.resolve(profile, store: store)
+        let context = try OAuthContext(options: resolved.store, create: false)
         let names: [String]
         do { names = try profile.map { [$0] } ?? context.sessions.keys() } catch { throw OAuthContext.fail(error) }
         var items: [JSONValue] = []
@@ -354,10 +368,12 @@ struct StatusCommand: ParsableCommand {
 struct RefreshCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "refresh", abstract: "Refresh the session's tokens now.")
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile.") var profile = "default"
+    @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
 
     func run() throws {
-        let context = try OAuthContext(options: store, create: false)
+        let resolved = try CLIConfig.resolve(self.profile, store: store)
+        let profile = resolved.name
+        let context = try OAuthContext(options: resolved.store, create: false)
         guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login (its refresh token was refused); run moose login") }
         do {
@@ -396,13 +412,15 @@ struct LogoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout", abstract: "Revoke the tokens at the provider and wipe the local session (always).")
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile.") var profile = "default"
+    @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
     @Flag(name: .customLong("show-end-session-url"),
           help: "Print the provider's logout URL in full (it carries the ID token as id_token_hint).")
     var showEndSessionURL = false
 
     func run() throws {
-        let context = try OAuthContext(options: store, create: false)
+        let resolved = try CLIConfig.resolve(self.profile, store: store)
+        let profile = resolved.name
+        let context = try OAuthContext(options: resolved.store, create: false)
         guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile)") }
         // The session engine's logout: revoke, end-session URL, then wipe — whatever the provider said.
         let engine = context.engine(profile)

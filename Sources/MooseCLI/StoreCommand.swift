@@ -29,22 +29,38 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("Derive the master key from the passphrase in this file (scrypt).", valueName: "FILE"))
     var passphraseFile: String?
 
-    static func home() -> String { getenv("HOME").map { String(cString: $0) } ?? "." }
-
-    static func xdg(_ variable: String, fallback: String) -> String {
-        if let value = getenv(variable).map({ String(cString: $0) }), value.hasPrefix("/") { return value }
-        return home() + "/" + fallback
+    /// `$HOME` when it names an absolute folder; `nil` when it is unset, empty or relative.
+    static func home() -> String? {
+        guard let home = getenv("HOME").map({ String(cString: $0) }), home.hasPrefix("/") else { return nil }
+        return home
     }
 
+    /// An XDG base folder: `$variable` when absolute, else `$HOME/fallback`. Without either, a clear
+    /// usage error — never a store or a key under the current directory.
+    static func xdg(_ variable: String, fallback: String) throws -> String {
+        if let value = getenv(variable).map({ String(cString: $0) }), value.hasPrefix("/") { return value }
+        guard let home = home() else {
+            throw CLIError.usage("HOME is not set (nor \(variable)): moose keeps its store, key and config under your home folder "
+                                 + "and will not put secrets in the current directory; set HOME, or give --store and --key-file (or MOOSE_STORE, MOOSE_CONFIG)")
+        }
+        return home + "/" + fallback
+    }
+
+    /// The store: `--store`, else `$MOOSE_STORE`, else `$XDG_DATA_HOME/moose/store.sqlite`.
     var resolvedStorePath: String {
-        storePath ?? (getenv("MOOSE_STORE").map { String(cString: $0) }
-            ?? StoreOptions.xdg("XDG_DATA_HOME", fallback: ".local/share") + "/moose/store.sqlite")
+        get throws {
+            if let storePath { return storePath }
+            if let path = getenv("MOOSE_STORE").map({ String(cString: $0) }), !path.isEmpty { return path }
+            return try StoreOptions.xdg("XDG_DATA_HOME", fallback: ".local/share") + "/moose/store.sqlite"
+        }
     }
 
     /// `true` when the store is a PostgreSQL database (`postgres://…`, `postgresql://…`), not a file.
     var isPostgres: Bool {
-        let prefix = resolvedStorePath.prefix(16).lowercased()
-        return prefix.hasPrefix("postgres://") || prefix.hasPrefix("postgresql://")
+        get throws {
+            let prefix = try resolvedStorePath.prefix(16).lowercased()
+            return prefix.hasPrefix("postgres://") || prefix.hasPrefix("postgresql://")
+        }
     }
 
     func keySource() throws -> MasterKeySource {
@@ -58,16 +74,16 @@ struct StoreOptions: ParsableArguments {
         }
         if let keyFile { return .keyFile(keyFile) }
         if let value = getenv("MOOSE_STORE_KEY"), value.pointee != 0 { return .environment("MOOSE_STORE_KEY") }
-        return .keyFile(StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/store.key")
+        return .keyFile(try StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/store.key")
     }
 
     func open(create: Bool = false) throws -> SecretStore {
-        guard !isPostgres else {
+        guard try !isPostgres else {
             throw CLIError.usage("this command needs a file store; --store (or MOOSE_STORE) names a PostgreSQL database, "
                                  + "where moose store init, check and rotate-key work, and sessions are managed with login, status, token, refresh and logout")
         }
         do {
-            return try SecretStore(path: resolvedStorePath, masterKey: try keySource(), create: create)
+            return try SecretStore(path: try resolvedStorePath, masterKey: try keySource(), create: create)
         } catch let error as SecretStoreError {
             throw StoreOptions.cliError(error)
         }
@@ -119,13 +135,13 @@ struct StoreCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            if options.isPostgres {
+            if try options.isPostgres {
                 let backend = try RegisteredBackends.openPostgres(options)
                 defer { backend.close() }
                 Terminal.out(try backend.prepareStore())
                 return
             }
-            let path = options.resolvedStorePath
+            let path = try options.resolvedStorePath
             let existed = FileManager.default.fileExists(atPath: path)
             _ = try options.open(create: true)
             Terminal.out(existed ? "store \(path) already exists; key OK" : "created store \(path)")
@@ -225,7 +241,7 @@ struct StoreCommand: ParsableCommand {
         var toPassphraseFile: String?
 
         func run() throws {
-            if options.isPostgres { return try rotatePostgres() }
+            if try options.isPostgres { return try rotatePostgres() }
             let store = try options.open()
             do {
                 guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
@@ -292,7 +308,7 @@ struct StoreCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            if options.isPostgres { return try checkPostgres() }
+            if try options.isPostgres { return try checkPostgres() }
             let store = try options.open()
             let report: SecretStore.CheckReport
             do { report = try store.check() } catch { throw StoreOptions.cliError(error) }

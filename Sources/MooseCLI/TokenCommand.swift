@@ -63,7 +63,7 @@ struct TokenCommand: ParsableCommand {
         // an error, another process using the store — takes the ordinary path below, which reads again
         // and reports exactly as before.
         if let source = try? store.keySource(),
-           let stored = try? EncryptedSessionStorage.loadSnapshot(path: store.resolvedStorePath, masterKey: source, key: profile),
+           let stored = try? EncryptedSessionStorage.loadSnapshot(path: try store.resolvedStorePath, masterKey: source, key: profile),
            stored.session.state == .active, stored.session.tokens.isValid(for: margin(minimum, for: stored.session.tokens)) {
             return stored.session.tokens
         }
@@ -118,10 +118,14 @@ struct TokenCommand: ParsableCommand {
                 throw CLIError.usage("--min-validity \(minValidity ?? ""): expected a duration of at most a year, like 60, 90s, 2m or 1h")
             }
             let profile: String
+            let store: StoreOptions
             if let resource, self.profile == nil {
+                store = self.store
                 profile = try ResourceLogin.profile(for: resource, store: store)
             } else {
-                profile = CLIConfig.profileName(self.profile)
+                let resolved = try CLIConfig.resolve(self.profile, store: self.store)
+                profile = resolved.name
+                store = resolved.store
             }
             let tokens = try TokenCommand.validTokens(store: store, profile: profile, minimumValidity: minimum)
             // Asked for more than the provider's tokens live: say so (the token printed is the freshest there is).
@@ -209,14 +213,16 @@ struct DPoPProofCommand: ParsableCommand {
             """)
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile.") var profile = "default"
+    @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
     @Option(help: ArgumentHelp("The request's method (htm).", valueName: "METHOD")) var method = "GET"
     @Option(help: ArgumentHelp("The request's URL (htu: query and fragment are dropped).", valueName: "URL")) var url: String
     @Option(help: ArgumentHelp("The server's DPoP-Nonce.", valueName: "NONCE")) var nonce: String?
     @Flag(name: .customLong("no-ath"), help: "Leave out ath (a proof for a token endpoint rather than a resource).") var noAccessTokenHash = false
 
     func run() throws {
-        let sessions = try CLISessions(options: store, create: false)
+        let resolved = try CLIConfig.resolve(self.profile, store: store)
+        let profile = resolved.name
+        let sessions = try CLISessions(options: resolved.store, create: false)
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error) }
         guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }

@@ -1,0 +1,111 @@
+import Foundation
+import MooseTestSupport
+import Testing
+
+/// Issue "The first hour", §2 and §3: what a person at the keyboard meets with a config file, a
+/// fresh machine, a mistyped command line — each as the CLI is run from a shell.
+@Suite(.serialized)
+struct FirstHourCLITests {
+    /// A fresh home whose config file (under its XDG_CONFIG_HOME) says `contents`.
+    static func home(_ label: String, config contents: String?) throws -> (URL, [String: String]) {
+        let (home, environment) = CLI.home(label)
+        if let contents {
+            let folder = home.appendingPathComponent("config/moose")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data(contents.utf8).write(to: folder.appendingPathComponent("config.toml"))
+        }
+        return (home, environment)
+    }
+
+    @Test func everySessionCommandTakesTheConfigFilesDefaultProfileAndItsStore() async throws {
+        let (home, _) = CLI.home("moose-config")
+        let store = home.appendingPathComponent("work-store.sqlite").path
+        let (_, environment) = try Self.home(home.lastPathComponent, config: """
+            default = "work"
+
+            [profiles.work]
+            issuer = "\(TestIdentityProvider.issuer)"
+            client_id = "moose-cli"
+            scopes = ["openid", "profile"]
+            store = "\(store)"
+            """)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let login = try await CLI.run(["login"], environment: environment, timeout: 60)
+        #expect(login.status == 0 && login.stdout.contains("(profile work)"), "\(login.stdout) \(login.stderr)")
+        #expect(FileManager.default.fileExists(atPath: store), "the profile's store was not used")
+        let defaultStore = home.appendingPathComponent("data/moose/store.sqlite").path
+        #expect(!FileManager.default.fileExists(atPath: defaultStore), "a store was created at the default place")
+
+        let status = try await CLI.run(["status", "--json"], environment: environment)
+        #expect(status.status == 0 && status.stdout.contains("\"work\""), "\(status.stdout) \(status.stderr)")
+        let sessions = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])
+        #expect(sessions.first?["scopes"] as? [String] == ["openid", "profile"], "the config file's scopes were not asked for: \(status.stdout)")
+        let token = try await CLI.run(["token"], environment: environment)
+        #expect(token.status == 0 && !token.stdout.isEmpty, "\(token.stderr)")
+        let refresh = try await CLI.run(["refresh"], environment: environment)
+        #expect(refresh.status == 0 && refresh.stdout.contains("profile work"), "\(refresh.stdout) \(refresh.stderr)")
+        let proof = try await CLI.run(["dpop-proof", "--url", "https://api.example.com/"], environment: environment)
+        #expect(proof.stderr.contains("no DPoP key"), "dpop-proof read the profile's session: \(proof.stderr)")
+        let logout = try await CLI.run(["logout"], environment: environment)
+        #expect(logout.stdout.contains("Logged out of profile work"), "\(logout.stdout) \(logout.stderr)")
+    }
+
+    @Test func aConfigFileThatDoesNotParseIsAnErrorForEveryCommand() async throws {
+        let (home, environment) = try Self.home("moose-bad-config", config: "default = \"work\"\n[profiles.work]\nissuer = https://no-quotes\n")
+        defer { try? FileManager.default.removeItem(at: home) }
+        for arguments in [["login"], ["status"], ["token"], ["refresh"], ["logout"], ["dpop-proof", "--url", "https://a.example/"],
+                          ["profile", "show"], ["profile", "use", "work"]] {
+            let result = try await CLI.run(arguments, environment: environment)
+            #expect(result.status == 2, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("config.toml") && result.stderr.contains("line 3"), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test func profileUseRefusesAProfileThatDoesNotExistAndShowPrintsTheRealDefaultScopes() async throws {
+        let (home, environment) = try Self.home("moose-profiles", config: """
+            [profiles.work]
+            issuer = "https://id.example.com"
+            client_id = "app"
+            """)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let configFile = home.appendingPathComponent("config/moose/config.toml")
+        let before = try Data(contentsOf: configFile)
+        let use = try await CLI.run(["profile", "use", "nosuch"], environment: environment)
+        #expect(use.status == 1 && use.stderr.contains("no profile nosuch") && use.stderr.contains("work"), "\(use.stderr)")
+        #expect(try Data(contentsOf: configFile) == before, "the config file was written")
+        let show = try await CLI.run(["profile", "show", "work"], environment: environment)
+        #expect(show.status == 0 && show.stdout.contains("\"scopes\":[\"openid\",\"profile\",\"email\"]"), "\(show.stdout) \(show.stderr)")
+        let good = try await CLI.run(["profile", "use", "work"], environment: environment)
+        #expect(good.status == 0, "\(good.stderr)")
+    }
+
+    @Test func withoutHOMENothingLandsInTheCurrentDirectory() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-nohome-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for arguments in [["token"], ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"], ["store", "init"]] {
+            let result = try await CLI.run(["env", "-u", "HOME", "-u", "XDG_DATA_HOME", "-u", "XDG_CONFIG_HOME", "-u", "MOOSE_STORE",
+                                            "-u", "MOOSE_CONFIG", "-C", folder.path, CLI.binary] + arguments,
+                                           environment: ["BROWSER": "/bin/false"], executable: "/usr/bin/env")
+            #expect(result.status == 2 && result.stderr.contains("HOME is not set"), "\(arguments): \(result.status) \(result.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, "files appeared in the current directory")
+    }
+
+    @Test func aUsageErrorCreatesNothingAndFirstContactSaysHowToLogIn() async throws {
+        let (home, environment) = try Self.home("moose-first-contact", config: nil)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let login = try await CLI.run(["login"], environment: environment)
+        #expect(login.status == 2 && login.stderr.contains("--issuer"), "\(login.stderr)")
+        let badIssuer = try await CLI.run(["login", "--issuer", "id.example.com", "--client-id", "app"], environment: environment)
+        #expect(badIssuer.status == 2 && badIssuer.stderr.contains("not an absolute https URL"), "\(badIssuer.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: home.path), "a usage error created \(home.path)")
+        for arguments in [["token"], ["status"], ["refresh"], ["logout"]] {
+            let result = try await CLI.run(arguments, environment: environment)
+            #expect(result.status == 1, "\(arguments): \(result.status)")
+            #expect(result.stderr.contains("not logged in") && result.stderr.contains("moose login --issuer URL --client-id ID"),
+                    "\(arguments): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: home.path), "a first command created \(home.path)")
+    }
+}
