@@ -30,6 +30,15 @@ struct Profile: Sendable, Codable, Hashable {
     var dpop: String? = nil
     /// The RFC 8707 resource (an MCP server, an API) the tokens are for, named on login and every refresh.
     var resource: String? = nil
+    /// An environment variable holding the client secret (a service's login: nothing on disk).
+    var clientSecretEnv: String? = nil
+    /// How the client authenticates with its secret: `basic` (client_secret_basic, the default) or `post`.
+    var clientAuth: String? = nil
+    /// A private key file (PEM or JWK) for `private_key_jwt` (RFC 7523 §2.2), and the `kid` to name.
+    var privateKeyFile: String? = nil
+    var privateKeyID: String? = nil
+    /// The `audience` a client-credentials grant names (providers such as Auth0 need it).
+    var audience: String? = nil
 
     init(name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
          clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()) {

@@ -109,14 +109,41 @@ struct CLIClients: Sendable {
     let transport: any HTTPTransport
     let fileStore: SecretStore?
 
+    /// How `profile`'s client authenticates, read afresh on every use (a rotated secret file or
+    /// variable is picked up): `private_key_jwt` with its key file, else its secret from a file or an
+    /// environment variable (`client_secret_basic`, or `_post`), else none (a public client).
+    static func authentication(for profile: Profile) throws -> ClientAuthentication {
+        if let path = profile.privateKeyFile {
+            let signing: JWTKey
+            do {
+                signing = try JWTKey(pem: String(decoding: try KeyLoading.readFile(path, what: "key file"), as: UTF8.self),
+                                     keyID: profile.privateKeyID)
+            } catch {
+                throw CLIError.usage("--private-key \(path) must be a private key in PEM (RS256, ES256 or EdDSA): \(error)")
+            }
+            let algorithms = KeyLoading.algorithms(for: signing)
+            guard let algorithm = [JWTAlgorithm.es256, .eddsa, .rs256].first(where: algorithms.contains) else {
+                throw CLIError.usage("--private-key \(path): private_key_jwt signs with RS256, ES256 or EdDSA, not this key type")
+            }
+            return .privateKeyJWT(signing, algorithm)
+        }
+        var secret: String? = nil
+        if let file = profile.clientSecretFile {
+            secret = String(decoding: try KeyLoading.readFile(file, what: "client secret file", limit: 4096), as: UTF8.self)
+                .trimmingCharacters(in: ["\n", "\r"])
+        } else if let variable = profile.clientSecretEnv {
+            guard let value = getenv(variable).map({ String(cString: $0) }), !value.isEmpty else {
+                throw CLIError.usage("the environment variable \(variable) (the client secret of profile \(profile.name)) is not set")
+            }
+            secret = value
+        }
+        guard let secret else { return .none }
+        return profile.clientAuth == "post" ? .clientSecretPost(secret) : .clientSecretBasic(secret)
+    }
+
     func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
         let metadata = try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
-        var authentication = ClientAuthentication.none
-        if let file = profile.clientSecretFile {
-            let secret = String(decoding: try KeyLoading.readFile(file, what: "client secret file", limit: 4096), as: UTF8.self)
-                .trimmingCharacters(in: ["\n", "\r"])
-            authentication = .clientSecretBasic(secret)
-        }
+        var authentication = try Self.authentication(for: profile)
         if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
            registration.issuer.utf8.elementsEqual(metadata.issuer.utf8) {
             authentication = registration.authentication
@@ -207,6 +234,19 @@ struct LoginCommand: ParsableCommand {
     var clientSecretFile: String?
     @Option(help: "A scope to request (repeatable; default: the profile's, else openid profile email).") var scope: [String] = []
     @Flag(help: "Use the device authorization grant.") var device = false
+    @Flag(name: .customLong("client-credentials"),
+          help: "Log in as the client itself (a service, a CI job): the client credentials grant, no browser. The session has no refresh token; moose token gets a new one by the same single flight when it nears expiry.")
+    var clientCredentials = false
+    @Option(name: .customLong("client-secret-env"), help: ArgumentHelp("An environment variable holding the client secret (read on every grant; nothing on disk).", valueName: "VAR"))
+    var clientSecretEnv: String?
+    @Option(name: .customLong("client-auth"), help: ArgumentHelp("How the secret is sent: basic (client_secret_basic, default) or post (client_secret_post).", valueName: "METHOD"))
+    var clientAuth: String?
+    @Option(name: .customLong("private-key"), help: ArgumentHelp("Authenticate with private_key_jwt (RFC 7523): a private key in PEM (RS256, ES256 or EdDSA).", valueName: "FILE"))
+    var privateKey: String?
+    @Option(name: .customLong("key-id"), help: ArgumentHelp("The kid to name in the private_key_jwt assertion.", valueName: "KID"))
+    var keyID: String?
+    @Option(help: ArgumentHelp("The audience a client-credentials grant names (for providers that want one).", valueName: "AUDIENCE"))
+    var audience: String?
     @Option(name: .customLong("device-endpoint"), help: ArgumentHelp("The device authorization endpoint, when discovery does not list it.", valueName: "URL"))
     var deviceEndpoint: String?
     @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
@@ -218,6 +258,11 @@ struct LoginCommand: ParsableCommand {
     @Flag(name: .customLong("no-par"), help: "Never push the authorization request (RFC 9126), even when the provider offers it.")
     var noPAR = false
     @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
+
+    /// `path` made absolute (a profile is used from any directory later).
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
 
     /// What a login asks for when neither the command line, the config file nor an earlier login says.
     static let defaultScopes = ["openid", "profile", "email"]
@@ -248,10 +293,25 @@ struct LoginCommand: ParsableCommand {
             guard let url = URL(string: deviceEndpoint) else { throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL") }
             endpoints.deviceAuthorizationEndpoint = url
         }
-        let scopes = scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? Self.defaultScopes) : scope
+        // A service asks for what it is configured to (no OpenID scopes: there is no user).
+        let scopes = scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? (clientCredentials ? [] : Self.defaultScopes)) : scope
         var settings = Profile(name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
-                               grant: device ? .deviceCode : .authorizationCode,
+                               grant: clientCredentials ? .clientCredentials : device ? .deviceCode : .authorizationCode,
                                clientSecretFile: clientSecretFile ?? config?.clientSecretFile ?? existing?.clientSecretFile, endpoints: endpoints)
+        if let clientAuth, clientAuth != "basic", clientAuth != "post" { throw CLIError.usage("--client-auth takes basic or post") }
+        guard [clientSecretFile != nil, clientSecretEnv != nil, privateKey != nil].filter({ $0 }).count <= 1 else {
+            throw CLIError.usage("give one of --client-secret-file, --client-secret-env and --private-key")
+        }
+        if clientSecretEnv != nil || privateKey != nil { settings.clientSecretFile = clientSecretFile }
+        settings.clientSecretEnv = clientSecretEnv ?? (clientSecretFile == nil && privateKey == nil ? existing?.clientSecretEnv : nil)
+        settings.privateKeyFile = privateKey.map(Self.absolute) ?? (clientSecretFile == nil && clientSecretEnv == nil ? existing?.privateKeyFile : nil)
+        settings.privateKeyID = keyID ?? existing?.privateKeyID
+        settings.clientAuth = clientAuth ?? existing?.clientAuth
+        settings.audience = audience ?? existing?.audience
+        if let file = settings.clientSecretFile { settings.clientSecretFile = Self.absolute(file) }
+        if clientCredentials, settings.clientSecretFile == nil, settings.clientSecretEnv == nil, settings.privateKeyFile == nil {
+            throw CLIError.usage("--client-credentials needs the client's credentials: --client-secret-file FILE, --client-secret-env VAR or --private-key FILE")
+        }
         settings.dpop = dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : (config?.dpop ?? existing?.dpop))
         if let resource = resource ?? config?.resource {
             do { settings.resource = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
@@ -271,9 +331,14 @@ struct LoginCommand: ParsableCommand {
             client.dpop = algorithm
             if noPAR { client.pushedAuthorization = .never }
             let validator = context.validator(for: client)
-            let parameters = AuthorizationParameters(scopes: scopes)
+            var request = AuthorizationParameters(scopes: scopes)
+            if let audience = settings.audience { request.extra.append(("audience", audience)) }
+            let parameters = request
             let tokens: TokenSet
-            if device {
+            if clientCredentials {
+                let flow = ClientCredentialsFlow(client: client)
+                tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
+            } else if device {
                 let progress = Mutex<Progress?>(nil)
                 let flow = DeviceAuthorizationFlow(client: client, idTokens: validator) { device in
                     for line in DeviceCodeBanner.lines(userCode: device.userCode, verificationURI: device.verificationURI.absoluteString,
@@ -310,11 +375,16 @@ struct LoginCommand: ParsableCommand {
             let loggedInClient = client
             var issued = tokens
             issued.resource = tokens.resource ?? settings.resource
-            let attributes = settings.stored()
+            var kept = settings.stored()
+            if let audience = settings.audience { kept[SessionEngine.audienceAttribute] = audience }
+            let attributes = kept
             let issuedTokens = issued
-            let session = try CLIBlocking.run { try await engine.completeLogin(issuedTokens, client: loggedInClient, attributes: attributes) }
+            let grant = clientCredentials ? "client_credentials" : nil
+            let session = try CLIBlocking.run {
+                try await engine.completeLogin(issuedTokens, client: loggedInClient, grant: grant, attributes: attributes)
+            }
             let binding = tokens.dpopKey.map { tokens.isDPoPBound ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens" } ?? ""
-            let who = SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
+            let who = clientCredentials ? "client \(clientID)" : SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
             Terminal.out("Logged in to \(issuer) as \(who) (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
         } catch {
             throw OAuthContext.fail(error)

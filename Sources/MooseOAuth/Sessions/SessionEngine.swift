@@ -25,6 +25,9 @@ public struct SessionEngine: Sendable {
     /// The session attribute naming the grant a login used when a refresh cannot come from a refresh
     /// token (`client_credentials`: a "refresh" is a new grant).
     public static let grantAttribute = "moose.grant"
+    /// The session attribute naming the `audience` a client-credentials grant asked for (sent again
+    /// on every new grant).
+    public static let audienceAttribute = "moose.audience"
 
     /// The storage key of the session.
     public let key: String
@@ -76,7 +79,9 @@ public struct SessionEngine: Sendable {
         if tokens.refreshToken == nil, let grant = session.attributes[grantAttribute], grant.utf8.elementsEqual("client_credentials".utf8) {
             var client = client
             client.resource = tokens.resource ?? session.resource ?? client.resource
-            var fresh = try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: tokens.scopes))
+            var parameters = AuthorizationParameters(scopes: tokens.scopes)
+            if let audience = session.attributes[audienceAttribute] { parameters.extra.append(("audience", audience)) }
+            var fresh = try await ClientCredentialsFlow(client: client).authorize(parameters)
             fresh.resource = fresh.resource ?? client.resource
             return fresh
         }

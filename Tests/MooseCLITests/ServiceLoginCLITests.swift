@@ -1,0 +1,76 @@
+import Foundation
+import MooseTestSupport
+import Testing
+
+/// Issue "Without a person", §1: `moose login --client-credentials` for services and CI jobs, at the
+/// real test provider (its confidential client `moose-service`).
+@Suite(.serialized)
+struct ServiceLoginCLITests {
+    @Test func aServiceLogsInWithItsSecretFromAFileOrTheEnvironmentAndMooseTokenWorksOnIt() async throws {
+        let (home, environment) = CLI.home("moose-service")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let secretFile = home.appendingPathComponent("secret")
+        try Data("moose-service-secret\n".utf8).write(to: secretFile)
+
+        let login = try await CLI.run(["login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-service",
+                                       "--client-secret-file", secretFile.path, "--profile", "svc"], environment: environment)
+        #expect(login.status == 0 && login.stdout.contains("as client moose-service"), "\(login.stdout) \(login.stderr)")
+        let token = try await CLI.run(["token", "--profile", "svc"], environment: environment)
+        #expect(token.status == 0 && !token.stdout.isEmpty, "\(token.stderr)")
+        let status = try await CLI.run(["status", "--profile", "svc", "--json"], environment: environment)
+        let sessions = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])
+        #expect(sessions.first?["has_refresh_token"] as? Bool == false)
+
+        // The secret from an environment variable, sent with client_secret_post: nothing on disk.
+        var withVariable = environment
+        withVariable["MOOSE_TEST_SERVICE_SECRET"] = "moose-service-secret"
+        let post = try await CLI.run(["login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-service",
+                                      "--client-secret-env", "MOOSE_TEST_SERVICE_SECRET", "--client-auth", "post", "--profile", "env"],
+                                     environment: withVariable)
+        #expect(post.status == 0, "\(post.stderr)")
+        let stored = try await CLI.run(["store", "get", "env", "--namespace", "moose.session"], environment: environment)
+        #expect(!stored.stdout.contains("moose-service-secret"), "the secret was stored with the session")
+
+        // A refused secret: the provider's word, exit 1; an unset variable: a usage error.
+        var wrong = environment
+        wrong["MOOSE_TEST_SERVICE_SECRET"] = "not-the-secret"
+        let refused = try await CLI.run(["login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-service",
+                                         "--client-secret-env", "MOOSE_TEST_SERVICE_SECRET", "--profile", "bad"], environment: wrong)
+        #expect(refused.status == 1 && refused.stderr.contains("invalid_client"), "\(refused.stderr)")
+        let unset = try await CLI.run(["login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-service",
+                                       "--client-secret-env", "MOOSE_NO_SUCH_VARIABLE", "--profile", "bad"], environment: environment)
+        #expect(unset.status == 2 && unset.stderr.contains("MOOSE_NO_SUCH_VARIABLE"), "\(unset.stderr)")
+        let none = try await CLI.run(["login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-service"],
+                                     environment: environment)
+        #expect(none.status == 2 && none.stderr.contains("--client-secret-file"), "\(none.stderr)")
+    }
+
+    /// A session with no refresh token is re-acquired by the same single flight: 5 s tokens, two
+    /// processes after expiry → one new grant at the provider.
+    @Test func anExpiredServiceTokenIsReacquiredOnceForTwoProcesses() async throws {
+        let idp = try await SecondIdP.start(tokenSeconds: 5)
+        let (home, environment) = CLI.home("moose-service-short")
+        defer { try? FileManager.default.removeItem(at: home) }
+        do {
+            var withSecret = environment
+            withSecret["MOOSE_TEST_SERVICE_SECRET"] = "moose-service-secret"
+            let before = try await idp.tokensIssued(to: "moose-service")
+            let login = try await CLI.run(["login", "--client-credentials", "--issuer", idp.issuer, "--client-id", "moose-service",
+                                           "--client-secret-env", "MOOSE_TEST_SERVICE_SECRET"], environment: withSecret)
+            #expect(login.status == 0, "\(login.stderr)")
+            let first = try await CLI.run(["token"], environment: withSecret)
+            try await Task.sleep(nanoseconds: 6_000_000_000)
+            async let a = CLI.run(["token"], environment: withSecret)
+            async let b = CLI.run(["token"], environment: withSecret)
+            let (one, two) = try await (a, b)
+            #expect(one.status == 0 && two.status == 0 && one.stdout == two.stdout && one.stdout != first.stdout, "\(one.stderr) \(two.stderr)")
+            let grants = try await idp.tokensIssued(to: "moose-service") - before
+            #expect(grants == 2, "login + one new grant expected, saw \(grants)")
+        } catch {
+            await idp.stop()
+            throw error
+        }
+        await idp.stop()
+    }
+}
