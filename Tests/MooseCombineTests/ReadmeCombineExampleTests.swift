@@ -30,8 +30,8 @@ struct ReadmeCombineExampleTests {
         #expect(lines.first?.hasPrefix("#if MooseCombine") == true && lines.dropLast().last == "#endif")
         lines = Array(lines.dropFirst().dropLast(2))
         let example = lines.joined(separator: "\n") + "\n"
-        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
-        #expect(readme.contains("```swift\n" + example + "```\n"), "README's Combine example differs from the tested one")
+        let readme = try String(contentsOfFile: root + "/docs/adapters.md", encoding: .utf8)
+        #expect(readme.contains("```swift\n" + example + "```\n"), "docs/adapters.md's Combine example differs from the tested one")
     }
 }
 #endif

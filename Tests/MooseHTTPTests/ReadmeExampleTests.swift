@@ -56,9 +56,9 @@ struct ReadmeExampleTests {
 struct ReadmeQuotesTheExampleTests {
     @Test func theAppSectionQuotesToolsExampleVerbatim() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("docs/library.md"), encoding: .utf8)
         let example = try String(contentsOf: root.appendingPathComponent("tools/example/Sources/moose-example/main.swift"), encoding: .utf8)
         #expect(readme.contains("```swift\n" + example.trimmingCharacters(in: .newlines) + "\n```"),
-                "README's app section differs from tools/example/Sources/moose-example/main.swift")
+                "docs/library.md's app section differs from tools/example/Sources/moose-example/main.swift")
     }
 }

@@ -27,13 +27,13 @@ extension MCPServerTests {
     /// The README quotes the example word for word.
     @Test func readmeQuotesTheExample() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("docs/mcp.md"), encoding: .utf8)
         let source = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
                                     .appendingPathComponent("ReadmeMCPExample.swift"), encoding: .utf8)
         let begin = try #require(source.range(of: "// README example begins\n"))
         let end = try #require(source.range(of: "// README example ends"))
         let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\n" + example + "```"), "README's MCP section differs from ReadmeMCPExample.swift")
+        #expect(readme.contains("```swift\n" + example + "```"), "docs/mcp.md's MCP example differs from ReadmeMCPExample.swift")
     }
 
     /// `moose mcp login SERVER_URL` discovers, registers and logs in; `moose token --resource` hands
