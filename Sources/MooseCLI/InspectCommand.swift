@@ -102,13 +102,19 @@ struct InspectCommand: ParsableCommand {
             }
         }
 
+        /// Whether the command line asks for a verification (a key, a JWKS, an issuer, an audience):
+        /// without one, `inspect` decodes and shows, and says what it did not check (exit 0).
+        var verifies: Bool {
+            jwks != nil || issuer != nil || key != nil || secretFile != nil || iss != nil || !aud.isEmpty || anyAudience
+        }
+
         func run() throws {
             let instant = now.flatMap(parseTime) ?? Date()
             let text = try readToken()
             let keys = try loadKeys()
             let validation = ClaimValidation(
                 issuer: iss ?? issuer, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway,
-                acceptsAnyAudience: anyAudience, clock: { instant })
+                acceptsAnyAudience: anyAudience || !verifies, clock: { instant })
             var verifier: JWTVerifier? = nil
             if !keys.isEmpty {
                 let allowed = alg.isEmpty
@@ -121,6 +127,11 @@ struct InspectCommand: ParsableCommand {
                 report = try TokenInspection(text, verifier: verifier, validation: validation)
             } catch {
                 if json { Terminal.out(InspectOutput.unusable(error)) }
+                // No dots at all: an opaque token (only its issuer can say what it is), not a broken JWT.
+                if !text.utf8.contains(UInt8(ascii: ".")), error.code != JWTError.tokenTooLarge {
+                    throw CLIError.usage("not a JWT: this looks like an opaque token (no header.payload.signature); "
+                                         + "only its issuer can tell what it means (token introspection, RFC 7662)")
+                }
                 throw CLIError.usage("token is unusable: \(error.message)")
             }
             if json {
@@ -128,9 +139,19 @@ struct InspectCommand: ParsableCommand {
             } else {
                 // The report's outside parts are made safe inside `human`; its own colors stay.
                 Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
+                if !verifies {
+                    Terminal.out("  audience not checked: decoded only, exit 0 (--aud, --key, --jwks or --issuer verify)")
+                }
             }
             if report.problems.contains(where: { $0.isInputError }) { throw Status.usage }
-            if report.verdict == .invalid { throw Status.failed }
+            // A verification verdict (and exit 1) only when a verification was asked for: decoding
+            // alone does not fail on the time claims. A token no one may accept (alg none, claims
+            // that are not an object, a NumericDate out of range) fails either way.
+            let judgedOnlyWhenVerifying = [JWTError.expired, JWTError.notYetValid, JWTError.issuedInFuture, JWTError.audienceNotChecked]
+            let failing = report.problems.filter { problem in
+                verifies || !judgedOnlyWhenVerifying.contains(where: { $0 == problem.code })
+            }
+            if report.verdict == .invalid, !failing.isEmpty { throw Status.failed }
         }
 
         private func readToken() throws -> String {
@@ -145,6 +166,9 @@ struct InspectCommand: ParsableCommand {
                 raw = bytes
             } else if let token, FileManager.default.fileExists(atPath: token) {
                 raw = try KeyLoading.readFile(token, what: "token file")
+            } else if let token, token.utf8.contains(UInt8(ascii: "/")) {
+                // A JWT never has a "/" (base64url): this was meant as a file.
+                throw CLIError.usage("no such file: \(token)")
             } else {
                 raw = Array((token ?? "").utf8)
             }
