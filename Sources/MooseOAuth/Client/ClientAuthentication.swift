@@ -1,9 +1,9 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 public import MooseJWT
 
 /// How the client proves its identity at the token endpoint (RFC 6749 §2.3, RFC 7523).

@@ -3,8 +3,8 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseHTTP
-public import MooseJWT
+import MooseHTTP
+import MooseJWT
 import HTTPTypes
 
 /// An OAuth Client ID Metadata Document (the IETF draft MCP uses): the JSON a client publishes at an

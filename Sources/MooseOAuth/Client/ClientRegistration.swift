@@ -1,11 +1,11 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
 public import MooseHTTP
 public import Logging
-public import MooseJWT
+import MooseJWT
 import HTTPTypes
 
 /// OAuth 2.0 Dynamic Client Registration (RFC 7591).

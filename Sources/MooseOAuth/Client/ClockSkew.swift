@@ -4,7 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import MooseHTTP
-public import MooseJWT
+import MooseJWT
 
 /// The offset between the provider's clock and ours, learned from HTTP `Date` headers, for expiry
 /// decisions when the local clock is wrong.

@@ -4,7 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import HTTPTypes
-public import MooseHTTP
+import MooseHTTP
 public import MooseJWT
 import MooseCrypto
 

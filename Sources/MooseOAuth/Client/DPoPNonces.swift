@@ -3,9 +3,9 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import HTTPTypes
+import HTTPTypes
 public import MooseHTTP
-public import MooseJWT
+import MooseJWT
 import MooseCrypto
 import Synchronization
 

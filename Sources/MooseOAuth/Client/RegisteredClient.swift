@@ -3,9 +3,9 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseHTTP
-public import Logging
-public import MooseJWT
+import MooseHTTP
+import Logging
+import MooseJWT
 import HTTPTypes
 
 /// A client registered at an authorization server: what RFC 7591 §3.2.1 answered, kept (sealed,

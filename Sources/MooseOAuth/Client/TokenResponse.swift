@@ -1,11 +1,11 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+package import FoundationEssentials
 #else
-public import Foundation
+package import Foundation
 #endif
-public import MooseHTTP
-public import Logging
-public import MooseJWT
+package import MooseHTTP
+import Logging
+import MooseJWT
 import MooseCrypto
 import HTTPTypes
 

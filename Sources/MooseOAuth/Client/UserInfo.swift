@@ -1,9 +1,9 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 public import MooseJWT
 
 extension OAuthClient {

@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 
 /// Endpoints given by configuration, next to (and winning over) discovered ones — for providers
 /// that list some endpoints nowhere (django-oauth-toolkit's device endpoint, for one).

@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-package import MooseHTTP
+import MooseHTTP
 import MooseJWT
 
 /// A protected resource's metadata (RFC 9728 §2): which authorization servers issue tokens for it,

@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 import MooseJWT
 
 /// An authorization server's metadata (OpenID Connect Discovery 1.0 §3, RFC 8414 §2).

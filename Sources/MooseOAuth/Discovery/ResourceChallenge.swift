@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-package import MooseHTTP
+import MooseHTTP
 import MooseJWT
 
 /// What a resource server's `WWW-Authenticate` challenge (RFC 6750 §3, RFC 9728 §5.1) tells a client:

@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-package import MooseHTTP
+import MooseHTTP
 import MooseJWT
 
 /// Resource identifiers (RFC 8707 §2, RFC 9728 §1.2): absolute `http(s)` URIs without fragment.

@@ -1,9 +1,9 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 
 /// Extra authorization parameters (OIDC Core 3.1.2.1). An "edit profile" or "step-up" call is
 /// `authorize` with some of these set.

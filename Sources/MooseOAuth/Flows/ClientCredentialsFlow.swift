@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
-public import MooseHTTP
-public import MooseJWT
+import MooseHTTP
+import MooseJWT
 
 /// The client credentials grant (RFC 6749 §4.4): a confidential client acting for itself.
 public struct ClientCredentialsFlow: Authorizable {

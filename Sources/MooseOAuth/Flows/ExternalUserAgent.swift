@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-package import MooseHTTP
+import MooseHTTP
 
 /// How the authorization URL reaches the user and the redirect comes back.
 ///

@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 
 /// What logging out did. Local secrets are always wiped; revocation is best effort and reported.
 public struct LogoutResult: Sendable {

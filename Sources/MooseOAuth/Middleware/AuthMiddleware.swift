@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
 public import MooseHTTP
-public import HTTPTypes
+import HTTPTypes
 
 /// Gives an `APIClient` its tokens: attaches the coordinator's token (RFC 6750 §2.1) to requests of
 /// endpoints that require authentication, and on a 401 (or `WWW-Authenticate: Bearer

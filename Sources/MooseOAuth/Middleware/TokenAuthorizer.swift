@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 public import HTTPTypes
 
 /// The one rule every Moose authentication middleware follows — `AuthMiddleware` for `APIClient`,

@@ -1,9 +1,9 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 public import HTTPTypes
 
 /// What a resource server's answer says about the access token a request carried (RFC 6750 §3.1).

@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 import MooseJWT
 
 /// What a `ResourceTokenManager` found out about its resource: the RFC 9728 metadata, the

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
-public import MooseHTTP
-public import Logging
+import MooseHTTP
+import Logging
 import MooseJWT
 import Synchronization
 

@@ -3,9 +3,9 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import MooseHTTP
+import MooseHTTP
 public import MooseJWT
-public import Logging
+import Logging
 
 /// Who is signed in, for a UI: never a token.
 public struct SessionSummary: Sendable, Hashable {
