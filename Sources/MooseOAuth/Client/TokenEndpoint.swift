@@ -5,7 +5,7 @@ public import Foundation
 #endif
 public import MooseHTTP
 public import Logging
-public import MooseJWT
+import MooseJWT
 import MooseCrypto
 import HTTPTypes
 
@@ -70,7 +70,7 @@ public struct TokenEndpoint: Sendable {
             fields.append(("client_secret", secret))
         case .clientSecretBasic(let secret):
             // RFC 6749 §2.3.1: form-encode id and secret before joining them with ":" and base64.
-            let credentials = "\(Self.formEncode(clientID)):\(Self.formEncode(secret))"
+            let credentials = "\(RequestBuilder.formEncode(clientID)):\(RequestBuilder.formEncode(secret))"
             headers[.authorization] = AuthScheme.basic.credentials(Data(credentials.utf8).base64EncodedString())
         case .privateKeyJWT(let key, let algorithm):
             let now = Int64(clock().timeIntervalSince1970)
@@ -83,9 +83,5 @@ public struct TokenEndpoint: Sendable {
             fields.append(("client_assertion", assertion))
         }
         return APIRequest(method: .post, url: url, headerFields: headers, body: Data(RequestBuilder.encodeForm(fields).utf8), timeout: 30)
-    }
-
-    static func formEncode(_ text: String) -> String {
-        String(RequestBuilder.encodeForm([(text, "")]).dropLast())
     }
 }
