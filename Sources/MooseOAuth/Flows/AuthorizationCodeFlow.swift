@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-package import MooseHTTP
+import MooseHTTP
 import MooseCrypto
 import MooseJWT
 
@@ -74,6 +74,15 @@ public struct AuthorizationCodeFlow: Authorizable {
         return (items, state, nonce, pkce, dpop)
     }
 
+    /// The request that goes out at `url`, with what `made` generated and the resources named.
+    private func request(_ made: (items: [(String, String)], state: String, nonce: String, pkce: PKCE, dpop: DPoPKey?), url: URL,
+                         parameters: AuthorizationParameters, pushed: Bool) -> Request {
+        var request = Request(url: url, state: made.state, nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes,
+                              dpopKey: made.dpop, pushed: pushed)
+        request.resources = parameters.resources(for: client)
+        return request
+    }
+
     private func authorizationURL(_ items: [(String, String)]) throws -> URL {
         let endpoint = try client.metadata.require(client.metadata.authorizationEndpoint, "authorization endpoint")
         let query = RequestBuilder.encodeQuery(items.map { QueryItem($0.0, $0.1) }, arrays: .repeatedKeys)
@@ -87,10 +96,7 @@ public struct AuthorizationCodeFlow: Authorizable {
     /// PKCE verifier and, with DPoP, key) — no network. `prepareRequest` pushes them when it should.
     public func makeRequest(_ parameters: AuthorizationParameters) throws -> Request {
         let made = try self.parameters(parameters)
-        var request = Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
-                              scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
-        request.resources = parameters.resources(for: client)
-        return request
+        return request(made, url: try authorizationURL(made.items), parameters: parameters, pushed: false)
     }
 
     /// Builds the authorization request and, when `client.pushedAuthorization` says so (by default:
@@ -109,18 +115,11 @@ public struct AuthorizationCodeFlow: Authorizable {
             throw OAuthError(OAuthError.invalidConfiguration,
                              "\(metadata.issuer) requires pushed authorization requests (RFC 9126) and this client never pushes")
         }
-        guard push else {
-            var request = Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
-                                  scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
-            request.resources = parameters.resources(for: client)
-            return request
-        }
+        guard push else { return request(made, url: try authorizationURL(made.items), parameters: parameters, pushed: false) }
         let endpoint = try metadata.require(metadata.pushedAuthorizationRequestEndpoint, "pushed authorization request endpoint")
         let requestURI = try await PushedAuthorization.push(made.items, to: endpoint, client: client)
-        var request = Request(url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]), state: made.state,
-                              nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes, dpopKey: made.dpop, pushed: true)
-        request.resources = parameters.resources(for: client)
-        return request
+        return request(made, url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]),
+                       parameters: parameters, pushed: true)
     }
 
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
