@@ -6,6 +6,7 @@ public import Foundation
 import Dispatch
 import MooseCrypto
 import MooseHTTP
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -27,14 +28,14 @@ import Darwin
 /// … send the user to the authorization URL with state S …
 /// let callback = try await receiver.waitForCallback(timeout: 300, expectedState: S)
 /// ```
-public final class LoopbackReceiver: @unchecked Sendable {
+public final class LoopbackReceiver: Sendable {
     // The socket is only touched by `waitForCallback` (one caller) and `close`.
     private let socketDescriptor: Int32
     /// The port the receiver listens on.
     public let port: UInt16
     /// The path the redirect must use.
     public let path: String
-    private let closed = LockedFlag()
+    private let closed = Mutex(false)
     /// The most connections served at once; more are closed at once.
     public static let maximumConnections = 16
     /// How long one connection may take to send its request head.
@@ -85,7 +86,8 @@ public final class LoopbackReceiver: @unchecked Sendable {
 
     /// Stops listening.
     public func close() {
-        if closed.set() { _ = shutdown(socketDescriptor, Int32(SHUT_RDWR)); _ = Glibc_close(socketDescriptor) }
+        let first = closed.withLock { closed in defer { closed = true }; return !closed }
+        if first { _ = shutdown(socketDescriptor, Int32(SHUT_RDWR)); _ = Glibc_close(socketDescriptor) }
     }
 
     /// Waits for the redirect to `path` and returns its full URL. Other paths (a favicon) get a 404;
@@ -246,24 +248,22 @@ public final class LoopbackReceiver: @unchecked Sendable {
 }
 
 /// The first accepted callback, and how many connections are being served.
-final class CallbackOutcome: @unchecked Sendable {
-    private let lock = NSLockLite()
-    private var accepted: URL?
-    private var active = 0
+final class CallbackOutcome: Sendable {
+    private let state = Mutex<(accepted: URL?, active: Int)>((nil, 0))
 
-    var url: URL? { lock.withLock { accepted } }
+    var url: URL? { state.withLock { $0.accepted } }
 
-    func deliver(_ url: URL) { lock.withLock { if accepted == nil { accepted = url } } }
+    func deliver(_ url: URL) { state.withLock { if $0.accepted == nil { $0.accepted = url } } }
 
     func beginConnection(limit: Int) -> Bool {
-        lock.withLock {
-            guard active < limit else { return false }
-            active += 1
+        state.withLock {
+            guard $0.active < limit else { return false }
+            $0.active += 1
             return true
         }
     }
 
-    func endConnection() { lock.withLock { active -= 1 } }
+    func endConnection() { state.withLock { $0.active -= 1 } }
 }
 
 private func Glibc_close(_ fd: Int32) -> Int32 {
@@ -274,30 +274,10 @@ private func Glibc_close(_ fd: Int32) -> Int32 {
     #endif
 }
 
-/// A flag set once, thread-safe.
-final class LockedFlag: @unchecked Sendable {
-    private var value = false
-    private let lock = NSLockLite()
+/// A flag set once, shared by a waiter and whoever cancels it.
+final class LockedFlag: Sendable {
+    private let value = Mutex(false)
     /// Sets the flag; `true` if this call set it.
-    func set() -> Bool { lock.withLock { defer { value = true }; return !value } }
-    var isSet: Bool { lock.withLock { value } }
-}
-
-/// A pthread mutex (FoundationEssentials has no NSLock).
-final class NSLockLite: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    func set() -> Bool { value.withLock { value in defer { value = true }; return !value } }
+    var isSet: Bool { value.withLock { $0 } }
 }
