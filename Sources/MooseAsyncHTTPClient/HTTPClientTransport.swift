@@ -10,6 +10,7 @@ import NIOCore
 import NIOHTTP1
 import NIOFoundationCompat
 import HTTPTypes
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -271,31 +272,36 @@ struct FileChunks: AsyncSequence, Sendable {
 }
 
 /// A file descriptor owned by one transfer, closed once (explicitly or when the owner goes).
-final class OpenFile: @unchecked Sendable {
+final class OpenFile: Sendable {
     // Used by one task at a time (a transfer's body loop); `close` is idempotent.
-    private var descriptor: Int32
+    private let descriptor: Mutex<Int32>
 
     init(reading path: String) throws {
-        descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot open the body file \(path)") }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        descriptor = Mutex(fd)
+        guard fd >= 0 else { throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot open the body file \(path)") }
     }
 
     init(writingNew path: String, _ request: APIRequest) throws {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw HTTPRequestError.transportFailure("cannot create \(path) (errno \(errno))", request) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        descriptor = Mutex(fd)
+        guard fd >= 0 else { throw HTTPRequestError.transportFailure("cannot create \(path) (errno \(errno))", request) }
     }
 
     deinit { closeFile() }
 
     func closeFile() {
-        if descriptor >= 0 {
-            _ = close(descriptor)
-            descriptor = -1
+        descriptor.withLock { descriptor in
+            if descriptor >= 0 {
+                _ = close(descriptor)
+                descriptor = -1
+            }
         }
     }
 
     /// Reads up to `buffer.count` bytes; 0 at the end of the file.
     func readChunk(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let descriptor = self.descriptor.withLock { $0 }
         while true {
             let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count >= 0 { return count }
@@ -305,6 +311,7 @@ final class OpenFile: @unchecked Sendable {
 
     /// Writes the whole chunk.
     func writeChunk(_ chunk: ByteBuffer, _ request: APIRequest) throws {
+        let descriptor = self.descriptor.withLock { $0 }
         try chunk.withUnsafeReadableBytes { bytes in
             var offset = 0
             while offset < bytes.count {

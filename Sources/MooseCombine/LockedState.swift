@@ -2,11 +2,12 @@
 import Synchronization
 
 /// A subscription's state behind a lock. The state holds a subscriber, which is not `Sendable`, so
-/// `Mutex` cannot carry it; this box is `@unchecked Sendable` on one rule, kept here and only here:
-/// every access goes through `withLock`.
+/// `Mutex` cannot carry it out; this box rests on one rule, kept here and only here: every access
+/// goes through `withLock`.
+// unchecked: the state holds a non-Sendable subscriber (Mutex cannot hand it out); every access is under `lock`
 final class LockedState<State>: @unchecked Sendable {
     private let lock = Mutex(())
-    nonisolated(unsafe) private var state: State
+    private var state: State
 
     init(_ state: State) { self.state = state }
 

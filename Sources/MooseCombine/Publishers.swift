@@ -86,8 +86,7 @@ extension APIClient {
     public func publisher<T: Decodable & Sendable>(for endpoint: some Endpoint, as type: T.Type,
                                                     decoder: JSONDecoder = JSONDecoder()) -> AnyPublisher<T, any Error> {
         let client = self
-        let decoder = UncheckedSendable(decoder)
-        return TaskPublisher { try await client.decode(T.self, from: endpoint, decoder: decoder.value) }.eraseToAnyPublisher()
+        return TaskPublisher { try await client.decode(T.self, from: endpoint, decoder: decoder) }.eraseToAnyPublisher()
     }
 
     /// The endpoint's 2xx response body.
@@ -95,11 +94,5 @@ extension APIClient {
         let client = self
         return TaskPublisher { try await client.data(from: endpoint) }.eraseToAnyPublisher()
     }
-}
-
-/// A `JSONDecoder` handed to a task (it is used by that task only).
-private struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }
 #endif

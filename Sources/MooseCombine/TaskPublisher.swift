@@ -35,7 +35,7 @@ public struct TaskPublisher<Output: Sendable>: Publisher, Sendable {
 }
 
 /// One subscription: starts the task on the first demand, forwards its outcome once.
-private final class TaskSubscription<Output: Sendable>: Subscription, @unchecked Sendable {
+private final class TaskSubscription<Output: Sendable>: Subscription, Sendable {
     typealias S = AnySubscriber<Output, any Error>
     // The subscriber and the task, behind one lock (subscribers are not Sendable; every access is locked).
     fileprivate struct State {

@@ -118,18 +118,22 @@ public enum AESGCM {
         try Context(key: key).openCombined(combined, authenticating: aad)
     }
 
+    /// The fetched AES-GCM cipher for `key`'s size (16, 24 or 32 bytes).
+    fileprivate static func cipher(for key: SecretKey) throws(CryptographyError) -> OpaquePointer? {
+        switch key.byteCount {
+        case 16: Fetched.aes128gcm
+        case 24: Fetched.aes192gcm
+        case 32: Fetched.aes256gcm
+        default: throw CryptographyError(CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
+        }
+    }
+
     private static func context(for key: SecretKey, nonce: [UInt8], encrypt: Bool) throws(CryptographyError) -> CipherContext {
         try nonce.withUnsafeBufferPointer { (iv) throws(CryptographyError) in try context(for: key, nonce: iv, encrypt: encrypt) }
     }
 
     private static func context(for key: SecretKey, nonce: UnsafeBufferPointer<UInt8>, encrypt: Bool) throws(CryptographyError) -> CipherContext {
-        let cipher: OpaquePointer?
-        switch key.byteCount {
-        case 16: cipher = Fetched.aes128gcm
-        case 24: cipher = Fetched.aes192gcm
-        case 32: cipher = Fetched.aes256gcm
-        default: throw CryptographyError(CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
-        }
+        let cipher = try AESGCM.cipher(for: key)
         guard !nonce.isEmpty else { throw CryptographyError(CryptographyError.invalidParameter, "AES-GCM nonce must not be empty") }
         let ctx = try CipherContext()
         let initCipher = encrypt ? EVP_EncryptInit_ex2(ctx.pointer, cipher, nil, nil, nil)
@@ -195,13 +199,7 @@ extension AESGCM {
 
         /// Keys both directions (16, 24 or 32-byte key).
         public init(key: SecretKey) throws(CryptographyError) {
-            let cipher: OpaquePointer?
-            switch key.byteCount {
-            case 16: cipher = Fetched.aes128gcm
-            case 24: cipher = Fetched.aes192gcm
-            case 32: cipher = Fetched.aes256gcm
-            default: throw CryptographyError(CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
-            }
+            let cipher = try AESGCM.cipher(for: key)
             encryptor = try CipherContext()
             decryptor = try CipherContext()
             let ok = key.withUnsafeBytes { keyBytes in

@@ -47,17 +47,18 @@ func base(_ buffer: UnsafeRawBufferPointer) -> UnsafePointer<UInt8> {
     return emptyBytePointer
 }
 
-nonisolated(unsafe) private let emptyByteStorage = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
-private var emptyBytePointer: UnsafePointer<UInt8> { UnsafePointer(emptyByteStorage) }
+/// A valid byte nobody writes: the terminating NUL of an empty static string, in read-only memory.
+private var emptyBytePointer: UnsafePointer<UInt8> { ("" as StaticString).utf8Start }
 
 /// A byte buffer that is zeroed when released: the storage for key material.
 ///
 /// Copies share storage (it is a class underneath); the bytes are wiped with `OPENSSL_cleanse`
 /// when the last copy goes away.
-final class SecureBytes: @unchecked Sendable {
+final class SecureBytes: Sendable {
     // Immutable after init: safe to share between threads.
     let count: Int
-    private let storage: UnsafeMutableRawBufferPointer
+    private let handle: SharedHandle<UnsafeMutableRawBufferPointer>
+    private var storage: UnsafeMutableRawBufferPointer { handle.pointer }
 
     init(_ bytes: some ContiguousBytes) {
         let buffer = bytes.withUnsafeBytes { source in
@@ -65,12 +66,12 @@ final class SecureBytes: @unchecked Sendable {
             if source.count > 0 { target.copyMemory(from: source) }
             return (target, source.count)
         }
-        storage = buffer.0
+        handle = SharedHandle(buffer.0)
         count = buffer.1
     }
 
     init(randomCount: Int) throws(CryptographyError) {
-        storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(randomCount, 1), alignment: 16)
+        handle = SharedHandle(UnsafeMutableRawBufferPointer.allocate(byteCount: max(randomCount, 1), alignment: 16))
         count = randomCount
         try SecureRandom.fill(UnsafeMutableRawBufferPointer(rebasing: storage[0..<randomCount]))
     }

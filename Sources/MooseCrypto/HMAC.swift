@@ -61,9 +61,10 @@ public struct HMACAuthenticator: Sendable {
 }
 
 /// Owns an initialised `EVP_MAC_CTX` used as a template; freed in `deinit`.
-final class MACContext: @unchecked Sendable {
+final class MACContext: Sendable {
     // Only ever duplicated after init, never updated: safe to share between threads.
-    let pointer: OpaquePointer
+    private let handle: SharedHandle<OpaquePointer>
+    var pointer: OpaquePointer { handle.pointer }
 
     init(key: SecretKey, hash: DigestAlgorithm) throws(CryptographyError) {
         guard let ctx = EVP_MAC_CTX_new(Fetched.hmac) else {
@@ -78,7 +79,7 @@ final class MACContext: @unchecked Sendable {
             EVP_MAC_CTX_free(ctx)
             throw OpenSSL.error(CryptographyError.invalidKey, "HMAC key could not be set")
         }
-        pointer = ctx
+        handle = SharedHandle(ctx)
     }
 
     deinit { EVP_MAC_CTX_free(pointer) }

@@ -72,7 +72,8 @@ public enum AsymmetricKeyType: Sendable, Hashable, CustomStringConvertible {
 /// Owns an `EVP_PKEY`, freed in `deinit`.
 ///
 /// libcrypto allows concurrent signing/verification with one `EVP_PKEY` as long as it is not
-/// modified; this class never modifies it after init, hence `@unchecked Sendable`.
+/// modified; this class never modifies it after init.
+// unchecked: the EVP_PKEY and its verification templates (DigestContext, not Sendable) are never modified after init
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
     let type: AsymmetricKeyType

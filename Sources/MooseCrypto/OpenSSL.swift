@@ -129,12 +129,35 @@ final class MemoryBIO {
 /// pointer; fetching once and reusing the handle keeps that cost off the hot path. Fetched
 /// objects are immutable and safe to share between threads.
 enum Fetched {
-    nonisolated(unsafe) static let sha256: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
-    nonisolated(unsafe) static let sha384: OpaquePointer? = EVP_MD_fetch(nil, "SHA384", nil)
-    nonisolated(unsafe) static let sha512: OpaquePointer? = EVP_MD_fetch(nil, "SHA512", nil)
-    nonisolated(unsafe) static let hmac: OpaquePointer? = EVP_MAC_fetch(nil, "HMAC", nil)
-    nonisolated(unsafe) static let aes128gcm: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil)
-    nonisolated(unsafe) static let aes192gcm: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-192-GCM", nil)
-    nonisolated(unsafe) static let aes256gcm: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
-    nonisolated(unsafe) static let hkdf: OpaquePointer? = EVP_KDF_fetch(nil, "HKDF", nil)
+    static var sha256: OpaquePointer? { all.sha256.pointer }
+    static var sha384: OpaquePointer? { all.sha384.pointer }
+    static var sha512: OpaquePointer? { all.sha512.pointer }
+    static var hmac: OpaquePointer? { all.hmac.pointer }
+    static var aes128gcm: OpaquePointer? { all.aes128gcm.pointer }
+    static var aes192gcm: OpaquePointer? { all.aes192gcm.pointer }
+    static var aes256gcm: OpaquePointer? { all.aes256gcm.pointer }
+    static var hkdf: OpaquePointer? { all.hkdf.pointer }
+
+    /// Fetched once, on first use.
+    private static let all = Handles()
+
+    private struct Handles: Sendable {
+        let sha256 = SharedHandle(EVP_MD_fetch(nil, "SHA256", nil))
+        let sha384 = SharedHandle(EVP_MD_fetch(nil, "SHA384", nil))
+        let sha512 = SharedHandle(EVP_MD_fetch(nil, "SHA512", nil))
+        let hmac = SharedHandle(EVP_MAC_fetch(nil, "HMAC", nil))
+        let aes128gcm = SharedHandle(EVP_CIPHER_fetch(nil, "AES-128-GCM", nil))
+        let aes192gcm = SharedHandle(EVP_CIPHER_fetch(nil, "AES-192-GCM", nil))
+        let aes256gcm = SharedHandle(EVP_CIPHER_fetch(nil, "AES-256-GCM", nil))
+        let hkdf = SharedHandle(EVP_KDF_fetch(nil, "HKDF", nil))
+    }
+}
+
+/// A pointer to memory or a libcrypto object that nobody modifies once it is made (a fetched
+/// algorithm, a keyed MAC template, key bytes): libcrypto lets any number of threads read such an
+/// object at once, so the pointer may be shared. Never for a context an operation updates.
+// unchecked: a pointer is never Sendable; this one's target is immutable after init (the rule above)
+struct SharedHandle<Pointer>: @unchecked Sendable {
+    let pointer: Pointer
+    init(_ pointer: Pointer) { self.pointer = pointer }
 }

@@ -168,10 +168,12 @@ func isTokenByte(_ byte: UInt8) -> Bool {
     }
 }
 
-nonisolated(unsafe) private let emptyBodyStorage = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
-private var emptyBody: UnsafePointer<UInt8> { UnsafePointer(emptyBodyStorage) }
+/// A valid byte nobody writes (the terminating NUL of an empty static string, in read-only memory):
+/// curl wants a non-null pointer even for an empty body.
+private var emptyBody: UnsafePointer<UInt8> { ("" as StaticString).utf8Start }
 
 /// A flag the transfer polls; set from the cancellation handler on another thread.
+// unchecked: C polls the flag through a pointer; every access is a C11 atomic (moose_cancel_flag_*)
 final class CancelFlag: @unchecked Sendable {
     // An Int32 written once (0 → 1) and polled by C, both through C11 atomics (moose_cancel_flag_*).
     let pointer: UnsafeMutablePointer<Int32>

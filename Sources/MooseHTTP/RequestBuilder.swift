@@ -151,7 +151,10 @@ public struct RequestBuilder: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func formEncode(_ text: String) -> String {
+    /// One name or value of `application/x-www-form-urlencoded` text (RFC 6749 Appendix B): a space is
+    /// `+`, every byte other than ASCII letters, digits and `-._~*` is `%XX`. Also what RFC 6749 §2.3.1
+    /// asks for the client id and secret before HTTP Basic authentication.
+    package static func formEncode(_ text: String) -> String {
         // Spaces become "+" (encoded separately so a literal "+" stays %2B).
         text.split(separator: " ", omittingEmptySubsequences: false)
             .map { percentEncode(String($0), allowed: formAllowed) }.joined(separator: "+")

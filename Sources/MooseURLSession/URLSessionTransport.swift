@@ -4,6 +4,7 @@ public import FoundationNetworking
 #endif
 public import MooseHTTP
 public import HTTPTypes
+import Synchronization
 
 /// The default `HTTPTransport`: URLSession (FoundationNetworking on Linux).
 ///
@@ -13,7 +14,7 @@ public import HTTPTypes
 /// ```swift
 /// let client = APIClient(transport: URLSessionTransport(configuration: .init(userAgent: "my-app/1.0")))
 /// ```
-public final class URLSessionTransport: FileTransferTransport, @unchecked Sendable {
+public final class URLSessionTransport: FileTransferTransport, Sendable {
     /// Settings for the session.
     public struct Configuration: Sendable {
         /// Time allowed between bytes of a request (default 20 s).
@@ -203,16 +204,19 @@ public final class URLSessionTransport: FileTransferTransport, @unchecked Sendab
 
 /// Routes URLSession's delegate calls to the transfer they belong to, and refuses redirects so that
 /// credentials never follow a `Location` to another origin unasked.
-final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, @unchecked Sendable {
-    // Mutable fields are guarded by the delegate's lock.
-    final class Pending: @unchecked Sendable {
+final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, Sendable {
+    /// One transfer: what it is for, and what its callbacks learn (behind its own lock).
+    final class Pending: Sendable {
+        struct State: Sendable {
+            var continuation: CheckedContinuation<APIResponse, any Error>?
+            var moveError: (any Error)?
+            var cancelled = false
+            var body = Data()
+        }
         let request: APIRequest
         let destination: URL?
         let progress: AsyncStream<TransferProgress>.Continuation
-        var continuation: CheckedContinuation<APIResponse, any Error>?
-        var moveError: (any Error)?
-        var cancelled = false
-        var body = Data()
+        let state = Mutex(State())
         init(request: APIRequest, destination: URL?, progress: AsyncStream<TransferProgress>.Continuation) {
             self.request = request
             self.destination = destination
@@ -220,34 +224,33 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         }
     }
 
-    private let lock = NSLock()
-    private var pending: [Int: Pending] = [:]
+    private let pending = Mutex<[Int: Pending]>([:])
 
     func start(_ task: URLSessionTask, request: APIRequest, destination: URL?) -> Transfer {
         let (stream, continuation) = AsyncStream<TransferProgress>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let entry = Pending(request: request, destination: destination, progress: continuation)
-        lock.withLock { pending[task.taskIdentifier] = entry }
+        pending.withLock { $0[task.taskIdentifier] = entry }
         let work = Task<APIResponse, any Error> {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (resume: CheckedContinuation<APIResponse, any Error>) in
-                    lock.withLock { entry.continuation = resume }
+                    entry.state.withLock { $0.continuation = resume }
                     task.resume()
                 }
             } onCancel: {
                 // Also flagged for the progress callbacks: URLSession may not interrupt a running
                 // transfer on `cancel()` alone (seen with swift-corelibs-foundation downloads).
-                lock.withLock { entry.cancelled = true }
+                entry.state.withLock { $0.cancelled = true }
                 task.cancel()
             }
         }
         return Transfer(progress: stream, task: work)
     }
 
-    private func entry(_ task: URLSessionTask) -> Pending? { lock.withLock { pending[task.taskIdentifier] } }
+    private func entry(_ task: URLSessionTask) -> Pending? { pending.withLock { $0[task.taskIdentifier] } }
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
                     totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
-        if let entry = entry(downloadTask), lock.withLock({ entry.cancelled }) {
+        if let entry = entry(downloadTask), entry.state.withLock({ $0.cancelled }) {
             downloadTask.cancel()
             return
         }
@@ -263,7 +266,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let entry = entry(dataTask) else { return }
-        lock.withLock { entry.body.append(data) }
+        entry.state.withLock { $0.body.append(data) }
     }
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
@@ -274,18 +277,19 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
             try FileManager.default.moveItem(at: location, to: destination)
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.path)
         } catch {
-            lock.withLock { entry.moveError = error }
+            entry.state.withLock { $0.moveError = error }
         }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let entry: Pending? = lock.withLock { pending.removeValue(forKey: task.taskIdentifier) }
+        let entry: Pending? = pending.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         guard let entry else { return }
-        let continuation = lock.withLock { () -> CheckedContinuation<APIResponse, any Error>? in
-            defer { entry.continuation = nil }
-            return entry.continuation
+        let state = entry.state.withLock { state in
+            defer { state.continuation = nil }
+            return state
         }
-        if lock.withLock({ entry.cancelled }) {
+        let continuation = state.continuation
+        if state.cancelled {
             entry.progress.finish()
             continuation?.resume(throwing: CancellationError())
             return
@@ -300,14 +304,14 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
             continuation?.resume(throwing: HTTPRequestError.transportFailure("\(error)", entry.request))
             return
         }
-        if let moveError = entry.moveError {
+        if let moveError = state.moveError {
             entry.progress.finish()
             continuation?.resume(throwing: HTTPRequestError.transportFailure("cannot save the download: \(moveError)", entry.request))
             return
         }
         let result = Result { () throws -> APIResponse in
             guard let response = task.response else { throw HTTPRequestError.transportFailure("no response", entry.request) }
-            return try URLSessionTransport.response(response, body: entry.body, for: entry.request)
+            return try URLSessionTransport.response(response, body: state.body, for: entry.request)
         }
         if case .success = result, let destination = entry.destination {
             // A final report, so that progress always reaches the file's full size.
@@ -326,7 +330,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
 }
 
 /// Refuses redirects for plain requests, so that credentials never follow a `Location` unasked.
-final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         completionHandler(nil)

@@ -1,5 +1,6 @@
 #if MoosePostgres
 import Dispatch
+import Synchronization
 import MooseCLI
 import MooseOAuth
 import MoosePostgres
@@ -12,10 +13,10 @@ import Darwin
 
 /// The CLI's session backend for `postgres://` stores: a `PostgresSessionStorage` whose `run()`
 /// goes on in a background task while the synchronous command calls into it.
-final class PostgresBackend: CLISessionBackend, @unchecked Sendable {
+final class PostgresBackend: CLISessionBackend, Sendable {
     let postgres: PostgresSessionStorage
     private let runner: Task<Void, Never>
-    private var closed = false
+    private let closed = Mutex(false)
 
     init(_ location: CLIStoreLocation) throws {
         let storage = try Self.open(location)
@@ -93,8 +94,8 @@ final class PostgresBackend: CLISessionBackend, @unchecked Sendable {
 
     /// Cancels `run()` and waits (up to 2 s) for the pool to close its connections.
     func close() {
-        guard !closed else { return }
-        closed = true
+        let first = closed.withLock { closed in defer { closed = true }; return !closed }
+        guard first else { return }
         runner.cancel()
         let done = DispatchSemaphore(value: 0)
         let runner = self.runner

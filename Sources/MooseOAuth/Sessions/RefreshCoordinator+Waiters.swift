@@ -38,27 +38,25 @@ actor LeaseRenewal {
 }
 
 /// One waiter's continuation, resumed exactly once (by the result or by cancellation).
-final class ContinuationBox: @unchecked Sendable {
-    private let lock = NSLockLite()
-    private var continuation: CheckedContinuation<AccessToken, any Error>?
-    private var early: Result<AccessToken, any Error>?
+final class ContinuationBox: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<AccessToken, any Error>?, early: Result<AccessToken, any Error>?)>((nil, nil))
 
     func install(_ continuation: CheckedContinuation<AccessToken, any Error>) {
-        let resumeNow: Result<AccessToken, any Error>? = lock.withLock {
-            if let early { return early }
-            self.continuation = continuation
+        let resumeNow: Result<AccessToken, any Error>? = state.withLock { state in
+            if let early = state.early { return early }
+            state.continuation = continuation
             return nil
         }
         if let resumeNow { continuation.resume(with: resumeNow) }
     }
 
     func resume(with result: Result<AccessToken, any Error>) {
-        let continuation: CheckedContinuation<AccessToken, any Error>? = lock.withLock {
-            guard let current = self.continuation else {
-                if early == nil { early = result }
+        let continuation: CheckedContinuation<AccessToken, any Error>? = state.withLock { state in
+            guard let current = state.continuation else {
+                if state.early == nil { state.early = result }
                 return nil
             }
-            self.continuation = nil
+            state.continuation = nil
             return current
         }
         continuation?.resume(with: result)

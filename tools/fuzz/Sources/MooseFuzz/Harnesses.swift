@@ -8,6 +8,7 @@ import MooseHTTP
 import HTTPTypes
 import MooseJWT
 import MooseOAuth
+import MooseCLI
 import MooseSecretStore
 
 /// The harnesses, by name.

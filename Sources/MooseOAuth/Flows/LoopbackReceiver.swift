@@ -6,6 +6,7 @@ public import Foundation
 import Dispatch
 import MooseCrypto
 import MooseHTTP
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -27,14 +28,14 @@ import Darwin
 /// … send the user to the authorization URL with state S …
 /// let callback = try await receiver.waitForCallback(timeout: 300, expectedState: S)
 /// ```
-public final class LoopbackReceiver: @unchecked Sendable {
+public final class LoopbackReceiver: Sendable {
     // The socket is only touched by `waitForCallback` (one caller) and `close`.
     private let socketDescriptor: Int32
     /// The port the receiver listens on.
     public let port: UInt16
     /// The path the redirect must use.
     public let path: String
-    private let closed = LockedFlag()
+    private let closed = Mutex(false)
     /// The most connections served at once; more are closed at once.
     public static let maximumConnections = 16
     /// How long one connection may take to send its request head.
@@ -85,7 +86,8 @@ public final class LoopbackReceiver: @unchecked Sendable {
 
     /// Stops listening.
     public func close() {
-        if closed.set() { _ = shutdown(socketDescriptor, Int32(SHUT_RDWR)); _ = Glibc_close(socketDescriptor) }
+        let first = closed.withLock { closed in defer { closed = true }; return !closed }
+        if first { _ = shutdown(socketDescriptor, Int32(SHUT_RDWR)); _ = Glibc_close(socketDescriptor) }
     }
 
     /// Waits for the redirect to `path` and returns its full URL. Other paths (a favicon) get a 404;
@@ -246,82 +248,22 @@ public final class LoopbackReceiver: @unchecked Sendable {
 }
 
 /// The first accepted callback, and how many connections are being served.
-final class CallbackOutcome: @unchecked Sendable {
-    private let lock = NSLockLite()
-    private var accepted: URL?
-    private var active = 0
+final class CallbackOutcome: Sendable {
+    private let state = Mutex<(accepted: URL?, active: Int)>((nil, 0))
 
-    var url: URL? { lock.withLock { accepted } }
+    var url: URL? { state.withLock { $0.accepted } }
 
-    func deliver(_ url: URL) { lock.withLock { if accepted == nil { accepted = url } } }
+    func deliver(_ url: URL) { state.withLock { if $0.accepted == nil { $0.accepted = url } } }
 
     func beginConnection(limit: Int) -> Bool {
-        lock.withLock {
-            guard active < limit else { return false }
-            active += 1
+        state.withLock {
+            guard $0.active < limit else { return false }
+            $0.active += 1
             return true
         }
     }
 
-    func endConnection() { lock.withLock { active -= 1 } }
-}
-
-/// The small HTML pages the loopback listener shows in the browser: a title, readable text, no
-/// external resources, and anything that came from outside HTML-escaped (never markup).
-struct LoopbackPage {
-    let title: String
-    let heading: String
-    let paragraphs: [String]
-
-    static let received = LoopbackPage(
-        title: "Moose — signed in", heading: "Signed in",
-        paragraphs: ["Moose received the sign-in response. You may close this tab and return to the terminal."])
-    static let stateMismatch = LoopbackPage(
-        title: "Moose — not this sign-in", heading: "This response was ignored",
-        paragraphs: ["It does not belong to the sign-in Moose is waiting for (its state does not match).",
-                     "If you are signing in, finish in the window Moose opened. You may close this tab."])
-    static let alreadyDone = LoopbackPage(
-        title: "Moose — already done", heading: "Already received",
-        paragraphs: ["Moose already received a sign-in response. You may close this tab."])
-    static let notFound = LoopbackPage(title: "Moose — not found", heading: "Not found",
-                                       paragraphs: ["Nothing is served here. You may close this tab."])
-    static let badRequest = LoopbackPage(title: "Moose — bad request", heading: "Bad request",
-                                         paragraphs: ["Moose could not read this request. You may close this tab."])
-
-    static func providerError(_ error: String, description: String?) -> LoopbackPage {
-        var paragraphs = ["The identity provider did not complete the sign-in. You may close this tab and return to the terminal."]
-        paragraphs.append("Provider's answer: " + error + (description.map { " — " + $0 } ?? ""))
-        return LoopbackPage(title: "Moose — sign-in did not complete", heading: "Sign-in did not complete", paragraphs: paragraphs)
-    }
-
-    var html: String {
-        let body = paragraphs.map { "<p>\(Self.escape($0))</p>" }.joined()
-        return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>\(Self.escape(title))</title>"
-            + "<meta name=\"viewport\" content=\"width=device-width\">"
-            + "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em;color:#222}"
-            + "h1{font-size:1.4em}</style></head><body><h1>\(Self.escape(heading))</h1>\(body)</body></html>"
-    }
-
-    /// HTML-escapes text and drops control characters: outside words are shown, never interpreted.
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars.prefix(2_000) {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default:
-                if scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format {
-                    out += "\u{FFFD}"
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out
-    }
+    func endConnection() { state.withLock { $0.active -= 1 } }
 }
 
 private func Glibc_close(_ fd: Int32) -> Int32 {
@@ -332,30 +274,10 @@ private func Glibc_close(_ fd: Int32) -> Int32 {
     #endif
 }
 
-/// A flag set once, thread-safe.
-final class LockedFlag: @unchecked Sendable {
-    private var value = false
-    private let lock = NSLockLite()
+/// A flag set once, shared by a waiter and whoever cancels it.
+final class LockedFlag: Sendable {
+    private let value = Mutex(false)
     /// Sets the flag; `true` if this call set it.
-    func set() -> Bool { lock.withLock { defer { value = true }; return !value } }
-    var isSet: Bool { lock.withLock { value } }
-}
-
-/// A pthread mutex (FoundationEssentials has no NSLock).
-final class NSLockLite: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    func set() -> Bool { value.withLock { value in defer { value = true }; return !value } }
+    var isSet: Bool { value.withLock { $0 } }
 }

@@ -6,7 +6,6 @@ public import Foundation
 public import MooseHTTP
 public import MooseJWT
 public import Logging
-import Synchronization
 
 /// The one object an app holds: made from an issuer (or explicit endpoints), a client and a
 /// storage, it logs in with any flow, hands out valid access tokens (one refresh however many ask),
@@ -138,76 +137,6 @@ public final class TokenManager: Sendable {
     public func logout(postLogoutRedirectURI: URL? = nil) async -> LogoutResult {
         let state = self.state
         return await engine.logout(coordinator: coordinator, postLogoutRedirectURI: postLogoutRedirectURI) { _ in try await state.client() }
-    }
-}
-
-/// Who is signed in, for a UI: never a token.
-public struct SessionSummary: Sendable, Hashable {
-    /// The storage key.
-    public let key: String
-    /// The issuer.
-    public let issuer: String
-    /// The ID token's `sub` (opaque).
-    public let subject: String?
-    /// `preferred_username`, `email` and `name` from the ID token, when it had them.
-    public let preferredUsername: String?
-    /// The user's email, when known.
-    public let email: String?
-    /// The user's name, when known.
-    public let name: String?
-    /// Whether the session is usable or needs a new login.
-    public let state: OAuthSession.State
-    /// When the access token expires, if known.
-    public let expiresAt: Date?
-    /// The granted scopes.
-    public let scopes: [String]
-    /// The RFC 8707 resource the session is for, if any.
-    public let resource: String?
-
-    /// The name a person knows: `preferred_username`, then `email`, then `name`, then `sub`.
-    public var displayName: String? { preferredUsername ?? email ?? name ?? subject }
-
-    /// A summary of `session`.
-    public init(key: String, session: OAuthSession) {
-        self.key = key
-        issuer = session.issuer
-        subject = session.subject
-        preferredUsername = session.attributes[Self.usernameAttribute]
-        email = session.attributes[Self.emailAttribute]
-        name = session.attributes[Self.nameAttribute]
-        state = session.state
-        expiresAt = session.tokens.expiresAt
-        scopes = session.tokens.scopes
-        resource = session.resource
-    }
-
-    static let usernameAttribute = "moose.preferred_username"
-    static let emailAttribute = "moose.email"
-    static let nameAttribute = "moose.name"
-
-    /// The display claims of a (validated) ID token, as session attributes.
-    public static func attributes(from claims: JWTClaims?) -> [String: String] {
-        attributes(from: claims?.fields ?? [:])
-    }
-
-    /// The display claims (`preferred_username`, `email`, `name`) of an ID token's claims or a
-    /// UserInfo response, as session attributes: strings only, at most 256 characters each.
-    public static func attributes(from object: JSONObject) -> [String: String] {
-        var attributes: [String: String] = [:]
-        for (claim, attribute) in [("preferred_username", usernameAttribute), ("email", emailAttribute), ("name", nameAttribute)] {
-            if let value = object[claim]?.stringValue, !value.isEmpty, value.count <= 256 { attributes[attribute] = value }
-        }
-        return attributes
-    }
-
-    /// The names a person knows, from the ID token — or, when it carries none of them, from the
-    /// UserInfo endpoint (OIDC Core §5.3, `sub` checked against the ID token's). UserInfo is best
-    /// effort: a login never fails because of it.
-    public static func displayAttributes(idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient) async -> [String: String] {
-        let fromIDToken = attributes(from: idTokenClaims)
-        guard fromIDToken.isEmpty, client.metadata.userinfoEndpoint != nil, tokens.idToken != nil,
-              let info = try? await client.userInfo(tokens: tokens, expectedSubject: idTokenClaims?.subject) else { return fromIDToken }
-        return attributes(from: info)
     }
 }
 

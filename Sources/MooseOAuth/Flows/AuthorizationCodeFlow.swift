@@ -3,71 +3,9 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-package import MooseHTTP
+import MooseHTTP
 import MooseCrypto
 import MooseJWT
-
-/// How the authorization URL reaches the user and the redirect comes back.
-///
-/// The CLI opens a browser (or prints the URL) and receives the redirect on a loopback port; an
-/// Apple app would wrap `ASWebAuthenticationSession`; tests drive the provider's login form headlessly.
-public protocol ExternalUserAgent: Sendable {
-    /// Shows `url` to the user and returns the redirect URL (with `code`/`state` or `error`) that
-    /// came back to `redirectURI`.
-    func authorize(url: URL, redirectURI: URL) async throws -> URL
-
-    /// Like `authorize(url:redirectURI:)`, knowing the `state` the flow sent: an agent that can see
-    /// several redirects (a loopback listener any local process can reach) ignores every one whose
-    /// `state` differs and keeps waiting. The default calls `authorize(url:redirectURI:)`.
-    func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL
-}
-
-extension ExternalUserAgent {
-    /// Calls `authorize(url:redirectURI:)`; the flow checks the `state` of what comes back.
-    public func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
-        try await authorize(url: url, redirectURI: redirectURI)
-    }
-}
-
-/// A loopback user agent for native apps and CLIs (RFC 8252): listens on 127.0.0.1, hands the
-/// authorization URL to `open` (a browser launcher, or a printer), and waits for the redirect.
-public struct LoopbackUserAgent: ExternalUserAgent {
-    /// Called with the URL the user must visit (open a browser, print it…).
-    public let open: @Sendable (URL) async throws -> Void
-    /// How long the user has.
-    public let timeout: TimeInterval
-    let receiver: LoopbackReceiver
-
-    /// A user agent listening on `port` (0: random).
-    public init(port: UInt16 = 0, timeout: TimeInterval = 300, open: @escaping @Sendable (URL) async throws -> Void) throws {
-        receiver = try LoopbackReceiver(port: port)
-        self.timeout = timeout
-        self.open = open
-    }
-
-    /// The redirect URI to register and send: `http://127.0.0.1:<port>/callback`.
-    public var redirectURI: URL { receiver.redirectURI }
-
-    /// Waits for a redirect carrying the `state` of `url`'s query (if it has one).
-    public func authorize(url: URL, redirectURI: URL) async throws -> URL {
-        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
-        return try await wait(url: url, expectedState: state)
-    }
-
-    /// Waits for the redirect carrying `expectedState`; any other request to the listener is
-    /// answered with an error page and ignored, until the timeout.
-    public func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
-        try await wait(url: url, expectedState: expectedState)
-    }
-
-    private func wait(url: URL, expectedState: String?) async throws -> URL {
-        defer { receiver.close() }
-        // Listen before handing the URL out: the browser may come back before `open` returns.
-        async let callback = receiver.waitForCallback(timeout: timeout, expectedState: expectedState)
-        try await open(url)
-        return try await callback
-    }
-}
 
 /// Authorization code + PKCE (RFC 6749 §4.1, RFC 7636 S256 always), `state` and `nonce`, with ID
 /// token validation (OIDC Core 3.1.3.7).
@@ -136,6 +74,15 @@ public struct AuthorizationCodeFlow: Authorizable {
         return (items, state, nonce, pkce, dpop)
     }
 
+    /// The request that goes out at `url`, with what `made` generated and the resources named.
+    private func request(_ made: (items: [(String, String)], state: String, nonce: String, pkce: PKCE, dpop: DPoPKey?), url: URL,
+                         parameters: AuthorizationParameters, pushed: Bool) -> Request {
+        var request = Request(url: url, state: made.state, nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes,
+                              dpopKey: made.dpop, pushed: pushed)
+        request.resources = parameters.resources(for: client)
+        return request
+    }
+
     private func authorizationURL(_ items: [(String, String)]) throws -> URL {
         let endpoint = try client.metadata.require(client.metadata.authorizationEndpoint, "authorization endpoint")
         let query = RequestBuilder.encodeQuery(items.map { QueryItem($0.0, $0.1) }, arrays: .repeatedKeys)
@@ -149,10 +96,7 @@ public struct AuthorizationCodeFlow: Authorizable {
     /// PKCE verifier and, with DPoP, key) — no network. `prepareRequest` pushes them when it should.
     public func makeRequest(_ parameters: AuthorizationParameters) throws -> Request {
         let made = try self.parameters(parameters)
-        var request = Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
-                              scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
-        request.resources = parameters.resources(for: client)
-        return request
+        return request(made, url: try authorizationURL(made.items), parameters: parameters, pushed: false)
     }
 
     /// Builds the authorization request and, when `client.pushedAuthorization` says so (by default:
@@ -171,18 +115,11 @@ public struct AuthorizationCodeFlow: Authorizable {
             throw OAuthError(OAuthError.invalidConfiguration,
                              "\(metadata.issuer) requires pushed authorization requests (RFC 9126) and this client never pushes")
         }
-        guard push else {
-            var request = Request(url: try authorizationURL(made.items), state: made.state, nonce: made.nonce, pkce: made.pkce,
-                                  scopes: parameters.scopes, dpopKey: made.dpop, pushed: false)
-            request.resources = parameters.resources(for: client)
-            return request
-        }
+        guard push else { return request(made, url: try authorizationURL(made.items), parameters: parameters, pushed: false) }
         let endpoint = try metadata.require(metadata.pushedAuthorizationRequestEndpoint, "pushed authorization request endpoint")
         let requestURI = try await PushedAuthorization.push(made.items, to: endpoint, client: client)
-        var request = Request(url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]), state: made.state,
-                              nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes, dpopKey: made.dpop, pushed: true)
-        request.resources = parameters.resources(for: client)
-        return request
+        return request(made, url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]),
+                       parameters: parameters, pushed: true)
     }
 
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
@@ -246,35 +183,4 @@ public struct AuthorizationCodeFlow: Authorizable {
     }
 
     public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
-}
-
-/// RFC 9126: pushing authorization parameters to the server.
-package enum PushedAuthorization {
-    /// The longest `expires_in` believed for a `request_uri` (RFC 9126 suggests 5–600 s).
-    static let maximumLifetime: Double = 3600
-
-    /// POSTs `items` with the client's authentication to `endpoint` and returns the `request_uri`
-    /// (RFC 9126 §2.2: 201 with `request_uri` and `expires_in`; errors as at the token endpoint).
-    static func push(_ items: [(String, String)], to endpoint: URL, client: OAuthClient) async throws -> String {
-        // client_id goes in once, by the client authentication (it is also in the items).
-        let fields = items.filter { !$0.0.utf8.elementsEqual("client_id".utf8) }
-        var request = try client.tokenEndpoint().authenticatedRequest(url: endpoint, parameters: fields)
-        request.headerFields[.accept] = MIMEType.json.value
-        let response = try await OAuthHTTP.send(request, over: client.transport, logger: client.logger,
-                                                what: "the pushed authorization request endpoint")
-        return try requestURI(from: response)
-    }
-
-    /// The `request_uri` of a PAR response, or the error it carries. Every byte is untrusted.
-    package static func requestURI(from response: APIResponse) throws -> String {
-        guard (200..<300).contains(response.status.code) else {
-            throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)))
-        }
-        guard case .object(let object)? = try? JSONValue(parsing: Array(response.body)),
-              let requestURI = object["request_uri"]?.stringValue, !requestURI.isEmpty, requestURI.utf8.count <= 2048,
-              TokenCharacters.isVisibleASCII(requestURI) else {
-            throw OAuthError(OAuthError.invalidResponse, "the pushed authorization response has no usable request_uri (RFC 9126 §2.2)")
-        }
-        return requestURI
-    }
 }

@@ -1,5 +1,5 @@
 import Foundation
-@testable import MooseOAuth
+@testable import MooseCLI
 import Testing
 
 struct ConfigFileTests {

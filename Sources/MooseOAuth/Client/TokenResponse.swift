@@ -1,0 +1,84 @@
+#if canImport(FoundationEssentials)
+package import FoundationEssentials
+#else
+package import Foundation
+#endif
+package import MooseHTTP
+import Logging
+import MooseJWT
+import MooseCrypto
+import HTTPTypes
+
+/// RFC 6749 §5.1/§5.2 parsing, liberal where it is safe.
+package enum TokenResponse {
+    /// Parses a token endpoint response (RFC 6749 §5.1/§5.2). Every byte of `response` is untrusted.
+    package static func parse(_ response: APIResponse, requestedAt: Date, requestedScopes: [String]) throws -> TokenSet {
+        let object = try? JSONValue(parsing: Array(response.body))
+        guard (200..<300).contains(response.status.code) else {
+            throw error(from: response, object: object)
+        }
+        guard case .object(let fields)? = object else {
+            throw OAuthError(OAuthError.invalidResponse, "the token endpoint answered HTTP \(response.status.code) with no JSON object: \(excerpt(response))",
+                             status: response.status.code)
+        }
+        guard let accessToken = fields["access_token"]?.stringValue, !accessToken.isEmpty else {
+            throw OAuthError(OAuthError.invalidResponse, "the token response has no access_token", status: response.status.code)
+        }
+        // RFC 6749 Appendix A.12: access_token = 1*VSCHAR. Control characters (and anything beyond
+        // ASCII) are refused here; whether it may become a header or shell text is decided there.
+        guard TokenCharacters.isVisibleASCII(accessToken), accessToken.utf8.count <= TokenCharacters.maximumTokenLength else {
+            throw OAuthError(OAuthError.unsafeValue,
+                             "the token response's access_token has characters outside RFC 6749's VSCHAR set (or is over 64 KiB); refusing it")
+        }
+        let refreshToken = fields["refresh_token"]?.stringValue
+        if let refreshToken, !TokenCharacters.isVisibleASCII(refreshToken) || refreshToken.utf8.count > TokenCharacters.maximumTokenLength {
+            throw OAuthError(OAuthError.unsafeValue,
+                             "the token response's refresh_token has characters outside RFC 6749's VSCHAR set (or is over 64 KiB); refusing it")
+        }
+        // token_type is case-insensitive (RFC 6749 §5.1); a missing one is read as Bearer (liberal).
+        // It becomes an Authorization scheme: it must be an RFC 9110 token.
+        let rawType = fields["token_type"]?.stringValue ?? "Bearer"
+        guard TokenCharacters.isHTTPToken(rawType), rawType.utf8.count <= 64 else {
+            throw OAuthError(OAuthError.unsafeValue, "the token response's token_type is not an HTTP token (RFC 9110 §5.6.2); refusing it")
+        }
+        let tokenType = rawType.lowercased() == "bearer" ? "Bearer" : rawType.lowercased() == "dpop" ? "DPoP" : rawType
+        var expiresAt: Date? = nil
+        // expires_in: a number, or (liberally) a numeric string; missing means "not said". Bounded
+        // to 0…1 year before it becomes a date (1e300 would trap later arithmetic and formatting).
+        if let seconds = fields["expires_in"]?.doubleValue ?? fields["expires_in"]?.stringValue.flatMap(Double.init) {
+            expiresAt = requestedAt.addingTimeInterval(TokenSet.clampedLifetime(seconds))
+        }
+        let scopes = fields["scope"]?.stringValue.map { $0.split(separator: " ").map(String.init) } ?? requestedScopes
+        return TokenSet(accessToken: accessToken, tokenType: tokenType, refreshToken: refreshToken,
+                        idToken: fields["id_token"]?.stringValue, expiresAt: expiresAt, scopes: scopes, requestedAt: requestedAt)
+    }
+
+    static func error(from response: APIResponse, object: JSONValue?) -> OAuthError {
+        let code = object?["error"]?.stringValue
+        let description = object?["error_description"]?.stringValue
+        let uri = object?["error_uri"]?.stringValue
+        if response.status.code >= 500 || response.status.code == 429 {
+            return OAuthError(OAuthError.transient, "the token endpoint answered HTTP \(response.status.code)", oauthError: code,
+                              errorDescription: description, errorURI: uri, status: response.status.code)
+        }
+        guard let code else {
+            return OAuthError(OAuthError.invalidResponse,
+                              "the token endpoint answered HTTP \(response.status.code) without an OAuth error: \(excerpt(response))",
+                              status: response.status.code)
+        }
+        let kind: OAuthError.Code = switch code {
+        case "invalid_grant": OAuthError.invalidGrant
+        case "invalid_client", "unauthorized_client": OAuthError.invalidClient
+        case "access_denied": OAuthError.accessDenied
+        case "expired_token": OAuthError.expiredToken
+        default: OAuthError.server
+        }
+        return OAuthError(kind, "the token endpoint refused the request", oauthError: code, errorDescription: description,
+                          errorURI: uri, status: response.status.code)
+    }
+
+    /// What an error message may quote of a response body: never a value that could be a secret.
+    static func excerpt(_ response: APIResponse) -> String {
+        Redaction.body(Array(response.body))
+    }
+}

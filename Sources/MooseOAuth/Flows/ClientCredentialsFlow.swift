@@ -1,0 +1,35 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import MooseHTTP
+import MooseJWT
+
+/// The client credentials grant (RFC 6749 §4.4): a confidential client acting for itself.
+public struct ClientCredentialsFlow: Authorizable {
+    /// The client.
+    public let client: OAuthClient
+
+    /// A flow.
+    public init(client: OAuthClient) { self.client = client }
+
+    public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
+        var fields = [("grant_type", "client_credentials")]
+        let scopes = parameters.scopes.filter { $0 != "openid" }
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        let resources = parameters.resources(for: client)
+        var tokens = try await client.tokenEndpoint().request(fields + resources.map { ("resource", $0) } + parameters.extra,
+                                                              requestedScopes: scopes, dpop: client.newDPoPKey())
+        if resources.count == 1 { tokens.resource = resources[0] }
+        return tokens
+    }
+
+    /// Client credentials have no refresh token: a "refresh" is a new grant.
+    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
+        if tokens.refreshToken != nil { return try await client.refresh(tokens) }
+        return try await authorize(AuthorizationParameters(scopes: tokens.scopes, resources: tokens.resource.map { [$0] } ?? []))
+    }
+
+    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
+}

@@ -1,0 +1,48 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+import MooseHTTP
+import MooseCrypto
+import MooseJWT
+
+/// A loopback user agent for native apps and CLIs (RFC 8252): listens on 127.0.0.1, hands the
+/// authorization URL to `open` (a browser launcher, or a printer), and waits for the redirect.
+public struct LoopbackUserAgent: ExternalUserAgent {
+    /// Called with the URL the user must visit (open a browser, print it…).
+    public let open: @Sendable (URL) async throws -> Void
+    /// How long the user has.
+    public let timeout: TimeInterval
+    let receiver: LoopbackReceiver
+
+    /// A user agent listening on `port` (0: random).
+    public init(port: UInt16 = 0, timeout: TimeInterval = 300, open: @escaping @Sendable (URL) async throws -> Void) throws {
+        receiver = try LoopbackReceiver(port: port)
+        self.timeout = timeout
+        self.open = open
+    }
+
+    /// The redirect URI to register and send: `http://127.0.0.1:<port>/callback`.
+    public var redirectURI: URL { receiver.redirectURI }
+
+    /// Waits for a redirect carrying the `state` of `url`'s query (if it has one).
+    public func authorize(url: URL, redirectURI: URL) async throws -> URL {
+        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+        return try await wait(url: url, expectedState: state)
+    }
+
+    /// Waits for the redirect carrying `expectedState`; any other request to the listener is
+    /// answered with an error page and ignored, until the timeout.
+    public func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
+        try await wait(url: url, expectedState: expectedState)
+    }
+
+    private func wait(url: URL, expectedState: String?) async throws -> URL {
+        defer { receiver.close() }
+        // Listen before handing the URL out: the browser may come back before `open` returns.
+        async let callback = receiver.waitForCallback(timeout: timeout, expectedState: expectedState)
+        try await open(url)
+        return try await callback
+    }
+}
