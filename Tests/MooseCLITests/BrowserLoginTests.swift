@@ -100,3 +100,28 @@ struct BrowserLoginTests {
         #expect(stdout.contains("Logged in"), "\(stdout)")
     }
 }
+
+/// Issue "The first hour" §4: the loopback page reports the outcome of the code exchange — not
+/// "Signed in" when the provider then refuses it.
+@Suite(.serialized)
+struct BrowserOutcomePageTests {
+    @Test func aRefusedCodeExchangeIsWhatTheBrowserPageSays() async throws {
+        var (home, environment) = CLI.home("moose-chromium-refused")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let result = home.appendingPathComponent("browser.jsonl")
+        let secret = home.appendingPathComponent("wrong-secret")
+        try Data("not-the-secret\n".utf8).write(to: secret)
+        environment["BROWSER"] = BrowserLoginTests.chromium
+        environment["MOOSE_BROWSER_RESULT"] = result.path
+        // The confidential client with a wrong secret: the user signs in, the token endpoint says invalid_client.
+        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-confidential",
+                                       "--client-secret-file", secret.path, "--scope", "openid"], environment: environment, timeout: 120)
+        #expect(login.status == 1 && login.stderr.contains("invalid_client"), "\(login.stderr)")
+        let page = try BrowserLoginTests.browserResult(result)
+        let text = page["text"] as? String ?? ""
+        #expect(page["title"] as? String == "Moose — sign-in failed", "\(page)")
+        #expect(text.contains("did not complete") && text.contains("invalid_client"), "\(text)")
+        #expect(!text.contains("Signed in"), "\(text)")
+    }
+}

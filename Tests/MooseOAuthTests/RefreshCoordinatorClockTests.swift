@@ -359,9 +359,10 @@ extension OAuthError {
     static var transientFailure: OAuthError { OAuthError(OAuthError.transient, "scripted: the provider is unreachable") }
 }
 
-/// Polls `condition` (in real time, up to 20 s: the machine may be busy) until it holds.
+/// Polls `condition` (in real time, up to 90 s: a full run on 2 busy cores has starved the
+/// cooperative pool for tens of seconds; a passing run returns as soon as it holds) until it holds.
 func waitUntil(_ what: String, _ condition: @Sendable () async -> Bool) async throws {
-    let deadline = Date().addingTimeInterval(20)
+    let deadline = Date().addingTimeInterval(90)
     while await !condition() {
         guard Date() < deadline else {
             Issue.record("timed out waiting until \(what)")

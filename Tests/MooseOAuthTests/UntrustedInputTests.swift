@@ -67,7 +67,7 @@ struct LoopbackHostileClientTests {
         }
         #expect(try await RawClient.get(port, "/favicon.ico").hasPrefix("HTTP/1.1 404"))
         let real = try await RawClient.get(port, "/callback?code=good&state=the-real-state")
-        #expect(real.hasPrefix("HTTP/1.1 200") && real.contains("Signed in"))
+        #expect(real.hasPrefix("HTTP/1.1 200") && real.contains("Response received"))
         let url = try await callback
         #expect(url.absoluteString.contains("code=good"))
     }

@@ -125,7 +125,16 @@ public struct AuthorizationCodeFlow: Authorizable {
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let request = try await prepareRequest(parameters)
         let callback = try await userAgent.authorize(url: request.url, redirectURI: redirectURI, expectedState: request.state)
-        return try await complete(request, callback: callback)
+        do {
+            let tokens = try await complete(request, callback: callback)
+            await userAgent.loginFinished(nil)
+            return tokens
+        } catch {
+            // The browser's page tells the truth: not "signed in" when the exchange then failed.
+            await userAgent.loginFinished(error as? OAuthError
+                ?? OAuthError(OAuthError.transient, "the code exchange did not complete", underlying: error))
+            throw error
+        }
     }
 
     /// Checks the redirect (`state` in constant time, RFC 9207 `iss` exactly, then `error`),

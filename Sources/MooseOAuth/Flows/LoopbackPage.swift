@@ -6,7 +6,7 @@ struct LoopbackPage {
     let paragraphs: [String]
 
     static let received = LoopbackPage(
-        title: "Moose — signed in", heading: "Signed in",
+        title: "Moose — response received", heading: "Response received",
         paragraphs: ["Moose received the sign-in response. You may close this tab and return to the terminal."])
     static let stateMismatch = LoopbackPage(
         title: "Moose — not this sign-in", heading: "This response was ignored",
@@ -19,6 +19,22 @@ struct LoopbackPage {
                                        paragraphs: ["Nothing is served here. You may close this tab."])
     static let badRequest = LoopbackPage(title: "Moose — bad request", heading: "Bad request",
                                          paragraphs: ["Moose could not read this request. You may close this tab."])
+
+    static let signedIn = LoopbackPage(
+        title: "Moose — signed in", heading: "Signed in",
+        paragraphs: ["The sign-in is complete. You may close this tab and return to the terminal."])
+
+    /// The code came back, but the login did not complete (the provider refused the code exchange,
+    /// the ID token did not validate…): the page says so, with the provider's words, escaped.
+    static func exchangeFailed(_ error: OAuthError) -> LoopbackPage {
+        var paragraphs = ["Moose received the sign-in response, but the sign-in did not complete. Return to the terminal for details."]
+        if let code = error.oauthError {
+            paragraphs.append("Provider's answer: " + code + (error.errorDescription.map { " — " + $0 } ?? ""))
+        } else {
+            paragraphs.append("Reason: " + error.message)
+        }
+        return LoopbackPage(title: "Moose — sign-in failed", heading: "Sign-in failed", paragraphs: paragraphs)
+    }
 
     static func providerError(_ error: String, description: String?) -> LoopbackPage {
         var paragraphs = ["The identity provider did not complete the sign-in. You may close this tab and return to the terminal."]

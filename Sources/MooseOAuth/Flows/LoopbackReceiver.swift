@@ -36,6 +36,8 @@ public final class LoopbackReceiver: Sendable {
     /// The path the redirect must use.
     public let path: String
     private let closed = Mutex(false)
+    /// The connection of the browser that brought the code, while the login finishes.
+    private let held = Mutex<Int32?>(nil)
     /// The most connections served at once; more are closed at once.
     public static let maximumConnections = 16
     /// How long one connection may take to send its request head.
@@ -93,7 +95,12 @@ public final class LoopbackReceiver: Sendable {
     /// Waits for the redirect to `path` and returns its full URL. Other paths (a favicon) get a 404;
     /// with `expectedState`, redirects whose `state` differs get an error page; both are ignored.
     /// Throws `OAuthError.timedOut` at the deadline, or `CancellationError` when cancelled.
-    public func waitForCallback(timeout: TimeInterval = 300, expectedState: String? = nil) async throws -> URL {
+    ///
+    /// With `holdingForOutcome`, the browser that brought a code gets no page yet: the login
+    /// answers it with `finish(_:)` once the code exchange is done (so the page tells the truth:
+    /// signed in, or the provider's refusal), or it is told "received" after `outcomeWait`.
+    public func waitForCallback(timeout: TimeInterval = 300, expectedState: String? = nil,
+                                holdingForOutcome: Bool = false) async throws -> URL {
         let deadline = Date().addingTimeInterval(timeout)
         let cancelled = LockedFlag()
         return try await withTaskCancellationHandler {
@@ -102,7 +109,8 @@ public final class LoopbackReceiver: Sendable {
                 // thread of its own even while others block), never on the cooperative pool.
                 DispatchQueue(label: "moose.loopback.accept").async {
                     continuation.resume(with: Result {
-                        try self.acceptLoop(until: deadline, expectedState: expectedState, cancelled: cancelled)
+                        try self.acceptLoop(until: deadline, expectedState: expectedState, cancelled: cancelled,
+                                            holdingForOutcome: holdingForOutcome)
                     })
                 }
             }
@@ -121,7 +129,7 @@ public final class LoopbackReceiver: Sendable {
 
     /// The blocking accept loop behind `waitForCallback` (internal: tests time it on a thread of
     /// their own, free of the cooperative pool's scheduling).
-    func acceptLoop(until deadline: Date, expectedState: String?, cancelled: LockedFlag) throws -> URL {
+    func acceptLoop(until deadline: Date, expectedState: String?, cancelled: LockedFlag, holdingForOutcome: Bool = false) throws -> URL {
         let outcome = CallbackOutcome()
         while true {
             if let url = outcome.url { return url }
@@ -146,43 +154,79 @@ public final class LoopbackReceiver: Sendable {
             // outlives its own deadline. The accept loop never waits for them.
             DispatchQueue(label: "moose.loopback.connection").async {
                 defer { outcome.endConnection() }
-                defer { _ = Glibc_close(client) }
                 let head = Self.readRequestHead(client, until: connectionDeadline)
-                let verdict = self.answer(client, head: head, expectedState: expectedState, alreadyDone: outcome.url != nil)
+                let (verdict, answered) = self.answer(client, head: head, expectedState: expectedState, alreadyDone: outcome.url != nil,
+                                                      holding: holdingForOutcome)
+                // The browser that brought the code waits for the login's outcome (`finish`).
+                if answered || !self.hold(client) { _ = Glibc_close(client) }
                 if case .accepted(let url) = verdict { outcome.deliver(url) }
             }
         }
     }
 
-    /// Decides and answers one request.
-    private func answer(_ client: Int32, head: [UInt8], expectedState: String?, alreadyDone: Bool) -> Verdict {
+    /// How long a browser that brought a code waits for `finish(_:)` before it is told "received".
+    public static let outcomeWait: TimeInterval = 20
+
+    /// Keeps `client` for `finish(_:)`; `false` (the caller answers and closes it) when one is held already.
+    private func hold(_ client: Int32) -> Bool {
+        let taken = held.withLock { held -> Bool in
+            guard held == nil else { return false }
+            held = client
+            return true
+        }
+        guard taken else {
+            respond(client, status: "409 Conflict", page: LoopbackPage.alreadyDone)
+            return false
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.outcomeWait) { [self] in answerHeld(LoopbackPage.received) }
+        return true
+    }
+
+    /// Answers the browser that brought the code with what became of the login: signed in
+    /// (`failure == nil`), or why not — the provider's refusal of the code exchange (`invalid_client`,
+    /// `invalid_grant`…), an ID token that did not validate. Once; later calls do nothing.
+    public func finish(_ failure: OAuthError?) {
+        answerHeld(failure.map(LoopbackPage.exchangeFailed) ?? LoopbackPage.signedIn)
+    }
+
+    private func answerHeld(_ page: LoopbackPage) {
+        guard let client = held.withLock({ held -> Int32? in defer { held = nil }; return held }) else { return }
+        respond(client, status: "200 OK", page: page)
+        _ = Glibc_close(client)
+    }
+
+    /// Decides and answers one request; `answered` is false for a code redirect held for its
+    /// outcome (`holding`), which the caller keeps open for `finish(_:)`.
+    private func answer(_ client: Int32, head: [UInt8], expectedState: String?, alreadyDone: Bool,
+                        holding: Bool) -> (verdict: Verdict, answered: Bool) {
         guard let target = Self.requestTarget(fromHead: head) else {
             respond(client, status: "400 Bad Request", page: LoopbackPage.badRequest)
-            return .ignored
+            return (.ignored, true)
         }
         let pathPart = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? target
         guard pathPart == path, let url = URL(string: "http://127.0.0.1:\(port)\(target)") else {
             respond(client, status: "404 Not Found", page: LoopbackPage.notFound)
-            return .ignored
+            return (.ignored, true)
         }
         let items = RequestBuilder.decodeForm(URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
         func value(_ name: String) -> String? { items.first { $0.0 == name }?.1 }
         if let expectedState {
             guard let state = value("state"), ConstantTime.equals(Array(state.utf8), Array(expectedState.utf8)) else {
                 respond(client, status: "400 Bad Request", page: LoopbackPage.stateMismatch)
-                return .ignored
+                return (.ignored, true)
             }
         }
         if alreadyDone {
             respond(client, status: "409 Conflict", page: LoopbackPage.alreadyDone)
-            return .ignored
+            return (.ignored, true)
         }
         if let error = value("error") {
             respond(client, status: "200 OK", page: LoopbackPage.providerError(error, description: value("error_description")))
-        } else {
-            respond(client, status: "200 OK", page: LoopbackPage.received)
+            return (.accepted(url), true)
         }
-        return .accepted(url)
+        if holding { return (.accepted(url), false) }
+        respond(client, status: "200 OK", page: LoopbackPage.received)
+        return (.accepted(url), true)
     }
 
     /// The request target of a `GET` request head (`/callback?code=…`), or `nil` when the head is

@@ -38,11 +38,27 @@ public struct LoopbackUserAgent: ExternalUserAgent {
         try await wait(url: url, expectedState: expectedState)
     }
 
+    /// Answers the browser's tab with how the login ended (see `LoopbackReceiver.finish`).
+    public func loginFinished(_ failure: OAuthError?) async { receiver.finish(failure) }
+
     private func wait(url: URL, expectedState: String?) async throws -> URL {
         defer { receiver.close() }
-        // Listen before handing the URL out: the browser may come back before `open` returns.
-        async let callback = receiver.waitForCallback(timeout: timeout, expectedState: expectedState)
-        try await open(url)
-        return try await callback
+        let receiver = self.receiver, timeout = self.timeout, open = self.open
+        // The listener is bound before `open` runs: a browser that comes back before `open` returns
+        // is queued. The browser that brings the code waits for `loginFinished` (the outcome of the
+        // code exchange), so the callback is returned as soon as it arrives — an `open` that waits
+        // for the page (a scripted browser) is not waited for, and is cancelled then; an `open`
+        // that fails first fails the login.
+        return try await withThrowingTaskGroup(of: URL?.self) { group in
+            group.addTask { try await receiver.waitForCallback(timeout: timeout, expectedState: expectedState, holdingForOutcome: true) }
+            group.addTask { try await open(url); return nil }
+            while let next = try await group.next() {
+                if let callback = next {
+                    group.cancelAll()
+                    return callback
+                }
+            }
+            throw OAuthError(OAuthError.timedOut, "no authorization redirect arrived")   // the callback task returns or throws first
+        }
     }
 }
