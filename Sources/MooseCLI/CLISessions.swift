@@ -1,4 +1,5 @@
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseSecretStore
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -1,4 +1,5 @@
 public import MooseCrypto
+public import MooseSealing
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -155,6 +156,8 @@ public final class SecretStore: Sendable {
             throw error.storeError
         } catch let error as SecretStoreError {
             throw error
+        } catch let error as SealingError {
+            throw SecretStoreError(error)
         } catch {
             throw SecretStoreError(SecretStoreError.io, "cannot open the store", underlying: "\(error)")
         }
@@ -246,7 +249,7 @@ public final class SecretStore: Sendable {
         }
 
         /// Checks, inside this transaction, that `lease` is still held (a fencing check): commit only then.
-        public func requireLease(_ lease: Lease) throws(SecretStoreError) {
+        package func requireLease(_ lease: some FencedLease) throws(SecretStoreError) {
             try Leases.require(state.pointee, lease)
         }
     }

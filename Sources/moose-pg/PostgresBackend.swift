@@ -4,6 +4,7 @@ import MooseCLI
 import MooseOAuth
 import MoosePostgres
 import MooseSecretStore
+import MooseSealing
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -2,6 +2,7 @@ import Foundation
 import MooseCrypto
 import MooseHTTP
 @testable import MooseOAuth
+import MooseSQLiteStorage
 import MooseSecretStore
 import MooseTestSupport
 import MooseURLSession
@@ -350,7 +351,7 @@ struct RefreshCoordinatorRobustnessTests {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         // Another "process" took the lease and died: the lease lapses after its ttl, then we refresh.
-        let dead = try #require(try fixture.sessions.store.tryAcquireLease(name: "refresh:default", ttl: 1.5))
+        let dead = try #require(try fixture.sessions.store.tryAcquireLease(name: "refresh:default", ttl: 1.5, as: SessionLease.self))
         _ = dead   // never released, as after kill -9
         let started = Date()
         let token = try await fixture.coordinator().accessToken()

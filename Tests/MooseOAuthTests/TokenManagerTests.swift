@@ -2,6 +2,7 @@ import Foundation
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseCrypto
 import MooseSecretStore
 import MooseTestSupport

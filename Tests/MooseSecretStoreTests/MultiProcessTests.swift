@@ -1,6 +1,8 @@
 import Foundation
 import MooseCrypto
 @testable import MooseSecretStore
+import MooseOAuth
+import MooseSQLiteStorage
 import MooseTestSupport
 import Testing
 
@@ -185,16 +187,16 @@ struct InProcessConcurrencyTests {
     @Test func leaseInOneProcessExcludesOthersAndFencesWrites() async throws {
         let folder = try TempFolder()
         let store = try SecretStore(path: folder.file("s.sqlite"), masterKey: .raw(try SecureRandom.bytes(count: 32)))
-        let lease = try #require(try store.tryAcquireLease(name: "refresh", ttl: 0.3))
-        #expect(try store.tryAcquireLease(name: "refresh", ttl: 5) == nil)
+        let lease = try #require(try store.tryAcquireLease(name: "refresh", ttl: 0.3, as: SessionLease.self))
+        #expect(try store.tryAcquireLease(name: "refresh", ttl: 5, as: SessionLease.self) == nil)
         try store.transaction { tx throws(SecretStoreError) in
             try tx.requireLease(lease)
             try tx.put(Array("fenced".utf8), namespace: "s", name: "v")
         }
         try await Task.sleep(nanoseconds: 400_000_000)
         #expect(try !store.isHeld(lease))
-        let second = try await store.acquireLease(name: "refresh", ttl: 60, timeout: 5)
-        #expect(second.token == lease.token + 1)
+        let second = try await store.acquireLease(name: "refresh", ttl: 60, timeout: 5, as: SessionLease.self)
+        #expect(second.fencingToken == lease.fencingToken + 1)
         _ = expectStoreError(SecretStoreError.leaseLost) {
             try store.transaction { tx throws(SecretStoreError) in
                 try tx.requireLease(lease)   // the old holder may not commit any more
@@ -203,7 +205,7 @@ struct InProcessConcurrencyTests {
         }
         #expect(try store.get(namespace: "s", name: "v") == Array("fenced".utf8))
         await #expect(throws: SecretStoreError.self) {
-            _ = try await store.acquireLease(name: "refresh", ttl: 5, timeout: 0.2)
+            _ = try await store.acquireLease(name: "refresh", ttl: 5, timeout: 0.2, as: SessionLease.self)
         }
     }
 }

@@ -1,6 +1,7 @@
 import CFloor
 import Foundation
 import MooseCrypto
+import MooseSealing
 import MooseSecretStore
 
 /// MooseSecretStore against plain SQLite (same schema, same durability), SQLCipher, and the AES-GCM
