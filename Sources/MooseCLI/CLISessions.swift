@@ -1,6 +1,7 @@
 import MooseOAuth
 import MooseSQLiteStorage
 import MooseSecretStore
+import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -34,12 +35,12 @@ enum PostgresHandoff {
 /// The backend the program registered for `postgres://` stores (`MooseCLIProgram.run(postgres:)`),
 /// set once before any command runs.
 enum RegisteredBackends {
-    nonisolated(unsafe) static var postgres: PostgresStores = .handoff
+    static let postgres = Mutex<PostgresStores>(.handoff)
 
     /// Opens the PostgreSQL store `options` name with the registered backend, or hands the whole
     /// command line to `moose-pg` (this call then does not return).
     static func openPostgres(_ options: StoreOptions) throws -> any CLISessionBackend {
-        switch postgres {
+        switch postgres.withLock({ $0 }) {
         case .handoff:
             try PostgresHandoff.exec()
         case .backend(let open):

@@ -79,7 +79,7 @@ public enum MooseCLIProgram {
     /// with Moose's status: 0 ok, 1 the token or the operation failed, 2 usage or input error,
     /// 3 the provider could not be reached.
     public static func run(postgres: PostgresStores) -> Never {
-        RegisteredBackends.postgres = postgres
+        RegisteredBackends.postgres.withLock { $0 = postgres }
         MooseCommand.main()
         terminate(0)
     }

@@ -5,6 +5,7 @@ import MooseOAuth
 import MoosePostgres
 import MooseSecretStore
 import MooseSealing
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -13,10 +14,10 @@ import Darwin
 
 /// The CLI's session backend for `postgres://` stores: a `PostgresSessionStorage` whose `run()`
 /// goes on in a background task while the synchronous command calls into it.
-final class PostgresBackend: CLISessionBackend, @unchecked Sendable {
+final class PostgresBackend: CLISessionBackend, Sendable {
     let postgres: PostgresSessionStorage
     private let runner: Task<Void, Never>
-    private var closed = false
+    private let closed = Mutex(false)
 
     init(_ location: CLIStoreLocation) throws {
         let storage = try Self.open(location)
@@ -94,8 +95,7 @@ final class PostgresBackend: CLISessionBackend, @unchecked Sendable {
 
     /// Cancels `run()` and waits (up to 2 s) for the pool to close its connections.
     func close() {
-        guard !closed else { return }
-        closed = true
+        guard !closed.withLock({ closed in defer { closed = true }; return closed }) else { return }
         runner.cancel()
         let done = DispatchSemaphore(value: 0)
         let runner = self.runner

@@ -10,7 +10,7 @@ import Synchronization
 import Testing
 
 /// Wraps the real transport: counts token-endpoint calls and can inject failures before them.
-final class TokenEndpointSpy: HTTPTransport, @unchecked Sendable {
+final class TokenEndpointSpy: HTTPTransport, Sendable {
     let inner: any HTTPTransport
     private let state = Mutex<(calls: Int, failuresLeft: Int, delay: TimeInterval)>((0, 0, 0))
     init(_ inner: any HTTPTransport) { self.inner = inner }
@@ -363,7 +363,7 @@ struct RefreshCoordinatorRobustnessTests {
 
 /// The real storage with injected faults: the first `failingSaves` fenced saves fail as if the
 /// store were unwritable; with `failingRenewals`, lease renewals fail (the lease lapses).
-final class FaultyStorage: SessionStorage, @unchecked Sendable {
+final class FaultyStorage: SessionStorage, Sendable {
     let base: any SessionStorage
     private let state: Mutex<(remaining: Int, failed: Int)>
     let failingRenewals: Bool

@@ -4,17 +4,16 @@ import MooseCrypto
 import MooseOAuth
 import MooseSQLiteStorage
 import MooseTestSupport
+import Synchronization
 import Testing
 
 /// A `moose-store-worker` child process whose stdout lines we read as they come.
-final class Worker: @unchecked Sendable {
+final class Worker: Sendable {
     static let binary = builtExecutable("moose-store-worker")
 
     let process = Process()
     private let pipe = Pipe()
-    private let lock = NSLock()
-    private var buffer = ""
-    private var lines: [String] = []
+    private let lines = Mutex<(buffer: String, lines: [String])>(("", []))
 
     init(_ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: Worker.binary)
@@ -24,22 +23,18 @@ final class Worker: @unchecked Sendable {
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
-            self.lock.lock()
-            self.buffer += String(decoding: data, as: UTF8.self)
-            while let newline = self.buffer.firstIndex(of: "\n") {
-                self.lines.append(String(self.buffer[..<newline]))
-                self.buffer = String(self.buffer[self.buffer.index(after: newline)...])
+            self.lines.withLock { state in
+                state.buffer += String(decoding: data, as: UTF8.self)
+                while let newline = state.buffer.firstIndex(of: "\n") {
+                    state.lines.append(String(state.buffer[..<newline]))
+                    state.buffer = String(state.buffer[state.buffer.index(after: newline)...])
+                }
             }
-            self.lock.unlock()
         }
         try process.run()
     }
 
-    var output: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return lines
-    }
+    var output: [String] { lines.withLock { $0.lines } }
 
     /// Waits until a line satisfies `predicate` (or the timeout passes).
     func waitForLine(timeout: TimeInterval = 30, _ predicate: (String) -> Bool) -> String? {
@@ -65,11 +60,11 @@ final class Worker: @unchecked Sendable {
         usleep(50_000)
         pipe.fileHandleForReading.readabilityHandler = nil
         let rest = pipe.fileHandleForReading.readDataToEndOfFile()
-        lock.lock()
-        buffer += String(decoding: rest, as: UTF8.self)
-        for line in buffer.split(separator: "\n") { lines.append(String(line)) }
-        buffer = ""
-        lock.unlock()
+        lines.withLock { state in
+            state.buffer += String(decoding: rest, as: UTF8.self)
+            for line in state.buffer.split(separator: "\n") { state.lines.append(String(line)) }
+            state.buffer = ""
+        }
         return process.terminationStatus
     }
 }

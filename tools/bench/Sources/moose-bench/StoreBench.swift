@@ -153,5 +153,6 @@ enum StoreBench {
         }
     }
 
+    // unchecked: written once by the SQLCipher run, read after it, both on the benchmark's one thread.
     nonisolated(unsafe) static var sqlcipherOpen: (Double, Double)? = nil
 }

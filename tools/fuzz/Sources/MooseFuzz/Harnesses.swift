@@ -11,7 +11,7 @@ import MooseOAuth
 import MooseSealing
 
 /// The harnesses, by name.
-nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
+let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "base64url": base64url, "json": json, "jws": jws, "jwk": jwk, "token-response": tokenResponse,
     "discovery": discovery, "userinfo": userinfo, "www-authenticate": wwwAuthenticate, "http-date": httpDate,
     "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
@@ -20,7 +20,7 @@ nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
     "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration,
 ]
 
-nonisolated(unsafe) let selected: ([UInt8]) -> Void = {
+let selected: @Sendable ([UInt8]) -> Void = {
     let name = ProcessInfo.processInfo.environment["MOOSE_FUZZ_TARGET"] ?? ""
     guard let harness = harnesses[name] else {
         fatalError("MOOSE_FUZZ_TARGET must be one of: \(harnesses.keys.sorted().joined(separator: " "))")
@@ -270,6 +270,7 @@ func redaction(_ bytes: [UInt8]) {
 let master = SecretKey(Array(repeating: UInt8(7), count: 32))
 let dataKey = SecretKey(Array(repeating: UInt8(9), count: 32))
 let storeID = Array(repeating: UInt8(1), count: 16)
+// unchecked: one reusable AES-GCM context (a class, not Sendable); libFuzzer calls the harness on one thread.
 nonisolated(unsafe) let dataCipher = try! AESGCM.Context(key: dataKey)
 
 func storeEnvelope(_ bytes: [UInt8]) {
