@@ -38,7 +38,9 @@ let package = Package(
         .library(name: "MooseCrypto", targets: ["MooseCrypto"]),
         .library(name: "MooseJWT", targets: ["MooseJWT"]),
         .library(name: "MooseHTTP", targets: ["MooseHTTP"]),
+        .library(name: "MooseSealing", targets: ["MooseSealing"]),
         .library(name: "MooseSecretStore", targets: ["MooseSecretStore"]),
+        .library(name: "MooseSQLiteStorage", targets: ["MooseSQLiteStorage"]),
         .library(name: "MooseURLSession", targets: ["MooseURLSession"]),
         .library(name: "MooseOAuth", targets: ["MooseOAuth"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
@@ -96,21 +98,28 @@ let package = Package(
         .target(name: "CMooseCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(name: "MooseHTTP", dependencies: ["CMooseCurl", .product(name: "Logging", package: "swift-log"),
                                                 .product(name: "HTTPTypes", package: "swift-http-types")]),
-        .target(name: "MooseSecretStore", dependencies: ["CSQLite", "MooseCrypto"]),
+        // The envelope every store seals with (AES-256-GCM, AAD, data keys wrapped by the master key) and
+        // the master-key sources: shared by the SQLite file store and PostgreSQL, links no database.
+        .target(name: "MooseSealing", dependencies: ["MooseCrypto"]),
+        // The encrypted SQLite key/value store (the only user of CSQLite).
+        .target(name: "MooseSecretStore", dependencies: ["CSQLite", "MooseCrypto", "MooseSealing"]),
         // URLSession (FoundationNetworking) in its own module: the CLI never links it.
         .target(name: "MooseURLSession", dependencies: ["MooseHTTP"]),
-        .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto", "MooseSecretStore",
+        .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto",
                                                  .product(name: "Logging", package: "swift-log")]),
+        // Sessions in the SQLite file store (EncryptedSessionStorage): MooseOAuth links no SQLite.
+        .target(name: "MooseSQLiteStorage", dependencies: ["MooseOAuth", "MooseSecretStore", "MooseSealing"]),
         .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth"]),
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
         .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP", "MooseJWT"], path: "Tests/Support"),
-        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSecretStore", "MooseOAuth"]),
+        .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSealing",
+                                              "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage"]),
 
         // MARK: The CLI
         // Every command; the session backend (file store, or what the main registers for postgres:// stores)
         // is chosen at start-up.
         .target(name: "MooseCLI", dependencies: [
-            "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSecretStore", "MooseOAuth",
+            "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSealing", "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // `moose` does not link SwiftNIO (linking it made `moose token` start 1.33x slower: BENCHMARKS.md);
@@ -118,15 +127,17 @@ let package = Package(
         .executableTarget(name: "moose", dependencies: ["MooseCLI"]),
         // The same commands with the PostgreSQL backend.
         .executableTarget(name: "moose-pg", dependencies: [
-            "MooseCLI", "MooseOAuth", "MooseSecretStore", adapter("MoosePostgres", ["MoosePostgres"]),
+            "MooseCLI", "MooseOAuth", "MooseSealing", "MooseSecretStore", adapter("MoosePostgres", ["MoosePostgres"]),
         ]),
         // A child process for the store's multi-process tests (and, with MoosePostgres, a PostgreSQL replica).
         .executableTarget(name: "moose-store-worker", dependencies: [
-            "MooseSecretStore", "MooseOAuth", "MooseHTTP", adapter("MoosePostgres", ["MoosePostgres"]),
+            "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage", "MooseHTTP", adapter("MoosePostgres", ["MoosePostgres"]),
         ]),
-        .testTarget(name: "MooseSecretStoreTests", dependencies: ["MooseSecretStore", "MooseTestSupport", "moose-store-worker"]),
+        .testTarget(name: "MooseSecretStoreTests", dependencies: [
+            "MooseSecretStore", "MooseSealing", "MooseOAuth", "MooseSQLiteStorage", "MooseTestSupport", "moose-store-worker",
+        ]),
         .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTestSupport"]),
-        .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseURLSession", "MooseTestSupport"]),
+        .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTestSupport"]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTestSupport"]),
         .testTarget(name: "MooseCLITests", dependencies: [
@@ -149,20 +160,20 @@ let package = Package(
         ]),
         // A child process for the two-process MCP test (not a product).
         .executableTarget(name: "moose-mcp-worker", dependencies: [
-            "MooseMCP", "MooseOAuth", "MooseSecretStore", "MooseHTTP", adapted("MCP", "swift-sdk", ["MooseMCP"]),
+            "MooseMCP", "MooseOAuth", "MooseSecretStore", "MooseSQLiteStorage", "MooseHTTP", adapted("MCP", "swift-sdk", ["MooseMCP"]),
         ], path: "Tests/MCPWorker"),
         .testTarget(name: "MooseMCPTests", dependencies: [
-            "MooseMCP", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-mcp-worker", "moose",
-            adapted("MCP", "swift-sdk", ["MooseMCP"]),
+            "MooseMCP", "MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport",
+            "moose-mcp-worker", "moose", adapted("MCP", "swift-sdk", ["MooseMCP"]),
         ]),
-        // PostgreSQL: sessions and leases on postgres-nio, for several replicas.
+        // PostgreSQL: sessions and leases on postgres-nio, for several replicas. Seals with MooseSealing: no SQLite.
         .target(name: "MoosePostgres", dependencies: [
-            "MooseOAuth", "MooseSecretStore", "MooseCrypto",
+            "MooseOAuth", "MooseSealing", "MooseCrypto",
             adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "MoosePostgresTests", dependencies: [
-            "MoosePostgres", "MooseOAuth", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
+            "MoosePostgres", "MooseOAuth", "MooseSealing", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
             adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
         ]),
         // A swift-openapi-runtime ClientMiddleware: the coordinator's token on every request, one refresh on a 401.
@@ -221,7 +232,7 @@ for target in package.targets where target.type != .system && target.name != "Mo
 if Context.environment["MOOSE_FUZZ"] == "1" {
     package.targets.append(.executableTarget(
         name: "MooseFuzz",
-        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSecretStore", "MooseCLI"],
+        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSealing", "MooseCLI"],
         path: "tools/fuzz/Sources/MooseFuzz",
         swiftSettings: strictSettings + [.unsafeFlags(["-parse-as-library"])]))
     package.products.append(.executable(name: "moose-fuzz", targets: ["MooseFuzz"]))

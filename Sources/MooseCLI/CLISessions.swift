@@ -1,4 +1,5 @@
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseSecretStore
 import Synchronization
 #if canImport(FoundationEssentials)

@@ -1,5 +1,5 @@
 public import MooseOAuth
-public import MooseSecretStore
+public import MooseSealing
 
 /// Where a command's sessions live when `--store` (or `MOOSE_STORE`) is not a file: a backend a
 /// program registers at start-up with `MooseCLIProgram.run(postgres:)` — `moose-pg` registers its

@@ -2,6 +2,7 @@ import ArgumentParser
 import MooseJWT
 import MooseOAuth
 import MooseSecretStore
+import MooseSealing
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

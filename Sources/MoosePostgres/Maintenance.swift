@@ -4,7 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-public import MooseSecretStore
+public import MooseSealing
 import MooseCrypto
 import PostgresNIO
 
@@ -78,9 +78,9 @@ extension PostgresSessionStorage {
                 ring.dataKeys = try Schema.unwrap(try await Schema.rows(connection, "SELECT id, wrapped FROM \(unescaped: t.dataKeys)", logger), ring: ring)
                 let newID = (ring.dataKeys.keys.max() ?? 0) + 1
                 let newKey = try SecretKey(randomByteCount: 32)
-                let wrapped = try Format.wrap(newKey, id: newID, master: ring.master, storeID: ring.storeID)
+                let wrapped = try Envelope.wrap(newKey, id: newID, master: ring.master, storeID: ring.storeID)
                 _ = try await Schema.rows(connection, "INSERT INTO \(unescaped: t.dataKeys) (id, wrapped) VALUES (\(newID), \(ByteBuffer(bytes: wrapped)))", logger)
-                try await Schema.setMeta(connection, t, "current_key", Schema.bigEndian(newID), logger)
+                try await Schema.setMeta(connection, t, "current_key", Envelope.bigEndian(newID), logger)
                 var fresh = ring
                 fresh.dataKeys[newID] = newKey
                 fresh.currentKeyID = newID
@@ -141,18 +141,14 @@ extension PostgresSessionStorage {
                 master = try await connection.withTransaction(logger: logger) { connection -> SecretKey in
                 _ = try await Schema.rows(connection, "SELECT pg_advisory_xact_lock(\(Schema.lockKey(t.schema)))", logger)
                 let meta = try await Schema.readMeta(connection, t, logger)
-                guard let check = meta["key_check"],
-                      ConstantTime.equals(try Format.keyCheck(master: ring.master, storeID: ring.storeID), check) else {
+                guard let check = meta["key_check"], try Envelope.isKeyCheck(check, of: ring.master, storeID: ring.storeID) else {
                     throw PostgresStorageError(PostgresStorageError.wrongKey, "the master key was rotated meanwhile by another process")
                 }
                 let keys = try Schema.unwrap(try await Schema.rows(connection, "SELECT id, wrapped FROM \(unescaped: t.dataKeys)", logger), ring: ring)
-                var kdf: KDFParameters? = nil
-                if case .passphrase = newKey {
-                    kdf = KDFParameters(salt: try SecureRandom.bytes(count: 16), parameters: MasterKeySource.defaultScryptParameters)
-                }
+                let kdf = try KDFParameters.fresh(for: newKey, parameters: MasterKeySource.defaultScryptParameters)
                 let master = try Schema.resolve(newKey, kdf: kdf, create: true)
                 for (id, key) in keys {
-                    let wrapped = try Format.wrap(key, id: id, master: master, storeID: ring.storeID)
+                    let wrapped = try Envelope.wrap(key, id: id, master: master, storeID: ring.storeID)
                     _ = try await Schema.rows(connection, "UPDATE \(unescaped: t.dataKeys) SET wrapped = \(ByteBuffer(bytes: wrapped)) WHERE id = \(id)", logger)
                 }
                 if let kdf {
@@ -160,7 +156,7 @@ extension PostgresSessionStorage {
                 } else {
                     _ = try await Schema.rows(connection, "DELETE FROM \(unescaped: t.meta) WHERE name = 'kdf'", logger)
                 }
-                try await Schema.setMeta(connection, t, "key_check", try Format.keyCheck(master: master, storeID: ring.storeID), logger)
+                try await Schema.setMeta(connection, t, "key_check", try Envelope.keyCheck(master: master, storeID: ring.storeID), logger)
                 return master
                 }
             } catch {

@@ -6,7 +6,7 @@ import Foundation
 #endif
 public import Logging
 public import MooseOAuth
-public import MooseSecretStore
+public import MooseSealing
 import MooseCrypto
 import PostgresNIO
 import Synchronization
@@ -14,9 +14,9 @@ import Synchronization
 /// Sessions and leases in PostgreSQL, shared by every replica of a service (and every `moose` CLI
 /// given the same `--store postgres://…`): one refresh per fleet.
 ///
-/// - Values are sealed client-side with the secret store's envelope — AES-256-GCM under a data key
-///   wrapped by the master key (key file, environment, passphrase) — with AAD binding each value to
-///   this store, its session key, its data key id and its generation: the database sees ciphertext,
+/// - Values are sealed client-side in MooseSealing's envelope, the SQLite store's too — AES-256-GCM
+///   under a data key wrapped by the master key (key file, environment, passphrase) — with AAD
+///   binding each value to this store, its session key, its data key id and its generation: the database sees ciphertext,
 ///   and a value copied to another row or rolled back to another generation does not open.
 /// - Leases are rows (holder, fencing token, expiry by the *server's* clock): taken with one
 ///   conditional `INSERT … ON CONFLICT DO UPDATE`, renewed and released with conditional `UPDATE`s.
@@ -245,11 +245,11 @@ public final class PostgresSessionStorage: SessionStorage {
         do {
             if let first = rows.first {
                 let (_, _, current, check) = try first.columns(4).decode((Int64, ByteBuffer, ByteBuffer, ByteBuffer).self)
-                guard ConstantTime.equals(try Format.keyCheck(master: ring.master, storeID: ring.storeID), Array(check.readableBytesView)) else {
+                guard try Envelope.isKeyCheck(Array(check.readableBytesView), of: ring.master, storeID: ring.storeID) else {
                     throw PostgresStorageError(PostgresStorageError.wrongKey,
                                                "the master key of schema \(t.schema) was rotated: this process's \(masterKey.description) no longer opens it")
                 }
-                guard let id = Schema.int64(bigEndian: Array(current.readableBytesView)), id > 0 else {
+                guard let id = Envelope.int64(bigEndian: Array(current.readableBytesView)), id > 0 else {
                     throw PostgresStorageError(PostgresStorageError.corrupt, "the current data key id is damaged")
                 }
                 fresh.currentKeyID = id
@@ -269,10 +269,11 @@ public final class PostgresSessionStorage: SessionStorage {
 
     // MARK: - Sealing
 
-    /// AAD: the SQLite store's (`moose-secret/v1` ‖ store id ‖ namespace ‖ key ‖ key id) followed by
-    /// the generation, so a value rolled back to another generation of its row does not open either.
+    /// AAD: the envelope's (`moose-secret/v1` ‖ store id ‖ namespace ‖ key ‖ key id, as in the SQLite
+    /// store) followed by the generation, so a value rolled back to another generation of its row does
+    /// not open either.
     static func aad(storeID: [UInt8], key: String, keyID: Int64, generation: Int64) -> [UInt8] {
-        Format.secretAAD(storeID: storeID, namespace: namespace, name: key, keyID: keyID) + Schema.bigEndian(generation)
+        Envelope.valueAAD(storeID: storeID, namespace: namespace, name: key, keyID: keyID) + Envelope.bigEndian(generation)
     }
 
     func seal(_ session: OAuthSession, key: String, generation: Int64, ring: KeyRing) throws(PostgresStorageError) -> (keyID: Int64, sealed: [UInt8]) {

@@ -6,7 +6,7 @@ import Foundation
 #endif
 import Logging
 import MooseCrypto
-import MooseSecretStore
+import MooseSealing
 import PostgresNIO
 
 /// The data keys this process knows, unwrapped, and which one seals new values.
@@ -69,13 +69,6 @@ enum Schema {
             hash &*= 0x0000_0100_0000_01B3
         }
         return Int64(bitPattern: hash)
-    }
-
-    static func bigEndian(_ value: Int64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
-
-    static func int64(bigEndian bytes: [UInt8]) -> Int64? {
-        guard bytes.count == 8 else { return nil }
-        return bytes.reduce(0) { $0 << 8 | Int64($1) }
     }
 
     static func bytes(_ buffer: ByteBuffer?) -> [UInt8]? { buffer.map { Array($0.readableBytesView) } }
@@ -173,20 +166,17 @@ enum Schema {
 
     static func create(_ connection: PostgresConnection, _ t: Tables, masterKey: MasterKeySource, logger: Logger) async throws -> KeyRing {
         let storeID = try SecureRandom.bytes(count: 16)
-        var kdf: KDFParameters? = nil
-        if case .passphrase = masterKey {
-            kdf = KDFParameters(salt: try SecureRandom.bytes(count: 16), parameters: MasterKeySource.defaultScryptParameters)
-            try await setMeta(connection, t, "kdf", Array(JSONEncoder().encode(kdf)), logger)
-        }
+        let kdf = try KDFParameters.fresh(for: masterKey, parameters: MasterKeySource.defaultScryptParameters)
+        if let kdf { try await setMeta(connection, t, "kdf", Array(JSONEncoder().encode(kdf)), logger) }
         let master = try resolve(masterKey, kdf: kdf, create: true)
         let dataKey = try SecretKey(randomByteCount: 32)
         _ = try await rows(connection, """
-            INSERT INTO \(unescaped: t.dataKeys) (id, wrapped) VALUES (1, \(ByteBuffer(bytes: try Format.wrap(dataKey, id: 1, master: master, storeID: storeID))))
+            INSERT INTO \(unescaped: t.dataKeys) (id, wrapped) VALUES (1, \(ByteBuffer(bytes: try Envelope.wrap(dataKey, id: 1, master: master, storeID: storeID))))
             """, logger)
         try await setMeta(connection, t, "format", [1], logger)
         try await setMeta(connection, t, "store_id", storeID, logger)
-        try await setMeta(connection, t, "key_check", try Format.keyCheck(master: master, storeID: storeID), logger)
-        try await setMeta(connection, t, "current_key", bigEndian(1), logger)
+        try await setMeta(connection, t, "key_check", try Envelope.keyCheck(master: master, storeID: storeID), logger)
+        try await setMeta(connection, t, "current_key", Envelope.bigEndian(1), logger)
         logger.info("moose: created the store's keys in schema \(t.schema)")
         return KeyRing(storeID: storeID, master: master, dataKeys: [1: dataKey], currentKeyID: 1)
     }
@@ -194,11 +184,11 @@ enum Schema {
     static func load(_ connection: PostgresConnection, _ t: Tables, meta: [String: [UInt8]], masterKey: MasterKeySource,
                      logger: Logger) async throws -> KeyRing {
         guard let storeID = meta["store_id"], storeID.count == 16, let check = meta["key_check"], check.count == 32,
-              let current = meta["current_key"].flatMap(int64(bigEndian:)), current > 0 else {
+              let current = meta["current_key"].flatMap(Envelope.int64(bigEndian:)), current > 0 else {
             throw fail(PostgresStorageError.corrupt, "schema \(t.schema): the store's metadata is missing or damaged")
         }
         let master = try resolve(masterKey, kdf: try kdf(meta["kdf"]), create: false)
-        guard ConstantTime.equals(try Format.keyCheck(master: master, storeID: storeID), check) else {
+        guard try Envelope.isKeyCheck(check, of: master, storeID: storeID) else {
             throw fail(PostgresStorageError.wrongKey, "the \(masterKey.description) is not the master key of schema \(t.schema)")
         }
         var ring = KeyRing(storeID: storeID, master: master, dataKeys: [:], currentKeyID: current)
@@ -214,7 +204,7 @@ enum Schema {
             let (id, wrapped) = try row.columns(2).decode((Int64, ByteBuffer).self)
             guard wrapped.readableBytes <= 256 else { throw fail(PostgresStorageError.tampered, "data key \(id) is not a wrapped key") }
             do {
-                keys[id] = try Format.unwrap(Array(wrapped.readableBytesView), id: id, master: ring.master, storeID: ring.storeID)
+                keys[id] = try Envelope.unwrap(Array(wrapped.readableBytesView), id: id, master: ring.master, storeID: ring.storeID)
             } catch {
                 throw fail(PostgresStorageError.tampered, "data key \(id) does not authenticate under the master key")
             }

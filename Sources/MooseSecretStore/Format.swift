@@ -1,4 +1,5 @@
-package import MooseCrypto
+import MooseCrypto
+import MooseSealing
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -21,67 +22,27 @@ import Darwin
 /// leases(name TEXT PRIMARY KEY, holder TEXT, token INTEGER, expires_at INTEGER)
 /// ```
 ///
+/// `sealed`, `wrapped` and `key_check` are MooseSealing's `Envelope` (shared with MoosePostgres):
+///
 /// - `sealed` = nonce(12) ‖ AES-256-GCM ciphertext ‖ tag(16) under data key `key_id`, with
 ///   AAD = "moose-secret/v1" ‖ store_id ‖ u32 len ‖ namespace ‖ u32 len ‖ name ‖ u64 key_id.
 /// - `wrapped` = nonce ‖ AES-256-GCM(data key) ‖ tag under the master key, with
 ///   AAD = "moose-data-key/v1" ‖ store_id ‖ u64 id.
 /// - `key_check` = HMAC-SHA-256(master key, "moose-key-check/v1" ‖ store_id): tells a wrong master key
 ///   (`wrongKey`) from a damaged wrapped key (`tampered`). It reveals nothing about the key.
-package enum Format {
-    static let secretAAD = Array("moose-secret/v1".utf8)
-    static let dataKeyAAD = Array("moose-data-key/v1".utf8)
-    static let keyCheckLabel = Array("moose-key-check/v1".utf8)
-
+enum Format {
     static func now() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 
-    static func bigEndian(_ value: Int64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
-    static func bigEndian32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
-
-    package static func secretAAD(storeID: [UInt8], namespace: String, name: String, keyID: Int64) -> [UInt8] {
-        var aad: [UInt8] = []
-        aad.reserveCapacity(secretAAD.count + storeID.count + 16 + namespace.utf8.count + name.utf8.count)
-        aad += secretAAD
-        aad += storeID
-        aad += bigEndian32(namespace.utf8.count)
-        aad += namespace.utf8
-        aad += bigEndian32(name.utf8.count)
-        aad += name.utf8
-        aad += bigEndian(keyID)
-        return aad
-    }
-
-    package static func keyCheck(master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
+    /// Data key `id` unwrapped; a key that does not authenticate is `tampered`, naming the key.
+    static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> SecretKey {
         do {
-            return try HMACAuthenticator(key: master, hash: .sha256).authenticationCode(for: keyCheckLabel + storeID)
+            return try Envelope.unwrap(wrapped, id: id, master: master, storeID: storeID)
         } catch {
-            throw SecretStoreError(SecretStoreError.io, "key check failed", underlying: error.message)
-        }
-    }
-
-    package static func wrap(_ dataKey: SecretKey, id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> [UInt8] {
-        do {
-            return try dataKey.withUnsafeBytes { (bytes) throws(CryptographyError) in
-                try AESGCM.seal(bytes, using: master, authenticating: dataKeyAAD + storeID + bigEndian(id)).combined
-            }
-        } catch {
-            throw SecretStoreError(SecretStoreError.io, "cannot wrap the data key", underlying: error.message)
-        }
-    }
-
-    package static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> SecretKey {
-        do {
-            let box = try AESGCM.SealedBox(combined: wrapped)
-            var bytes = try AESGCM.open(box, using: master, authenticating: dataKeyAAD + storeID + bigEndian(id))
-            defer { bytes.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } } }
-            guard bytes.count == 32 else { throw SecretStoreError(SecretStoreError.tampered, "") }
-            return SecretKey(bytes)
-        } catch {
-            throw SecretStoreError(SecretStoreError.tampered, "data key \(id) does not authenticate under the master key",
-                                   namespace: "(data keys)", name: String(id))
+            throw SecretStoreError(SecretStoreError.tampered, error.message, namespace: "(data keys)", name: String(id))
         }
     }
 
@@ -92,6 +53,8 @@ package enum Format {
             throw error.storeError
         } catch let error as SecretStoreError {
             throw error
+        } catch let error as SealingError {
+            throw SecretStoreError(error)
         } catch {
             throw SecretStoreError(SecretStoreError.io, "unexpected error", underlying: "\(error)")
         }
@@ -139,21 +102,18 @@ package enum Format {
                                      expires_at INTEGER NOT NULL);
                 """)
             let storeID = try SecureRandom.bytes(count: 16)
-            var kdf: KDFParameters? = nil
-            if case .passphrase = masterKey {
-                kdf = KDFParameters(salt: try SecureRandom.bytes(count: 16), parameters: scrypt)
-                try setMeta(connection, "kdf", Array(JSONEncoder().encode(kdf)))
-            }
+            let kdf = try KDFParameters.fresh(for: masterKey, parameters: scrypt)
+            if let kdf { try setMeta(connection, "kdf", Array(JSONEncoder().encode(kdf))) }
             let master = try masterKey.resolve(kdf: kdf, create: true)
             let dataKey = try SecretKey(randomByteCount: 32)
             let insert = try connection.statement("INSERT INTO data_keys (id, wrapped, created_at) VALUES (1, ?, ?)")
-            try insert.bind(1, blob: try wrap(dataKey, id: 1, master: master, storeID: storeID))
+            try insert.bind(1, blob: try Envelope.wrap(dataKey, id: 1, master: master, storeID: storeID))
             try insert.bind(2, now())
             try insert.step()
             try setMeta(connection, "format", [1])
             try setMeta(connection, "store_id", storeID)
-            try setMeta(connection, "key_check", try keyCheck(master: master, storeID: storeID))
-            try setMeta(connection, "current_key", bigEndian(1))
+            try setMeta(connection, "key_check", try Envelope.keyCheck(master: master, storeID: storeID))
+            try setMeta(connection, "current_key", Envelope.bigEndian(1))
             try connection.execute("PRAGMA user_version = \(SecretStore.schemaVersion)")
         }
     }
@@ -185,8 +145,7 @@ package enum Format {
             if kdf == nil { throw SecretStoreError(SecretStoreError.corrupt, "the store's key-derivation parameters are damaged") }
         }
         let master = try masterKey.resolve(kdf: kdf, create: false)
-        let expected = try keyCheck(master: master, storeID: storeID)
-        guard ConstantTime.equals(expected, check) else {
+        guard try Envelope.isKeyCheck(check, of: master, storeID: storeID) else {
             throw SecretStoreError(SecretStoreError.wrongKey,
                                    "the \(masterKey.description) is not the master key of \(connection.path)")
         }
@@ -240,7 +199,7 @@ package enum Format {
         }
         let sealed: [UInt8]
         do {
-            sealed = try cipher.sealCombined(value, authenticating: secretAAD(storeID: state.storeID, namespace: namespace,
+            sealed = try cipher.sealCombined(value, authenticating: Envelope.valueAAD(storeID: state.storeID, namespace: namespace,
                                                                            name: name, keyID: keyID))
         } catch {
             throw SecretStoreError(SecretStoreError.io, "encryption failed", underlying: error.message)
@@ -273,7 +232,7 @@ package enum Format {
         let keyID = statement.int64(0)
         // Fast path: decrypt straight from SQLite's row memory with the cached context.
         if let cipher = try state.cipher(keyID) {
-            let aad = secretAAD(storeID: state.storeID, namespace: namespace, name: name, keyID: keyID)
+            let aad = Envelope.valueAAD(storeID: state.storeID, namespace: namespace, name: name, keyID: keyID)
             let opened = statement.withBlob(1) { try? cipher.openCombined(buffer: $0, authenticating: aad) }
             if let opened { return opened }
         }
@@ -285,7 +244,7 @@ package enum Format {
         if state.dataKeys[keyID] == nil { try sql { try reloadDataKeys(&state) } }
         guard let cipher = try state.cipher(keyID) else { throw SecretStoreError.tampered(namespace: namespace, name: name) }
         do {
-            return try cipher.openCombined(sealed, authenticating: secretAAD(storeID: state.storeID, namespace: namespace,
+            return try cipher.openCombined(sealed, authenticating: Envelope.valueAAD(storeID: state.storeID, namespace: namespace,
                                                                            name: name, keyID: keyID))
         } catch {
             throw SecretStoreError.tampered(namespace: namespace, name: name)
@@ -333,14 +292,11 @@ package enum Format {
         let newMaster: SecretKey = try sql {
             try connection.transaction(immediate: true) {
                 try reloadDataKeys(&state)   // unwrap with the current master inside the lock
-                var kdf: KDFParameters? = nil
-                if case .passphrase = newKey {
-                    kdf = KDFParameters(salt: try SecureRandom.bytes(count: 16), parameters: scrypt)
-                }
+                let kdf = try KDFParameters.fresh(for: newKey, parameters: scrypt)
                 let master = try newKey.resolve(kdf: kdf, create: true)
                 for (id, key) in state.dataKeys {
                     let statement = try connection.statement("UPDATE data_keys SET wrapped = ? WHERE id = ?")
-                    try statement.bind(1, blob: try wrap(key, id: id, master: master, storeID: storeID))
+                    try statement.bind(1, blob: try Envelope.wrap(key, id: id, master: master, storeID: storeID))
                     try statement.bind(2, id)
                     try statement.step()
                 }
@@ -350,7 +306,7 @@ package enum Format {
                     let statement = try connection.statement("DELETE FROM meta WHERE key = 'kdf'")
                     try statement.step()
                 }
-                try setMeta(connection, "key_check", try keyCheck(master: master, storeID: storeID))
+                try setMeta(connection, "key_check", try Envelope.keyCheck(master: master, storeID: storeID))
                 return master
             }
         }
@@ -366,7 +322,7 @@ package enum Format {
                 let newKey = try SecretKey(randomByteCount: 32)
                 let insert = try connection.statement("INSERT INTO data_keys (id, wrapped, created_at) VALUES (?, ?, ?)")
                 try insert.bind(1, newID)
-                try insert.bind(2, blob: try wrap(newKey, id: newID, master: state.master, storeID: state.storeID))
+                try insert.bind(2, blob: try Envelope.wrap(newKey, id: newID, master: state.master, storeID: state.storeID))
                 try insert.bind(3, now())
                 try insert.step()
                 // Read every row first, then rewrite: never update a table while stepping through it.
@@ -381,7 +337,7 @@ package enum Format {
                     let plain = try open(&state, sealed: sealed, keyID: keyID, namespace: namespace, name: name)
                     try put(&state, value: plain, namespace: namespace, name: name)
                 }
-                try setMeta(connection, "current_key", bigEndian(newID))
+                try setMeta(connection, "current_key", Envelope.bigEndian(newID))
                 let purge = try connection.statement("DELETE FROM data_keys WHERE id <> ?")
                 try purge.bind(1, newID)
                 try purge.step()

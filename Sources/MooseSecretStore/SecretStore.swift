@@ -1,4 +1,5 @@
 public import MooseCrypto
+public import MooseSealing
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -155,6 +156,8 @@ public final class SecretStore: Sendable {
             throw error.storeError
         } catch let error as SecretStoreError {
             throw error
+        } catch let error as SealingError {
+            throw SecretStoreError(error)
         } catch {
             throw SecretStoreError(SecretStoreError.io, "cannot open the store", underlying: "\(error)")
         }
@@ -246,7 +249,7 @@ public final class SecretStore: Sendable {
         }
 
         /// Checks, inside this transaction, that `lease` is still held (a fencing check): commit only then.
-        public func requireLease(_ lease: Lease) throws(SecretStoreError) {
+        package func requireLease(_ lease: some FencedLease) throws(SecretStoreError) {
             try Leases.require(state.pointee, lease)
         }
     }
@@ -320,6 +323,10 @@ public final class SecretStore: Sendable {
 
 /// The store's mutable state and the lock that guards it. Every access goes through
 /// `SecretStore.locked`, which holds `lock` for the whole call: that is what makes it Sendable.
+/// Not a `Mutex<State>`: its `withLock` wants the state and the result `sending`, which a critical
+/// section that hands the non-Sendable connection to the caller's closure and returns its generic
+/// result cannot be (region isolation refuses it).
+// unchecked: `state` is only touched between `lock.lock()` and `lock.unlock()` in `SecretStore.locked`.
 final class StateBox: @unchecked Sendable {
     let lock = PThreadMutex()
     var state: SecretStore.State
@@ -328,6 +335,7 @@ final class StateBox: @unchecked Sendable {
 }
 
 /// A plain mutex (no `sending` constraints on what the critical section touches).
+// unchecked: a pthread mutex is made to be shared between threads; the pointer never changes.
 final class PThreadMutex: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 

@@ -1,3 +1,5 @@
+import MooseSealing
+
 /// The one error type of `MooseSecretStore`.
 ///
 /// None of these errors changes or deletes data: a wrong key, a tampered row or a damaged file is
@@ -72,5 +74,16 @@ public struct SecretStoreError: Error, Sendable, CustomStringConvertible {
     public static func tampered(namespace: String, name: String) -> SecretStoreError {
         SecretStoreError(tampered, "the value \(namespace)/\(name) does not authenticate: it was modified or moved",
                          namespace: namespace, name: name)
+    }
+
+    /// A master-key or envelope failure as the store's error, under the same code.
+    init(_ error: SealingError) {
+        let code = switch error.code {
+        case .keyUnavailable: Self.keyUnavailable
+        case .permission: Self.permission
+        case .io: Self.io
+        case .tampered: Self.tampered
+        }
+        self.init(code, error.message, underlying: error.underlying)
     }
 }

@@ -5,6 +5,8 @@ import MooseCLI
 import MooseOAuth
 import MoosePostgres
 import MooseSecretStore
+import MooseSealing
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

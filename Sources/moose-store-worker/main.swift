@@ -19,6 +19,7 @@
 //                                                           printing "refreshing" (a slow IdP, or a kill -9 target)
 import MooseHTTP
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseSecretStore
 #if canImport(Glibc)
 import Glibc
@@ -66,9 +67,9 @@ do {
         let name = arguments[4]
         let ttl = Double(arguments[5]) ?? 1
         let hold = Double(arguments[6]) ?? 0
-        let lease = try await store.acquireLease(name: name, ttl: ttl, timeout: 60)
+        let lease = try await store.acquireLease(name: name, ttl: ttl, timeout: 60, as: SessionLease.self)
         let start = nowMilliseconds()
-        say("acquired \(lease.token) \(start)")
+        say("acquired \(lease.fencingToken) \(start)")
         if hold < 0 {
             while true { sleep(1) }
         }
@@ -76,7 +77,7 @@ do {
         let end = nowMilliseconds()
         let stillHeld = try store.isHeld(lease)
         try store.releaseLease(lease)
-        say("released \(lease.token) \(start) \(end) \(stillHeld)")
+        say("released \(lease.fencingToken) \(start) \(end) \(stillHeld)")
     case "tokens":
         let profile = arguments[4]
         let tasks = Int(arguments[5]) ?? 1

@@ -9,6 +9,7 @@ import Foundation
 import MCP
 import MooseMCP
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseSecretStore
 
 func say(_ line: String) {

@@ -6,6 +6,7 @@ import Foundation
 import MCP
 import MooseMCP
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseSecretStore
 
 /// Connects to the MCP server at `serverURL`; the first time, the user signs in in a browser.

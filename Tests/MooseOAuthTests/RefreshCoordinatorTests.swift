@@ -2,6 +2,7 @@ import Foundation
 import MooseCrypto
 import MooseHTTP
 @testable import MooseOAuth
+import MooseSQLiteStorage
 import MooseSecretStore
 import MooseTestSupport
 import MooseURLSession
@@ -9,7 +10,7 @@ import Synchronization
 import Testing
 
 /// Wraps the real transport: counts token-endpoint calls and can inject failures before them.
-final class TokenEndpointSpy: HTTPTransport, @unchecked Sendable {
+final class TokenEndpointSpy: HTTPTransport, Sendable {
     let inner: any HTTPTransport
     private let state = Mutex<(calls: Int, failuresLeft: Int, delay: TimeInterval)>((0, 0, 0))
     init(_ inner: any HTTPTransport) { self.inner = inner }
@@ -350,7 +351,7 @@ struct RefreshCoordinatorRobustnessTests {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         // Another "process" took the lease and died: the lease lapses after its ttl, then we refresh.
-        let dead = try #require(try fixture.sessions.store.tryAcquireLease(name: "refresh:default", ttl: 1.5))
+        let dead = try #require(try fixture.sessions.store.tryAcquireLease(name: "refresh:default", ttl: 1.5, as: SessionLease.self))
         _ = dead   // never released, as after kill -9
         let started = Date()
         let token = try await fixture.coordinator().accessToken()
@@ -362,7 +363,7 @@ struct RefreshCoordinatorRobustnessTests {
 
 /// The real storage with injected faults: the first `failingSaves` fenced saves fail as if the
 /// store were unwritable; with `failingRenewals`, lease renewals fail (the lease lapses).
-final class FaultyStorage: SessionStorage, @unchecked Sendable {
+final class FaultyStorage: SessionStorage, Sendable {
     let base: any SessionStorage
     private let state: Mutex<(remaining: Int, failed: Int)>
     let failingRenewals: Bool

@@ -1,5 +1,6 @@
 import Foundation
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseHTTP
 import MooseJWT
 import MooseSecretStore

@@ -1,6 +1,7 @@
 import Foundation
 import MooseCrypto
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseSecretStore
 import MooseTestSupport
 import Testing

@@ -2,10 +2,12 @@ import Foundation
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
+import MooseSQLiteStorage
 import MooseCrypto
 import MooseSecretStore
 import MooseTestSupport
 import MooseURLSession
+import Synchronization
 import Testing
 
 struct UserInfoEndpoint: Endpoint {
@@ -82,8 +84,7 @@ struct TokenManagerTests {
     }
 }
 
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-    func increment() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
+final class LockedCounter: Sendable {
+    private let value = Mutex(0)
+    func increment() -> Int { value.withLock { $0 += 1; return $0 } }
 }

@@ -4,7 +4,7 @@ import MooseCrypto
 import MooseHTTP
 import MooseOAuth
 import MoosePostgres
-import MooseSecretStore
+import MooseSealing
 import MooseTestSupport
 import Synchronization
 import Testing

@@ -3,7 +3,7 @@ import Foundation
 import MooseCrypto
 import MooseOAuth
 @testable import MoosePostgres
-import MooseSecretStore
+import MooseSealing
 import MooseTestSupport
 import PostgresNIO
 import Synchronization

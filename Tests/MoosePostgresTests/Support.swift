@@ -4,7 +4,7 @@ import MooseCrypto
 import MooseHTTP
 import MooseOAuth
 import MoosePostgres
-import MooseSecretStore
+import MooseSealing
 import MooseTestSupport
 import MooseURLSession
 import PostgresNIO
@@ -225,7 +225,7 @@ enum IdP {
 
 /// The real transport, wrapped: counts token-endpoint requests, can delay them (a slow provider)
 /// and can run a hook just before one is sent.
-final class TokenSpy: HTTPTransport, @unchecked Sendable {
+final class TokenSpy: HTTPTransport, Sendable {
     let inner: any HTTPTransport
     private let state = Mutex<(calls: Int, delay: TimeInterval)>((0, 0))
     private let hook = Mutex<(@Sendable () async -> Void)?>(nil)
@@ -254,7 +254,7 @@ enum WorkerBinary {
 }
 
 /// A child process whose output lines are read as they come (the kill -9 tests wait for a line).
-final class Child: @unchecked Sendable {
+final class Child: Sendable {
     let process = Process()
     private let pipe = Pipe()
     private let lines = Mutex<(buffer: String, lines: [String])>(("", []))

@@ -1,18 +1,19 @@
 import Foundation
 import MooseCrypto
 @testable import MooseSecretStore
+import MooseOAuth
+import MooseSQLiteStorage
 import MooseTestSupport
+import Synchronization
 import Testing
 
 /// A `moose-store-worker` child process whose stdout lines we read as they come.
-final class Worker: @unchecked Sendable {
+final class Worker: Sendable {
     static let binary = builtExecutable("moose-store-worker")
 
     let process = Process()
     private let pipe = Pipe()
-    private let lock = NSLock()
-    private var buffer = ""
-    private var lines: [String] = []
+    private let lines = Mutex<(buffer: String, lines: [String])>(("", []))
 
     init(_ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: Worker.binary)
@@ -22,22 +23,18 @@ final class Worker: @unchecked Sendable {
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
-            self.lock.lock()
-            self.buffer += String(decoding: data, as: UTF8.self)
-            while let newline = self.buffer.firstIndex(of: "\n") {
-                self.lines.append(String(self.buffer[..<newline]))
-                self.buffer = String(self.buffer[self.buffer.index(after: newline)...])
+            self.lines.withLock { state in
+                state.buffer += String(decoding: data, as: UTF8.self)
+                while let newline = state.buffer.firstIndex(of: "\n") {
+                    state.lines.append(String(state.buffer[..<newline]))
+                    state.buffer = String(state.buffer[state.buffer.index(after: newline)...])
+                }
             }
-            self.lock.unlock()
         }
         try process.run()
     }
 
-    var output: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return lines
-    }
+    var output: [String] { lines.withLock { $0.lines } }
 
     /// Waits until a line satisfies `predicate` (or the timeout passes).
     func waitForLine(timeout: TimeInterval = 30, _ predicate: (String) -> Bool) -> String? {
@@ -63,11 +60,11 @@ final class Worker: @unchecked Sendable {
         usleep(50_000)
         pipe.fileHandleForReading.readabilityHandler = nil
         let rest = pipe.fileHandleForReading.readDataToEndOfFile()
-        lock.lock()
-        buffer += String(decoding: rest, as: UTF8.self)
-        for line in buffer.split(separator: "\n") { lines.append(String(line)) }
-        buffer = ""
-        lock.unlock()
+        lines.withLock { state in
+            state.buffer += String(decoding: rest, as: UTF8.self)
+            for line in state.buffer.split(separator: "\n") { state.lines.append(String(line)) }
+            state.buffer = ""
+        }
         return process.terminationStatus
     }
 }
@@ -185,16 +182,16 @@ struct InProcessConcurrencyTests {
     @Test func leaseInOneProcessExcludesOthersAndFencesWrites() async throws {
         let folder = try TempFolder()
         let store = try SecretStore(path: folder.file("s.sqlite"), masterKey: .raw(try SecureRandom.bytes(count: 32)))
-        let lease = try #require(try store.tryAcquireLease(name: "refresh", ttl: 0.3))
-        #expect(try store.tryAcquireLease(name: "refresh", ttl: 5) == nil)
+        let lease = try #require(try store.tryAcquireLease(name: "refresh", ttl: 0.3, as: SessionLease.self))
+        #expect(try store.tryAcquireLease(name: "refresh", ttl: 5, as: SessionLease.self) == nil)
         try store.transaction { tx throws(SecretStoreError) in
             try tx.requireLease(lease)
             try tx.put(Array("fenced".utf8), namespace: "s", name: "v")
         }
         try await Task.sleep(nanoseconds: 400_000_000)
         #expect(try !store.isHeld(lease))
-        let second = try await store.acquireLease(name: "refresh", ttl: 60, timeout: 5)
-        #expect(second.token == lease.token + 1)
+        let second = try await store.acquireLease(name: "refresh", ttl: 60, timeout: 5, as: SessionLease.self)
+        #expect(second.fencingToken == lease.fencingToken + 1)
         _ = expectStoreError(SecretStoreError.leaseLost) {
             try store.transaction { tx throws(SecretStoreError) in
                 try tx.requireLease(lease)   // the old holder may not commit any more
@@ -203,7 +200,7 @@ struct InProcessConcurrencyTests {
         }
         #expect(try store.get(namespace: "s", name: "v") == Array("fenced".utf8))
         await #expect(throws: SecretStoreError.self) {
-            _ = try await store.acquireLease(name: "refresh", ttl: 5, timeout: 0.2)
+            _ = try await store.acquireLease(name: "refresh", ttl: 5, timeout: 0.2, as: SessionLease.self)
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import MooseCrypto
 @testable import MooseSecretStore
+import MooseSealing
 import MooseTestSupport
 import Testing
 

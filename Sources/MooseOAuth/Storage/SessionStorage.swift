@@ -7,8 +7,8 @@ public import Foundation
 /// Where sessions live: the one contract a `RefreshCoordinator` depends on.
 ///
 /// Implementations: `EncryptedSessionStorage` (AES-256-GCM in the SQLite secret store, the
-/// default), `InMemorySessionStorage` (tests, short-lived tools), and `MoosePostgres` for several
-/// machines. Any storage of an app's own (the Keychain, a database) conforms the same way and can
+/// default, in MooseSQLiteStorage), `InMemorySessionStorage` (tests, short-lived tools), and
+/// `MoosePostgres` for several machines. Any storage of an app's own (the Keychain, a database) conforms the same way and can
 /// prove it with `SessionStorageContract` from `MooseTesting`.
 ///
 /// The rules every implementation keeps:
@@ -81,6 +81,12 @@ public struct StoredSession: Sendable, Hashable {
 }
 
 /// One acquisition of a named lease: who holds it, its fencing token, and when it lapses.
+///
+/// The one lease type in Moose: every storage hands out and checks these, the SQLite file store's
+/// lease rows included — MooseSecretStore's lease functions are generic over `FencedLease`, a
+/// protocol of these four members that this type meets (declared in MooseSQLiteStorage), so no
+/// second struct repeats the fields and nothing converts between two. The store cannot name this
+/// type because it sits below MooseOAuth (MooseOAuth links no SQLite, the store no OAuth).
 public struct SessionLease: Sendable, Hashable, CustomStringConvertible {
     /// The lease's name (`refresh:<key>` for a coordinator).
     public let name: String

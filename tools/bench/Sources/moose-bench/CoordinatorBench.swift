@@ -3,6 +3,7 @@ import MooseCrypto
 import MooseHTTP
 import MooseOAuth
 import MooseSecretStore
+import MooseSQLiteStorage
 import MooseURLSession
 import Synchronization
 

@@ -3,7 +3,9 @@ import MooseCrypto
 import MooseHTTP
 import MooseOAuth
 import MoosePostgres
+import MooseSealing
 import MooseSecretStore
+import MooseSQLiteStorage
 import MooseURLSession
 
 /// The PostgreSQL storage against its anchors, in one run: the coordinator's hot path (PostgreSQL-

@@ -1,6 +1,7 @@
 import CFloor
 import Foundation
 import MooseCrypto
+import MooseSealing
 import MooseSecretStore
 
 /// MooseSecretStore against plain SQLite (same schema, same durability), SQLCipher, and the AES-GCM
@@ -152,5 +153,6 @@ enum StoreBench {
         }
     }
 
+    // unchecked: written once by the SQLCipher run, read after it, both on the benchmark's one thread.
     nonisolated(unsafe) static var sqlcipherOpen: (Double, Double)? = nil
 }

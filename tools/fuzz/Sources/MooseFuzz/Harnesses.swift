@@ -9,10 +9,10 @@ import HTTPTypes
 import MooseJWT
 import MooseOAuth
 import MooseCLI
-import MooseSecretStore
+import MooseSealing
 
 /// The harnesses, by name.
-nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
+let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "base64url": base64url, "json": json, "jws": jws, "jwk": jwk, "token-response": tokenResponse,
     "discovery": discovery, "userinfo": userinfo, "www-authenticate": wwwAuthenticate, "http-date": httpDate,
     "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
@@ -21,7 +21,7 @@ nonisolated(unsafe) let harnesses: [String: ([UInt8]) -> Void] = [
     "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration,
 ]
 
-nonisolated(unsafe) let selected: ([UInt8]) -> Void = {
+let selected: @Sendable ([UInt8]) -> Void = {
     let name = ProcessInfo.processInfo.environment["MOOSE_FUZZ_TARGET"] ?? ""
     guard let harness = harnesses[name] else {
         fatalError("MOOSE_FUZZ_TARGET must be one of: \(harnesses.keys.sorted().joined(separator: " "))")
@@ -270,19 +270,20 @@ func redaction(_ bytes: [UInt8]) {
             "a secret value was quoted")
 }
 
-// MARK: - MooseSecretStore
+// MARK: - MooseSealing (the stores' envelope)
 
 let master = SecretKey(Array(repeating: UInt8(7), count: 32))
 let dataKey = SecretKey(Array(repeating: UInt8(9), count: 32))
 let storeID = Array(repeating: UInt8(1), count: 16)
+// unchecked: one reusable AES-GCM context (a class, not Sendable); libFuzzer calls the harness on one thread.
 // Deliberate: a fixed key that cannot be refused; the harness stops at once if it is.
 // swift-format-ignore: NeverUseForceTry
 nonisolated(unsafe) let dataCipher = try! AESGCM.Context(key: dataKey)
 
 func storeEnvelope(_ bytes: [UInt8]) {
     // Random bytes never open as a wrapped data key or a sealed value (and never trap).
-    require((try? Format.unwrap(bytes, id: 1, master: master, storeID: storeID)) == nil, "random bytes unwrapped a data key")
-    let aad = Format.secretAAD(storeID: storeID, namespace: "moose.session", name: "default", keyID: 1)
+    require((try? Envelope.unwrap(bytes, id: 1, master: master, storeID: storeID)) == nil, "random bytes unwrapped a data key")
+    let aad = Envelope.valueAAD(storeID: storeID, namespace: "moose.session", name: "default", keyID: 1)
     require((try? dataCipher.openCombined(bytes, authenticating: aad)) == nil, "random bytes opened as a sealed value")
     // The store reads a row's blob in place (SecretStore's list/get path).
     let openedInPlace = bytes.withUnsafeBytes { try? dataCipher.openCombined(buffer: $0, authenticating: aad) }
@@ -290,10 +291,10 @@ func storeEnvelope(_ bytes: [UInt8]) {
     // What is sealed opens, only under its own name.
     guard let sealed = try? dataCipher.sealCombined(bytes, authenticating: aad) else { return }
     require((try? dataCipher.openCombined(sealed, authenticating: aad)) == bytes, "open(seal(x)) == x")
-    let other = Format.secretAAD(storeID: storeID, namespace: "moose.session", name: "other", keyID: 1)
+    let other = Envelope.valueAAD(storeID: storeID, namespace: "moose.session", name: "other", keyID: 1)
     require((try? dataCipher.openCombined(sealed, authenticating: other)) == nil, "a value opened under another name")
-    if let wrapped = try? Format.wrap(dataKey, id: 1, master: master, storeID: storeID) {
-        require((try? Format.unwrap(wrapped, id: 2, master: master, storeID: storeID)) == nil, "a data key unwrapped under another id")
+    if let wrapped = try? Envelope.wrap(dataKey, id: 1, master: master, storeID: storeID) {
+        require((try? Envelope.unwrap(wrapped, id: 2, master: master, storeID: storeID)) == nil, "a data key unwrapped under another id")
     }
 }
 

@@ -3,6 +3,8 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+public import MooseOAuth
+package import MooseSealing
 public import MooseSecretStore
 
 /// Sessions in the encrypted SQLite secret store (the default storage): one AES-256-GCM sealed row
@@ -10,6 +12,9 @@ public import MooseSecretStore
 /// cross-process leases with fencing tokens, so every process that opens the file shares them.
 ///
 /// ```swift
+/// import MooseOAuth
+/// import MooseSQLiteStorage
+///
 /// let store = try SecretStore(path: path, masterKey: .keyFile(keyPath))
 /// let storage = EncryptedSessionStorage(store: store)
 /// let coordinator = RefreshCoordinator(key: "default", storage: storage, authorizer: flow)
@@ -87,7 +92,7 @@ public struct EncryptedSessionStorage: SessionStorage {
         let outcome: Outcome
         do {
             outcome = try store.transaction { (tx) throws(SecretStoreError) -> Outcome in
-                if let lease { try tx.requireLease(Self.storeLease(lease)) }
+                if let lease { try tx.requireLease(lease) }
                 var current: Int64? = nil
                 var floor: Int64 = 0
                 if let bytes = try tx.get(namespace: Self.namespace, name: key) {
@@ -174,26 +179,18 @@ public struct EncryptedSessionStorage: SessionStorage {
 
     public func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
         do {
-            return Self.sessionLease(try await store.acquireLease(name: name, ttl: ttl, timeout: timeout))
+            return try await store.acquireLease(name: name, ttl: ttl, timeout: timeout, as: SessionLease.self)
         } catch let error as SecretStoreError {
             throw Self.map(error)
         }
     }
 
     public func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease {
-        do { return Self.sessionLease(try store.renewLease(Self.storeLease(lease), ttl: ttl)) } catch { throw Self.map(error) }
+        do { return try store.renewLease(lease, ttl: ttl) } catch { throw Self.map(error) }
     }
 
     public func releaseLease(_ lease: SessionLease) async throws {
-        do { try store.releaseLease(Self.storeLease(lease)) } catch { throw Self.map(error) }
-    }
-
-    static func storeLease(_ lease: SessionLease) -> Lease {
-        Lease(name: lease.name, holder: lease.holder, token: lease.fencingToken, expiresAt: lease.expiresAt)
-    }
-
-    static func sessionLease(_ lease: Lease) -> SessionLease {
-        SessionLease(name: lease.name, holder: lease.holder, fencingToken: lease.token, expiresAt: lease.expiresAt)
+        do { try store.releaseLease(lease) } catch { throw Self.map(error) }
     }
 
     /// The storage contract's errors for the store's.
@@ -205,3 +202,7 @@ public struct EncryptedSessionStorage: SessionStorage {
         }
     }
 }
+
+/// The storage contract's lease is the store's lease too: the file store's lease rows hand out and
+/// check `SessionLease` values themselves (see `FencedLease`), so there is one lease type.
+extension SessionLease: FencedLease {}
