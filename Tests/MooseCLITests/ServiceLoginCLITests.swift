@@ -61,12 +61,14 @@ struct ServiceLoginCLITests {
             #expect(login.status == 0, "\(login.stderr)")
             let first = try await CLI.run(["token"], environment: withSecret)
             try await Task.sleep(nanoseconds: 6_000_000_000)
+            let beforeBoth = try await idp.tokensIssued(to: "moose-service")
             async let a = CLI.run(["token"], environment: withSecret)
             async let b = CLI.run(["token"], environment: withSecret)
             let (one, two) = try await (a, b)
             #expect(one.status == 0 && two.status == 0 && one.stdout == two.stdout && one.stdout != first.stdout, "\(one.stderr) \(two.stderr)")
-            let grants = try await idp.tokensIssued(to: "moose-service") - before
-            #expect(grants == 2, "login + one new grant expected, saw \(grants)")
+            #expect(try await idp.tokensIssued(to: "moose-service") - before >= 2, "login and at least one new grant")
+            let grants = try await idp.tokensIssued(to: "moose-service") - beforeBoth
+            #expect(grants == 1, "two processes after expiry: one new grant expected, saw \(grants)")
         } catch {
             await idp.stop()
             throw error
