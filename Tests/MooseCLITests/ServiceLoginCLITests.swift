@@ -53,8 +53,9 @@ struct ServiceLoginCLITests {
         let (home, environment) = CLI.home("moose-service-short")
         defer { try? FileManager.default.removeItem(at: home) }
         do {
-            var withSecret = environment
-            withSecret["MOOSE_TEST_SERVICE_SECRET"] = "moose-service-secret"
+            var secretEnvironment = environment
+            secretEnvironment["MOOSE_TEST_SERVICE_SECRET"] = "moose-service-secret"
+            let withSecret = secretEnvironment
             let before = try await idp.tokensIssued(to: "moose-service")
             let login = try await CLI.run(["login", "--client-credentials", "--issuer", idp.issuer, "--client-id", "moose-service",
                                            "--client-secret-env", "MOOSE_TEST_SERVICE_SECRET"], environment: withSecret)
