@@ -491,17 +491,19 @@ struct LogoutCommand: ParsableCommand {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
         let context = try OAuthContext(options: resolved.store, create: false)
-        guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile)") }
+        // A damaged or undecryptable row is wiped too (the engine reports that nothing was revoked).
+        let exists: Bool
+        do { exists = try context.sessions.load(profile) != nil } catch { exists = true }
+        guard exists else { throw CLIError.failed("no session for profile \(profile)") }
         // The session engine's logout: revoke, end-session URL, then wipe — whatever the provider said.
         let engine = context.engine(profile)
         let clients = context.clients
-        let name = settings.name
+        let name = profile
         let result = try CLIBlocking.run {
             await engine.logout(coordinator: nil) { stored in
                 try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
             }
         }
-        _ = session
         if let error = result.wipeError { throw OAuthContext.fail(error) }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
         if let url = result.endSessionURL {

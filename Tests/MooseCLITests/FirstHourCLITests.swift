@@ -109,3 +109,28 @@ struct FirstHourCLITests {
         #expect(!FileManager.default.fileExists(atPath: home.path), "a first command created \(home.path)")
     }
 }
+
+/// §3: one damaged session row locks nobody out: logout wipes it (saying nothing was revoked), and
+/// a login of that profile replaces it.
+@Suite(.serialized)
+struct DamagedSessionCLITests {
+    @Test func logoutWipesADamagedRowAndLoginReplacesIt() async throws {
+        let (home, environment) = try await CLI.logIn("moose-damaged")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let put = try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: Data("{not a session".utf8),
+                                    environment: environment)
+        #expect(put.status == 0, "\(put.stderr)")
+        let token = try await CLI.run(["token"], environment: environment)
+        #expect(token.status != 0, "a damaged row gave a token")
+        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+                                      environment: environment, timeout: 60)
+        #expect(login.status == 0, "a damaged row blocked a new login: \(login.stderr)")
+        #expect(try await CLI.run(["token"], environment: environment).status == 0)
+        _ = try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: Data("{not a session".utf8),
+                              environment: environment)
+        let logout = try await CLI.run(["logout"], environment: environment)
+        #expect(logout.stdout.contains("local session wiped") && logout.stderr.contains("nothing was revoked"), "\(logout.stdout) \(logout.stderr)")
+        let status = try await CLI.run(["status"], environment: environment)
+        #expect(status.stdout.contains("no sessions"), "\(status.stdout) \(status.stderr)")
+    }
+}

@@ -35,9 +35,9 @@ public final class LoopbackReceiver: Sendable {
     public let port: UInt16
     /// The path the redirect must use.
     public let path: String
-    private let closed = Mutex(false)
+    private let closed = ThreadLocked(false)
     /// The connection of the browser that brought the code, while the login finishes.
-    private let held = Mutex<Int32?>(nil)
+    private let held = ThreadLocked<Int32?>(nil)
     /// The most connections served at once; more are closed at once.
     public static let maximumConnections = 16
     /// How long one connection may take to send its request head.
@@ -293,7 +293,7 @@ public final class LoopbackReceiver: Sendable {
 
 /// The first accepted callback, and how many connections are being served.
 final class CallbackOutcome: Sendable {
-    private let state = Mutex<(accepted: URL?, active: Int)>((nil, 0))
+    private let state = ThreadLocked<(accepted: URL?, active: Int)>((nil, 0))
 
     var url: URL? { state.withLock { $0.accepted } }
 
@@ -320,7 +320,7 @@ private func Glibc_close(_ fd: Int32) -> Int32 {
 
 /// A flag set once, shared by a waiter and whoever cancels it.
 final class LockedFlag: Sendable {
-    private let value = Mutex(false)
+    private let value = ThreadLocked(false)
     /// Sets the flag; `true` if this call set it.
     func set() -> Bool { value.withLock { value in defer { value = true }; return !value } }
     var isSet: Bool { value.withLock { $0 } }

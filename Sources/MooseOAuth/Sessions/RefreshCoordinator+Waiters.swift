@@ -39,7 +39,7 @@ actor LeaseRenewal {
 
 /// One waiter's continuation, resumed exactly once (by the result or by cancellation).
 final class ContinuationBox: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<AccessToken, any Error>?, early: Result<AccessToken, any Error>?)>((nil, nil))
+    private let state = ThreadLocked<(continuation: CheckedContinuation<AccessToken, any Error>?, early: Result<AccessToken, any Error>?)>((nil, nil))
 
     func install(_ continuation: CheckedContinuation<AccessToken, any Error>) {
         let resumeNow: Result<AccessToken, any Error>? = state.withLock { state in
