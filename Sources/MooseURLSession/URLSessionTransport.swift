@@ -216,7 +216,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         let request: APIRequest
         let destination: URL?
         let progress: AsyncStream<TransferProgress>.Continuation
-        let state = Mutex(State())
+        let state = ThreadLocked(State())
         init(request: APIRequest, destination: URL?, progress: AsyncStream<TransferProgress>.Continuation) {
             self.request = request
             self.destination = destination
@@ -224,7 +224,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         }
     }
 
-    private let pending = Mutex<[Int: Pending]>([:])
+    private let pending = ThreadLocked<[Int: Pending]>([:])
 
     func start(_ task: URLSessionTask, request: APIRequest, destination: URL?) -> Transfer {
         let (stream, continuation) = AsyncStream<TransferProgress>.makeStream(bufferingPolicy: .bufferingNewest(64))

@@ -13,7 +13,9 @@ final class Worker: Sendable {
 
     let process = Process()
     private let pipe = Pipe()
-    private let lines = Mutex<(buffer: String, lines: [String])>(("", []))
+    // NSLock, not Mutex: the reader runs on a plain thread, and ThreadSanitizer on Linux cannot see
+    // Mutex's futex (it reported these locked accesses as a race).
+    private let lines = LockedLines()
 
     init(_ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: Worker.binary)
@@ -202,5 +204,18 @@ struct InProcessConcurrencyTests {
         await #expect(throws: SecretStoreError.self) {
             _ = try await store.acquireLease(name: "refresh", ttl: 5, timeout: 0.2, as: SessionLease.self)
         }
+    }
+}
+
+/// The child's output lines behind an NSLock (a pthread mutex ThreadSanitizer sees).
+final class LockedLines: Sendable {
+    // unchecked: state is only touched under `lock`.
+    private nonisolated(unsafe) var state: (buffer: String, lines: [String]) = ("", [])
+    private let lock = NSLock()
+
+    func withLock<R>(_ body: (inout (buffer: String, lines: [String])) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
     }
 }

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Synchronization
+import MooseHTTP
 
 /// Keeps a lease alive while a refresh runs: renews it every third of its ttl (waiting with the
 /// coordinator's `sleep`) until stopped. A

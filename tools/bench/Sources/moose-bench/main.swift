@@ -84,7 +84,8 @@ enum JWTBench {
 
         let mooseJWKS = try JWKS(json: jwksText)
         let mooseKeys = try mooseJWKS.keys.map { try $0.verificationKey() }
-        let validation = ClaimValidation(clock: { fixedNow })
+        // The fixture tokens name an audience: a verifier without one refuses them (audienceNotChecked).
+        let validation = ClaimValidation(audiences: ["moose-cli"], clock: { fixedNow })
         func mooseVerifier(_ algorithm: MooseJWT.JWTAlgorithm) -> JWTVerifier {
             algorithm == .hs256
                 ? JWTVerifier(keys: [JWTKey(secret: secret, keyID: "hs-2026")], allowedAlgorithms: [.hs256], validation: validation)

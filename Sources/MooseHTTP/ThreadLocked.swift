@@ -11,11 +11,11 @@ import Darwin
 /// same job, but on Linux its futex is invisible to ThreadSanitizer, which then reports every access
 /// from two threads as a race; a pthread mutex is what TSan intercepts, so its runs stay meaningful.
 // unchecked: every access to `state` goes through `withLock`, under the pthread mutex.
-final class ThreadLocked<State>: @unchecked Sendable {
+package final class ThreadLocked<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var state: State
 
-    init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -27,7 +27,7 @@ final class ThreadLocked<State>: @unchecked Sendable {
     }
 
     /// Runs `body` on the state while holding the lock (never call out to unknown code from `body`).
-    func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
