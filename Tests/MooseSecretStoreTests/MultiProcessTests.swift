@@ -1,6 +1,7 @@
 import Foundation
 import MooseCrypto
 @testable import MooseSecretStore
+import MooseHTTP
 import MooseOAuth
 import MooseSQLiteStorage
 import MooseTestSupport
@@ -13,9 +14,9 @@ final class Worker: Sendable {
 
     let process = Process()
     private let pipe = Pipe()
-    // NSLock, not Mutex: the reader runs on a plain thread, and ThreadSanitizer on Linux cannot see
-    // Mutex's futex (it reported these locked accesses as a race).
-    private let lines = LockedLines()
+    // ThreadLocked (a pthread mutex), not Mutex: the reader runs on a plain thread, and
+    // ThreadSanitizer on Linux cannot see Mutex's futex (it reported these locked accesses as a race).
+    private let lines = ThreadLocked<(buffer: String, lines: [String])>(("", []))
 
     init(_ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: Worker.binary)
@@ -204,18 +205,5 @@ struct InProcessConcurrencyTests {
         await #expect(throws: SecretStoreError.self) {
             _ = try await store.acquireLease(name: "refresh", ttl: 5, timeout: 0.2, as: SessionLease.self)
         }
-    }
-}
-
-/// The child's output lines behind an NSLock (a pthread mutex ThreadSanitizer sees).
-final class LockedLines: Sendable {
-    // unchecked: state is only touched under `lock`.
-    private nonisolated(unsafe) var state: (buffer: String, lines: [String]) = ("", [])
-    private let lock = NSLock()
-
-    func withLock<R>(_ body: (inout (buffer: String, lines: [String])) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&state)
     }
 }
