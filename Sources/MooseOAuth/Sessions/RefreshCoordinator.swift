@@ -4,7 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import MooseHTTP
-import Synchronization
+public import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -79,11 +79,17 @@ public actor RefreshCoordinator {
         public init() {}
     }
 
-    struct Snapshot {
-        var token: AccessToken?
+    /// The current token as the hot path reads it. (`@usableFromInline`, with `accessToken` and
+    /// `cachedAccessToken` `@inlinable`: a valid token is returned in the caller's own code — one
+    /// clock read, one lock, two comparisons — with no call into this module and no async frame.)
+    @usableFromInline
+    struct Snapshot: Sendable {
+        @usableFromInline var token: AccessToken?
         var tokens: TokenSet?
         /// The largest margin `token` can be asked for (a share of its lifetime).
-        var marginCap: TimeInterval = .infinity
+        @usableFromInline var marginCap: TimeInterval = .infinity
+        /// `token`'s expiry in seconds since 1970 (`+infinity` when unknown).
+        @usableFromInline var expiry: TimeInterval = .infinity
 
         init() {}
 
@@ -91,6 +97,7 @@ public actor RefreshCoordinator {
             self.token = token
             self.tokens = tokens
             marginCap = tokens.margin(.infinity, cappedAt: fraction)
+            expiry = token.expiresAt?.timeIntervalSince1970 ?? .infinity
         }
     }
 
@@ -102,8 +109,8 @@ public actor RefreshCoordinator {
     let refresher: @Sendable (OAuthSession) async throws -> TokenSet
     let configuration: Configuration
     /// What the hot path reads: the current token, under a lock.
-    nonisolated let snapshot = Mutex(Snapshot())
-    nonisolated let defaultMinimumValidity: TimeInterval
+    @usableFromInline nonisolated let snapshot = Mutex(Snapshot())
+    @usableFromInline nonisolated let defaultMinimumValidity: TimeInterval
     nonisolated let customClock: (@Sendable () -> Date)?
     /// Every wait: `Configuration.sleep`, or `Task.sleep`.
     nonisolated let sleeper: @Sendable (TimeInterval) async throws -> Void
@@ -170,18 +177,18 @@ public actor RefreshCoordinator {
     /// The cached token if valid for `minimumValidity` seconds (at most the configured share of
     /// its lifetime: see `Configuration.maximumMarginFraction`) — a lock read, callable from any
     /// context (the main actor included) without an actor hop.
+    @inlinable
     public nonisolated func cachedAccessToken(minimumValidity: TimeInterval? = nil) -> AccessToken? {
         let requested = minimumValidity ?? defaultMinimumValidity
         let now = nowSince1970()
         return snapshot.withLock { snapshot in
-            guard let token = snapshot.token else { return nil }
-            if let expiresAt = token.expiresAt, expiresAt.timeIntervalSince1970 - now < min(requested, snapshot.marginCap) { return nil }
-            return token
+            snapshot.expiry - now < min(requested, snapshot.marginCap) ? nil : snapshot.token
         }
     }
 
     /// Seconds since 1970 on the configured clock.
-    private nonisolated func nowSince1970() -> TimeInterval {
+    @usableFromInline
+    nonisolated func nowSince1970() -> TimeInterval {
         if let customClock { return customClock().timeIntervalSince1970 }
         #if os(Linux) || os(Android)
         var spec = timespec()
@@ -206,9 +213,16 @@ public actor RefreshCoordinator {
     ///
     /// `nonisolated(nonsending)`: it runs on the caller's executor, so with a valid cached token it is
     /// a lock read — no hop to this actor, none off the main actor. Only a refresh enters the actor.
+    @inlinable
     public nonisolated(nonsending) func accessToken(minimumValidity: TimeInterval? = nil) async throws -> AccessToken {
         if let cached = cachedAccessToken(minimumValidity: minimumValidity) { return cached }
-        return try await join(minimumValidity: minimumValidity ?? configuration.minimumValidity, rejecting: nil)
+        return try await joinRefresh(minimumValidity: minimumValidity ?? defaultMinimumValidity)
+    }
+
+    /// The slow path of `accessToken`: the shared refresh (`join`), entered on this actor.
+    @usableFromInline
+    func joinRefresh(minimumValidity: TimeInterval) async throws -> AccessToken {
+        try await join(minimumValidity: minimumValidity, rejecting: nil)
     }
 
     /// For a 401: refreshes only if `rejected` is still the current token; otherwise returns the newer one.
