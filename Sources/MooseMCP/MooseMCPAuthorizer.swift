@@ -37,9 +37,11 @@ import Synchronization
 /// ```
 ///
 /// One authorizer may serve any number of transports to the same server (it is `Sendable`; its state
-/// is behind a lock and its discovery, logins and refreshes are single-flight). On Linux, pass
-/// `streaming: false` (the SDK does not read SSE there). DPoP-bound tokens are not supported (the SDK
-/// sets only `Authorization`): configure bearer tokens.
+/// is behind a lock and its discovery, logins and refreshes are single-flight). With a
+/// `MooseMCPAuthorizer`, `HTTPClientTransport(endpoint:streaming:authorizer:)` is MooseMCP's
+/// initializer: on Linux it makes the SDK's transport read servers' `text/event-stream` answers (the
+/// answer only: notifications inside it are dropped). `MooseMCPTransport(endpoint:authorizer:)`
+/// delivers every event, and presents DPoP-bound tokens (the SDK's transport sets only `Authorization`).
 public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
     /// The OAuth side: discovery, registration, login, the session and its coordinator.
     public let manager: ResourceTokenManager

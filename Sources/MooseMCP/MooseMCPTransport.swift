@@ -37,10 +37,10 @@ import MooseURLSession
 ///   the attempts (`maxAuthorizationAttempts`) are spent, a 401 throws `OAuthError.tokenRejected` and
 ///   a 403 `insufficient_scope` throws `OAuthError.insufficientScope`, both with the response's
 ///   `status` and parsed `challenges`; a failed login or refresh throws `MCPAuthorizationError`.
-/// - **Hostile servers.** Event streams are parsed with bounds (an event up to 16 MiB); the session
-///   id must be visible ASCII (at most 1,024 bytes) and the protocol version a short token, else the
-///   request fails rather than echo them in a header. Redirects are not followed (Moose's transports
-///   never do).
+/// - **Hostile servers.** Event streams are parsed with bounds (an event, or a JSON answer, up to
+///   16 MiB); the session id must be visible ASCII (at most 1,024 bytes) and the protocol version a
+///   short token, else the request fails rather than echo them in a header. Redirects are not
+///   followed (Moose's transports never do).
 /// - **Limits.** Moose's `HTTPTransport` hands over whole bodies: a POST's event stream is read when
 ///   the server ends it (the specification has servers end it after the response), so a server that
 ///   sends the client a request *inside* a POST's stream and waits for the answer before finishing
@@ -251,6 +251,9 @@ public actor MooseMCPTransport: Transport {
                 deliver(Data(event.data.utf8))
             }
         } else if type.elementsEqual("application/json".utf8) {
+            guard response.body.count <= limits.maximumEventSize else {
+                throw MCPError.internalError("the MCP server's JSON answer is larger than \(limits.maximumEventSize) bytes")
+            }
             deliver(response.body)
         } else {
             throw MCPError.internalError("the MCP server answered \(status) with an unexpected content type")

@@ -304,9 +304,12 @@ struct MCPServerTests {
         // The same challenge for scopes the token already has: refused, not another login.
         let header = #"Bearer error="insufficient_scope", scope="mcp:tools mcp:admin""#
         let endpoint = try #require(URL(string: server.url))
+        // As the SDK's transport does, prepareAuthorization first: it forgets what an earlier task at
+        // the same address carried (the authorizer tracks requests by task).
         let again = try await Task.detached {
-            try await authorizer.handleChallenge(statusCode: 403, headers: ["WWW-Authenticate": header], endpoint: endpoint,
-                                                 operationKey: "tools/call", session: .shared)
+            try await authorizer.prepareAuthorization(for: endpoint, session: .shared)
+            return try await authorizer.handleChallenge(statusCode: 403, headers: ["WWW-Authenticate": header], endpoint: endpoint,
+                                                        operationKey: "tools/call", session: .shared)
         }.value
         #expect(!again && logins.value == 2)
         await client.disconnect()
@@ -381,6 +384,40 @@ struct MCPServerTests {
         stats = try await server.stats()
         #expect(Self.stat(stats, "refreshes") == 2, "the last refreshed token works: no further refresh")
         await client.disconnect()
+    }
+
+    /// Notifications the server sends inside a POST's event stream (two log messages before a tool's
+    /// answer) reach the client through MooseMCPTransport, in order, before the answer. Through the
+    /// SDK's transport with Moose's Linux configuration (the README's line) the answer comes and the
+    /// notifications are dropped, as documented: a JSON answer cannot carry them.
+    @Test func notificationsInsideAnAnswerReachTheClientInOrder() async throws {
+        let server = try Route.mooseSSE.server()
+        try await server.reset()
+        let url = try #require(URL(string: server.url))
+        let authorizer = try Self.authorizer(server, storage: InMemorySessionStorage())
+        let logs = Mutex<[String]>([])
+        let client = Client(name: "moose-tests", version: "1.0")
+        await client.onNotification(LogMessageNotification.self) { message in
+            logs.withLock { $0.append(message.params.data.stringValue ?? "(not text)") }
+        }
+        _ = try await client.connect(transport: MooseMCPTransport(endpoint: url, authorizer: authorizer))
+        #expect(try await Self.call(client, "hello", tool: "chatty_echo") == "hello")
+        #expect(logs.withLock { $0 } == ["chatty_echo: 5 characters", "chatty_echo: echoing"], "before the answer, in order")
+        await client.disconnect()
+
+        let sdkClient = Client(name: "moose-tests", version: "1.0")
+        await sdkClient.onNotification(LogMessageNotification.self) { message in
+            logs.withLock { $0.append(message.params.data.stringValue ?? "(not text)") }
+        }
+        _ = try await sdkClient.connect(transport: HTTPClientTransport(endpoint: url, streaming: false, authorizer: authorizer))
+        #expect(try await Self.call(sdkClient, "again", tool: "chatty_echo") == "again")
+        #if canImport(FoundationNetworking)
+        #expect(logs.withLock { $0.count } == 2, "the SDK's transport on Linux gets the answer only")
+        #endif
+        await sdkClient.disconnect()
+        let stats = try await server.stats()
+        #expect(Self.stat(stats, "tool_calls_by_name", "chatty_echo") == 2)
+        #expect(Self.stat(stats, "response_types", "POST 200 application/json") == 0, "\(String(describing: stats["response_types"]))")
     }
 
     /// The session and version headers: the transport keeps the server's `MCP-Session-Id`, sends the

@@ -44,7 +44,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.routes import build_metadata, cors_middleware
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 HOST = "127.0.0.1"
@@ -57,7 +57,7 @@ REFRESH_SECONDS = int(os.environ.get("MOOSE_MCP_REFRESH_TOKEN_SECONDS", "86400")
 JSON_RESPONSE = os.environ.get("MOOSE_MCP_JSON_RESPONSE", "0") == "1"  # default: SSE responses
 SUBJECT = "alice"
 TOOLS, ADMIN = "mcp:tools", "mcp:admin"
-TOOL_SCOPES = {"echo": [TOOLS], "admin_echo": [TOOLS, ADMIN]}
+TOOL_SCOPES = {"echo": [TOOLS], "admin_echo": [TOOLS, ADMIN], "chatty_echo": [TOOLS]}
 
 log = logging.getLogger("moose-mcp")
 
@@ -297,6 +297,15 @@ def admin_echo(text: str) -> str:
     """Echo the text back (scopes mcp:tools and mcp:admin)."""
     S.tool_calls["admin_echo"] += 1
     return f"admin: {text}"
+
+
+@mcp.tool()
+async def chatty_echo(text: str, ctx: Context) -> str:
+    """Echo the text back after two log notifications on the request's own stream (scope mcp:tools)."""
+    S.tool_calls["chatty_echo"] += 1
+    await ctx.info(f"chatty_echo: {len(text)} characters")
+    await ctx.info("chatty_echo: echoing")
+    return text
 
 
 # ---- small ASGI helpers -------------------------------------------------------------------------
