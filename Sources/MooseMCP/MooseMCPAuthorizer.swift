@@ -140,6 +140,9 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
 
     // MARK: - The rules, for the SDK's transport above and for MooseMCPTransport
 
+    /// `true` when `endpoint` is the server this authorizer's tokens are for.
+    func serves(_ endpoint: URL) -> Bool { matches(endpoint) }
+
     /// The token for a request to `endpoint`: the coordinator's snapshot when it is valid now and
     /// `endpoint` is the server it was issued for, else `nil`.
     func token(for endpoint: URL) -> AccessToken? {

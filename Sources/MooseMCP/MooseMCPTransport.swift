@@ -189,7 +189,8 @@ public actor MooseMCPTransport: Transport {
             guard status == 401 || status == 403 else { return response }
             let values = response.headerFields[values: .wwwAuthenticate]
             attempts += 1
-            if let authorizer, attempts < maximumAttempts,
+            // Only for the server the authorizer's tokens are for: another one gets neither a token nor a login.
+            if let authorizer, attempts < maximumAttempts, authorizer.serves(endpoint),
                try await authorizer.respond(to: status, challenge: ResourceChallenge.parse(values), sent: .some(token), operation: operation) {
                 continue
             }
@@ -203,7 +204,7 @@ public actor MooseMCPTransport: Transport {
         if status == 401 {
             let message = tokenSent
                 ? "the MCP server refused the access token (401) after \(attempts) attempt\(attempts == 1 ? "" : "s") with a refreshed or new one"
-                : "the MCP server requires authorization (401) and no token could be sent"
+                : "the MCP server requires authorization (401) and no token could be sent (none for this server)"
             return OAuthError(OAuthError.tokenRejected, message, status: status, challenges: challenges)
         }
         let challenge = ResourceChallenge.parse(values)

@@ -420,6 +420,29 @@ struct MCPServerTests {
         #expect(Self.stat(stats, "response_types", "POST 200 application/json") == 0, "\(String(describing: stats["response_types"]))")
     }
 
+    /// A transport to another server than the one its authorizer's tokens are for (the JSON server,
+    /// with an authorizer for the SSE one) sends no token and logs in nowhere: the 401 stands, as
+    /// `OAuthError.tokenRejected` with its challenge.
+    @Test func aTransportToAnotherServerGetsNoTokenAndNoLogin() async throws {
+        let sse = try Route.mooseSSE.server(), json = try Route.mooseJSON.server()
+        try await sse.reset()
+        try await json.reset()
+        let logins = Counter()
+        let authorizer = try Self.authorizer(sse, storage: InMemorySessionStorage(), logins: logins)
+        #expect(try await Self.call(try await Self.connect(authorizer), "mine") == "mine")
+        let other = try #require(URL(string: json.url))
+        do {
+            _ = try await Client(name: "moose-tests", version: "1.0").connect(transport: MooseMCPTransport(endpoint: other, authorizer: authorizer))
+            Issue.record("connected to another server")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.tokenRejected && error.status == 401 && error.message.contains("no token could be sent"), "\(error)")
+            #expect(error.challenges.first?["resource_metadata"] == json.issuer + "/.well-known/oauth-protected-resource/mcp")
+        }
+        #expect(logins.value == 1)
+        let stats = try await json.stats()
+        #expect(Self.stat(stats, "responses", "POST /mcp 401") == 1 && Self.stat(stats, "registrations") == 0 && Self.stat(stats, "token_requests") == 0)
+    }
+
     /// The session and version headers: the transport keeps the server's `MCP-Session-Id`, sends the
     /// version the server chose in `MCP-Protocol-Version` on every request after `initialize` (none
     /// before), and ends the session with a DELETE on disconnect — the server answering SSE.
