@@ -41,7 +41,7 @@ import Synchronization
 /// `MooseMCPAuthorizer`, `HTTPClientTransport(endpoint:streaming:authorizer:)` is MooseMCP's
 /// initializer: on Linux it makes the SDK's transport read servers' `text/event-stream` answers (the
 /// answer only: notifications inside it are dropped). `MooseMCPTransport(endpoint:authorizer:)`
-/// delivers every event, and presents DPoP-bound tokens (the SDK's transport sets only `Authorization`).
+/// delivers every event, and can present DPoP-bound tokens (the SDK's transport sets only `Authorization`).
 public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
     /// The OAuth side: discovery, registration, login, the session and its coordinator.
     public let manager: ResourceTokenManager

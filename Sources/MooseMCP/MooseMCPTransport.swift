@@ -33,7 +33,8 @@ import MooseURLSession
 ///   one refresh for any number of rejected requests (this transport knows which token each request
 ///   carried), step-up on 403 `insufficient_scope` — and its token presented with Moose's one
 ///   presenter: `Authorization: Bearer …`, or for a DPoP-bound token `Authorization: DPoP …` with a
-///   fresh proof per request (a server's `use_dpop_nonce` is answered once with a new proof). When
+///   fresh proof per request (a server's `use_dpop_nonce` is answered once with a new proof; MooseMCP's
+///   logins ask for bearer tokens today, so this path is not exercised by its tests). When
 ///   the attempts (`maxAuthorizationAttempts`) are spent, a 401 throws `OAuthError.tokenRejected` and
 ///   a 403 `insufficient_scope` throws `OAuthError.insufficientScope`, both with the response's
 ///   `status` and parsed `challenges`; a failed login or refresh throws `MCPAuthorizationError`.
