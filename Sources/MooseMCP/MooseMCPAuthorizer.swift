@@ -37,9 +37,11 @@ import Synchronization
 /// ```
 ///
 /// One authorizer may serve any number of transports to the same server (it is `Sendable`; its state
-/// is behind a lock and its discovery, logins and refreshes are single-flight). On Linux, pass
-/// `streaming: false` (the SDK does not read SSE there). DPoP-bound tokens are not supported (the SDK
-/// sets only `Authorization`): configure bearer tokens.
+/// is behind a lock and its discovery, logins and refreshes are single-flight). With a
+/// `MooseMCPAuthorizer`, `HTTPClientTransport(endpoint:streaming:authorizer:)` is MooseMCP's
+/// initializer: on Linux it makes the SDK's transport read servers' `text/event-stream` answers (the
+/// answer only: notifications inside it are dropped). `MooseMCPTransport(endpoint:authorizer:)`
+/// delivers every event, and can present DPoP-bound tokens (the SDK's transport sets only `Authorization`).
 public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
     /// The OAuth side: discovery, registration, login, the session and its coordinator.
     public let manager: ResourceTokenManager
@@ -124,6 +126,34 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
         guard matches(endpoint) else { return }
         // A new request of this task: what an earlier (successful) one carried no longer counts.
         _ = takeSent()
+        try await prepare(for: endpoint)
+    }
+
+    /// A 401: refresh (only if the token that request carried is still current), else log in. A 403
+    /// `insufficient_scope`: log in again for more scope (bounded). Anything else: `false`.
+    public func handleChallenge(statusCode: Int, headers: [String: String], endpoint: URL, operationKey: String?,
+                                session: URLSession) async throws -> Bool {
+        guard matches(endpoint) else { return false }
+        return try await respond(to: statusCode, challenge: ResourceChallenge.parse(headers: headers), sent: takeSent(),
+                                 operation: operationKey)
+    }
+
+    // MARK: - The rules, for the SDK's transport above and for MooseMCPTransport
+
+    /// `true` when `endpoint` is the server this authorizer's tokens are for.
+    func serves(_ endpoint: URL) -> Bool { matches(endpoint) }
+
+    /// The token for a request to `endpoint`: the coordinator's snapshot when it is valid now and
+    /// `endpoint` is the server it was issued for, else `nil`.
+    func token(for endpoint: URL) -> AccessToken? {
+        guard matches(endpoint) else { return nil }
+        return manager.cachedAccessToken(minimumValidity: 0)
+    }
+
+    /// Discovers once, and joins the coordinator's refresh when the token is about to expire. What it
+    /// throws is also kept in `lastError` (as an `MCPAuthorizationError`).
+    func prepare(for endpoint: URL) async throws {
+        guard matches(endpoint) else { return }
         do {
             if manager.context == nil {
                 let first = state.withLock { state in
@@ -142,17 +172,16 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
         }
     }
 
-    /// A 401: refresh (only if the token that request carried is still current), else log in. A 403
-    /// `insufficient_scope`: log in again for more scope (bounded). Anything else: `false`.
-    public func handleChallenge(statusCode: Int, headers: [String: String], endpoint: URL, operationKey: String?,
-                                session: URLSession) async throws -> Bool {
-        guard matches(endpoint) else { return false }
-        let challenge = ResourceChallenge.parse(headers: headers)
-        let sent = takeSent()
+    /// A 401 or 403 `status` with `challenge` for a request that carried `sent` (`.some(nil)`: no
+    /// token; `nil`: not known). `true`: send the request again (a token was refreshed, a login or a
+    /// step-up done).
+    ///
+    /// - Throws: `MCPAuthorizationError` (kept in `lastError`) when discovery, the refresh or the login failed.
+    func respond(to status: Int, challenge: ResourceChallenge?, sent: AccessToken??, operation: String?) async throws -> Bool {
         do {
-            switch statusCode {
+            switch status {
             case 401: return try await unauthorized(challenge, sent: sent)
-            case 403: return try await forbidden(challenge, sent: sent, operation: operationKey)
+            case 403: return try await forbidden(challenge, sent: sent, operation: operation)
             default: return false
             }
         } catch {

@@ -67,7 +67,7 @@ public struct AccessTokenMiddleware: ClientMiddleware {
                                                discard: { (rejected: (HTTPResponse, HTTPBody?)) in
                                                    if let body = rejected.1 { _ = try? await ArraySlice(collecting: body, upTo: Self.rejectedBodyDrainLimit) }
                                                },
-                                               dpopNonce: { $0.0.headerFields[.dpopNonce] }) { fields in
+                                               dpopNonce: { $0.0.headerFields[.dpopNonce] }, head: { $0.0 }) { fields in
             var request = request
             for field in fields { request.headerFields[field.name] = field.value }
             return try await next(request, body, baseURL)

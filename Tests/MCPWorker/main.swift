@@ -2,7 +2,7 @@
 // A child process for MooseMCP's two-process test (not shipped as a product).
 //
 //   moose-mcp-worker echo STORE KEYFILE SERVER_URL COUNT
-//       connects an MCP SDK Client through HTTPClientTransport with a MooseMCPAuthorizer on the
+//       connects an MCP SDK Client through a MooseMCPTransport with a MooseMCPAuthorizer on the
 //       encrypted store (never logging in: a session must be there), calls the echo tool COUNT
 //       times, prints "ok TEXT" per call and "token FINGERPRINT" of the token it ended with.
 import Foundation
@@ -31,7 +31,7 @@ do {
     let authorizer = try MooseMCPAuthorizer(
         serverURL: url, storage: EncryptedSessionStorage(store: store),
         login: .loopback { _ in throw WorkerError(description: "the worker must not log in: the session is in the store") })
-    let transport = HTTPClientTransport(endpoint: url, streaming: false, authorizer: authorizer)
+    let transport = MooseMCPTransport(endpoint: url, authorizer: authorizer)
     let client = Client(name: "moose-mcp-worker", version: "1.0")
     _ = try await client.connect(transport: transport)
     for index in 0..<count {

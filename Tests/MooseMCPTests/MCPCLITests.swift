@@ -8,7 +8,10 @@ import Testing
 import HTTPTypes
 
 extension MCPServerTests {
-    /// The README's example, run: it connects, lists the tools and calls one.
+    /// The README's example, run against the server answering SSE (the Python SDK's default): it
+    /// connects, lists the tools and calls one — on Linux through the Moose configuration its
+    /// `HTTPClientTransport(endpoint:streaming:authorizer:)` line picks (without it, the SDK hands the
+    /// event stream to the client undecoded and `initialize` never returns).
     @Test func readmeExampleConnectsListsAndCalls() async throws {
         try await MCPTestServer.reset()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-readme-\(UUID().uuidString)")
@@ -22,6 +25,8 @@ extension MCPServerTests {
         await again.disconnect()
         let stats = try await MCPTestServer.stats()
         #expect(Self.stat(stats, "registrations") == 1 && Self.stat(stats, "authorize_requests") == 1)
+        // initialize, tools/list and tools/call, twice: all answered as event streams.
+        #expect(Self.stat(stats, "response_types", "POST 200 text/event-stream") == 6, "\(String(describing: stats["response_types"]))")
     }
 
     /// The README quotes the example word for word.

@@ -181,7 +181,7 @@ struct AccessTokenMiddlewareTests {
     }
 
     /// A streamed (single-pass) body is never replayed: the 401 refreshes the token, the call fails
-    /// with OAuthError.tokenRejected, and the server saw the request once; the caller's own second try
+    /// with OAuthError.tokenRejected (carrying the 401 and its challenge), and the server saw the request once; the caller's own second try
     /// works. A replayable JSON body (what the generated client makes) is resent, byte for byte.
     @Test func aStreamedBodyIsNotReplayedAndTheErrorSaysSo() async throws {
         let service = try await Service()
@@ -203,6 +203,9 @@ struct AccessTokenMiddlewareTests {
             let oauth = (error as? ClientError)?.underlyingError as? OAuthError ?? error as? OAuthError
             #expect(oauth?.code == OAuthError.tokenRejected, "got \(error)")
             #expect(oauth?.message.contains("only once") == true)
+            // What the server said: the 401 and its challenge, parsed.
+            #expect(oauth?.status == 401 && oauth?.challenges.first?.hasScheme("Bearer") == true, "got \(String(describing: oauth))")
+            #expect(oauth?.challenges.first?["error"] == "invalid_token")
         }
         #expect(service.grants.count == 2, "the rejected token was refreshed all the same")
         if case .failure(let error) = await service.rawEcho(body: streamed(), server: api) {

@@ -277,7 +277,7 @@ def main():
           f" Mcp-Session-Id={mcp.session_id}")
     status, _, result = mcp.request("tools/list")
     names = sorted(t["name"] for t in result["result"]["tools"]) if result else []
-    check("tools/list -> echo, admin_echo", names == ["admin_echo", "echo"], names)
+    check("tools/list -> echo, admin_echo, chatty_echo", names == ["admin_echo", "chatty_echo", "echo"], names)
     status, _, result = mcp.call("echo", "hello moose")
     check("tools/call echo", status == 200 and tool_text(result) == "hello moose", result)
 

@@ -44,7 +44,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.routes import build_metadata, cors_middleware
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 HOST = "127.0.0.1"
@@ -57,7 +57,7 @@ REFRESH_SECONDS = int(os.environ.get("MOOSE_MCP_REFRESH_TOKEN_SECONDS", "86400")
 JSON_RESPONSE = os.environ.get("MOOSE_MCP_JSON_RESPONSE", "0") == "1"  # default: SSE responses
 SUBJECT = "alice"
 TOOLS, ADMIN = "mcp:tools", "mcp:admin"
-TOOL_SCOPES = {"echo": [TOOLS], "admin_echo": [TOOLS, ADMIN]}
+TOOL_SCOPES = {"echo": [TOOLS], "admin_echo": [TOOLS, ADMIN], "chatty_echo": [TOOLS]}
 
 log = logging.getLogger("moose-mcp")
 
@@ -102,7 +102,7 @@ class LoopbackClient(OAuthClientInformationFull):
         return super().validate_redirect_uri(redirect_uri)
 
 
-DEFAULT_MODES = {"iss": "normal", "pkce_methods": ["S256"]}
+DEFAULT_MODES = {"iss": "normal", "pkce_methods": ["S256"], "reject_tokens": False}
 
 
 class State:
@@ -120,6 +120,8 @@ class State:
         self.tool_calls = Counter()
         self.mcp_methods = Counter()
         self.responses = Counter()
+        self.response_types = Counter()
+        self.protocol_versions = Counter()
         self.authorize_log = []
         self.token_log = []
 
@@ -138,8 +140,11 @@ class State:
             "tool_calls": sum(self.tool_calls.values()),
             "tool_calls_by_name": dict(self.tool_calls),
             "insufficient_scope_403": self.stats["insufficient_scope_403"],
+            "rejected_tokens": self.stats["rejected_tokens"],
             "mcp_methods": dict(self.mcp_methods),
             "responses": dict(self.responses),
+            "response_types": dict(self.response_types),
+            "protocol_versions": dict(self.protocol_versions),
             "authorize_log": self.authorize_log[-20:],
             "token_log": self.token_log[-20:],
             "modes": self.modes,
@@ -236,6 +241,9 @@ class Provider:
 
     async def load_access_token(self, token):
         access = S.access.get(token)
+        if S.modes["reject_tokens"]:
+            S.stats["rejected_tokens"] += 1
+            return None
         if access is None or access.family in S.revoked_families or access.expires_at <= time.time():
             return None
         return access
@@ -289,6 +297,15 @@ def admin_echo(text: str) -> str:
     """Echo the text back (scopes mcp:tools and mcp:admin)."""
     S.tool_calls["admin_echo"] += 1
     return f"admin: {text}"
+
+
+@mcp.tool()
+async def chatty_echo(text: str, ctx: Context) -> str:
+    """Echo the text back after two log notifications on the request's own stream (scope mcp:tools)."""
+    S.tool_calls["chatty_echo"] += 1
+    await ctx.info(f"chatty_echo: {len(text)} characters")
+    await ctx.info("chatty_echo: echoing")
+    return text
 
 
 # ---- small ASGI helpers -------------------------------------------------------------------------
@@ -382,10 +399,17 @@ class Harness:
             S.stats["authorize_requests"] += 1
         status = {}
 
+        if path == "/mcp":
+            version = dict(scope.get("headers", [])).get(b"mcp-protocol-version", b"(none)").decode("latin-1")
+            S.protocol_versions[f"{method} {version}"] += 1
+
         async def counting_send(message):
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
                 S.responses[f"{method} {path} {message['status']}"] += 1
+                if path == "/mcp":
+                    ctype = dict(message.get("headers", [])).get(b"content-type", b"(none)").decode("latin-1")
+                    S.response_types[f"{method} {message['status']} {ctype.split(';')[0].strip()}"] += 1
             elif message["type"] == "http.response.body" and path == "/token" and status.get("code") == 400:
                 if b'"invalid_grant"' in message.get("body", b""):
                     S.stats["invalid_grant"] += 1
@@ -419,12 +443,13 @@ class Harness:
             valid = {"iss": lambda v: v in ("normal", "omit", "forge"),
                      "pkce_methods": lambda v: v is None or isinstance(v, list),
                      "expire_all": lambda v: v is True,
+                     "reject_tokens": lambda v: isinstance(v, bool),
                      "access_token_seconds": lambda v: isinstance(v, int) and v > 0}
             for key, value in request.items():
                 if key not in valid or not valid[key](value):
                     return await send_json(send, 400, {"error": f"bad mode {key}={value!r}"})
             for key, value in request.items():
-                if key in ("iss", "pkce_methods"):
+                if key in ("iss", "pkce_methods", "reject_tokens"):
                     S.modes[key] = value
                 elif key == "expire_all":
                     now = int(time.time())

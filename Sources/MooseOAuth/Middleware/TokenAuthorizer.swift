@@ -59,11 +59,14 @@ public struct TokenAuthorizer: Sendable {
     /// Sends through `send` with the current token's fields, applying the rule above. `send` is called
     /// once, or twice after a rejection (or a DPoP server's request for a nonce); `discard` lets go of
     /// a refused response (drain its body) before the second call. `dpopNonce` reads a response's
-    /// `DPoP-Nonce`, remembered for `url`'s origin when the token is DPoP-bound.
+    /// `DPoP-Nonce`, remembered for `url`'s origin when the token is DPoP-bound. `head` gives a
+    /// response's status and header fields, for the `status` and `challenges` of the
+    /// `OAuthError.tokenRejected` thrown when the request cannot be sent again.
     public func send<Response>(method: HTTPRequest.Method, url: URL?, canResend: Bool,
                                verdict: (Response) -> TokenVerdict,
                                discard: (Response) async -> Void = { _ in },
                                dpopNonce: (Response) -> String? = { _ in nil },
+                               head: (Response) -> HTTPResponse? = { _ in nil },
                                _ send: (HTTPFields) async throws -> Response) async throws -> Response {
         let sent = try await coordinator.accessToken()
         func attempt(_ token: AccessToken) async throws -> Response {
@@ -76,11 +79,14 @@ public struct TokenAuthorizer: Sendable {
         }
         let response = try await attempt(sent)
         guard verdict(response) == .rejected else { return response }
+        let rejection = head(response)
         await discard(response)
         let fresh = try await coordinator.refresh(rejecting: sent)
         guard canResend else {
             throw OAuthError(OAuthError.tokenRejected,
-                             "the server refused the access token; it was refreshed, but this \(method) request was not sent again because its body can be read only once (a stream): send it again")
+                             "the server refused the access token; it was refreshed, but this \(method) request was not sent again because its body can be read only once (a stream): send it again",
+                             status: rejection?.status.code,
+                             challenges: rejection.map { AuthenticationChallenge.parse($0.headerFields[values: .wwwAuthenticate]) } ?? [])
         }
         return try await attempt(fresh)
     }

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+public import MooseHTTP
 
 /// The one error type of `MooseOAuth`.
 ///
@@ -43,13 +44,19 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     /// scope the request needs, space-separated as sent (`requiredScopes` splits it).
     public let scope: String?
 
+    /// The `WWW-Authenticate` challenges (RFC 9110 §11.6.1, parsed) of the response that caused the
+    /// error — for `tokenRejected` (with `status`), what the resource server said about the token
+    /// (`error="invalid_token"`, `resource_metadata`, a DPoP `algs`…); empty when there were none.
+    public let challenges: [AuthenticationChallenge]
+
     /// The scopes in `scope`, split on spaces (empty when the server named none).
     public var requiredScopes: [String] { (scope ?? "").split(separator: " ").map(String.init) }
 
     /// An error; storages and user agents of an app's own throw these too (for example
     /// `OAuthError(OAuthError.storageConflict, "…")`, as the storage contract asks).
     public init(_ code: Code, _ message: String, oauthError: String? = nil, errorDescription: String? = nil,
-         errorURI: String? = nil, status: Int? = nil, underlying: (any Error & Sendable)? = nil, scope: String? = nil) {
+         errorURI: String? = nil, status: Int? = nil, underlying: (any Error & Sendable)? = nil, scope: String? = nil,
+         challenges: [AuthenticationChallenge] = []) {
         self.code = code
         self.message = message
         self.oauthError = oauthError
@@ -58,6 +65,7 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
         self.status = status
         self.underlying = underlying
         self.scope = scope
+        self.challenges = challenges
     }
 
     /// `code: message (error: description)`
@@ -130,8 +138,10 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     /// lacks a scope; `scope` names what the request needs. A refresh cannot add scope: log in again
     /// asking for it. Never retried.
     public static let insufficientScope = Code(name: "insufficientScope")
-    /// A resource server refused the access token (401) and the request could not be sent again with
-    /// a fresh one because its body can be read only once (a stream). The token *was* refreshed:
-    /// sending the request again works.
+    /// A resource server refused the access token (401, or `error="invalid_token"`) and the request
+    /// was not sent again with a fresh one: its body can be read only once (a stream; the token *was*
+    /// refreshed, so sending the request again works), or the fresh tokens were refused too (an MCP
+    /// transport's attempts are spent). `status` is the refusing response's status and `challenges`
+    /// its `WWW-Authenticate` challenges, parsed.
     public static let tokenRejected = Code(name: "tokenRejected")
 }

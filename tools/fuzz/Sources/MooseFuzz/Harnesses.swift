@@ -9,6 +9,7 @@ import HTTPTypes
 import MooseJWT
 import MooseOAuth
 import MooseCLI
+import MooseMCP
 import MooseSealing
 
 /// The harnesses, by name.
@@ -18,7 +19,7 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
     "form": form, "redaction": redaction, "dpop-par-response": dpopParResponse,
     "config-file": configFile,
-    "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration,
+    "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration, "sse": serverSentEvents,
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -373,4 +374,71 @@ func registrationResponse(_ bytes: [UInt8]) {
         if secret.utf8.count >= 12 { require(!client.description.contains(secret), "the description shows no secret") }
     }
     require(client.registrationClientURI.map(TransportSecurity.permits) ?? true, "the management URI is https or loopback")
+}
+
+// MARK: - MCP servers' text/event-stream answers (MooseMCP)
+
+/// Small limits, so the fuzzer reaches them.
+let sseLimits = ServerSentEventParser.Limits(maximumLineLength: 512, maximumEventSize: 1024, maximumIDLength: 64, maximumRetry: 100_000)
+
+/// Everything a parse produces, for comparing two parses.
+struct SSEOutcome: Equatable {
+    var events: [ServerSentEvent] = []
+    var lastEventID = ""
+    var retry: Int?
+    var failure: ServerSentEventError?
+    var discarded = false
+}
+
+func parseSSE(_ bytes: [UInt8], chunkSizes: [Int], limits: ServerSentEventParser.Limits) -> SSEOutcome {
+    var parser = ServerSentEventParser(limits: limits)
+    var outcome = SSEOutcome()
+    var start = 0, index = 0
+    while start < bytes.count {
+        let end = min(bytes.count, start + max(1, chunkSizes[index % chunkSizes.count]))
+        do {
+            outcome.events += try parser.feed(bytes[start..<end])
+        } catch {
+            outcome.failure = error
+            break
+        }
+        start = end
+        index += 1
+    }
+    outcome.lastEventID = parser.lastEventID
+    outcome.retry = parser.retry
+    if outcome.failure == nil { outcome.discarded = parser.finish() }
+    return outcome
+}
+
+func serverSentEvents(_ bytes: [UInt8]) {
+    let whole = parseSSE(bytes, chunkSizes: [Int.max], limits: sseLimits)
+    // The same stream in pieces (sizes 1…8 taken from the input itself): the same outcome — or, for
+    // a stream over the limits, the same error (a failing feed hands back nothing of its chunk).
+    let sizes = bytes.prefix(16).map { Int($0 % 8) + 1 }
+    for chunked in [parseSSE(bytes, chunkSizes: sizes.isEmpty ? [1] : sizes, limits: sseLimits), parseSSE(bytes, chunkSizes: [1], limits: sseLimits)] {
+        if whole.failure == nil { require(chunked == whole, "chunking changes the outcome") }
+        require(chunked.failure == whole.failure, "chunking changes the failure")
+    }
+    if let retry = whole.retry { require((0...sseLimits.maximumRetry).contains(retry), "retry out of bounds") }
+    require(whole.lastEventID.utf8.count <= 3 * sseLimits.maximumIDLength, "an over-long id was kept")
+    for event in whole.events {
+        require(!event.type.isEmpty, "an event without a type")
+        require(!event.type.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) && !event.id.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }),
+                "a line end or NUL in a type or id")
+        require(!event.data.utf8.contains(0x0D), "a CR in data (CR ends a line)")
+        // Invalid bytes become U+FFFD (3 bytes): the decoded data is at most three times the limit.
+        require(event.data.utf8.count <= 3 * sseLimits.maximumEventSize, "an event over its size limit")
+    }
+    guard whole.failure == nil else { return }
+    // Written back out, the events parse to themselves (larger limits: decoding may have grown them).
+    var text = ""
+    for event in whole.events {
+        text += "id: \(event.id)\nevent: \(event.type)\n"
+        for line in event.data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
+        text += "\n"
+    }
+    let roomy = ServerSentEventParser.Limits(maximumLineLength: 4 * 1024, maximumEventSize: 4 * 1024, maximumIDLength: 4 * 64)
+    let again = parseSSE(Array(text.utf8), chunkSizes: [Int.max], limits: roomy)
+    require(again.failure == nil && again.events == whole.events, "parse(serialize(events)) != events")
 }
