@@ -483,8 +483,8 @@ struct LogoutCommand: ParsableCommand {
         commandName: "logout", abstract: "Revoke the tokens at the provider and wipe the local session (always).")
     @OptionGroup var store: StoreOptions
     @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
-    @Flag(name: .customLong("show-end-session-url"),
-          help: "Print the provider's logout URL in full (it carries the ID token as id_token_hint).")
+    /// Accepted for scripts written for earlier versions; the end-session URL is now always printed in full.
+    @Flag(name: .customLong("show-end-session-url"), help: .hidden)
     var showEndSessionURL = false
 
     func run() throws {
@@ -504,16 +504,38 @@ struct LogoutCommand: ParsableCommand {
                 try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
             }
         }
+        // The end-session URL first and in full: it is the one thing the wiped session cannot give
+        // back (it carries the ID token as id_token_hint, which ends with this session anyway).
+        if let url = result.endSessionURL {
+            Terminal.out("To end the provider's browser session too, open:\n  \(Terminal.safe(url.absoluteString))")
+        }
         if let error = result.wipeError { throw OAuthContext.fail(error) }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
-        if let url = result.endSessionURL {
-            // The URL carries the ID token: shown redacted unless asked for.
-            let text = showEndSessionURL ? url.absoluteString : Redaction.url(url.absoluteString)
-            Terminal.out("To end the provider's browser session too, open\(showEndSessionURL ? "" : " (rerun with --show-end-session-url for the full URL)"):\n  \(text)")
-        }
-        if let error = result.revocationError {
-            Terminal.error("moose: warning: revocation at the provider failed: \(error)")
+        if result.revocationError != nil {
+            Terminal.error("moose: \(Self.revocationReport(result))")
             throw Status.failed
+        }
+        Terminal.out(Self.revocationReport(result))
+    }
+
+    /// One plain sentence on what the provider knows now: revoked, no revocation endpoint, refused,
+    /// or unreachable — then the refresh token is still valid there.
+    static func revocationReport(_ result: LogoutResult) -> String {
+        if let error = result.revocationError {
+            let reason = Terminal.safe(error.message)
+            switch error.code {
+            case OAuthError.transient, OAuthError.timedOut, OAuthError.offline, OAuthError.discovery:
+                return "The provider could not be reached (\(reason)): the refresh token is still valid there until it expires."
+            case OAuthError.storeUnavailable:
+                return "The stored session could not be read, so nothing was revoked at the provider (\(reason))."
+            default:
+                return "The provider refused the revocation (\(reason)): the refresh token may still be valid there."
+            }
+        }
+        switch (result.refreshTokenRevoked, result.accessTokenRevoked) {
+        case (true?, _): return "The refresh token and access token were revoked at the provider."
+        case (nil, true?): return "The access token was revoked at the provider (the session had no refresh token)."
+        default: return "The provider has no revocation endpoint: the tokens stay valid there until they expire."
         }
     }
 }
