@@ -10,7 +10,7 @@ struct MooseCommand: ParsableCommand {
         commandName: "moose",
         abstract: "OAuth 2.0 / OpenID Connect tokens from the shell.",
         discussion: "Exit status: 0 ok, 1 the token or the operation failed, 2 usage or input error.",
-        version: "0.1.0",
+        version: "0.3.0",
         subcommands: [InspectCommand.self, LoginCommand.self, StatusCommand.self, RefreshCommand.self, LogoutCommand.self, TokenCommand.self, DPoPProofCommand.self,
                       StoreCommand.self, ProfileCommand.self, MCPCommand.self, GitCredentialCommand.self, DockerCredentialCommand.self, CompletionCommand.self]
     )
