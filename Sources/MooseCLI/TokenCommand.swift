@@ -58,14 +58,36 @@ struct TokenCommand: ParsableCommand {
         tokens.margin(minimum, cappedAt: TokenSet.defaultMaximumMarginFraction)
     }
 
-    static func validTokens(store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval) throws -> TokenSet {
+    /// The ID token's expiry (`exp`, read without verifying: it was validated when it was stored), nil
+    /// when there is none or it cannot be read.
+    static func idTokenExpiry(_ tokens: TokenSet) -> Date? {
+        guard let id = tokens.idToken, let claims = try? JWT(compact: id).claims else { return nil }
+        return claims.expiresAt
+    }
+
+    /// Whether the ID token is valid for `minimum` seconds, capped (as every margin) at a share of its
+    /// own lifetime (`exp` − `iat`).
+    static func idTokenIsValid(_ tokens: TokenSet, for minimum: TimeInterval) -> Bool {
+        guard let id = tokens.idToken, let claims = try? JWT(compact: id).claims, let expiry = claims.expiresAt else { return false }
+        var margin = minimum
+        if let issued = claims.issuedAt, expiry > issued {
+            margin = min(margin, expiry.timeIntervalSince(issued) * TokenSet.defaultMaximumMarginFraction)
+        }
+        return expiry.timeIntervalSinceNow >= margin
+    }
+
+    static func validTokens(store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval,
+                            idToken: Bool = false) throws -> TokenSet {
+        func valid(_ tokens: TokenSet) -> Bool {
+            tokens.isValid(for: margin(minimum, for: tokens)) && (!idToken || idTokenIsValid(tokens, for: minimum))
+        }
         // Fastest: one short snapshot read of the store (no shared-memory set-up), when nobody else has
         // it open and the session is active with a token valid long enough. Anything else — no session,
         // an error, another process using the store — takes the ordinary path below, which reads again
         // and reports exactly as before.
         if let source = try? store.keySource(),
            let stored = try? EncryptedSessionStorage.loadSnapshot(path: try store.resolvedStorePath, masterKey: source, key: profile),
-           stored.session.state == .active, stored.session.tokens.isValid(for: margin(minimum, for: stored.session.tokens)) {
+           stored.session.state == .active, valid(stored.session.tokens) {
             return stored.session.tokens
         }
         let sessions = try CLISessions(options: store, create: false)
@@ -75,18 +97,30 @@ struct TokenCommand: ParsableCommand {
         guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
         var tokens = session.tokens
-        if !tokens.isValid(for: margin(minimum, for: tokens)) {
-            // Slow path: the network, through the one refresh path every command shares.
+        if !valid(tokens) {
+            // Slow path: the network, through the one refresh path every command shares. An ID token
+            // about to expire under a valid access token needs a refresh all the same (ID tokens come
+            // back with a refresh): never print an expired one.
+            let accessValid = tokens.isValid(for: margin(minimum, for: tokens))
             do {
                 let context = OAuthContext(sessions: sessions)
                 let coordinator = context.coordinator(for: session, profile: Profile.of(session, key: profile))
-                try OAuthContext.refreshing(coordinator) { try await $0.accessToken(minimumValidity: minimum) }
+                if accessValid {
+                    try OAuthContext.refreshing(coordinator) { try await $0.refreshNow() }
+                } else {
+                    try OAuthContext.refreshing(coordinator) { try await $0.accessToken(minimumValidity: minimum) }
+                }
             } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
                 throw CLIError.failed("the session of profile \(profile) needs a new login (\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
             } catch {
                 throw OAuthContext.fail(error)
             }
             tokens = try sessions.load(profile)?.session.tokens ?? tokens
+            if idToken, tokens.idToken != nil, !idTokenIsValid(tokens, for: 0) {
+                let when = idTokenExpiry(tokens).map { " at \(HTTPDate.format($0))" } ?? ""
+                throw CLIError.failed("profile \(profile)'s ID token expired\(when) and the provider's refresh brought no new one; "
+                                      + "run moose login --profile \(profile) for a new ID token")
+            }
         }
         return tokens
     }
@@ -128,7 +162,7 @@ struct TokenCommand: ParsableCommand {
                 profile = resolved.name
                 store = resolved.store
             }
-            let tokens = try TokenCommand.validTokens(store: store, profile: profile, minimumValidity: minimum)
+            let tokens = try TokenCommand.validTokens(store: store, profile: profile, minimumValidity: minimum, idToken: idToken)
             // Asked for more than the provider's tokens live: say so (the token printed is the freshest there is).
             if minValidity != nil, let lifetime = tokens.lifetime, minimum > lifetime {
                 Terminal.error("moose: note: --min-validity \(DurationText.describe(minimum)) is longer than the provider's tokens live "
@@ -161,7 +195,9 @@ struct TokenCommand: ParsableCommand {
                     throw CLIError.failed("the token type is not an HTTP token (RFC 9110); refusing to print it as shell or header text")
                 }
             }
-            let expiresAt = tokens.expiresAt.map { Int64(saturating: $0.timeIntervalSince1970) }
+            // The printed token's own expiry: the ID token's `exp` with --id-token.
+            let printedExpiry = idToken ? TokenCommand.idTokenExpiry(tokens) : tokens.expiresAt
+            let expiresAt = printedExpiry.map { Int64(saturating: $0.timeIntervalSince1970) }
             switch format {
             case .token: Terminal.out(value)
             case .header:
@@ -183,7 +219,7 @@ struct TokenCommand: ParsableCommand {
                 object["expires_at"] = expiresAt.map { .number(JSONNumber($0)) } ?? .null
                 Terminal.out(JSONValue.object(object).serialized())
             case .execCredential:
-                Terminal.out(try ExecCredential.document(token: value, expiresAt: idToken ? nil : tokens.expiresAt))
+                Terminal.out(try ExecCredential.document(token: value, expiresAt: printedExpiry))
             }
         }
     }

@@ -20,11 +20,13 @@ public final class SecondIdP: Sendable {
     }
 
     /// Starts it (tools/idp/start: migrations, clients, the server), off the cooperative pool.
-    public static func start(tokenSeconds: Int) async throws -> SecondIdP {
+    /// `idTokenSeconds`: the ID tokens' lifetime (the IdP's default is 10 hours).
+    public static func start(tokenSeconds: Int, idTokenSeconds: Int? = nil) async throws -> SecondIdP {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("moose-idp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         let primaryState = ProcessInfo.processInfo.environment["MOOSE_IDP_STATE"] ?? LocalServer.repositoryRoot + "/tools/idp/.state"
         var environment = ["MOOSE_IDP_STATE": state, "MOOSE_IDP_PORT": String(try freePort()),
                            "MOOSE_IDP_ACCESS_TOKEN_SECONDS": String(tokenSeconds)]
+        if let idTokenSeconds { environment["MOOSE_IDP_ID_TOKEN_SECONDS"] = String(idTokenSeconds) }
         if FileManager.default.fileExists(atPath: primaryState + "/venv/bin/python") { environment["MOOSE_IDP_VENV"] = primaryState + "/venv" }
         // Start from a copy of the first instance's database (SQLite's online backup): its migrations
         // are done, so this start costs a second of CPU instead of many on a busy 2-core machine.

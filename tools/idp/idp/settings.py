@@ -66,6 +66,7 @@ OAUTH2_PROVIDER = {
     "OAUTH_DEVICE_VERIFICATION_URI": f"{ISSUER}/device/",
     "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ.get("MOOSE_IDP_ACCESS_TOKEN_SECONDS", "60")),
     "REFRESH_TOKEN_EXPIRE_SECONDS": 24 * 3600,
+    "ID_TOKEN_EXPIRE_SECONDS": int(os.environ.get("MOOSE_IDP_ID_TOKEN_SECONDS", "36000")),
     "SCOPES": {"openid": "OpenID Connect", "profile": "Profile", "email": "Email", "read": "Read", "write": "Write"},
     "DEFAULT_SCOPES": ["openid"],
 }
