@@ -257,11 +257,27 @@ struct LoginCommand: ParsableCommand {
     var dpopAlgorithm: String?
     @Flag(name: .customLong("no-par"), help: "Never push the authorization request (RFC 9126), even when the provider offers it.")
     var noPAR = false
-    @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
+    @Option(help: ArgumentHelp("Seconds to wait for the user: for the browser's redirect (default 300), or with --device for the approval (default: the device code's own lifetime).", valueName: "SECONDS"))
+    var timeout: Double?
 
     /// `path` made absolute (a profile is used from any directory later).
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+
+    /// `body`, given up after `seconds` (none: no limit of ours) with "no approval within …".
+    static func within<T: Sendable>(_ seconds: Double?, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard let seconds else { return try await body() }
+        return try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(nanoseconds: UInt64(min(max(seconds, 0), 86_400) * 1e9))
+                throw CLIError.failed("no approval within \(DurationText.describe(seconds)) (--timeout); run moose login again")
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw CancellationError() }
+            return first
+        }
     }
 
     /// What a login asks for when neither the command line, the config file nor an earlier login says.
@@ -273,7 +289,7 @@ struct LoginCommand: ParsableCommand {
         let resolved = try CLIConfig.resolve(self.profile ?? (resource != nil && issuer == nil ? resource : nil), store: store)
         if let resource, issuer == nil, resolved.settings?.issuer == nil {
             try ResourceLogin(store: resolved.store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
-                              noBrowser: noBrowser, port: port, timeout: timeout).run()
+                              noBrowser: noBrowser, port: port, timeout: timeout ?? 300).run()
             return
         }
         let profile = resolved.name
@@ -352,9 +368,16 @@ struct LoginCommand: ParsableCommand {
                     }
                 }
                 defer { progress.withLock { $0?.stop() } }
-                tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
+                let limit = timeout
+                do {
+                    tokens = try CLIBlocking.run { try await Self.within(limit) { try await flow.authorize(parameters) } }
+                } catch let error as OAuthError where error.code == OAuthError.missingEndpoint {
+                    throw CLIError.failed("\(Terminal.safe(issuer))'s discovery document lists no device authorization endpoint; "
+                                          + "name it with --device-endpoint URL (the provider's documentation gives it)")
+                }
             } else {
                 let noBrowser = self.noBrowser
+                let timeout = self.timeout ?? 300
                 let progress = Mutex<Progress?>(nil)
                 let deadline = Date().addingTimeInterval(timeout)
                 let agent = try LoopbackUserAgent(port: port, timeout: timeout) { url in

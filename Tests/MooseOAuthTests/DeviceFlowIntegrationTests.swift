@@ -91,4 +91,22 @@ struct DevicePollingTests {
         second.sleep = { _ in }
         await #expect(throws: OAuthError.self) { _ = try await second.poll(device, scopes: []) }
     }
+
+    /// Issue "The first hour", §4: an `interval` longer than the code's remaining life wakes at
+    /// expiry and says the code expired (it slept a whole interval past a dead code before).
+    @Test func anIntervalLongerThanTheCodesLifeWakesAtExpiry() async throws {
+        let flow = try await DeviceFlowIntegrationTests.flow { _ in }
+        let real = try await flow.start(AuthorizationParameters(scopes: ["openid"]))
+        let device = DeviceAuthorization(deviceCode: real.deviceCode, userCode: real.userCode, verificationURI: real.verificationURI,
+                                         verificationURIComplete: nil, expiresAt: Date().addingTimeInterval(2), interval: 60)
+        let clock = ContinuousClock()
+        let begun = clock.now
+        do {
+            _ = try await flow.poll(device, scopes: ["openid"])
+            Issue.record("an unapproved code produced tokens")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.expiredToken, "\(error)")
+        }
+        #expect(clock.now - begun < .seconds(30), "the flow slept past the code's expiry: \(clock.now - begun)")
+    }
 }

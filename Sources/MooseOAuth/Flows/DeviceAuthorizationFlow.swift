@@ -70,7 +70,10 @@ public struct DeviceAuthorizationFlow: Authorizable {
         let endpoint = try client.tokenEndpoint()
         let dpop = try client.newDPoPKey()
         while true {
-            try await sleep(interval)
+            // Never sleep past the code's expiry: an interval longer than the code's life wakes at
+            // expiry and says so, instead of a poll a minute after the code died.
+            let remaining = device.expiresAt.timeIntervalSince(client.clock())
+            try await sleep(max(0, min(interval, remaining)))
             guard client.clock() < device.expiresAt else {
                 throw OAuthError(OAuthError.expiredToken, "the user code expired before it was approved")
             }
