@@ -63,8 +63,38 @@ struct MooseCommand: ParsableCommand {
                 terminate(0)
             }
             if !message.isEmpty { Terminal.error(message) }
+            if let first = arguments.first, let suggestion = suggestion(for: first) {
+                Terminal.error("moose: did you mean `moose \(suggestion)`?")
+            }
             terminate(code.rawValue == 64 ? 2 : code.rawValue)
         }
+    }
+
+    /// The subcommand `word` was probably meant as (an edit distance of at most 2, or a unique prefix),
+    /// when `word` is no subcommand and no option.
+    static func suggestion(for word: String) -> String? {
+        guard !word.hasPrefix("-"), word.utf8.count <= 64 else { return nil }
+        let names = configuration.subcommands.compactMap { $0.configuration.commandName }
+        guard !names.contains(word) else { return nil }
+        let typed = Array(word.lowercased().utf8)
+        let prefixed = names.filter { $0.utf8.starts(with: typed) }
+        if prefixed.count == 1 { return prefixed[0] }
+        let ranked = names.map { ($0, editDistance(typed, Array($0.utf8))) }.filter { $0.1 <= 2 }.sorted { $0.1 < $1.1 }
+        guard let best = ranked.first, ranked.dropFirst().first?.1 != best.1 else { return nil }
+        return best.0
+    }
+
+    /// Levenshtein distance between two byte strings (both short: command names).
+    static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 }
 
