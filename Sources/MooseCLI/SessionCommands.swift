@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import Synchronization
 import MooseHTTP
 import MooseJWT
@@ -182,9 +183,50 @@ func expiryText(_ tokens: TokenSet) -> String {
 
 /// Opens `url` in the user's browser: `$BROWSER` (a command; the URL is its last argument) or xdg-open.
 func openBrowser(_ url: URL) {
-    let command = getenv("BROWSER").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "xdg-open"
-    var words = command.split(separator: " ").map(String.init)
-    words.append(url.absoluteString)
+    let setting = getenv("BROWSER").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "xdg-open"
+    // $BROWSER is a colon-separated list (the freedesktop convention): the first that starts is used.
+    let commands = BrowserCommand.list(setting)
+    startBrowser(commands, url: url.absoluteString)
+}
+
+/// `$BROWSER` read as the freedesktop convention has it.
+enum BrowserCommand {
+    /// The commands in `setting` (colon-separated), empty entries dropped.
+    static func list(_ setting: String) -> [String] {
+        setting.split(separator: ":").map(String.init).filter { $0.contains { $0 != " " } }
+    }
+
+    /// The argv for one command: its words, each `%s` replaced by the URL inside its own argument (`%%`
+    /// is a `%`), and the URL appended as a last argument when no word had `%s`. Never a shell.
+    static func argv(_ command: String, url: String) -> [String] {
+        var substituted = false
+        var words: [String] = command.split(separator: " ").map { word in
+            var out = ""
+            var rest = Substring(word)
+            while let percent = rest.firstIndex(of: "%") {
+                out += rest[..<percent]
+                let next = rest.index(after: percent)
+                if next < rest.endIndex, rest[next] == "s" {
+                    out += url; substituted = true; rest = rest[rest.index(after: next)...]
+                } else if next < rest.endIndex, rest[next] == "%" {
+                    out += "%"; rest = rest[rest.index(after: next)...]
+                } else {
+                    out += "%"; rest = rest[next...]
+                }
+            }
+            return out + rest
+        }
+        if !substituted { words.append(url) }
+        return words
+    }
+}
+
+/// Starts the first of `commands` that starts; one that exits with a failure (xdg-open with "no method
+/// available") is reported at once, with the URL to open by hand, and the next one is tried.
+private func startBrowser(_ commands: [String], url: String) {
+    guard let command = commands.first else { return }
+    let words = BrowserCommand.argv(command, url: url)
+    guard !words.isEmpty else { return startBrowser(Array(commands.dropFirst()), url: url) }
     var pid = pid_t()
     let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
@@ -209,8 +251,24 @@ func openBrowser(_ url: URL) {
     #elseif canImport(Darwin)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT))
     #endif
+    let name = Terminal.safe(words[0])
     if posix_spawnp(&pid, words[0], &actions, &attributes, argv, environ) != 0 {
-        Terminal.error("moose: could not start \(words[0]); open the URL above by hand")
+        Terminal.error("moose: could not start the browser (\(name)); open the URL above by hand")
+        startBrowser(Array(commands.dropFirst()), url: url)
+        return
+    }
+    // Watch it: a launcher that gives up (a non-zero exit, a signal) is reported while moose still
+    // waits for the redirect, and the next command in $BROWSER is tried. One that keeps running is a
+    // browser; its exit whenever it comes is only reaped here.
+    let started = pid
+    let rest = Array(commands.dropFirst())
+    DispatchQueue(label: "moose.browser.watch").async {
+        var status: Int32 = 0
+        while waitpid(started, &status, 0) == -1, errno == EINTR {}
+        let exitedCleanly = (status & 0x7f) == 0 && ((status >> 8) & 0xff) == 0
+        guard !exitedCleanly else { return }
+        Terminal.error("moose: the browser command (\(name)) failed; open the URL above by hand")
+        startBrowser(rest, url: url)
     }
 }
 
@@ -220,7 +278,8 @@ struct LoginCommand: ParsableCommand {
         abstract: "Log in and keep the session (encrypted) in the store.",
         discussion: """
             Authorization code + PKCE with a loopback redirect on 127.0.0.1 (RFC 8252), or --device for the \
-            device authorization grant. The browser is $BROWSER if set, else xdg-open; --no-browser only prints the URL.
+            device authorization grant. The browser is $BROWSER if set (a colon-separated list; %s in a command is \
+            replaced by the URL), else xdg-open; --no-browser only prints the URL.
             """)
 
     @OptionGroup var store: StoreOptions
