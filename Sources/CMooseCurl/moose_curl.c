@@ -13,7 +13,7 @@ enum {
     OPT_WRITEFUNCTION = 20011, OPT_HEADERFUNCTION = 20079, OPT_XFERINFOFUNCTION = 20219,
     OPT_XFERINFODATA = 10057, OPT_NOPROGRESS = 43, OPT_NOBODY = 44, OPT_FOLLOWLOCATION = 52,
     OPT_NOSIGNAL = 99, OPT_TIMEOUT_MS = 155, OPT_CONNECTTIMEOUT_MS = 156, OPT_PROTOCOLS = 181,
-    OPT_POSTFIELDSIZE_LARGE = 30120,
+    OPT_POSTFIELDSIZE_LARGE = 30120, OPT_ERRORBUFFER = 10010, OPT_CAINFO = 10065,
     INFO_RESPONSE_CODE = 0x200002,
     PROTO_HTTP = 1, PROTO_HTTPS = 2,
     GLOBAL_DEFAULT = 3,
@@ -121,7 +121,7 @@ int moose_curl_perform(const char *method, const char *url,
                        const char *const *headers, size_t header_count,
                        const unsigned char *body, size_t body_length,
                        long timeout_ms, long connect_timeout_ms, size_t max_body,
-                       const int *cancel_flag,
+                       const int *cancel_flag, const char *ca_file,
                        moose_curl_response *out) {
     memset(out, 0, sizeof *out);
     if (!moose_curl_load(out->error, sizeof out->error)) return -1;
@@ -150,6 +150,9 @@ int moose_curl_perform(const char *method, const char *url,
     curl.easy_setopt(easy, OPT_XFERINFOFUNCTION, on_progress);
     curl.easy_setopt(easy, OPT_XFERINFODATA, (void *)cancel_flag);
     if (list) curl.easy_setopt(easy, OPT_HTTPHEADER, list);
+    if (ca_file && *ca_file) curl.easy_setopt(easy, OPT_CAINFO, ca_file);  // trust these CAs instead of the system's
+    char detail[256] = {0};  // CURL_ERROR_SIZE: libcurl's own words for the failure (which certificate check, …)
+    curl.easy_setopt(easy, OPT_ERRORBUFFER, detail);
     if (strcmp(method, "HEAD") == 0) {
         curl.easy_setopt(easy, OPT_NOBODY, 1L);
     } else if (strcmp(method, "GET") != 0) {
@@ -167,7 +170,7 @@ int moose_curl_perform(const char *method, const char *url,
         } else if (cancel_flag && moose_cancel_flag_get(cancel_flag)) {
             snprintf(out->error, sizeof out->error, "cancelled");
         } else {
-            snprintf(out->error, sizeof out->error, "%s", curl.easy_strerror(code));
+            snprintf(out->error, sizeof out->error, "%s", detail[0] ? detail : curl.easy_strerror(code));
         }
     }
     out->body = body_buffer.data;

@@ -36,6 +36,8 @@ package struct ConfigFile: Sendable, Equatable {
         package var store: String?
         package var dpop: String?
         package var clientSecretFile: String?
+        /// A PEM file of the CAs to trust for this profile's provider (a private CA).
+        package var caFile: String?
     }
 
     /// The profile commands use without `--profile`.
@@ -81,6 +83,7 @@ package struct ConfigFile: Sendable, Equatable {
                     case "store": settings.store = try entry.string(key)
                     case "dpop": settings.dpop = try entry.string(key)
                     case "client_secret_file": settings.clientSecretFile = try entry.string(key)
+                    case "ca_file": settings.caFile = try entry.string(key)
                     default: throw ParseError(line: entry.line, message: "unknown profile key \"\(key)\"")
                     }
                 }
@@ -110,7 +113,7 @@ package struct ConfigFile: Sendable, Equatable {
             lines.append("[profiles.\(TOMLSubset.key(name))]")
             let fields: [(String, String?)] = [("issuer", settings.issuer), ("client_id", settings.clientID),
                                                ("resource", settings.resource), ("store", settings.store), ("dpop", settings.dpop),
-                                               ("client_secret_file", settings.clientSecretFile)]
+                                               ("client_secret_file", settings.clientSecretFile), ("ca_file", settings.caFile)]
             for (key, value) in fields { if let value { lines.append("\(key) = \(TOMLSubset.quote(value))") } }
             if let scopes = settings.scopes { lines.append("scopes = [" + scopes.map(TOMLSubset.quote).joined(separator: ", ") + "]") }
         }

@@ -3,13 +3,22 @@ import MooseCrypto
 
 /// `moose`: OAuth 2.0 / OpenID Connect tokens from the shell.
 ///
-/// Exit status: 0 ok, 1 the token or the operation failed, 2 usage or input error.
-/// (A program runs it with `MooseCLIProgram.run(postgres:)`.)
+/// Exit status: 0 ok, 1 the token or the operation failed, 2 usage or input error, 3 the provider
+/// could not be reached. (A program runs it with `MooseCLIProgram.run(postgres:)`.)
 struct MooseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moose",
         abstract: "OAuth 2.0 / OpenID Connect tokens from the shell.",
-        discussion: "Exit status: 0 ok, 1 the token or the operation failed, 2 usage or input error.",
+        discussion: """
+            Exit status: 0 ok; 1 the operation failed (a refused token or login, a provider's error, a TLS \
+            error); 2 usage or input error; 3 the provider could not be reached (network, timeout, HTTP 5xx): \
+            try again later.
+
+            """ + "\n" + HelpText.examples(
+                "moose login --issuer https://id.example.com --client-id my-cli",
+                "curl -H \"Authorization: Bearer $(moose token)\" https://api.example.com/",
+                "moose status",
+                "moose inspect --issuer https://id.example.com \"$(moose token)\""),
         version: "0.3.0",
         subcommands: [InspectCommand.self, LoginCommand.self, StatusCommand.self, RefreshCommand.self, LogoutCommand.self, TokenCommand.self, DPoPProofCommand.self,
                       StoreCommand.self, ProfileCommand.self, MCPCommand.self, GitCredentialCommand.self, DockerCredentialCommand.self, CompletionCommand.self]
@@ -104,4 +113,13 @@ enum Status {
     static let failed = ExitCode(1)
     /// Usage or input error.
     static let usage = ExitCode(2)
+}
+
+/// Help text pieces shared by the commands.
+enum HelpText {
+    /// An "Examples:" block: one command per line, indented, each short enough (≤ 78 columns with its
+    /// indent) that help never wraps it mid-command on an 80-column terminal.
+    static func examples(_ lines: String...) -> String {
+        "Examples:\n" + lines.map { "  " + $0 }.joined(separator: "\n")
+    }
 }

@@ -71,6 +71,8 @@ struct ResolvedProfile {
 struct ProfileCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "profile", abstract: "List, show and choose profiles (config file and stored sessions).",
+        discussion: "Profiles live in $XDG_CONFIG_HOME/moose/config.toml ([profiles.NAME]) and in the store (one per login).\n\n"
+            + HelpText.examples("moose profile list", "moose profile show work", "moose profile use work"),
         subcommands: [List.self, Show.self, Use.self])
 
     struct List: ParsableCommand {
@@ -94,7 +96,7 @@ struct ProfileCommand: ParsableCommand {
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "A profile's settings (never a token).")
         @OptionGroup var store: StoreOptions
-        @Argument(help: "The profile (default: the active one).") var name: String?
+        @Argument(help: "The profile (default: the active one).", completion: ProfileNames.completion) var name: String?
 
         func run() throws {
             let resolved = try CLIConfig.resolve(name, store: store)
@@ -112,6 +114,7 @@ struct ProfileCommand: ParsableCommand {
             object["resource"] = (settings?.resource ?? saved?.resource).map { .string($0) } ?? .null
             object["store"] = .string(try store.resolvedStorePath)
             object["dpop"] = (settings?.dpop ?? saved?.dpop).map { .string($0) } ?? .null
+            object["ca_file"] = (settings?.caFile ?? saved?.caFile).map { .string($0) } ?? .null
             object["session"] = stored.map { .string($0.state == .active ? "active" : "needs login") } ?? .null
             object["hosts"] = .array(try CLIConfig.load().hosts.filter { $0.value.utf8.elementsEqual(name.utf8) }.keys.sorted().map { .string($0) })
             Terminal.out(JSONValue.object(object).serialized())
@@ -120,7 +123,7 @@ struct ProfileCommand: ParsableCommand {
 
     struct Use: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Make a profile the default (writes the config file).")
-        @Argument(help: "The profile.") var name: String
+        @Argument(help: "The profile.", completion: ProfileNames.completion) var name: String
 
         func run() throws {
             guard !name.isEmpty, name.utf8.count <= 200, !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
@@ -151,7 +154,10 @@ struct ProfileCommand: ParsableCommand {
 struct CompletionCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "completion", abstract: "Print a shell completion script.",
-        discussion: "bash: source <(moose completion bash)   zsh: moose completion zsh > \"${fpath[1]}/_moose\"   fish: moose completion fish > ~/.config/fish/completions/moose.fish")
+        discussion: "Completes commands, options, their values and profile names.\n\n" + HelpText.examples(
+            "source <(moose completion bash)                     # bash",
+            "moose completion zsh > \"${fpath[1]}/_moose\"         # zsh",
+            "moose completion fish > ~/.config/fish/completions/moose.fish"))
     @Argument(help: "bash, zsh or fish") var shell: String
 
     func run() throws {
@@ -204,10 +210,14 @@ enum CredentialInput {
 /// `capability[]=authtype` it answers `authtype=Bearer` and `credential=<token>` instead. A refresh
 /// token never reaches git.
 struct GitCredentialCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "git-credential", abstract: "A git credential helper.")
+    static let configuration = CommandConfiguration(
+        commandName: "git-credential", abstract: "A git credential helper.",
+        discussion: "git asks it for the token of the profile the config file's [hosts] maps the remote's host to.\n\n"
+            + HelpText.examples("git config --global credential.https://git.example.com.helper \\",
+                                "    '!moose git-credential'"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the one the config file maps the remote's host to).") var profile: String?
-    @Option(help: "The username git sends with the token (hosts differ: x-access-token, oauth2…).") var username = "x-access-token"
+    @Option(help: "The profile (default: the one the config file maps the remote's host to).", completion: ProfileNames.completion) var profile: String?
+    @Option(help: "The username git sends with the token, as the host expects it: x-access-token for GitHub, oauth2 for GitLab.") var username = "x-access-token"
     @Argument(help: "get, store or erase") var action: String
 
     func run() throws {
@@ -255,9 +265,17 @@ struct GitCredentialCommand: ParsableCommand {
 /// registries that take OAuth access tokens. Install as `docker-credential-moose` (a two-line script
 /// running `moose docker-credential "$@"`) and set `"credHelpers": {"registry.example.com": "moose"}`.
 struct DockerCredentialCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "docker-credential", abstract: "A docker credential helper.")
+    static let configuration = CommandConfiguration(
+        commandName: "docker-credential", abstract: "A docker credential helper.",
+        discussion: """
+            Put a docker-credential-moose script on PATH and name it in ~/.docker/config.json: \
+            "credHelpers": {"registry.example.com": "moose"}.
+
+            """ + "\n" + HelpText.examples("printf '#!/bin/sh\\nexec moose docker-credential \"$@\"\\n' \\",
+                                    "    > ~/bin/docker-credential-moose",
+                                    "chmod +x ~/bin/docker-credential-moose"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the one the config file maps the registry's host to).") var profile: String?
+    @Option(help: "The profile (default: the one the config file maps the registry's host to).", completion: ProfileNames.completion) var profile: String?
     @Option(help: "The username sent with the token.") var username = "oauth2accesstoken"
     @Argument(help: "get, store, erase or list") var action: String
 
@@ -301,5 +319,28 @@ struct DockerCredentialCommand: ParsableCommand {
         default:
             throw CLIError.usage("moose docker-credential takes get, store, erase or list")
         }
+    }
+}
+
+/// Profile names for shell completion (`--profile <TAB>`, `moose profile use <TAB>`): the config
+/// file's profiles and the default file store's sessions, those starting with what is typed.
+enum ProfileNames {
+    static let completion = CompletionKind.custom { _, _, prefix in names(startingWith: prefix) }
+
+    static func names(startingWith prefix: String) -> [String] {
+        let config = (try? CLIConfig.load()) ?? ConfigFile()
+        var sessions: [String] = []
+        let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
+        // A file store only: a tab press never opens a database connection.
+        if (try? options.isPostgres) == false, let opened = try? CLISessions(options: options, create: false) {
+            sessions = (try? opened.keys()) ?? []
+        }
+        // Only names a shell can take as one word: no spaces, quotes or control characters.
+        return Set(config.profiles.keys).union(sessions)
+            .filter { name in
+                name.utf8.starts(with: prefix.utf8)
+                    && name.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F && !"\"'`$\\;&|<>()".utf8.contains($0) }
+            }
+            .sorted()
     }
 }

@@ -22,7 +22,13 @@ struct InspectCommand: ParsableCommand {
 
             Exit status: 0 decoded (and verified when a key was given), 1 invalid (bad signature, \
             expired, wrong claim…), 2 unusable input or usage.
-            """
+
+            """ + "\n" + HelpText.examples(
+                "moose inspect \"$(moose token)\"",
+                "moose inspect token.jwt --issuer https://id.example.com --aud my-api",
+                "moose inspect --jwks jwks.json --aud my-api < token.jwt",
+                "moose inspect --key public.pem --json token.jwt",
+                "moose inspect --session --profile work")
     )
 
     @Argument(help: "The token, a file holding it, or - for standard input.")
@@ -63,10 +69,22 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Print one JSON object (header, claims, verdict, reasons) for scripts.")
     var json = false
 
+    @Option(name: .customLong("ca-file"),
+            help: ArgumentHelp("Trust the CA certificates in this PEM file for --jwks and --issuer URLs (default: $SSL_CERT_FILE, else the system's).",
+                               valueName: "PEM"))
+    var caFile: String?
+
+    @Flag(help: "Inspect the stored session's own access and ID tokens (of --profile; never refreshed, never printed raw).")
+    var session = false
+
+    @Option(help: "With --session: the profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion)
+    var profile: String?
+
     /// The command line as plain values.
     var values: Values {
         Values(token: token, jwks: jwks, issuer: issuer, key: key, secretFile: secretFile, iss: iss, aud: aud,
-               anyAudience: anyAudience, alg: alg, leeway: leeway, now: now, json: json)
+               anyAudience: anyAudience, alg: alg, leeway: leeway, now: now, json: json, caFile: caFile,
+               session: session, profile: profile)
     }
 
     func validate() throws { try values.validate() }
@@ -89,6 +107,9 @@ struct InspectCommand: ParsableCommand {
         var leeway: Double = 0
         var now: String? = nil
         var json = false
+        var caFile: String? = nil
+        var session = false
+        var profile: String? = nil
 
         func validate() throws {
             guard leeway >= 0, leeway.isFinite else { throw ValidationError("--leeway must be a non-negative number of seconds") }
@@ -109,8 +130,20 @@ struct InspectCommand: ParsableCommand {
         }
 
         func run() throws {
-            let instant = now.flatMap(parseTime) ?? Date()
+            if session { return try runSession() }
             let text = try readToken()
+            let instant = now.flatMap(parseTime) ?? Date()
+            let report = try inspect(text, at: instant)
+            if json {
+                Terminal.out(InspectOutput.json(report, now: instant))
+            } else {
+                show(report, at: instant)
+            }
+            try judge(report)
+        }
+
+        /// `text` decoded, and verified when a key is given; an unusable token is a usage error.
+        private func inspect(_ text: String, at instant: Date) throws -> TokenInspection {
             let keys = try loadKeys()
             let validation = ClaimValidation(
                 issuer: iss ?? issuer, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway,
@@ -122,11 +155,10 @@ struct InspectCommand: ParsableCommand {
                     : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
                 verifier = JWTVerifier(keys: keys, allowedAlgorithms: allowed, validation: validation)
             }
-            let report: TokenInspection
             do {
-                report = try TokenInspection(text, verifier: verifier, validation: validation)
+                return try TokenInspection(text, verifier: verifier, validation: validation)
             } catch {
-                if json { Terminal.out(InspectOutput.unusable(error)) }
+                if json, !session { Terminal.out(InspectOutput.unusable(error)) }
                 // No dots at all: an opaque token (only its issuer can say what it is), not a broken JWT.
                 if !text.utf8.contains(UInt8(ascii: ".")), error.code != JWTError.tokenTooLarge {
                     throw CLIError.usage("not a JWT: this looks like an opaque token (no header.payload.signature); "
@@ -134,15 +166,18 @@ struct InspectCommand: ParsableCommand {
                 }
                 throw CLIError.usage("token is unusable: \(error.message)")
             }
-            if json {
-                Terminal.out(InspectOutput.json(report, now: instant))
-            } else {
-                // The report's outside parts are made safe inside `human`; its own colors stay.
-                Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
-                if !verifies {
-                    Terminal.out("  audience not checked: decoded only, exit 0 (--aud, --key, --jwks or --issuer verify)")
-                }
+        }
+
+        private func show(_ report: TokenInspection, at instant: Date) {
+            // The report's outside parts are made safe inside `human`; its own colors stay.
+            Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
+            if !verifies {
+                Terminal.out("  audience not checked: decoded only, exit 0 (--aud, --key, --jwks or --issuer verify)")
             }
+        }
+
+        /// The exit status the report calls for.
+        private func judge(_ report: TokenInspection) throws {
             if report.problems.contains(where: { $0.isInputError }) { throw Status.usage }
             // A verification verdict (and exit 1) only when a verification was asked for: decoding
             // alone does not fail on the time claims. A token no one may accept (alg none, claims
@@ -152,6 +187,44 @@ struct InspectCommand: ParsableCommand {
                 verifies || !judgedOnlyWhenVerifying.contains(where: { $0 == problem.code })
             }
             if report.verdict == .invalid, !failing.isEmpty { throw Status.failed }
+        }
+
+        /// `--session`: the stored session's own access and ID tokens (the store as every command
+        /// finds it: `$MOOSE_STORE`, else the default), decoded — never refreshed, never printed raw.
+        private func runSession() throws {
+            guard token == nil else { throw CLIError.usage("--session inspects the stored session's tokens: give no TOKEN with it") }
+            let resolved = try CLIConfig.resolve(profile, store: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil))
+            let sessions = try CLISessions(options: resolved.store, create: false)
+            let stored: StoredSession?
+            do { stored = try sessions.load(resolved.name) } catch { throw OAuthContext.fail(error) }
+            guard let stored else { throw CLIError.failed("no session for profile \(resolved.name); run moose login") }
+            let instant = now.flatMap(parseTime) ?? Date()
+            var object: JSONObject = ["profile": .string(resolved.name)]
+            var failure: (any Error)? = nil
+            for (label, key, value) in [("access token", "access_token", stored.session.tokens.accessToken),
+                                        ("ID token", "id_token", stored.session.tokens.idToken)] {
+                guard let value, !value.isEmpty else {
+                    if json { object[key] = .null } else { Terminal.out("\(label): none in this session") }
+                    continue
+                }
+                if !json { Terminal.out("\(label) of profile \(resolved.name):") }
+                let report: TokenInspection
+                do {
+                    report = try inspect(value, at: instant)
+                } catch let error as CLIError where !value.utf8.contains(UInt8(ascii: ".")) {
+                    _ = error
+                    if json { object[key] = .object(["opaque": .bool(true)]) } else { Terminal.out("  opaque (not a JWT): only its issuer can tell what it means") }
+                    continue
+                }
+                if json {
+                    object[key] = (try? JSONValue(parsing: Array(InspectOutput.json(report, now: instant).utf8))) ?? .null
+                } else {
+                    show(report, at: instant)
+                }
+                do { try judge(report) } catch { failure = failure ?? error }
+            }
+            if json { Terminal.out(JSONValue.object(object).serialized()) }
+            if let failure { throw failure }
         }
 
         private func readToken() throws -> String {
@@ -182,11 +255,18 @@ struct InspectCommand: ParsableCommand {
             return String(trimmed)
         }
 
+        /// The transport for --jwks and --issuer URLs (trusting --ca-file, else $SSL_CERT_FILE).
+        private func transport() throws -> CurlTransport {
+            var transport = CLITransport.make(caFile: try caFile.map { try CLITransport.caFile($0) })
+            transport.maximumResponseSize = 1 << 20
+            return transport
+        }
+
         private func loadKeys() throws -> [JWTKey] {
             var keys: [JWTKey] = []
             if let jwks {
                 if jwks.hasPrefix("https://") || jwks.hasPrefix("http://") {
-                    keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwks), source: jwks)
+                    keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwks, transport: try transport()), source: jwks)
                 } else {
                     keys += try KeyLoading.jwks(try KeyLoading.readFile(jwks, what: "JWKS file"), source: jwks)
                 }
@@ -194,13 +274,17 @@ struct InspectCommand: ParsableCommand {
             if let issuer {
                 let metadata: ProviderMetadata
                 do {
-                    let transport = CurlTransport()
+                    let transport = try transport()
                     metadata = try CLIBlocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
+                } catch let error as OAuthError {
+                    throw CLIError.failed("cannot use issuer \(issuer): \(OAuthContext.text(error))")
+                } catch let error as CLIError {
+                    throw error
                 } catch {
                     throw CLIError.failed("cannot use issuer \(issuer): \(error)")
                 }
                 guard let jwksURI = metadata.jwksURI else { throw CLIError.failed("issuer \(issuer) publishes no jwks_uri") }
-                keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwksURI.absoluteString), source: jwksURI.absoluteString)
+                keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwksURI.absoluteString, transport: try transport()), source: jwksURI.absoluteString)
             }
             if let key { keys += try KeyLoading.keyFile(key) }
             if let secretFile {

@@ -117,7 +117,7 @@ enum InspectOutput {
 
 /// Fetches a JWKS over HTTP(S) for `moose inspect --jwks URL`.
 enum JWKSDownload {
-    static func fetch(_ text: String) throws -> [UInt8] {
+    static func fetch(_ text: String, transport: CurlTransport) throws -> [UInt8] {
         guard let url = URL(string: text), url.host != nil else { throw CLIError.usage("--jwks \(text) is not a valid URL") }
         // Keys decide what "verified" means: never fetched in clear text from another machine.
         guard TransportSecurity.permits(url) else {
@@ -126,7 +126,10 @@ enum JWKSDownload {
         let request = APIRequest(url: url, headerFields: [.accept: "application/jwk-set+json, application/json"], timeout: 15)
         let response: APIResponse
         do {
-            response = try CurlTransport(maximumResponseSize: 1 << 20).sendBlocking(request)
+            response = try transport.sendBlocking(request)
+        } catch let error as HTTPRequestError where error.code == HTTPRequestError.tls {
+            throw CLIError.failed("cannot fetch the JWKS: the TLS connection to \(url.redactedForLogs) failed (\(error.message)); "
+                                  + "if its certificate comes from a private CA, pass --ca-file PEM (or set SSL_CERT_FILE) [tls]")
         } catch {
             throw CLIError.failed("cannot fetch the JWKS: \(error)")
         }

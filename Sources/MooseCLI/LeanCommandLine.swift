@@ -146,6 +146,7 @@ enum LeanCommandLine {
             return true
         },
         Option(name: "--now", kind: .single) { $0.now = $1; return true },
+        Option(name: "--ca-file", kind: .single) { $0.caFile = $1; return true },
         Option(name: "--json", kind: .flag) { values, _ in values.json = true; return true },
     ]
 

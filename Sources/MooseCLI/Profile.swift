@@ -39,6 +39,9 @@ struct Profile: Sendable, Codable, Hashable {
     var privateKeyID: String? = nil
     /// The `audience` a client-credentials grant names (providers such as Auth0 need it).
     var audience: String? = nil
+    /// A PEM file of the CAs to trust for the provider (`--ca-file`: a provider behind a private CA),
+    /// instead of the system's; `nil`: `$SSL_CERT_FILE`, else the system's.
+    var caFile: String? = nil
 
     init(name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
          clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()) {

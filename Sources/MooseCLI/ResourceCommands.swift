@@ -102,20 +102,22 @@ struct MCPCommand: ParsableCommand {
                 Discovers the server's protected resource metadata (RFC 9728) and its authorization server, registers \
                 moose there (RFC 7591) unless --client-id is given, and logs in with PKCE S256, RFC 8707 resource and \
                 RFC 9207 iss. Then: moose token --resource SERVER_URL.
-                """)
+
+                """ + "\n" + HelpText.examples("moose mcp login https://mcp.example.com/mcp",
+                                        "moose token --resource https://mcp.example.com/mcp"))
         @OptionGroup var store: StoreOptions
         @Argument(help: ArgumentHelp("The MCP server's URL (its endpoint, e.g. https://mcp.example.com/mcp).", valueName: "SERVER_URL"))
         var serverURL: String
-        @Option(help: "The profile (default: the server's URL).") var profile: String?
+        @Option(help: "The profile (default: the server's URL).", completion: ProfileNames.completion) var profile: String?
         @Option(name: .customLong("client-id"), help: "A client id registered beforehand (default: register one).") var clientID: String?
         @Option(help: "A scope to request (repeatable; default: the server's challenge, else its scopes_supported).") var scope: [String] = []
         @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
-        @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16 = 0
+        @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16?
         @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
 
         func run() throws {
             try ResourceLogin(store: store, resource: serverURL, profile: profile, clientID: clientID, scopes: scope,
-                              noBrowser: noBrowser, port: port, timeout: timeout).run()
+                              noBrowser: noBrowser, port: port ?? 0, timeout: timeout).run()
         }
     }
 }

@@ -24,7 +24,7 @@ extension Status {
 /// What every session command shares: the store, the transport, discovery and the flows.
 struct OAuthContext {
     let sessions: CLISessions
-    let transport: any HTTPTransport = CurlTransport()
+    let transport: any HTTPTransport = CLITransport.make(caFile: nil)
 
     init(options: StoreOptions, create: Bool) throws {
         sessions = try CLISessions(options: options, create: create)
@@ -90,17 +90,49 @@ struct OAuthContext {
         }
     }
 
-    /// Maps library errors to the CLI's exit statuses and messages.
+    /// Maps library errors to the CLI's exit statuses and messages: plain words and the next step
+    /// first, the library's code last, in brackets (for a bug report or a search).
     static func fail(_ error: any Error) -> any Error {
         if let error = error as? OAuthError {
             if error.code == OAuthError.transient {
-                Terminal.error("moose: error: \(error.description)")
+                Terminal.error("moose: error: \(text(error, next: "check the network (or the provider's status) and try again"))")
                 return Status.unreachable
             }
-            return CLIError.failed(error.description)
+            if error.code == OAuthError.tls {
+                return CLIError.failed(text(error, next: "if the provider's certificate comes from a private CA, pass --ca-file PEM "
+                                                    + "(or set SSL_CERT_FILE); otherwise its certificate is wrong or expired"))
+            }
+            return CLIError.failed(text(error))
         }
         if let error = error as? SecretStoreError { return StoreOptions.cliError(error) }
         return error
+    }
+
+    /// `error` for a person: its message (and the provider's own error), then `next`, then the code.
+    static func text(_ error: OAuthError, next: String? = nil) -> String {
+        var text = error.message
+        if let oauthError = error.oauthError { text += " (\(oauthError)\(error.errorDescription.map { ": \($0)" } ?? ""))" }
+        if let next { text += "; \(next)" }
+        return text + " [\(error.code)]"
+    }
+}
+
+/// The CLI's HTTP transport: libcurl, trusting `--ca-file` (or a profile's `ca_file`), else
+/// `$SSL_CERT_FILE` (the variable OpenSSL, curl's tool, Python and Go read), else the system's CAs.
+enum CLITransport {
+    static func make(caFile: String?) -> CurlTransport {
+        let names: [String] = ["SSL_CERT_FILE", "CURL_CA_BUNDLE"]
+        let environment = names.lazy.compactMap { name in getenv(name).map { String(cString: $0) } }.first { !$0.isEmpty }
+        return CurlTransport(caFile: caFile ?? environment)
+    }
+
+    /// `path` checked as a readable file, made absolute (a profile is used from any directory later).
+    static func caFile(_ path: String, option: String = "--ca-file") throws -> String {
+        let absolute = LoginCommand.absolute(path)
+        guard access(absolute, R_OK) == 0 else {
+            throw CLIError.usage("\(option) \(path): no such readable file (a PEM file of the CA certificates to trust)")
+        }
+        return absolute
     }
 }
 
@@ -143,6 +175,7 @@ struct CLIClients: Sendable {
     }
 
     func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
+        let transport = profile.caFile.map { CLITransport.make(caFile: $0) } ?? self.transport
         let metadata = try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
         var authentication = try Self.authentication(for: profile)
         if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
@@ -280,10 +313,20 @@ struct LoginCommand: ParsableCommand {
             Authorization code + PKCE with a loopback redirect on 127.0.0.1 (RFC 8252), or --device for the \
             device authorization grant. The browser is $BROWSER if set (a colon-separated list; %s in a command is \
             replaced by the URL), else xdg-open; --no-browser only prints the URL.
-            """)
+
+            Register this redirect URI with the provider: http://127.0.0.1/callback, any port (RFC 8252 §7.3; \
+            a provider that wants the exact URI: http://127.0.0.1:PORT/callback with --port PORT).
+
+            """ + "\n" + HelpText.examples(
+                "moose login --issuer https://id.example.com --client-id my-cli",
+                "moose login --device --issuer https://id.example.com --client-id tv",
+                "moose login --profile work --scope openid --scope offline_access",
+                "moose login --client-credentials --issuer https://id.example.com \\",
+                "    --client-id svc --client-secret-env SVC_SECRET"))
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile to create or update (default: \"default\"; with --resource alone, the resource URL).")
+    @Option(help: "The profile to create or update (default: \"default\"; with --resource alone, the resource URL).",
+            completion: ProfileNames.completion)
     var profile: String?
     @Option(help: "The issuer (required the first time, unless --resource discovers it).") var issuer: String?
     @Option(help: ArgumentHelp("The RFC 8707 resource (an MCP server, an API) the tokens are for. Without --issuer, everything is discovered from its RFC 9728 metadata and the client is registered when needed.", valueName: "URL"))
@@ -309,13 +352,17 @@ struct LoginCommand: ParsableCommand {
     @Option(name: .customLong("device-endpoint"), help: ArgumentHelp("The device authorization endpoint, when discovery does not list it.", valueName: "URL"))
     var deviceEndpoint: String?
     @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
-    @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16 = 0
+    @Flag(help: "Also take the address the browser ends on, pasted here (a shell on another machine than the browser: ssh, a container). On by default with --no-browser at a terminal.")
+    var paste = false
+    @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16?
     @Flag(help: "Bind the tokens to a new DPoP key (RFC 9449), kept with the session; proofs are then sent with every request.")
     var dpop = false
     @Option(name: .customLong("dpop-alg"), help: ArgumentHelp("The DPoP key's algorithm: ES256 (default), EdDSA or RS256.", valueName: "ALG"))
     var dpopAlgorithm: String?
     @Flag(name: .customLong("no-par"), help: "Never push the authorization request (RFC 9126), even when the provider offers it.")
     var noPAR = false
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file for the provider (a private CA), kept with the profile (default: $SSL_CERT_FILE, else the system's).", valueName: "PEM"))
+    var caFile: String?
     @Option(help: ArgumentHelp("Seconds to wait for the user: for the browser's redirect (default 300), or with --device for the approval (default: the device code's own lifetime).", valueName: "SECONDS"))
     var timeout: Double?
 
@@ -348,7 +395,7 @@ struct LoginCommand: ParsableCommand {
         let resolved = try CLIConfig.resolve(self.profile ?? (resource != nil && issuer == nil ? resource : nil), store: store)
         if let resource, issuer == nil, resolved.settings?.issuer == nil {
             try ResourceLogin(store: resolved.store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
-                              noBrowser: noBrowser, port: port, timeout: timeout ?? 300).run()
+                              noBrowser: noBrowser, port: port ?? 0, timeout: timeout ?? 300).run()
             return
         }
         let profile = resolved.name
@@ -383,6 +430,7 @@ struct LoginCommand: ParsableCommand {
         settings.privateKeyID = keyID ?? existing?.privateKeyID
         settings.clientAuth = clientAuth ?? existing?.clientAuth
         settings.audience = audience ?? existing?.audience
+        if let file = caFile ?? config?.caFile { settings.caFile = try CLITransport.caFile(file) } else { settings.caFile = existing?.caFile }
         if let file = settings.clientSecretFile { settings.clientSecretFile = Self.absolute(file) }
         if clientCredentials, settings.clientSecretFile == nil, settings.clientSecretEnv == nil, settings.privateKeyFile == nil {
             throw CLIError.usage("--client-credentials needs the client's credentials: --client-secret-file FILE, --client-secret-env VAR or --private-key FILE")
@@ -439,17 +487,23 @@ struct LoginCommand: ParsableCommand {
                 let timeout = self.timeout ?? 300
                 let progress = Mutex<Progress?>(nil)
                 let deadline = Date().addingTimeInterval(timeout)
-                let agent = try LoopbackUserAgent(port: port, timeout: timeout) { url in
+                let pasting = paste || (noBrowser && Terminal.stdinIsTerminal)
+                let agent = try LoopbackUserAgent(port: port ?? 0, timeout: timeout) { url in
                     Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
                     if !noBrowser { openBrowser(url) }
-                    if Progress.isInteractive {
+                    if pasting {
+                        // No spinner: it would write over what the person types.
+                        Terminal.error("If the browser is on another machine, sign in there, then paste the address it ends on "
+                                       + "(http://127.0.0.1:…/callback?code=…; that page does not load there) or only the code, and press Enter:")
+                    } else if Progress.isInteractive {
                         progress.withLock { $0 = Progress("Waiting for the browser to come back to 127.0.0.1 (Ctrl-C to cancel)", until: deadline) }
                     } else {
                         Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
                     }
                 }
                 defer { progress.withLock { $0?.stop() } }
-                let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
+                let userAgent: any ExternalUserAgent = pasting ? PasteUserAgent(loopback: agent) : agent
+                let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: userAgent, idTokens: validator)
                 tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             }
             // The session engine names the user and stores the session (the profile's settings with it).
@@ -475,9 +529,11 @@ struct LoginCommand: ParsableCommand {
 }
 
 struct StatusCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show sessions (never a token).")
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show sessions (never a token).",
+        discussion: HelpText.examples("moose status", "moose status --profile work --json"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "Only this profile.") var profile: String?
+    @Option(help: "Only this profile.", completion: ProfileNames.completion) var profile: String?
     @Flag(help: "One JSON array for scripts.") var json = false
 
     func run() throws {
@@ -518,9 +574,12 @@ struct StatusCommand: ParsableCommand {
 }
 
 struct RefreshCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "refresh", abstract: "Refresh the session's tokens now.")
+    static let configuration = CommandConfiguration(
+        commandName: "refresh", abstract: "Refresh the session's tokens now.",
+        discussion: "moose token refreshes by itself when it has to; this forces one now.\n\n"
+            + HelpText.examples("moose refresh", "moose refresh --profile work"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
+    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
 
     func run() throws {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
@@ -562,9 +621,14 @@ extension RefreshCommand {
 
 struct LogoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "logout", abstract: "Revoke the tokens at the provider and wipe the local session (always).")
+        commandName: "logout", abstract: "Revoke the tokens at the provider and wipe the local session (always).",
+        discussion: """
+            Prints the provider's end-session URL (open it to end the browser's session there) and whether \
+            the refresh token was revoked; the local session is wiped even when the provider is down.
+
+            """ + "\n" + HelpText.examples("moose logout", "moose logout --profile work"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
+    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
     /// Accepted for scripts written for earlier versions; the end-session URL is now always printed in full.
     @Flag(name: .customLong("show-end-session-url"), help: .hidden)
     var showEndSessionURL = false

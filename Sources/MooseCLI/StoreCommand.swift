@@ -128,6 +128,8 @@ struct StoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Manage the encrypted secret store.",
+        discussion: HelpText.examples("moose store init", "printf %s \"$SECRET\" | moose store put --namespace ci deploy-key",
+                                      "moose store get --namespace ci deploy-key", "moose store check"),
         subcommands: [Init.self, Put.self, Get.self, List.self, Remove.self, RotateKey.self, Check.self]
     )
 

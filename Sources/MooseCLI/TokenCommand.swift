@@ -21,10 +21,16 @@ struct TokenCommand: ParsableCommand {
         commandName: "token",
         abstract: "Print a valid access token (refreshing once, however many scripts ask at the same moment).",
         discussion: """
-            curl -H "$(moose token --format header)" https://api.example.com/me
-            eval "$(moose token --format env)"   # exports MOOSE_ACCESS_TOKEN, MOOSE_TOKEN_TYPE, MOOSE_TOKEN_EXPIRES_AT
+            --format env exports MOOSE_ACCESS_TOKEN, MOOSE_TOKEN_TYPE and MOOSE_TOKEN_EXPIRES_AT; \
+            --format exec-credential is a kubectl exec credential (with --id-token for Kubernetes' OIDC).
+
             Exit status: 0 ok, 1 the session needs `moose login`, 2 usage, 3 the provider is unreachable.
-            """)
+
+            """ + "\n" + HelpText.examples(
+                "curl -H \"$(moose token --format header)\" https://api.example.com/me",
+                "eval \"$(moose token --format env)\"",
+                "moose token --id-token --format exec-credential",
+                "moose token --profile work --min-validity 120"))
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
         case token, header, env, json
@@ -33,7 +39,7 @@ struct TokenCommand: ParsableCommand {
     }
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
+    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
     @Option(name: .customLong("min-validity"),
             help: ArgumentHelp("How long the token must still be valid: seconds, or a duration like 90s, 2m, 1h (default: 30s; at most a quarter of the provider's token lifetime).",
                                valueName: "DURATION"))
@@ -42,7 +48,7 @@ struct TokenCommand: ParsableCommand {
     @Option(help: "token | header | env | json") var format: Format = .token
     @Option(help: ArgumentHelp("For a DPoP-bound session with --format header: the request's URL (the proof's htu).", valueName: "URL"))
     var url: String?
-    @Option(help: ArgumentHelp("For a DPoP-bound session with --format header: the request's method (default GET).", valueName: "METHOD"))
+    @Option(help: ArgumentHelp("For a DPoP-bound session with --format header: the request's method.", valueName: "METHOD"))
     var method = "GET"
     @Option(help: ArgumentHelp("A DPoP nonce the resource server sent (its DPoP-Nonce header).", valueName: "NONCE"))
     var nonce: String?
@@ -244,14 +250,16 @@ struct DPoPProofCommand: ParsableCommand {
         commandName: "dpop-proof",
         abstract: "Print a DPoP proof for one request, signed with the session's DPoP key.",
         discussion: """
-            curl -H "Authorization: DPoP $(moose token)" -H "DPoP: $(moose dpop-proof --url https://api.example.com/me)" \\
-                 https://api.example.com/me
             The proof carries ath (the access token's hash) unless --no-ath; a nonce when --nonce is given.
-            """)
+
+            """ + "\n" + HelpText.examples(
+                "url=https://api.example.com/me",
+                "curl -H \"Authorization: DPoP $(moose token)\" \\",
+                "     -H \"DPoP: $(moose dpop-proof --url $url)\" \"$url\""))
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the config file's default, else \"default\").") var profile: String?
-    @Option(help: ArgumentHelp("The request's method (htm).", valueName: "METHOD")) var method = "GET"
+    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
+    @Option(help: ArgumentHelp("The request's method, its htm claim.", valueName: "METHOD")) var method = "GET"
     @Option(help: ArgumentHelp("The request's URL (htu: query and fragment are dropped).", valueName: "URL")) var url: String
     @Option(help: ArgumentHelp("The server's DPoP-Nonce.", valueName: "NONCE")) var nonce: String?
     @Flag(name: .customLong("no-ath"), help: "Leave out ath (a proof for a token endpoint rather than a resource).") var noAccessTokenHash = false

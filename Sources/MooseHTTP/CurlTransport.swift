@@ -28,11 +28,16 @@ public struct CurlTransport: HTTPTransport {
     public var maximumResponseSize: Int
     /// The time allowed to establish a connection.
     public var connectTimeout: TimeInterval
+    /// A PEM file of the certificate authorities to trust instead of the system's (a provider behind a
+    /// private CA); `nil` trusts the system's store. A certificate no trusted CA signed fails the
+    /// request with `HTTPRequestError.tls`.
+    public var caFile: String?
 
     /// A transport.
-    public init(maximumResponseSize: Int = 16 << 20, connectTimeout: TimeInterval = 10) {
+    public init(maximumResponseSize: Int = 16 << 20, connectTimeout: TimeInterval = 10, caFile: String? = nil) {
         self.maximumResponseSize = maximumResponseSize
         self.connectTimeout = connectTimeout
+        self.caFile = caFile
     }
 
     /// `true` when libcurl can be loaded on this machine.
@@ -41,14 +46,14 @@ public struct CurlTransport: HTTPTransport {
     public func send(_ request: APIRequest) async throws -> APIResponse {
         try Task.checkCancellation()
         let flag = CancelFlag()
-        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout
+        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout, caFile = self.caFile
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<APIResponse, any Error>) in
                 // libcurl's easy API blocks: run it on a Dispatch thread, never on the cooperative pool.
                 DispatchQueue.global().async {
                     continuation.resume(with: Result {
                         try CurlTransport.perform(request, maximumResponseSize: maximumResponseSize,
-                                                  connectTimeout: connectTimeout, cancel: flag)
+                                                  connectTimeout: connectTimeout, caFile: caFile, cancel: flag)
                     })
                 }
             }
@@ -60,11 +65,15 @@ public struct CurlTransport: HTTPTransport {
     /// Sends `request` synchronously, blocking the calling thread (for command-line tools).
     public func sendBlocking(_ request: APIRequest) throws -> APIResponse {
         try CurlTransport.perform(request, maximumResponseSize: maximumResponseSize, connectTimeout: connectTimeout,
-                                  cancel: CancelFlag())
+                                  caFile: caFile, cancel: CancelFlag())
     }
 
+    /// libcurl's codes for a failed TLS handshake or certificate check (curl/curl.h): retrying does not
+    /// help, trusting the right CA (or fixing the server's certificate) does.
+    static let tlsCodes: Set<Int32> = [35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98]
+
     static func perform(_ request: APIRequest, maximumResponseSize: Int, connectTimeout: TimeInterval,
-                        cancel: CancelFlag) throws -> APIResponse {
+                        caFile: String?, cancel: CancelFlag) throws -> APIResponse {
         guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw HTTPRequestError(HTTPRequestError.invalidRequest, "only http and https URLs are supported: \(request.redactedURL)")
         }
@@ -83,9 +92,11 @@ public struct CurlTransport: HTTPTransport {
             url.absoluteString.withCString { url in
                 request.method.rawValue.withCString { method in
                     let perform = { (body: UnsafePointer<UInt8>?, count: Int) -> Int32 in
-                        moose_curl_perform(method, url, headerPointers, headerLines.count, body, count,
-                                           Int(request.timeout * 1000), Int(connectTimeout * 1000),
-                                           maximumResponseSize, cancel.pointer, &response)
+                        withOptionalCString(caFile) { caFile in
+                            moose_curl_perform(method, url, headerPointers, headerLines.count, body, count,
+                                               Int(request.timeout * 1000), Int(connectTimeout * 1000),
+                                               maximumResponseSize, cancel.pointer, caFile, &response)
+                        }
                     }
                     if let body = request.body {
                         return body.withUnsafeBytes { bytes in
@@ -101,12 +112,14 @@ public struct CurlTransport: HTTPTransport {
         }
         if cancel.isCancelled { throw CancellationError() }
         guard code == 0 else {
+            // (The URL is the error's own `url`, shown by its description: not repeated in the message.)
             if response.truncated != 0 {
-                throw HTTPRequestError(HTTPRequestError.responseTooLarge, "\(request.redactedURL): \(message)")
+                throw HTTPRequestError(HTTPRequestError.responseTooLarge, message, method: request.method, url: request.redactedURL)
             }
             // CURLE_OPERATION_TIMEDOUT = 28
-            if code == 28 { throw HTTPRequestError(HTTPRequestError.timedOut, "\(request.redactedURL): \(message)") }
-            throw HTTPRequestError(HTTPRequestError.transport, "\(request.redactedURL): \(message)")
+            if code == 28 { throw HTTPRequestError.timeout(message, request) }
+            if tlsCodes.contains(code) { throw HTTPRequestError(HTTPRequestError.tls, message, method: request.method, url: request.redactedURL) }
+            throw HTTPRequestError.transportFailure(message, request)
         }
         let body = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
         let headerBytes = response.headers.map { pointer in
@@ -194,6 +207,13 @@ func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<C
     var storage: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
     defer { for pointer in storage { free(pointer) } }
     return storage.withUnsafeMutableBufferPointer { buffer in
-        buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
+        guard let base = buffer.baseAddress else { return body(nil) }
+        return base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
     }
+}
+
+/// Calls `body` with `string` as a C string, or with `nil`.
+func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
 }

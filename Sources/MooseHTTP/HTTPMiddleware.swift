@@ -82,7 +82,8 @@ public struct RetryMiddleware: HTTPMiddleware {
                 } else {
                     delay = policy.delay(after: attempt)
                 }
-            } catch let error as HTTPRequestError where error.code != HTTPRequestError.invalidRequest && context.isRetryable && attempt < policy.maxAttempts {
+            } catch let error as HTTPRequestError where error.code != HTTPRequestError.invalidRequest && error.code != HTTPRequestError.tls
+                        && context.isRetryable && attempt < policy.maxAttempts {
                 if Task.isCancelled { throw CancellationError() }
                 delay = policy.delay(after: attempt)
             }

@@ -64,6 +64,10 @@ public struct HTTPRequestError: Error, Sendable, CustomStringConvertible {
 
     /// The request could not be sent or no response arrived (DNS, connect, TLS, reset).
     public static let transport = Code(name: "transport")
+    /// The TLS handshake failed or the server's certificate is not trusted (an unknown or private CA,
+    /// an expired certificate, another host's name): retrying does not help; trusting the right CA
+    /// (`CurlTransport.caFile`, `SSL_CERT_FILE`) or fixing the server's certificate does.
+    public static let tls = Code(name: "tls")
     /// The exchange took longer than its timeout.
     public static let timedOut = Code(name: "timedOut")
     /// The response was larger than allowed.

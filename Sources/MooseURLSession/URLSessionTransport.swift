@@ -197,6 +197,9 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         switch error.code {
         case .cancelled: CancellationError()
         case .timedOut: HTTPRequestError.timeout("timed out after \(request.timeout) s", request)
+        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted, .serverCertificateHasUnknownRoot,
+             .serverCertificateNotYetValid, .clientCertificateRejected, .clientCertificateRequired:
+            HTTPRequestError(HTTPRequestError.tls, error.localizedDescription, method: request.method, url: request.redactedURL)
         default: HTTPRequestError.transportFailure(error.localizedDescription, request)
         }
     }

@@ -213,7 +213,9 @@ struct LoginProgressTests {
     @Test func aSpinnerWithACountdownOnATerminalOnly() async throws {
         let (home, environment) = CLI.home("moose-progress")
         defer { try? FileManager.default.removeItem(at: home) }
-        let arguments = ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--no-browser", "--timeout", "2"]
+        // A browser that starts and never comes back (`true`): the wait is the browser's. (With
+        // --no-browser at a terminal, moose asks for the pasted address instead: no spinner there.)
+        let arguments = ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--timeout", "2"]
         // Under a pseudo-terminal (python's pty), as a person at the keyboard runs it.
         let script = """
             import os, pty, sys
@@ -234,6 +236,7 @@ struct LoginProgressTests {
             """
         var env = environment
         env["TERM"] = "xterm"
+        env["BROWSER"] = "true"
         let terminal = try await CLI.run(["python3", "-c", script, CLI.binary] + arguments, environment: env, timeout: 60,
                                    executable: "/usr/bin/python3")
         #expect(terminal.stdout.contains("⠋") && terminal.stdout.contains(" left"), "\(terminal.stdout)")

@@ -4,6 +4,8 @@
 Given the authorization URL, it signs in to the test IdP as MOOSE_IDP_USER / MOOSE_IDP_PASSWORD
 (default alice / wonderland-42) through the provider's own login form (cookies + CSRF token), follows
 the redirects, and finally requests the app's loopback redirect URI, as a real browser would.
+With MOOSE_BROWSER_PRINT_REDIRECT=1 it prints that final address instead of requesting it (a browser on
+another machine, whose address bar a person copies: `moose login --paste`).
 Test support only — Moose itself never contains this.
 """
 import html.parser
@@ -46,6 +48,9 @@ def main():
     data = None
     for _ in range(12):
         if redirect_uri and url.startswith(redirect_uri):
+            if os.environ.get("MOOSE_BROWSER_PRINT_REDIRECT") == "1":
+                print(url, flush=True)
+                return 0
             urllib.request.urlopen(url, timeout=10).read()  # deliver the callback to the app
             return 0
         try:

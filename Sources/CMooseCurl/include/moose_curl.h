@@ -23,11 +23,12 @@ int moose_curl_load(char *reason, size_t reason_size);
 /// Performs one request. `headers` are "Name: value" strings. Returns 0 on success (any HTTP status),
 /// otherwise the libcurl error code (or -1 if libcurl is unavailable) with `out->error` set.
 /// `cancel_flag` (may be NULL) is polled during the transfer; when it becomes non-zero the transfer stops.
+/// `ca_file` (may be NULL) is a PEM bundle of the CAs to trust instead of the system's (CURLOPT_CAINFO).
 int moose_curl_perform(const char *method, const char *url,
                        const char *const *headers, size_t header_count,
                        const unsigned char *body, size_t body_length,
                        long timeout_ms, long connect_timeout_ms, size_t max_body,
-                       const int *cancel_flag,
+                       const int *cancel_flag, const char *ca_file,
                        moose_curl_response *out);
 
 /// Frees the buffers of a response.

@@ -133,7 +133,8 @@ public actor Discovery {
         }
         guard metadata.issuer.utf8.elementsEqual(issuer.utf8) else {
             throw OAuthError(OAuthError.issuerMismatch,
-                             "the discovery document of \(issuer) names another issuer (\(metadata.issuer)); refusing it")
+                             "the discovery document of \(issuer) names another issuer (\(metadata.issuer)); refusing it. "
+                             + "If \(metadata.issuer) is the provider you mean, use exactly that as the issuer (scheme, path and trailing slash count)")
         }
         var missing: [String] = []
         func need(_ name: String) { if object[name] == nil || object[name] == .null { missing.append(name) } }

@@ -107,6 +107,9 @@ public struct SessionEngine: Sendable {
     /// Completes a login whose grant gave `tokens` (already validated by the flow): names the user
     /// (the ID token's `preferred_username`, `email`, `name` — else UserInfo's — then `sub`), stores
     /// the session under `key` (replacing any), and tells `coordinator` so its next call reads it.
+    /// The refresh token of the session it replaced — an earlier login, or another login of the same
+    /// key finishing at the same moment — is revoked when it is this provider's and client's, so no
+    /// valid refresh token is left behind without a holder.
     ///
     /// - Parameters:
     ///   - grant: recorded for grants a refresh repeats (`client_credentials`).
@@ -121,13 +124,43 @@ public struct SessionEngine: Sendable {
         if let grant { kept[Self.grantAttribute] = grant }
         let session = OAuthSession(issuer: client.metadata.issuer, clientID: client.clientID, tokens: tokens, subject: claims?.subject,
                                    attributes: kept, resource: tokens.resource ?? client.resource, registration: registration)
+        let replaced: OAuthSession?
         do {
-            try await storage.replace(session, key: key)
+            replaced = try await store(session)
         } catch {
             throw OAuthError(OAuthError.storeUnavailable, "the login succeeded but its session could not be stored under \(key)", underlying: error)
         }
+        // The refresh token this login replaced (an earlier login, or one finishing at the same moment
+        // in another process) would stay valid at the provider with no one holding it: revoke it, when
+        // it belongs to this provider and client (best effort; the new session stands either way).
+        if let old = replaced, let oldToken = old.tokens.refreshToken, !oldToken.utf8.elementsEqual((tokens.refreshToken ?? "").utf8),
+           old.issuer.utf8.elementsEqual(session.issuer.utf8), old.clientID.utf8.elementsEqual(session.clientID.utf8) {
+            try? await client.revoke(oldToken, hint: "refresh_token")
+        }
         await coordinator?.didLogIn()
         return session
+    }
+
+    /// Writes `session` by compare-and-set and returns the session it replaced (`nil`: none, or a row
+    /// that could not be read — overwritten, since a login is the way out of a damaged session).
+    private func store(_ session: OAuthSession) async throws -> OAuthSession? {
+        for _ in 0..<8 {
+            let current: StoredSession?
+            do {
+                current = try await storage.load(key)
+            } catch {
+                _ = try await storage.replace(session, key: key)
+                return nil
+            }
+            do {
+                _ = try await storage.save(session, key: key, expectedGeneration: current?.generation, lease: nil)
+                return current?.session
+            } catch let error as OAuthError where error.code == OAuthError.storageConflict {
+                continue   // another writer came between: read what is there now
+            }
+        }
+        _ = try await storage.replace(session, key: key)
+        return nil
     }
 
     // MARK: - Logout

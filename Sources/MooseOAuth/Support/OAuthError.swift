@@ -91,6 +91,10 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let invalidResponse = Code(name: "invalidResponse")
     /// The server could not be reached, timed out, or answered 5xx/429: worth retrying later.
     public static let transient = Code(name: "transient")
+    /// The TLS handshake with the server failed or its certificate is not trusted (a private CA, an
+    /// expired certificate, another host's name). Not transient: retrying does not help; trusting the
+    /// right CA (the transport's CA file, `SSL_CERT_FILE`) or fixing the certificate does.
+    public static let tls = Code(name: "tls")
     /// The user (or the server) refused the authorization (`access_denied`).
     public static let accessDenied = Code(name: "accessDenied")
     /// The redirect's `state` does not match the request's: possible CSRF. Nothing was exchanged.

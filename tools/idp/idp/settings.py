@@ -39,6 +39,12 @@ TEMPLATES = [{
         "django.contrib.messages.context_processors.messages",
     ]},
 }]
+# Test-only: a cheap password hasher first. Django's default (PBKDF2, 1,000,000 iterations) costs ~0.6 s
+# of CPU for every sign-in and every confidential client's token request (client secrets are hashed
+# too); the parallel suites make hundreds of those on 2 cores, and the IdP then answered past the tests'
+# 20 s timeouts (CI, 2026-11-24). Hashes made earlier with PBKDF2 still verify.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+
 # Concurrent requests under the threaded dev server need a busy timeout, IMMEDIATE writes and WAL,
 # or SQLite answers "database is locked" (500).
 DATABASES = {"default": {

@@ -1,0 +1,123 @@
+import Dispatch
+import MooseOAuth
+import Synchronization
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `moose login --paste` (and `--no-browser` at a terminal): for a shell on another machine than the
+/// browser (ssh, a container, a cloud shell). The URL is printed; the person signs in wherever their
+/// browser is, and pastes back the address the browser ends on (it does not load there:
+/// `http://127.0.0.1:PORT/callback?code=…&state=…`), or only the code. The loopback listener keeps
+/// waiting as well: a browser on this machine still comes back by itself, whichever is first wins.
+///
+/// A pasted address must be this login's redirect URI (scheme, host, port and path, byte for byte)
+/// and carry this login's `state`; the flow then checks the rest as for any redirect (RFC 9207 `iss`,
+/// the code exchange with PKCE). A bare code gets this login's `state` attached — the person pasted
+/// it into this login — and nothing else: a provider that sends `iss` then needs the whole address.
+/// Anything else is refused with the reason, and the person may paste again.
+struct PasteUserAgent: ExternalUserAgent {
+    let loopback: LoopbackUserAgent
+    /// Reads one line the person typed (`nil` at end of input). Blocking: called off the pool.
+    let readLine: @Sendable () -> String?
+
+    init(loopback: LoopbackUserAgent, readLine: @escaping @Sendable () -> String? = { Swift.readLine(strippingNewline: true) }) {
+        self.loopback = loopback
+        self.readLine = readLine
+    }
+
+    func authorize(url: URL, redirectURI: URL) async throws -> URL {
+        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+        return try await authorize(url: url, redirectURI: redirectURI, expectedState: state ?? "")
+    }
+
+    func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
+        let loopback = self.loopback, readLine = self.readLine
+        return try await withThrowingTaskGroup(of: URL.self) { group in
+            group.addTask { try await loopback.authorize(url: url, redirectURI: redirectURI, expectedState: expectedState) }
+            group.addTask { try await Self.pasted(redirectURI: redirectURI, expectedState: expectedState, readLine: readLine) }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw CancellationError() }
+            return first
+        }
+    }
+
+    func loginFinished(_ failure: OAuthError?) async { await loopback.loginFinished(failure) }
+
+    /// Reads lines until one is a usable redirect; at end of input (nothing more will be typed) it
+    /// waits for cancellation: the loopback listener may still bring the redirect.
+    static func pasted(redirectURI: URL, expectedState: String, readLine: @escaping @Sendable () -> String?) async throws -> URL {
+        while true {
+            guard let line = try await nextLine(readLine) else {
+                try await Task.sleep(nanoseconds: UInt64(86_400) * 1_000_000_000)
+                throw CancellationError()
+            }
+            switch parse(line, redirectURI: redirectURI, expectedState: expectedState) {
+            case .success(let url): return url
+            case .failure(let refusal): Terminal.error("moose: \(refusal.message); paste the whole address again (or only the code)")
+            }
+        }
+    }
+
+    /// One line from `readLine`, read on a Dispatch thread; cancellation returns at once (the thread
+    /// stays in `read` until the process ends: a CLI's last moments).
+    static func nextLine(_ readLine: @escaping @Sendable () -> String?) async throws -> String? {
+        let slot = Mutex<CheckedContinuation<String?, any Error>?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                slot.withLock { $0 = continuation }
+                if Task.isCancelled, let pending = slot.withLock({ $0.take() }) { pending.resume(throwing: CancellationError()) }
+                DispatchQueue.global().async {
+                    let line = readLine()
+                    slot.withLock { $0.take() }?.resume(returning: line)
+                }
+            }
+        } onCancel: {
+            slot.withLock { $0.take() }?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Why a pasted line was refused.
+    struct Refusal: Error, Equatable {
+        let message: String
+    }
+
+    /// The redirect URL a pasted line stands for, or why it is refused.
+    static func parse(_ line: String, redirectURI: URL, expectedState: String) -> Result<URL, Refusal> {
+        var trimmed = Substring(line)
+        while let first = trimmed.first, first == " " || first == "\t" { trimmed.removeFirst() }
+        while let last = trimmed.last, last == " " || last == "\t" || last == "\r" { trimmed.removeLast() }
+        let text = String(trimmed)
+        guard !text.isEmpty else { return .failure(Refusal(message: "nothing was pasted")) }
+        guard text.utf8.count <= 8192, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            return .failure(Refusal(message: "that is not an address or a code (spaces, control or non-ASCII characters, or over 8 KiB)"))
+        }
+        let lowered = text.lowercased()
+        guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
+            // A bare code: this login's redirect with this login's state.
+            var components = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false)
+            components?.queryItems = [URLQueryItem(name: "code", value: text), URLQueryItem(name: "state", value: expectedState)]
+            guard let url = components?.url else { return .failure(Refusal(message: "that code cannot be used")) }
+            return .success(url)
+        }
+        guard let pasted = URLComponents(string: text), let expected = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false) else {
+            return .failure(Refusal(message: "that is not a valid address"))
+        }
+        func same(_ a: String?, _ b: String?) -> Bool { (a ?? "").utf8.elementsEqual((b ?? "").utf8) }
+        guard same(pasted.scheme?.lowercased(), expected.scheme), same(pasted.host?.lowercased(), expected.host),
+              pasted.port == expected.port, same(pasted.percentEncodedPath, expected.percentEncodedPath) else {
+            return .failure(Refusal(message: "that address is not this login's redirect (\(redirectURI.absoluteString)…)"))
+        }
+        let items = pasted.queryItems ?? []
+        guard items.contains(where: { $0.name == "code" || $0.name == "error" }) else {
+            return .failure(Refusal(message: "that address has no code (copy it from the address bar after signing in)"))
+        }
+        guard let state = items.first(where: { $0.name == "state" })?.value, state.utf8.elementsEqual(expectedState.utf8) else {
+            return .failure(Refusal(message: "that address belongs to another login (its state is not this one's)"))
+        }
+        guard let url = pasted.url else { return .failure(Refusal(message: "that is not a valid address")) }
+        return .success(url)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+@testable import MooseCLI
+import MooseTestSupport
+import Testing
+
+/// Issue "The first hour", §4: a paste mode for remote shells. Under a pseudo-terminal, `moose login
+/// --no-browser` prints the URL; the "browser" (on another machine: it never reaches moose's
+/// listener) signs in at the test IdP; the person pastes a wrong address (refused, asked again), then
+/// the address the browser ended on — and is logged in.
+struct PasteLoginTests {
+    @Test func aPastedRedirectLogsInAtATerminal() async throws {
+        let (home, environment) = CLI.home("moose-paste")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let driver = """
+            import os, pty, re, select, subprocess, sys, time
+            moose, browser = sys.argv[1], sys.argv[2]
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(moose, [moose] + sys.argv[3:])
+            out = b""
+            def read_until(needle, limit=60):
+                global out
+                end = time.time() + limit
+                while time.time() < end and needle not in out:
+                    ready, _, _ = select.select([fd], [], [], 0.5)
+                    if ready:
+                        try:
+                            chunk = os.read(fd, 4096)
+                        except OSError:
+                            return
+                        if not chunk:
+                            return
+                        out += chunk
+            read_until(b"press Enter")
+            match = re.search(rb"(http://127\\.0\\.0\\.1:[0-9]+/authorize/\\?[^\\s]+)", out)
+            if match:
+                env = dict(os.environ, MOOSE_BROWSER_PRINT_REDIRECT="1")
+                redirect = subprocess.run([sys.executable, browser, match.group(1).decode()], env=env,
+                                          capture_output=True, text=True, timeout=60).stdout.strip()
+                os.write(fd, b"http://127.0.0.1:1/elsewhere?code=x&state=y\\r")
+                read_until(b"paste the whole address again")
+                os.write(fd, redirect.encode() + b"\\r")
+                read_until(b"Logged in")
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.write(out.decode(errors="replace"))
+            print("EXIT", os.waitstatus_to_exitcode(status))
+            """
+        let browser = LocalServer.repositoryRoot + "/tools/idp/headless_browser.py"
+        let result = try await CLI.run(["python3", "-c", driver, CLI.binary, browser, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
+                                        "--client-id", "moose-cli", "--timeout", "90"],
+                                       environment: environment, timeout: 120, executable: "/usr/bin/python3")
+        #expect(result.stdout.contains("not this login's redirect"), "\(result.stdout)")
+        #expect(result.stdout.contains("Logged in to"), "\(result.stdout) \(result.stderr)")
+        #expect(result.stdout.hasSuffix("EXIT 0\n"), "\(result.stdout)")
+        let status = try await CLI.run(["status"], environment: environment)
+        #expect(status.stdout.contains("alice"), "\(status.stdout)")
+    }
+
+    @Test func pastedLinesAreCheckedBeforeUse() throws {
+        let redirect = try #require(URL(string: "http://127.0.0.1:4711/callback"))
+        func parse(_ line: String) -> Result<URL, PasteUserAgent.Refusal> { PasteUserAgent.parse(line, redirectURI: redirect, expectedState: "s1") }
+        #expect(try parse("  http://127.0.0.1:4711/callback?code=abc&state=s1 ").get().absoluteString == "http://127.0.0.1:4711/callback?code=abc&state=s1")
+        #expect(try parse("http://127.0.0.1:4711/callback?error=access_denied&state=s1").get().query == "error=access_denied&state=s1")
+        // A bare code: this login's redirect and state.
+        #expect(try parse("a/b+c").get().absoluteString == "http://127.0.0.1:4711/callback?code=a/b+c&state=s1")
+        for refused in ["", "http://127.0.0.1:4712/callback?code=abc&state=s1", "http://localhost:4711/callback?code=abc&state=s1",
+                        "https://127.0.0.1:4711/callback?code=abc&state=s1", "http://127.0.0.1:4711/other?code=abc&state=s1",
+                        "http://127.0.0.1:4711/callback?code=abc&state=s2", "http://127.0.0.1:4711/callback?code=abc",
+                        "http://127.0.0.1:4711/callback?state=s1", "code with spaces", "c\u{1B}[2Jode", "cödé",
+                        String(repeating: "a", count: 9000)] {
+            if case .success(let url) = parse(refused) { Issue.record("accepted \(refused.prefix(60)) as \(url)") }
+        }
+    }
+}
