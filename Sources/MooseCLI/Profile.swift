@@ -14,6 +14,8 @@ struct Profile: Sendable, Codable, Hashable {
         case authorizationCode = "authorization_code"
         case deviceCode = "device_code"
         case clientCredentials = "client_credentials"
+        /// A workload's own identity token exchanged for tokens (`--workload`): renewed by exchanging again.
+        case workload
     }
 
     /// The profile's name (`default`): the session's storage key.
@@ -42,6 +44,13 @@ struct Profile: Sendable, Codable, Hashable {
     /// A PEM file of the CAs to trust for the provider (`--ca-file`: a provider behind a private CA),
     /// instead of the system's; `nil`: `$SSL_CERT_FILE`, else the system's.
     var caFile: String? = nil
+    /// A workload login's identity source (`github`, `gitlab[:VAR]`, `env:VAR`, `file:PATH`,
+    /// `command:CMD`), the audience asked of it, the grant (`token-exchange`, `jwt-bearer`) and the
+    /// subject token type sent with an exchange.
+    var workload: String? = nil
+    var workloadAudience: String? = nil
+    var workloadGrant: String? = nil
+    var subjectTokenType: String? = nil
 
     init(name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
          clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()) {

@@ -64,10 +64,15 @@ struct OAuthContext {
     func coordinator(for session: OAuthSession, profile: Profile) -> RefreshCoordinator {
         let clients = self.clients
         let name = profile.name
-        return engine(profile.name).coordinator(current: session) { stored in
+        return engine(profile.name).coordinator(current: session, client: { stored in
             let client = try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
             return (client, clients.validator(for: client))
-        }
+        }, renew: { stored, client in
+            // A workload session is renewed by a new exchange of a fresh identity token.
+            let profile = Profile.of(stored, key: name)
+            guard profile.workload != nil else { return nil }
+            return try await WorkloadLogin.tokens(profile: profile, client: client)
+        })
     }
 
     /// The session engine for `profile` on this command's store.
@@ -349,6 +354,14 @@ struct LoginCommand: ParsableCommand {
     var keyID: String?
     @Option(help: ArgumentHelp("The audience a client-credentials grant names (for providers that want one).", valueName: "AUDIENCE"))
     var audience: String?
+    @Option(help: ArgumentHelp("Log in as a workload (a CI job, a pod): its own identity token, from github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM, exchanged at the provider; renewed by exchanging again.", valueName: "SOURCE"))
+    var workload: String?
+    @Option(name: .customLong("workload-audience"), help: ArgumentHelp("The audience to ask the workload's platform for (GitHub Actions; default: the issuer).", valueName: "AUDIENCE"))
+    var workloadAudience: String?
+    @Option(name: .customLong("workload-grant"), help: ArgumentHelp("How the workload's token is used: token-exchange (RFC 8693, default) or jwt-bearer (RFC 7523).", valueName: "GRANT"))
+    var workloadGrant: String?
+    @Option(name: .customLong("subject-token-type"), help: ArgumentHelp("The token exchange's subject_token_type: id_token (default), jwt, access_token, or a URI.", valueName: "TYPE"))
+    var subjectTokenType: String?
     @Option(name: .customLong("device-endpoint"), help: ArgumentHelp("The device authorization endpoint, when discovery does not list it.", valueName: "URL"))
     var deviceEndpoint: String?
     @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
@@ -415,10 +428,24 @@ struct LoginCommand: ParsableCommand {
             guard let url = URL(string: deviceEndpoint) else { throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL") }
             endpoints.deviceAuthorizationEndpoint = url
         }
+        guard [clientCredentials, device, workload != nil].filter({ $0 }).count <= 1 else {
+            throw CLIError.usage("give one of --client-credentials, --device and --workload")
+        }
+        if let workloadGrant, !WorkloadLogin.grants.contains(workloadGrant) {
+            throw CLIError.usage("--workload-grant takes token-exchange or jwt-bearer")
+        }
+        var subjectType: String? = nil
+        if let subjectTokenType {
+            guard let type = ExchangeToken.type(named: subjectTokenType) else {
+                throw CLIError.usage("--subject-token-type takes id_token, jwt, access_token, refresh_token or a URI")
+            }
+            subjectType = type
+        }
+        let isService = clientCredentials || workload != nil
         // A service asks for what it is configured to (no OpenID scopes: there is no user).
-        let scopes = scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? (clientCredentials ? [] : Self.defaultScopes)) : scope
+        let scopes = scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? (isService ? [] : Self.defaultScopes)) : scope
         var settings = Profile(name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
-                               grant: clientCredentials ? .clientCredentials : device ? .deviceCode : .authorizationCode,
+                               grant: clientCredentials ? .clientCredentials : workload != nil ? .workload : device ? .deviceCode : .authorizationCode,
                                clientSecretFile: clientSecretFile ?? config?.clientSecretFile ?? existing?.clientSecretFile, endpoints: endpoints)
         if let clientAuth, clientAuth != "basic", clientAuth != "post" { throw CLIError.usage("--client-auth takes basic or post") }
         guard [clientSecretFile != nil, clientSecretEnv != nil, privateKey != nil].filter({ $0 }).count <= 1 else {
@@ -431,6 +458,13 @@ struct LoginCommand: ParsableCommand {
         settings.clientAuth = clientAuth ?? existing?.clientAuth
         settings.audience = audience ?? existing?.audience
         if let file = caFile ?? config?.caFile { settings.caFile = try CLITransport.caFile(file) } else { settings.caFile = existing?.caFile }
+        if let workload {
+            _ = try WorkloadLogin.source(workload, transport: CurlTransport())   // a usage error now, not after discovery
+            settings.workload = workload.hasPrefix("file:") ? "file:" + Self.absolute(String(workload.dropFirst(5))) : workload
+            settings.workloadAudience = workloadAudience
+            settings.workloadGrant = workloadGrant
+            settings.subjectTokenType = subjectType
+        }
         if let file = settings.clientSecretFile { settings.clientSecretFile = Self.absolute(file) }
         if clientCredentials, settings.clientSecretFile == nil, settings.clientSecretEnv == nil, settings.privateKeyFile == nil {
             throw CLIError.usage("--client-credentials needs the client's credentials: --client-secret-file FILE, --client-secret-env VAR or --private-key FILE")
@@ -458,7 +492,11 @@ struct LoginCommand: ParsableCommand {
             if let audience = settings.audience { request.extra.append(("audience", audience)) }
             let parameters = request
             let tokens: TokenSet
-            if clientCredentials {
+            if settings.workload != nil {
+                let workloadProfile = settings
+                let workloadClient = client
+                tokens = try CLIBlocking.run { try await WorkloadLogin.tokens(profile: workloadProfile, client: workloadClient) }
+            } else if clientCredentials {
                 let flow = ClientCredentialsFlow(client: client)
                 tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             } else if device {
@@ -515,12 +553,13 @@ struct LoginCommand: ParsableCommand {
             if let audience = settings.audience { kept[SessionEngine.audienceAttribute] = audience }
             let attributes = kept
             let issuedTokens = issued
-            let grant = clientCredentials ? "client_credentials" : nil
+            let grant = clientCredentials ? "client_credentials" : settings.workload != nil ? "workload" : nil
             let session = try CLIBlocking.run {
                 try await engine.completeLogin(issuedTokens, client: loggedInClient, grant: grant, attributes: attributes)
             }
             let binding = tokens.dpopKey.map { tokens.isDPoPBound ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens" } ?? ""
-            let who = clientCredentials ? "client \(clientID)" : SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
+            let who = clientCredentials ? "client \(clientID)"
+                : settings.workload.map { "workload \($0.split(separator: ":").first.map(String.init) ?? $0)" } ?? SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
             Terminal.out("Logged in to \(issuer) as \(who) (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
         } catch {
             throw OAuthContext.fail(error)

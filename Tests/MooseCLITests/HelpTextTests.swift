@@ -6,7 +6,7 @@ import Testing
 /// mid-command on an 80-column terminal), the exit statuses (3 included) and the redirect URI to
 /// register; no "(default: …). (default: 0)"; profile names complete in a real bash.
 struct HelpTextTests {
-    static let commands: [[String]] = [[], ["inspect"], ["login"], ["status"], ["refresh"], ["logout"], ["token"], ["dpop-proof"],
+    static let commands: [[String]] = [[], ["inspect"], ["login"], ["status"], ["refresh"], ["logout"], ["token"], ["dpop-proof"], ["exchange"],
                                        ["store"], ["profile"], ["mcp", "login"], ["git-credential"], ["docker-credential"], ["completion"]]
 
     @Test(arguments: commands)

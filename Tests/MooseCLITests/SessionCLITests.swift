@@ -75,10 +75,17 @@ struct TokenCLITests {
 
     /// Rewrites the stored session so its access token looks expired; returns its refresh token.
     static func expireStoredSession(environment: [String: String]) async throws -> String {
+        try #require(try await expireStoredSession(environment: environment, requiringRefreshToken: true))
+    }
+
+    /// Rewrites the stored session so its access token looks expired; returns its refresh token, if any.
+    @discardableResult
+    static func expireStoredSession(environment: [String: String], requiringRefreshToken: Bool) async throws -> String? {
         var row = try await CLI.storedRow(environment: environment)
         var session = try #require(row["session"] as? [String: Any])
         var tokens = try #require(session["tokens"] as? [String: Any])
-        let refreshToken = try #require(tokens["refreshToken"] as? String)
+        let refreshToken = tokens["refreshToken"] as? String
+        if requiringRefreshToken { try #require(refreshToken != nil, "the stored session has no refresh token") }
         tokens["expiresAt"] = 0   // 2001-01-01 in JSONEncoder's default date format
         session["tokens"] = tokens
         row["session"] = session

@@ -49,8 +49,13 @@ package enum TokenResponse {
             expiresAt = requestedAt.addingTimeInterval(TokenSet.clampedLifetime(seconds))
         }
         let scopes = fields["scope"]?.stringValue.map { $0.split(separator: " ").map(String.init) } ?? requestedScopes
-        return TokenSet(accessToken: accessToken, tokenType: tokenType, refreshToken: refreshToken,
-                        idToken: fields["id_token"]?.stringValue, expiresAt: expiresAt, scopes: scopes, requestedAt: requestedAt)
+        var tokens = TokenSet(accessToken: accessToken, tokenType: tokenType, refreshToken: refreshToken,
+                              idToken: fields["id_token"]?.stringValue, expiresAt: expiresAt, scopes: scopes, requestedAt: requestedAt)
+        // RFC 8693 §2.2.1 (token exchange): a URI; kept only when it is short visible ASCII.
+        if let issued = fields["issued_token_type"]?.stringValue, issued.utf8.count <= 256, TokenCharacters.isVisibleASCII(issued) {
+            tokens.issuedTokenType = issued
+        }
+        return tokens
     }
 
     static func error(from response: APIResponse, object: JSONValue?) -> OAuthError {

@@ -93,11 +93,21 @@ public struct SessionEngine: Sendable {
     /// The coordinator for this session, refreshing with `client`'s answer for the stored session
     /// (its client and ID-token validator: a registration kept with the session, a secret file…).
     /// `current` seeds its cache when the caller already read the session.
+    ///
+    /// `renew` is for sessions renewed by a grant of their own instead of a refresh token (a
+    /// workload's token exchange or JWT bearer grant: a fresh identity token each time): called,
+    /// inside the same single flight, for a stored session with no refresh token; it returns `nil`
+    /// to leave the session to the usual step. A session with a refresh token always uses it.
     public func coordinator(current: OAuthSession? = nil,
-                            client: @escaping @Sendable (OAuthSession) async throws -> (client: OAuthClient, validator: IDTokenValidator?))
+                            client: @escaping @Sendable (OAuthSession) async throws -> (client: OAuthClient, validator: IDTokenValidator?),
+                            renew: (@Sendable (OAuthSession, OAuthClient) async throws -> TokenSet?)? = nil)
         -> RefreshCoordinator {
         RefreshCoordinator(key: key, storage: storage, configuration: configuration, current: current, refreshingSession: { session in
             let (client, validator) = try await client(session)
+            if session.tokens.refreshToken == nil, let renew, var fresh = try await renew(session, client) {
+                fresh.resource = fresh.resource ?? session.tokens.resource ?? session.resource
+                return fresh
+            }
             return try await Self.refresh(session, client: client, validator: validator)
         })
     }

@@ -95,6 +95,10 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     /// expired certificate, another host's name). Not transient: retrying does not help; trusting the
     /// right CA (the transport's CA file, `SSL_CERT_FILE`) or fixing the certificate does.
     public static let tls = Code(name: "tls")
+    /// The workload's own identity token could not be had from its platform (a CI system's token
+    /// endpoint, a projected token file, a command): the platform's side, not the provider's. The
+    /// message says which source and what to check (GitHub Actions: `permissions: id-token: write`).
+    public static let workloadIdentity = Code(name: "workloadIdentity")
     /// The user (or the server) refused the authorization (`access_denied`).
     public static let accessDenied = Code(name: "accessDenied")
     /// The redirect's `state` does not match the request's: possible CSRF. Nothing was exchanged.

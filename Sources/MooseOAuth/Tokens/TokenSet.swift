@@ -32,6 +32,9 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
     /// The RFC 8707 resource these tokens were requested for (the access token's audience, when the
     /// server honours resource indicators); `nil` when none was named. A refresh names it again.
     public var resource: String?
+    /// What a token exchange issued (RFC 8693 §2.2.1 `issued_token_type`: an access token, a JWT,
+    /// an ID token…); `nil` for every other grant.
+    public var issuedTokenType: String?
 
     /// `true` when the server bound the tokens to a DPoP key (`token_type` `DPoP`, RFC 9449 §5):
     /// they are sent only with proofs, and never refreshed without the key.

@@ -1,0 +1,137 @@
+import ArgumentParser
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `moose exchange`: one RFC 8693 token exchange for a script — a token in, the provider's token out
+/// on standard output. Nothing is stored (`moose login --workload` keeps a renewing session instead).
+struct ExchangeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "exchange",
+        abstract: "Exchange a token for another at a provider (RFC 8693) and print it; nothing is stored.",
+        discussion: """
+            The subject token comes from a file (- for standard input), an environment variable, or a \
+            workload source (github, gitlab[:VARIABLE], env:VARIABLE, file:PATH, command:PROGRAM). With \
+            --requested-token-type the issued_token_type must be that type; without, an access token.
+
+            Exit status: 0 printed; 1 refused (the provider's error is named); 2 usage; 3 unreachable.
+            """ + "\n" + HelpText.examples(
+                "moose exchange --issuer https://sts.example.com --client-id ci \\\\",
+                "    --subject-token-env CI_ID_TOKEN --audience https://api.example.com",
+                "moose exchange --issuer https://sts.example.com --client-id ci \\\\",
+                "    --workload github --format json"))
+
+    @Option(help: ArgumentHelp("The provider's issuer (its discovery document names the token endpoint).", valueName: "URL")) var issuer: String
+    @Option(name: .customLong("client-id"), help: "The client id.") var clientID: String
+    @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
+    var clientSecretFile: String?
+    @Option(name: .customLong("client-secret-env"), help: ArgumentHelp("An environment variable holding the client secret.", valueName: "VAR"))
+    var clientSecretEnv: String?
+    @Option(name: .customLong("subject-token-file"), help: ArgumentHelp("Read the subject token from this file (- for standard input).", valueName: "FILE"))
+    var subjectTokenFile: String?
+    @Option(name: .customLong("subject-token-env"), help: ArgumentHelp("Read the subject token from this environment variable.", valueName: "VAR"))
+    var subjectTokenEnv: String?
+    @Option(help: ArgumentHelp("Use the workload's own identity token as the subject (as moose login --workload).", valueName: "SOURCE"))
+    var workload: String?
+    @Option(name: .customLong("workload-audience"), help: ArgumentHelp("The audience to ask the workload's platform for (default: the issuer).", valueName: "AUDIENCE"))
+    var workloadAudience: String?
+    @Option(name: .customLong("subject-token-type"), help: ArgumentHelp("The subject token's type: id_token, jwt, access_token, refresh_token or a URI.", valueName: "TYPE"))
+    var subjectTokenType = "id_token"
+    @Option(name: .customLong("requested-token-type"), help: ArgumentHelp("The type to ask for (the answer's issued_token_type must match).", valueName: "TYPE"))
+    var requestedTokenType: String?
+    @Option(help: ArgumentHelp("An audience for the issued token (repeatable).", valueName: "AUDIENCE")) var audience: [String] = []
+    @Option(help: ArgumentHelp("A resource for the issued token (RFC 8707; repeatable).", valueName: "URL")) var resource: [String] = []
+    @Option(help: "A scope to ask for (repeatable).") var scope: [String] = []
+    @Option(help: "token prints the issued token alone; json adds its type and expiry.") var format = "token"
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file for the provider.", valueName: "PEM"))
+    var caFile: String?
+
+    func validate() throws {
+        guard [subjectTokenFile != nil, subjectTokenEnv != nil, workload != nil].filter({ $0 }).count == 1 else {
+            throw ValidationError("give one of --subject-token-file, --subject-token-env and --workload")
+        }
+        guard format == "token" || format == "json" else { throw ValidationError("--format takes token or json") }
+        guard ExchangeToken.type(named: subjectTokenType) != nil else {
+            throw ValidationError("--subject-token-type takes id_token, jwt, access_token, refresh_token or a URI")
+        }
+        if let requestedTokenType, ExchangeToken.type(named: requestedTokenType) == nil {
+            throw ValidationError("--requested-token-type takes id_token, jwt, access_token, refresh_token or a URI")
+        }
+        guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http", URL(string: issuer)?.host != nil else {
+            throw ValidationError("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
+        }
+    }
+
+    func run() throws {
+        var profile = Profile(name: "exchange", issuer: issuer, clientID: clientID, scopes: scope)
+        profile.clientSecretFile = clientSecretFile.map(LoginCommand.absolute)
+        profile.clientSecretEnv = clientSecretEnv
+        if let caFile { profile.caFile = try CLITransport.caFile(caFile) }
+        let subjectType = ExchangeToken.type(named: subjectTokenType) ?? ExchangeToken.idTokenType
+        let requested = requestedTokenType.flatMap(ExchangeToken.type(named:))
+        let transport = CLITransport.make(caFile: profile.caFile)
+        // The subject: read once here (a file, a variable) or asked of the workload's platform.
+        let subject: @Sendable () async throws -> String
+        if let workload {
+            let source = try WorkloadLogin.source(workload, transport: transport)
+            let audience = workloadAudience ?? issuer
+            subject = { try await source.token(audience: audience) }
+        } else {
+            let text: String
+            if let file = subjectTokenFile {
+                if file == "-" {
+                    guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else { throw CLIError.usage("standard input is larger than 1 MiB") }
+                    text = String(decoding: bytes, as: UTF8.self)
+                } else {
+                    text = String(decoding: try KeyLoading.readFile(file, what: "subject token file"), as: UTF8.self)
+                }
+            } else {
+                let variable = subjectTokenEnv ?? ""
+                guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
+                    throw CLIError.usage("the environment variable \(variable) (the subject token) is not set")
+                }
+                text = value
+            }
+            var trimmed = Substring(text)
+            while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
+            while let first = trimmed.first, first.isWhitespace { trimmed.removeFirst() }
+            let token = String(trimmed)
+            subject = { token }
+        }
+        let clients = CLIClients(transport: transport, fileStore: nil)
+        let client = profile
+        let parameters = AuthorizationParameters(scopes: scope, resources: resource)
+        let audiences = audience
+        let tokens: TokenSet
+        do {
+            tokens = try CLIBlocking.run {
+                let client = try await clients.client(for: client, registration: nil)
+                let flow = TokenExchangeFlow(client: client, requestedTokenType: requested, audiences: audiences) {
+                    ExchangeToken(try await subject(), type: subjectType)
+                }
+                return try await flow.authorize(parameters)
+            }
+        } catch {
+            throw OAuthContext.fail(error)
+        }
+        if format == "json" {
+            var object: JSONObject = ["token": .string(tokens.accessToken), "token_type": .string(tokens.tokenType),
+                                      "issued_token_type": tokens.issuedTokenType.map { .string($0) } ?? .null]
+            // As `moose token --format json`: Unix seconds.
+            object["expires_at"] = tokens.expiresAt.map { .number(JSONNumber(Int64(saturating: $0.timeIntervalSince1970))) } ?? .null
+            object["scopes"] = .array(tokens.scopes.map { .string($0) })
+            Terminal.out(JSONValue.object(object).serialized())
+        } else {
+            // Checked (visible ASCII, no spaces) before it reaches a terminal or a script's variable.
+            guard TokenCharacters.isVisibleASCII(tokens.accessToken), !tokens.accessToken.utf8.contains(0x20) else {
+                throw CLIError.failed("the issued token has characters a token cannot have; not printing it")
+            }
+            Terminal.out(tokens.accessToken)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Dispatch
+import MooseHTTP
+import MooseOAuth
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `moose login --workload SOURCE`: a CI job's or a pod's own identity token, exchanged for tokens at
+/// the provider (RFC 8693 token exchange, or the RFC 7523 JWT bearer grant), with no secret on disk.
+/// The profile keeps the source, not a token: every renewal asks the source again.
+enum WorkloadLogin {
+    /// The grants a workload login can use.
+    static let grants = ["token-exchange", "jwt-bearer"]
+
+    /// The source `spec` names: `github`, `gitlab` (the variable `MOOSE_ID_TOKEN`), `gitlab:VAR`,
+    /// `env:VAR`, `file:PATH` or `command:PROGRAM ARG…` (run without a shell).
+    static func source(_ spec: String, transport: any HTTPTransport) throws -> WorkloadIdentity {
+        func after(_ prefix: String) -> String? {
+            spec.utf8.starts(with: prefix.utf8) ? String(spec.dropFirst(prefix.count)) : nil
+        }
+        if spec == "github" { return .githubActions(transport: transport) }
+        if spec == "gitlab" { return .environmentVariable("MOOSE_ID_TOKEN") }
+        if let variable = after("gitlab:"), !variable.isEmpty { return .environmentVariable(variable) }
+        if let variable = after("env:"), !variable.isEmpty { return .environmentVariable(variable, platform: "the environment") }
+        if let path = after("file:"), !path.isEmpty { return .file(LoginCommand.absolute(path)) }
+        if let command = after("command:") {
+            let words = command.split(separator: " ").map(String.init)
+            if !words.isEmpty { return Self.command(words) }
+        }
+        throw CLIError.usage("--workload takes github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM [ARG…]")
+    }
+
+    /// Tokens for `profile` (a workload profile) through `client`: its source's token, for the
+    /// profile's audience (default: the issuer), exchanged or presented as the profile's grant says.
+    static func tokens(profile: Profile, client: OAuthClient) async throws -> TokenSet {
+        guard let spec = profile.workload else { throw CLIError.usage("profile \(profile.name) is not a workload login") }
+        let source = try source(spec, transport: client.transport)
+        let audience = profile.workloadAudience ?? profile.issuer
+        let parameters = AuthorizationParameters(scopes: profile.scopes)
+        do {
+            if profile.workloadGrant == "jwt-bearer" {
+                return try await JWTBearerFlow(client: client) { try await source.token(audience: audience) }.authorize(parameters)
+            }
+            let type = profile.subjectTokenType ?? ExchangeToken.idTokenType
+            let flow = TokenExchangeFlow(client: client, audiences: profile.audience.map { [$0] } ?? []) {
+                ExchangeToken(try await source.token(audience: audience), type: type)
+            }
+            return try await flow.authorize(parameters)
+        } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.invalidClient
+            || error.code == OAuthError.server {
+            // The platform gave a token; the provider refused it. Say which side, and what to check there.
+            throw OAuthError(error.code, "the provider refused \(source.name)'s token: is that issuer trusted there, the audience "
+                             + "(\(audience)) the one it expects, the token unexpired?", oauthError: error.oauthError,
+                             errorDescription: error.errorDescription, status: error.status, underlying: error)
+        }
+    }
+
+    /// A command's standard output as the token (`command:gcloud auth print-identity-token`), run
+    /// without a shell on every renewal; a non-zero exit or no output is the platform's failure.
+    static func command(_ words: [String]) -> WorkloadIdentity {
+        let name = "the command \(words[0])"
+        return WorkloadIdentity(name: name) { _ in
+            let (status, output) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int32, [UInt8]), any Error>) in
+                DispatchQueue.global().async { continuation.resume(with: Result { try run(words) }) }
+            }
+            guard status == 0, !output.isEmpty else {
+                throw OAuthError(OAuthError.workloadIdentity, "\(name) exited with status \(status)\(output.isEmpty ? " and printed nothing" : "")")
+            }
+            return String(decoding: output, as: UTF8.self)
+        }
+    }
+
+    /// Runs `words` (a PATH lookup for the first), standard output captured (at most 64 KiB), standard
+    /// error passed through, nothing else of moose's inherited.
+    private static func run(_ words: [String]) throws -> (Int32, [UInt8]) {
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw OAuthError(OAuthError.workloadIdentity, "cannot run \(words[0]): no pipe") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+        posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
+        posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        let spawned = posix_spawnp(&pid, words[0], &actions, nil, argv, environ)
+        close(pipeEnds[1])
+        guard spawned == 0 else {
+            close(pipeEnds[0])
+            throw OAuthError(OAuthError.workloadIdentity, "cannot run \(words[0]) (error \(spawned)): is it installed, on PATH?")
+        }
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(pipeEnds[0], &buffer, buffer.count)
+            if count > 0 {
+                if output.count < 65_536 { output += buffer[0..<count] }
+            } else if count == 0 || errno != EINTR {
+                break
+            }
+        }
+        close(pipeEnds[0])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        let exited = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (exited, output.count > 65_536 ? [] : output)
+    }
+}

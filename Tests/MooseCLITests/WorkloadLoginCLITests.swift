@@ -1,0 +1,105 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import MooseTestSupport
+import Testing
+
+/// Issue "Without a person", §2–3, against authgent-server (RFC 8693 and RFC 7523, PyPI) trusting a
+/// stand-in CI platform (tools/workload/issuer.py: a GitHub-Actions-shaped token endpoint, and pod
+/// tokens minted for a projected-token file): a job and a pod each get an access token with no
+/// secret on disk; after expiry, 10 processes cause one exchange; each side's refusal is named.
+@Suite(.serialized)
+struct WorkloadLoginCLITests {
+    static let issuer = ProcessInfo.processInfo.environment["MOOSE_AUTHGENT_ISSUER"] ?? "http://127.0.0.1:8782"
+    static let platform = ProcessInfo.processInfo.environment["MOOSE_WORKLOAD_ISSUER"] ?? "http://127.0.0.1:8781"
+    static let audience = "https://api.example.test"
+
+    /// A token the stand-in platform signs (as a kubelet projects one into a pod).
+    static func mint(audience: String = issuer, lifetime: Int = 300) async throws -> String {
+        var components = try #require(URLComponents(string: platform + "/mint"))
+        components.queryItems = [URLQueryItem(name: "aud", value: audience), URLQueryItem(name: "lifetime", value: String(lifetime)),
+                                 URLQueryItem(name: "sub", value: "system:serviceaccount:ci:deployer")]
+        let (data, response) = try await URLSession.shared.data(from: try #require(components.url))
+        try #require((response as? HTTPURLResponse)?.statusCode == 200, "the stand-in CI issuer at \(platform) is not running (tools/authgent/start)")
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func aGitHubActionsShapedJobGetsAnAccessTokenWithNoSecret() async throws {
+        let (home, base) = CLI.home("moose-workload-github")
+        defer { try? FileManager.default.removeItem(at: home) }
+        var environment = base
+        environment["ACTIONS_ID_TOKEN_REQUEST_URL"] = Self.platform + "/token?api-version=2.0"
+        environment["ACTIONS_ID_TOKEN_REQUEST_TOKEN"] = "ci-request-token"
+        let login = try await CLI.run(["login", "--workload", "github", "--issuer", Self.issuer, "--client-id", "moose-ci",
+                                       "--audience", Self.audience], environment: environment, timeout: 60)
+        #expect(login.status == 0, "\(login.stdout) \(login.stderr)")
+        #expect(login.stdout.contains("as workload github"), "\(login.stdout)")
+        let token = try await CLI.run(["token"], environment: environment)
+        #expect(token.status == 0, "\(token.stderr)")
+        // authgent's access token says whose identity it was exchanged for.
+        let claims = try await CLI.run(["inspect", "--json", token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)], environment: environment)
+        let payload = try #require(try claims.json()["claims"] as? [String: Any])
+        #expect(payload["sub"] as? String == "user:repo:moose/moose:ref:refs/heads/main", "\(payload)")
+        #expect(payload["aud"] as? String == Self.audience || (payload["aud"] as? [String])?.contains(Self.audience) == true, "\(payload)")
+
+        // The platform's refusal is the platform's: a job without id-token permission.
+        environment["ACTIONS_ID_TOKEN_REQUEST_TOKEN"] = "not-the-request-token"
+        let refused = try await CLI.run(["login", "--workload", "github", "--issuer", Self.issuer, "--client-id", "moose-ci",
+                                         "--audience", Self.audience, "--profile", "other"], environment: environment, timeout: 60)
+        #expect(refused.status == 1 && refused.stderr.contains("GitHub Actions' token endpoint answered HTTP 403")
+                    && refused.stderr.contains("id-token: write"), "\(refused.status) \(refused.stderr)")
+    }
+
+    /// A pod's projected token file with the JWT bearer grant, whose assertions authgent takes once
+    /// each (per jti): 10 processes after expiry all succeed with one token only if one exchange ran.
+    @Test func aPodShapedProcessAndTenProcessesAfterExpiryCauseOneExchange() async throws {
+        let (home, environment) = CLI.home("moose-workload-pod")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let file = home.appendingPathComponent("token")
+        try Data(try await Self.mint().utf8).write(to: file)
+        let login = try await CLI.run(["login", "--workload", "file:" + file.path, "--workload-grant", "jwt-bearer", "--issuer", Self.issuer,
+                                       "--client-id", "moose-ci"], environment: environment, timeout: 60)
+        #expect(login.status == 0, "\(login.stdout) \(login.stderr)")
+        let first = try await CLI.run(["token"], environment: environment)
+        #expect(first.status == 0, "\(first.stderr)")
+
+        // The kubelet rotates the file; the session's token expires; 10 processes ask at once.
+        try Data(try await Self.mint().utf8).write(to: file)
+        try await TokenCLITests.expireStoredSession(environment: environment, requiringRefreshToken: false)
+        let results = await BackgroundCLI.finishAll(try (0..<10).map { _ in try BackgroundCLI(["token"], environment: environment) })
+        #expect(results.allSatisfy { $0.status == 0 }, "a second exchange replayed the assertion: \(results.map(\.stderr))")
+        let tokens = Set(results.map { $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) })
+        #expect(tokens.count == 1 && !tokens.contains(first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(tokens.count) tokens")
+
+        // The provider's refusal is the provider's: a token minted for another audience.
+        try Data(try await Self.mint(audience: "https://elsewhere.example").utf8).write(to: file)
+        let refused = try await CLI.run(["login", "--workload", "file:" + file.path, "--issuer", Self.issuer, "--client-id", "moose-ci",
+                                         "--audience", Self.audience, "--profile", "wrong"], environment: environment, timeout: 60)
+        #expect(refused.status == 1 && refused.stderr.contains("the provider refused") && refused.stderr.contains("audience"),
+                "\(refused.status) \(refused.stderr)")
+    }
+
+    @Test func exchangeOnceForAScript() async throws {
+        let (home, environment) = CLI.home("moose-exchange")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let subject = try await Self.mint()
+        let printed = try await CLI.run(["exchange", "--issuer", Self.issuer, "--client-id", "moose-ci", "--subject-token-file", "-",
+                                         "--audience", Self.audience], stdin: Data(subject.utf8), environment: environment, timeout: 60)
+        #expect(printed.status == 0 && printed.stdout.split(separator: ".").count == 3, "\(printed.stdout) \(printed.stderr)")
+        var env = environment
+        env["MOOSE_TEST_SUBJECT"] = try await Self.mint()
+        let json = try await CLI.run(["exchange", "--issuer", Self.issuer, "--client-id", "moose-ci", "--subject-token-env", "MOOSE_TEST_SUBJECT",
+                                      "--audience", Self.audience, "--format", "json"], environment: env, timeout: 60)
+        let object = try json.json()
+        #expect(object["issued_token_type"] as? String == "urn:ietf:params:oauth:token-type:access_token", "\(json.stdout) \(json.stderr)")
+        #expect(object["token_type"] as? String == "Bearer" && object["expires_at"] is NSNumber)
+        // An expired subject token: the provider's invalid_grant, exit 1, nothing printed.
+        let expired = try await CLI.run(["exchange", "--issuer", Self.issuer, "--client-id", "moose-ci", "--subject-token-file", "-",
+                                         "--audience", Self.audience], stdin: Data(try await Self.mint(lifetime: -120).utf8), environment: environment,
+                                        timeout: 60)
+        #expect(expired.status == 1 && expired.stdout.isEmpty && expired.stderr.contains("invalid_grant"), "\(expired.status) \(expired.stderr)")
+        #expect(try await CLI.run(["exchange", "--issuer", Self.issuer, "--client-id", "x"]).status == 2)
+    }
+}
