@@ -38,6 +38,37 @@ struct DeviceFlowIntegrationTests {
         #expect(device.verificationURI.absoluteString == TestIdP.issuer + "/device/" && device.userCode.count >= 6)
     }
 
+    /// Issue "The first hour", §4: a device login whose answer has no ID token is named from UserInfo,
+    /// and a refresh that brings an ID token keeps the name (names in it would replace it). (The provider sends an ID token
+    /// here; the test drops it from the answer, as a provider that sends none would.)
+    @Test func withoutAnIDTokenTheUserIsNamedFromUserInfoAndARefreshKeepsTheName() async throws {
+        let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
+        let flow = try await Self.flow { device in
+            Task {
+                let (page, _) = try await browser.page(device.verificationURI)
+                let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
+                if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
+                    _ = try await browser.visit(confirm, stopAt: "http://never/")
+                }
+            }
+        }
+        var tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid", "profile", "email"]))
+        tokens.idToken = nil
+        let storage = InMemorySessionStorage()
+        let engine = SessionEngine(key: "tv", storage: storage)   // in memory: the provider is the real part here
+        let session = try await engine.completeLogin(tokens, client: flow.client)
+        #expect(SessionSummary(key: "tv", session: session).displayName == "alice", "\(session.attributes)")
+
+        // A refresh brings an ID token (this provider's carries only sub): the names stay, the ID token is kept.
+        let client = flow.client
+        let validator = try LoginIntegrationTests.validator(client.metadata, clientID: "moose-device")
+        let coordinator = engine.coordinator(client: { _ in (client, validator) })
+        let fresh = try await coordinator.refreshNow()
+        #expect(!fresh.value.isEmpty)
+        let stored = try #require(try await storage.load("tv")).session
+        #expect(stored.tokens.idToken != nil && SessionSummary(key: "tv", session: stored).displayName == "alice", "\(stored.attributes)")
+    }
+
     @Test func deniedRequestEndsWithAccessDenied() async throws {
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
         let flow = try await Self.flow { device in

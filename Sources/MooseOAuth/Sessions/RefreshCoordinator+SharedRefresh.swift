@@ -163,6 +163,11 @@ extension RefreshCoordinator {
             recordFutileRefresh()
         }
         session.tokens = fresh
+        // A refresh that brings an ID token names the user afresh (display names only): a device login
+        // without one was named from UserInfo, or not at all, until now.
+        if let idToken = fresh.idToken, let claims = try? JWT(compact: idToken).claims {
+            session.attributes.merge(SessionSummary.attributes(from: claims)) { $1 }
+        }
         // No lost tokens: the rotated refresh token is committed before any caller sees the new
         // access token — with a compare-and-set on the generation read inside the lease, fenced by it.
         do {

@@ -71,7 +71,9 @@ public struct SessionSummary: Sendable, Hashable {
     /// effort: a login never fails because of it.
     public static func displayAttributes(idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient) async -> [String: String] {
         let fromIDToken = attributes(from: idTokenClaims)
-        guard fromIDToken.isEmpty, client.metadata.userinfoEndpoint != nil, tokens.idToken != nil,
+        // Without an ID token (a device login that did not ask for openid, a provider that sends none)
+        // UserInfo still names the holder of this access token; with one, its `sub` must match.
+        guard fromIDToken.isEmpty, client.metadata.userinfoEndpoint != nil,
               let info = try? await client.userInfo(tokens: tokens, expectedSubject: idTokenClaims?.subject) else { return fromIDToken }
         return attributes(from: info)
     }

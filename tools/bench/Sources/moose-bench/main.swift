@@ -197,6 +197,9 @@ if mode == "all" || mode == "http" {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     try await HTTPBench.run(root: root)
 }
+if mode == "all" || mode == "grants" {
+    try await GrantBench.run()
+}
 if mode == "all" || mode == "postgres" {
     try await PostgresBench.run()
 }
