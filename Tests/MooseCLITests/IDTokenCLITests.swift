@@ -15,7 +15,17 @@ struct IDTokenCLITests {
     @Test func anExpiredIDTokenUnderAValidAccessTokenIsRefreshedNotPrinted() async throws {
         // Access tokens for 60 s, ID tokens for 6 s: the ID token expires first.
         let provider = try await SecondIdP.start(tokenSeconds: 60, idTokenSeconds: 6)
-        defer { Task { await provider.stop() } }
+        // Stopped on every path before the test ends (a `defer { Task { … } }` can outlive the process).
+        do {
+            try await run(provider)
+        } catch {
+            await provider.stop()
+            throw error
+        }
+        await provider.stop()
+    }
+
+    private func run(_ provider: SecondIdP) async throws {
         let (home, environment) = CLI.home("moose-id-token")
         defer { try? FileManager.default.removeItem(at: home) }
         let login = try await CLI.run(["login", "--issuer", provider.issuer, "--client-id", "moose-cli"],

@@ -24,15 +24,19 @@ struct LogoutReportTests {
 
     @Test func withTheProviderDownLogoutWipesAndSaysTheRefreshTokenIsStillValidThere() async throws {
         let provider = try await SecondIdP.start(tokenSeconds: 60)
-        var stopped = false
-        defer { if !stopped { Task { await provider.stop() } } }
         let (home, environment) = CLI.home("moose-logout-down")
         defer { try? FileManager.default.removeItem(at: home) }
-        let login = try await CLI.run(["login", "--issuer", provider.issuer, "--client-id", "moose-cli"],
-                                      environment: environment, timeout: 90)
-        try #require(login.status == 0, "\(login.stdout) \(login.stderr)")
+        // Stopped on every path before the test goes on (a `defer { Task { … } }` could outlive the
+        // test process and leave the provider running: seen once, an hour-old orphan).
+        let login: CLIResult
+        do {
+            login = try await CLI.run(["login", "--issuer", provider.issuer, "--client-id", "moose-cli"], environment: environment, timeout: 90)
+        } catch {
+            await provider.stop()
+            throw error
+        }
         await provider.stop()
-        stopped = true
+        try #require(login.status == 0, "\(login.stdout) \(login.stderr)")
         let logout = try await CLI.run(["logout"], environment: environment, timeout: 60)
         #expect(logout.status == 1, "\(logout.status) \(logout.stdout) \(logout.stderr)")
         #expect(logout.stdout.contains("local session wiped"), "\(logout.stdout)")
