@@ -53,6 +53,7 @@ let package = Package(
         .library(name: "MoosePostgres", targets: ["MoosePostgres"]),
         .library(name: "MooseOpenAPI", targets: ["MooseOpenAPI"]),
         .library(name: "MooseAsyncHTTPClient", targets: ["MooseAsyncHTTPClient"]),
+        .library(name: "MooseObservability", targets: ["MooseObservability"]),
         // `moose` with PostgreSQL stores (trait MoosePostgres); `moose` execs it for a postgres:// store.
         .executable(name: "moose-pg", targets: ["moose-pg"]),
     ],
@@ -62,6 +63,7 @@ let package = Package(
         .trait(name: "MoosePostgres", description: "MoosePostgres: sessions and leases in PostgreSQL (postgres-nio), and the moose-pg binary."),
         .trait(name: "MooseOpenAPI", description: "MooseOpenAPI: a swift-openapi-runtime ClientMiddleware."),
         .trait(name: "MooseAsyncHTTPClient", description: "MooseAsyncHTTPClient: an HTTPTransport on AsyncHTTPClient (swift-nio)."),
+        .trait(name: "MooseObservability", description: "MooseObservability: swift-metrics counters and swift-distributed-tracing spans around provider requests and refreshes."),
         .trait(name: "ExampleService", description: "Moose's own example service (Hummingbird) and its generated client, for Moose's tests.",
                enabledTraits: ["MooseOpenAPI", "MooseAsyncHTTPClient"]),
         .default(enabledTraits: []),
@@ -77,6 +79,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // The example service (tools/example-service) and its tests only.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
@@ -147,6 +151,16 @@ let package = Package(
 
         // MARK: Adapters (trait-guarded sources)
         // Combine where it exists, OpenCombine elsewhere (OpenCombineShim picks).
+        .target(name: "MooseObservability", dependencies: [
+            "MooseOAuth", "MooseHTTP", adapted("CoreMetrics", "swift-metrics", ["MooseObservability"]),
+            adapted("Tracing", "swift-distributed-tracing", ["MooseObservability"]),
+        ]),
+        .testTarget(name: "MooseObservabilityTests", dependencies: [
+            "MooseObservability", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseTestSupport",
+            adapted("CoreMetrics", "swift-metrics", ["MooseObservability"]), adapted("MetricsTestKit", "swift-metrics", ["MooseObservability"]),
+            adapted("Tracing", "swift-distributed-tracing", ["MooseObservability"]),
+            adapted("InMemoryTracing", "swift-distributed-tracing", ["MooseObservability"]),
+        ]),
         .target(name: "MooseCombine", dependencies: [
             "MooseOAuth", "MooseHTTP", adapted("OpenCombineShim", "OpenCombine", ["MooseCombine"]),
         ]),
