@@ -97,10 +97,7 @@ struct ExchangeCommand: ParsableCommand {
                 }
                 text = value
             }
-            var trimmed = Substring(text)
-            while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
-            while let first = trimmed.first, first.isWhitespace { trimmed.removeFirst() }
-            let token = String(trimmed)
+            let token = text.trimmingASCIIWhitespace()
             subject = { token }
         }
         let clients = CLIClients(transport: transport, fileStore: nil)

@@ -1,10 +1,11 @@
 import Dispatch
+import MooseHTTP
 import MooseOAuth
 import Synchronization
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+package import FoundationEssentials
 #else
-import Foundation
+package import Foundation
 #endif
 
 /// `moose login --paste` (and `--no-browser` at a terminal): for a shell on another machine than the
@@ -54,7 +55,7 @@ struct PasteUserAgent: ExternalUserAgent {
                 try await Task.sleep(nanoseconds: UInt64(86_400) * 1_000_000_000)
                 throw CancellationError()
             }
-            switch parse(line, redirectURI: redirectURI, expectedState: expectedState) {
+            switch PastedRedirect.parse(line, redirectURI: redirectURI, expectedState: expectedState) {
             case .success(let url): return url
             case .failure(let refusal): Terminal.error("moose: \(refusal.message); paste the whole address again (or only the code)")
             }
@@ -78,18 +79,18 @@ struct PasteUserAgent: ExternalUserAgent {
             slot.withLock { $0.take() }?.resume(throwing: CancellationError())
         }
     }
+}
 
+/// A line pasted into `moose login --paste`, checked (see `PasteUserAgent`). Total over any text (fuzzed).
+package enum PastedRedirect {
     /// Why a pasted line was refused.
-    struct Refusal: Error, Equatable {
-        let message: String
+    package struct Refusal: Error, Equatable {
+        package let message: String
     }
 
     /// The redirect URL a pasted line stands for, or why it is refused.
-    static func parse(_ line: String, redirectURI: URL, expectedState: String) -> Result<URL, Refusal> {
-        var trimmed = Substring(line)
-        while let first = trimmed.first, first == " " || first == "\t" { trimmed.removeFirst() }
-        while let last = trimmed.last, last == " " || last == "\t" || last == "\r" { trimmed.removeLast() }
-        let text = String(trimmed)
+    package static func parse(_ line: String, redirectURI: URL, expectedState: String) -> Result<URL, Refusal> {
+        let text = line.trimmingASCIIWhitespace()
         guard !text.isEmpty else { return .failure(Refusal(message: "nothing was pasted")) }
         guard text.utf8.count <= 8192, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return .failure(Refusal(message: "that is not an address or a code (spaces, control or non-ASCII characters, or over 8 KiB)"))

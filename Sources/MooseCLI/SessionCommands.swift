@@ -278,17 +278,10 @@ private func startBrowser(_ commands: [String], url: String) {
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    #if os(Linux)
-    // posix_spawn_file_actions_addclosefrom_np (glibc 2.34) is not in Swift's Glibc module.
-    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-    guard let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np"),
-          unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3) == 0 else {
+    guard ChildProcess.closeInheritedDescriptors(&actions, &attributes) else {
         Terminal.error("moose: not starting the browser (this C library cannot close moose's descriptors in it); open the URL above by hand")
         return
     }
-    #elseif canImport(Darwin)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT))
-    #endif
     let name = Terminal.safe(words[0])
     if posix_spawnp(&pid, words[0], &actions, &attributes, argv, environ) != 0 {
         Terminal.error("moose: could not start the browser (\(name)); open the URL above by hand")

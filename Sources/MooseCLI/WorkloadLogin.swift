@@ -89,10 +89,18 @@ enum WorkloadLogin {
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
         posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
         posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        guard ChildProcess.closeInheritedDescriptors(&actions, &attributes) else {
+            close(pipeEnds[0])
+            close(pipeEnds[1])
+            throw OAuthError(OAuthError.workloadIdentity, "not running \(words[0]): this C library cannot close moose's descriptors in it")
+        }
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid = pid_t()
-        let spawned = posix_spawnp(&pid, words[0], &actions, nil, argv, environ)
+        let spawned = posix_spawnp(&pid, words[0], &actions, &attributes, argv, environ)
         close(pipeEnds[1])
         guard spawned == 0 else {
             close(pipeEnds[0])

@@ -88,6 +88,16 @@ public enum URLScheme: String, Sendable, Hashable {
 }
 
 extension String {
+    /// Without leading and trailing ASCII whitespace (space, tab, CR, LF): a token or a line pasted,
+    /// read from a file or a variable. Nothing else is touched.
+    package func trimmingASCIIWhitespace() -> String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }
+        var text = Substring(self)
+        while let first = text.first, blank(first) { text.removeFirst() }
+        while let last = text.last, blank(last) { text.removeLast() }
+        return String(text)
+    }
+
     func trimmed() -> String {
         var text = Substring(self)
         while let first = text.first, first == " " || first == "\t" { text.removeFirst() }

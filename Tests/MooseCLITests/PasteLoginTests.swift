@@ -58,7 +58,7 @@ struct PasteLoginTests {
 
     @Test func pastedLinesAreCheckedBeforeUse() throws {
         let redirect = try #require(URL(string: "http://127.0.0.1:4711/callback"))
-        func parse(_ line: String) -> Result<URL, PasteUserAgent.Refusal> { PasteUserAgent.parse(line, redirectURI: redirect, expectedState: "s1") }
+        func parse(_ line: String) -> Result<URL, PastedRedirect.Refusal> { PastedRedirect.parse(line, redirectURI: redirect, expectedState: "s1") }
         #expect(try parse("  http://127.0.0.1:4711/callback?code=abc&state=s1 ").get().absoluteString == "http://127.0.0.1:4711/callback?code=abc&state=s1")
         #expect(try parse("http://127.0.0.1:4711/callback?error=access_denied&state=s1").get().query == "error=access_denied&state=s1")
         // A bare code: this login's redirect and state.

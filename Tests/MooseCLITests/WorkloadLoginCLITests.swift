@@ -102,4 +102,19 @@ struct WorkloadLoginCLITests {
         #expect(expired.status == 1 && expired.stdout.isEmpty && expired.stderr.contains("invalid_grant"), "\(expired.status) \(expired.stderr)")
         #expect(try await CLI.run(["exchange", "--issuer", Self.issuer, "--client-id", "x"]).status == 2)
     }
+
+    /// `command:PROGRAM ARG…`: the program's output is the subject, run without a shell, asked again each time.
+    @Test func aCommandsOutputIsTheWorkloadsToken() async throws {
+        let (home, environment) = CLI.home("moose-workload-command")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let file = home.appendingPathComponent("token")
+        try Data(try await Self.mint().utf8).write(to: file)
+        let printed = try await CLI.run(["exchange", "--issuer", Self.issuer, "--client-id", "moose-ci", "--workload", "command:cat " + file.path,
+                                         "--audience", Self.audience], environment: environment, timeout: 60)
+        #expect(printed.status == 0 && printed.stdout.split(separator: ".").count == 3, "\(printed.stdout) \(printed.stderr)")
+        let failing = try await CLI.run(["exchange", "--issuer", Self.issuer, "--client-id", "moose-ci", "--workload", "command:false",
+                                         "--audience", Self.audience], environment: environment, timeout: 60)
+        #expect(failing.status == 1 && failing.stderr.contains("the command false exited with status 1"), "\(failing.status) \(failing.stderr)")
+    }
 }

@@ -18,19 +18,21 @@ struct DeviceFlowIntegrationTests {
                                        present: present)
     }
 
+    /// The user, on another device: sign in, enter the code, accept.
+    static func approve(_ device: DeviceAuthorization, in browser: HeadlessBrowser) async throws {
+        let (page, _) = try await browser.page(device.verificationURI)
+        let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
+        if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
+            _ = try await browser.visit(confirm, stopAt: "http://never/")
+        }
+    }
+
     @Test func userApprovesAndTheFlowGetsTokens() async throws {
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
         let shown = Mutex<DeviceAuthorization?>(nil)
         let flow = try await Self.flow { device in
             shown.withLock { $0 = device }
-            // The user, on another device: sign in, enter the code, accept.
-            Task {
-                let (page, _) = try await browser.page(device.verificationURI)
-                let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
-                if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
-                    _ = try await browser.visit(confirm, stopAt: "http://never/")
-                }
-            }
+            Task { try await Self.approve(device, in: browser) }
         }
         let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
         #expect(!tokens.accessToken.isEmpty)
@@ -44,13 +46,7 @@ struct DeviceFlowIntegrationTests {
     @Test func withoutAnIDTokenTheUserIsNamedFromUserInfoAndARefreshKeepsTheName() async throws {
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
         let flow = try await Self.flow { device in
-            Task {
-                let (page, _) = try await browser.page(device.verificationURI)
-                let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
-                if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
-                    _ = try await browser.visit(confirm, stopAt: "http://never/")
-                }
-            }
+            Task { try await Self.approve(device, in: browser) }
         }
         var tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid", "profile", "email"]))
         tokens.idToken = nil

@@ -129,7 +129,10 @@ public struct TokenExchangeFlow: Authorizable {
             return
         }
         let sendable = tokens.tokenType.lowercased() == "bearer" || tokens.tokenType.lowercased() == "dpop"
-        guard sendable, issued == nil || issued == ExchangeToken.accessTokenType || issued == ExchangeToken.jwtType else {
+        let usable = issued.map { type in
+            [ExchangeToken.accessTokenType, ExchangeToken.jwtType].contains { $0.utf8.elementsEqual(type.utf8) }
+        } ?? true
+        guard sendable, usable else {
             throw OAuthError(OAuthError.invalidResponse,
                              "the token exchange issued \(issued ?? "a token") of token_type \(tokens.tokenType): not an access token to send")
         }

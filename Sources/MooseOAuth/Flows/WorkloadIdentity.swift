@@ -34,19 +34,23 @@ public struct WorkloadIdentity: Sendable {
 
     /// The workload's token, for `audience` where the source can ask for one (GitHub Actions).
     public func token(audience: String?) async throws -> String {
-        let raw = try await fetch(audience)
-        var token = Substring(raw)
-        while let last = token.last, last == "\n" || last == "\r" || last == " " || last == "\t" { token.removeLast() }
-        while let first = token.first, first == "\n" || first == "\r" || first == " " || first == "\t" { token.removeFirst() }
+        guard let token = Self.compactJWS(try await fetch(audience)) else {
+            throw OAuthError(OAuthError.workloadIdentity, "\(name) gave something that is not a JWT (a compact JWS); nothing was sent to the provider")
+        }
+        return token
+    }
+
+    /// `raw` without surrounding ASCII whitespace when it has a compact JWS's shape — three base64url
+    /// parts, the first two non-empty, at most 64 KiB — else `nil`. Total over any text (fuzzed).
+    package static func compactJWS(_ raw: String) -> String? {
+        let token = raw.trimmingASCIIWhitespace()
         let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         let base64url = { (byte: UInt8) in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D || byte == 0x5F
         }
         guard token.utf8.count <= TokenCharacters.maximumTokenLength, parts.count == 3, parts[0].count > 0, parts[1].count > 0,
-              parts.allSatisfy({ $0.allSatisfy(base64url) }) else {
-            throw OAuthError(OAuthError.workloadIdentity, "\(name) gave something that is not a JWT (a compact JWS); nothing was sent to the provider")
-        }
-        return String(token)
+              parts.allSatisfy({ $0.allSatisfy(base64url) }) else { return nil }
+        return token
     }
 
     /// The token in a file, read on every call: a Kubernetes projected service-account token

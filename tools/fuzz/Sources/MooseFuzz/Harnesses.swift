@@ -20,6 +20,7 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "form": form, "redaction": redaction, "dpop-par-response": dpopParResponse,
     "config-file": configFile,
     "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration, "sse": serverSentEvents,
+    "paste": pastedRedirect, "workload-token": workloadToken,
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -441,4 +442,28 @@ func serverSentEvents(_ bytes: [UInt8]) {
     let roomy = ServerSentEventParser.Limits(maximumLineLength: 4 * 1024, maximumEventSize: 4 * 1024, maximumIDLength: 4 * 64)
     let again = parseSSE(Array(text.utf8), chunkSizes: [Int.max], limits: roomy)
     require(again.failure == nil && again.events == whole.events, "parse(serialize(events)) != events")
+}
+
+/// `moose login --paste`: a pasted line becomes a redirect only when it is this login's redirect URI
+/// (scheme, host, port, path) with this login's state, or a bare code; anything accepted is a URL
+/// on that redirect URI whose state is this login's.
+func pastedRedirect(_ bytes: [UInt8]) {
+    guard let redirect = URL(string: "http://127.0.0.1:4711/callback") else { return }
+    let line = String(decoding: bytes, as: UTF8.self)
+    guard case .success(let url) = PastedRedirect.parse(line, redirectURI: redirect, expectedState: "st-1") else { return }
+    let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+    // Scheme and host are case-insensitive (RFC 3986 §3.1, §3.2.2); port and path are exact.
+    require(components?.scheme?.lowercased() == "http" && components?.host?.lowercased() == "127.0.0.1" && components?.port == 4711
+                && components?.percentEncodedPath == "/callback", "an accepted paste is this login's redirect URI")
+    require(components?.queryItems?.first { $0.name == "state" }?.value == "st-1", "an accepted paste carries this login's state")
+}
+
+/// A workload's token: accepted only with a compact JWS's shape, bounded, visible ASCII; a second
+/// pass changes nothing.
+func workloadToken(_ bytes: [UInt8]) {
+    guard let token = WorkloadIdentity.compactJWS(String(decoding: bytes, as: UTF8.self)) else { return }
+    require(token.utf8.count <= TokenCharacters.maximumTokenLength, "bounded")
+    require(token.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "visible ASCII, no spaces")
+    require(token.utf8.filter { $0 == UInt8(ascii: ".") }.count == 2, "three parts")
+    require(WorkloadIdentity.compactJWS(token) == token, "idempotent")
 }
