@@ -4,6 +4,8 @@
     setup.py conf STATE PORT       write STATE/glewlwyd.conf from the packaged /etc/glewlwyd/glewlwyd.conf
     setup.py keys STATE            create STATE/keys/{rs256,es256,eddsa}.pem (openssl) and STATE/jwks-private.json
     setup.py configure STATE PORT  configure scopes, user, clients and the OIDC plugin instances via the admin REST API
+    setup.py pkjwt-key [--new]     write Fixtures/glewlwyd/pkjwt-es256.jwks.json (public JWKS of moose-pkjwt) from
+                                   Fixtures/glewlwyd/pkjwt-es256.pem; --new first makes a new P-256 key (openssl)
 
 Everything is upserted, so `configure` can run against a fresh or an already configured database.
 Environment: MOOSE_GLEWLWYD_ACCESS_TOKEN_SECONDS (default 60), MOOSE_GLEWLWYD_DPOP_NONCE_COUNTER (default 10),
@@ -27,6 +29,14 @@ POST_LOGOUT = ["http://127.0.0.1:53682/logout", "http://127.0.0.1:53683/logout"]
 RESOURCE = "https://api.moose.test"
 USER_SCOPES = ["openid", "profile", "email", "offline_access", "api.read"]
 KIDS = {"RS256": "moose-rs256", "ES256": "moose-es256", "EdDSA": "moose-eddsa"}
+
+# moose-pkjwt: confidential client authenticating with private_key_jwt (RFC 7523 §2.2), client_credentials only.
+# Its key pair is a committed test fixture; Glewlwyd gets the public JWKS as the client property `jwks`.
+FIXTURES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Fixtures", "glewlwyd"))
+PKJWT_CLIENT = "moose-pkjwt"
+PKJWT_KID = "moose-pkjwt-1"
+PKJWT_PEM = os.path.join(FIXTURES, "pkjwt-es256.pem")
+PKJWT_JWKS = os.path.join(FIXTURES, "pkjwt-es256.jwks.json")
 
 
 def log(*a):
@@ -139,6 +149,35 @@ def make_keys(state):
     os.chmod(os.path.join(state, "jwks-private.json"), 0o600)
 
 
+def pkjwt_public_jwks():
+    """The public JWKS of moose-pkjwt derived from its PEM (kid moose-pkjwt-1, alg ES256, use sig)."""
+    jwk = ec_jwk(PKJWT_PEM)
+    del jwk["d"]
+    jwk.update({"kid": PKJWT_KID, "alg": "ES256", "use": "sig"})
+    return {"keys": [jwk]}
+
+
+def pkjwt_key(new):
+    if new or not os.path.exists(PKJWT_PEM):
+        os.makedirs(FIXTURES, exist_ok=True)
+        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-out", PKJWT_PEM], check=True, capture_output=True)
+        os.chmod(PKJWT_PEM, 0o644)  # a test fixture, read by the Swift tests
+    with open(PKJWT_JWKS, "w") as f:
+        json.dump(pkjwt_public_jwks(), f, indent=2)
+        f.write("\n")
+    log(f"wrote {PKJWT_JWKS}")
+
+
+def load_pkjwt_jwks():
+    """The committed public JWKS; refuses one that does not match the committed private key."""
+    with open(PKJWT_JWKS) as f:
+        jwks = json.load(f)
+    if jwks != pkjwt_public_jwks():
+        raise SystemExit(f"{PKJWT_JWKS} does not match {PKJWT_PEM}; run `tools/glewlwyd/setup.py pkjwt-key`")
+    return jwks
+
+
 # --------------------------------------------------------------------------- admin REST API
 
 class Admin:
@@ -171,8 +210,9 @@ class Admin:
         status, _ = self.call("GET", f"/api/{collection}/{urllib.parse.quote(key)}", ok=(200, 404))
         if status == 200:
             self.call("PUT", f"/api/{collection}/{urllib.parse.quote(key)}", body)
-        else:
-            self.call("POST", f"/api/{collection}/", body)
+            return "updated"
+        self.call("POST", f"/api/{collection}/", body)
+        return "created"
 
 
 def oidc_parameters(issuer, jwks, *, par_required):
@@ -183,6 +223,10 @@ def oidc_parameters(issuer, jwks, *, par_required):
         "jwks-private": json.dumps(jwks),
         "default-kid": KIDS["RS256"],
         "client-sign_kid-parameter": "sign_kid",
+        # client properties holding a client's public keys (private_key_jwt client assertions, request objects);
+        # setting any of them adds private_key_jwt to the discovery's token_endpoint_auth_methods_supported
+        "client-jwks-parameter": "jwks",
+        "client-pubkey-parameter": "pubkey",
         "jwks-show": True,
         "jwt-type": "rsa",
         "jwt-key-size": "256",
@@ -307,17 +351,26 @@ def configure(state, port):
          "client_secret": "moose-service-secret", "authorization_type": ["client_credentials"],
          "token_endpoint_auth_method": ["client_secret_basic", "client_secret_post"],
          "scope": ["api.read"], "redirect_uri": [], "resource": [RESOURCE]},
+        # no client_secret: it can only authenticate with a client assertion signed by its key (ES256, kid
+        # moose-pkjwt-1); `jwks` is stored as JSON (data-format "convert": "jwks" in the packaged schema)
+        {"client_id": PKJWT_CLIENT, "name": "Moose service client, private_key_jwt", "enabled": True,
+         "confidential": True, "authorization_type": ["client_credentials"],
+         "token_endpoint_auth_method": ["private_key_jwt"], "token_endpoint_signing_alg": "ES256",
+         "jwks": load_pkjwt_jwks(), "scope": ["api.read"], "redirect_uri": [], "resource": [RESOURCE]},
     ]
     for c in clients:
         admin.upsert("client", c["client_id"], c)
 
     for name, par_required in (("oidc", False), ("oidc-par", True)):
         issuer = f"{base}/api/{name}"
-        admin.upsert("mod/plugin", name, {
+        done = admin.upsert("mod/plugin", name, {
             "module": "oidc", "name": name,
             "display_name": "Moose OIDC" + (" (PAR required)" if par_required else ""),
             "parameters": oidc_parameters(issuer, jwks, par_required=par_required),
             "order_rank": 0, "readonly": False})
+        if done == "updated":
+            # PUT only stores the parameters; the running instance keeps its old ones until reset
+            admin.call("PUT", f"/api/mod/plugin/{name}/reset")
     log("glewlwyd configured")
 
 
@@ -329,6 +382,8 @@ def main(argv):
         make_keys(argv[2])
     elif cmd == "configure":
         configure(argv[2], int(argv[3]))
+    elif cmd == "pkjwt-key":
+        pkjwt_key(new="--new" in argv[2:])
     else:
         sys.exit(__doc__)
 
