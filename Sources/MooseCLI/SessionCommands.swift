@@ -153,11 +153,18 @@ struct CLIClients: Sendable {
     static func authentication(for profile: Profile) throws -> ClientAuthentication {
         if let path = profile.privateKeyFile {
             let signing: JWTKey
+            let text = String(decoding: try KeyLoading.readFile(path, what: "key file"), as: UTF8.self)
             do {
-                signing = try JWTKey(pem: String(decoding: try KeyLoading.readFile(path, what: "key file"), as: UTF8.self),
-                                     keyID: profile.privateKeyID)
+                if text.trimmingASCIIWhitespace().hasPrefix("{") {
+                    // A private JWK: its kid names the key unless --key-id does.
+                    var fields = try JWK(json: text).fields
+                    if let keyID = profile.privateKeyID { fields["kid"] = .string(keyID) }
+                    signing = try JWK(fields).signingKey()
+                } else {
+                    signing = try JWTKey(pem: text, keyID: profile.privateKeyID)
+                }
             } catch {
-                throw CLIError.usage("--private-key \(path) must be a private key in PEM (RS256, ES256 or EdDSA): \(error)")
+                throw CLIError.usage("--private-key \(path) must be a private key in PEM or a private JWK (RS256, ES256 or EdDSA): \(error)")
             }
             let algorithms = KeyLoading.algorithms(for: signing)
             guard let algorithm = [JWTAlgorithm.es256, .eddsa, .rs256].first(where: algorithms.contains) else {
@@ -341,9 +348,9 @@ struct LoginCommand: ParsableCommand {
     var clientSecretEnv: String?
     @Option(name: .customLong("client-auth"), help: ArgumentHelp("How the secret is sent: basic (client_secret_basic, default) or post (client_secret_post).", valueName: "METHOD"))
     var clientAuth: String?
-    @Option(name: .customLong("private-key"), help: ArgumentHelp("Authenticate with private_key_jwt (RFC 7523): a private key in PEM (RS256, ES256 or EdDSA).", valueName: "FILE"))
+    @Option(name: .customLong("private-key"), help: ArgumentHelp("Authenticate with private_key_jwt (RFC 7523): a private key in PEM, or a private JWK whose kid is used (RS256, ES256 or EdDSA).", valueName: "FILE"))
     var privateKey: String?
-    @Option(name: .customLong("key-id"), help: ArgumentHelp("The kid to name in the private_key_jwt assertion.", valueName: "KID"))
+    @Option(name: .customLong("key-id"), help: ArgumentHelp("The kid to name in the private_key_jwt assertion (a PEM has none; many providers need it).", valueName: "KID"))
     var keyID: String?
     @Option(help: ArgumentHelp("The audience a client-credentials grant names (for providers that want one).", valueName: "AUDIENCE"))
     var audience: String?

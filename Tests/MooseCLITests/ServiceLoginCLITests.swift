@@ -46,6 +46,39 @@ struct ServiceLoginCLITests {
         #expect(none.status == 2 && none.stderr.contains("--client-secret-file"), "\(none.stderr)")
     }
 
+    /// `--private-key` at a server that checks private_key_jwt: Glewlwyd's `moose-pkjwt` (ES256, kid
+    /// `moose-pkjwt-1`). Only the key file's path is kept with the profile; `moose token` re-signs.
+    @Test func aServiceLogsInWithItsPrivateKeyAtGlewlwyd() async throws {
+        try await Glewlwyd.exclusively {
+            guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
+            let (home, environment) = CLI.home("moose-pkjwt")
+            defer { try? FileManager.default.removeItem(at: home) }
+            let key = Fixtures.root + "/glewlwyd/pkjwt-es256.pem"
+            let login = try await CLI.run(["login", "--client-credentials", "--issuer", issuer, "--client-id", "moose-pkjwt",
+                                           "--private-key", key, "--key-id", "moose-pkjwt-1", "--scope", "api.read",
+                                           "--profile", "pk"], environment: environment)
+            #expect(login.status == 0 && login.stdout.contains("as client moose-pkjwt"), "\(login.stdout) \(login.stderr)")
+            let token = try await CLI.run(["token", "--profile", "pk"], environment: environment)
+            #expect(token.status == 0 && token.stdout.split(separator: ".").count == 3, "\(token.stderr)")
+            let stored = try await CLI.run(["store", "get", "pk", "--namespace", "moose.session"], environment: environment)
+            #expect(!stored.stdout.contains("PRIVATE KEY"), "the key was stored with the session")
+
+            // The same key as a private JWK: its kid is used, no --key-id needed.
+            let jwk = try await CLI.run(["login", "--client-credentials", "--issuer", issuer, "--client-id", "moose-pkjwt",
+                                         "--private-key", Fixtures.root + "/glewlwyd/pkjwt-es256.private.jwk.json", "--scope", "api.read",
+                                         "--profile", "jwk"], environment: environment)
+            #expect(jwk.status == 0, "\(jwk.stderr)")
+
+            // A kid the provider does not know: Glewlwyd answers a bare 403; exit 1, and the message
+            // says what that most often means.
+            let wrongKid = try await CLI.run(["login", "--client-credentials", "--issuer", issuer, "--client-id", "moose-pkjwt",
+                                              "--private-key", key, "--key-id", "not-registered", "--scope", "api.read",
+                                              "--profile", "bad"], environment: environment)
+            #expect(wrongKid.status == 1 && wrongKid.stderr.contains("403") && wrongKid.stderr.contains("credentials were refused"),
+                    "\(wrongKid.stderr)")
+        }
+    }
+
     /// A session with no refresh token is re-acquired by the same single flight: 5 s tokens, two
     /// processes after expiry → one new grant at the provider.
     @Test func anExpiredServiceTokenIsReacquiredOnceForTwoProcesses() async throws {

@@ -67,8 +67,14 @@ package enum TokenResponse {
                               errorDescription: description, errorURI: uri, status: response.status.code)
         }
         guard let code else {
+            let body = response.body.isEmpty ? "an empty body" : excerpt(response)
+            // Some providers (Glewlwyd) refuse every bad client authentication with a bare 401/403:
+            // say what it most often means rather than only that the body was not OAuth.
+            let hint = response.status.code == 401 || response.status.code == 403
+                ? "; a bare \(response.status.code) here most often means the client's credentials were refused: check the client id and its secret or key (and the key's kid)"
+                : ""
             return OAuthError(OAuthError.invalidResponse,
-                              "the token endpoint answered HTTP \(response.status.code) without an OAuth error: \(excerpt(response))",
+                              "the token endpoint answered HTTP \(response.status.code) without an OAuth error (\(body))\(hint)",
                               status: response.status.code)
         }
         let kind: OAuthError.Code = switch code {
