@@ -156,7 +156,7 @@ let package = Package(
             adapted("Tracing", "swift-distributed-tracing", ["MooseObservability"]),
         ]),
         .testTarget(name: "MooseObservabilityTests", dependencies: [
-            "MooseObservability", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseTestSupport",
+            "MooseObservability", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseTestSupport", "MooseSQLiteStorage", "MooseSecretStore",
             adapted("CoreMetrics", "swift-metrics", ["MooseObservability"]), adapted("MetricsTestKit", "swift-metrics", ["MooseObservability"]),
             adapted("Tracing", "swift-distributed-tracing", ["MooseObservability"]),
             adapted("InMemoryTracing", "swift-distributed-tracing", ["MooseObservability"]),

@@ -106,23 +106,43 @@ public struct ObservedTransport: HTTPTransport {
     }
 }
 
-/// Counts a coordinator's events in swift-metrics — `moose_refreshes_total` by `outcome` (`ok`, the
-/// failure's code, `needs_login`) and `moose_logouts_total` — for as long as the returned task runs.
+/// Counts a coordinator's events in swift-metrics for as long as the returned task runs:
+/// `moose_refreshes_total` by `outcome` (`ok`, the failure's code, `needs_login`),
+/// `moose_logouts_total`, and the single flight's steps (`RefreshCoordinator.activity`) in
+/// `moose_single_flight_total` by `outcome` — `joined` (waited for a refresh already running in this
+/// process), `read` (the storage held a fresh token: another process's or machine's refresh), `granted`
+/// (this process went to the provider). Many callers and one `granted` is the single flight working.
+/// Pair it with `ObservedSessionStorage` for the storage's operations.
 public enum CoordinatorMetrics {
     /// Starts counting `coordinator`'s events; cancel the task to stop.
     @discardableResult
     public static func record(_ coordinator: RefreshCoordinator, metrics: (any MetricsFactory)? = nil) -> Task<Void, Never> {
         let factory = metrics ?? MetricsSystem.factory
         let events = coordinator.events
+        let activity = coordinator.activity
         return Task {
-            for await event in events {
-                switch event {
-                case .refreshed: Counter(label: "moose_refreshes_total", dimensions: [("outcome", "ok")], factory: factory).increment()
-                case .refreshFailed(let error):
-                    Counter(label: "moose_refreshes_total", dimensions: [("outcome", error.code.description)], factory: factory).increment()
-                case .needsReauthentication:
-                    Counter(label: "moose_refreshes_total", dimensions: [("outcome", "needs_login")], factory: factory).increment()
-                case .loggedOut: Counter(label: "moose_logouts_total", factory: factory).increment()
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await event in events {
+                        switch event {
+                        case .refreshed: Counter(label: "moose_refreshes_total", dimensions: [("outcome", "ok")], factory: factory).increment()
+                        case .refreshFailed(let error):
+                            Counter(label: "moose_refreshes_total", dimensions: [("outcome", error.code.description)], factory: factory).increment()
+                        case .needsReauthentication:
+                            Counter(label: "moose_refreshes_total", dimensions: [("outcome", "needs_login")], factory: factory).increment()
+                        case .loggedOut: Counter(label: "moose_logouts_total", factory: factory).increment()
+                        }
+                    }
+                }
+                group.addTask {
+                    for await step in activity {
+                        let outcome = switch step {
+                        case .joined: "joined"
+                        case .read: "read"
+                        case .granted: "granted"
+                        }
+                        Counter(label: "moose_single_flight_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+                    }
                 }
             }
         }

@@ -14,6 +14,7 @@ extension RefreshCoordinator {
         let task: Task<AccessToken, any Error>
         if let running = inFlight {
             task = running
+            activityListeners.yield(.joined)
         } else {
             // Set before the first await: re-entrant callers join this task.
             task = Task { try await self.performRefresh(minimumValidity: minimumValidity, rejecting: rejecting) }
@@ -60,7 +61,7 @@ extension RefreshCoordinator {
         // Another process may have refreshed already: a plain read, no lease needed to adopt it.
         if let stored = try await loadSession(), stored.session.state == .active,
            answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
-            return try adopt(stored.session.tokens, epoch: started)
+            return try adopt(stored.session.tokens, epoch: started, activity: .read)
         }
         // Offline: its own outcome, before the lease and the provider — the refresh waits for the network.
         try checkOnline()
@@ -74,7 +75,7 @@ extension RefreshCoordinator {
         do {
             switch try await takeLease(minimumValidity: minimumValidity, rejecting: rejecting) {
             case .lease(let taken): lease = taken
-            case .adopt(let tokens): return try adopt(tokens, epoch: started)
+            case .adopt(let tokens): return try adopt(tokens, epoch: started, activity: .read)
             }
         } catch let error as OAuthError where error.code == OAuthError.leaseBusy {
             throw OAuthError(OAuthError.transient, "another process holds the refresh lease of \(key) for too long", underlying: error)
@@ -135,7 +136,7 @@ extension RefreshCoordinator {
         let known = snapshot.withLock { $0.tokens?.accessToken }
         if known.map({ !session.tokens.accessToken.utf8.elementsEqual($0.utf8) }) ?? true,
            answers(session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
-            return try adopt(session.tokens, epoch: started)
+            return try adopt(session.tokens, epoch: started, activity: .read)
         }
         let spent = session.tokens
         let fresh: TokenSet
@@ -146,7 +147,7 @@ extension RefreshCoordinator {
             // Maybe another process rotated the token a moment ago: then its tokens are the answer.
             if let again = try await loadSession(), again.session.state == .active,
                !Self.same(again.session.tokens.refreshToken, spent.refreshToken) {
-                return try adopt(again.session.tokens, epoch: started)
+                return try adopt(again.session.tokens, epoch: started, activity: .read)
             }
             session.state = .needsReauthentication
             _ = try? await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
@@ -179,7 +180,7 @@ extension RefreshCoordinator {
             do { reread = .some(try await storage.load(key)) } catch {}
             switch reread {
             case .some(.some(let winner)) where winner.generation != stored.generation:
-                if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started) }
+                if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started, activity: .read) }
                 throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
             case .some(.none):
                 // Logged out meanwhile: the session stays wiped and its tokens are not handed out.
@@ -191,7 +192,7 @@ extension RefreshCoordinator {
                 scheduleWriteRetry()
             }
         }
-        return try adopt(fresh, epoch: started)
+        return try adopt(fresh, epoch: started, activity: .granted)
     }
 
     private func loadSession() async throws -> StoredSession? {

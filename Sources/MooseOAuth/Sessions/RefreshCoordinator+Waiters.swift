@@ -64,12 +64,12 @@ final class ContinuationBox: Sendable {
     }
 }
 
-/// The coordinator's event listeners: each `events` stream gets every event.
-final class EventListeners: Sendable {
-    private let listeners = Mutex<(next: Int, continuations: [Int: AsyncStream<RefreshEvent>.Continuation])>((0, [:]))
+/// The coordinator's event listeners: each `events` (or `activity`) stream gets every event.
+final class EventListeners<Event: Sendable>: Sendable {
+    private let listeners = Mutex<(next: Int, continuations: [Int: AsyncStream<Event>.Continuation])>((0, [:]))
 
-    func listen() -> AsyncStream<RefreshEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: RefreshEvent.self, bufferingPolicy: .bufferingNewest(32))
+    func listen() -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(32))
         let id = listeners.withLock { state in
             state.next += 1
             state.continuations[state.next] = continuation
@@ -79,7 +79,7 @@ final class EventListeners: Sendable {
         return stream
     }
 
-    func yield(_ event: RefreshEvent) {
+    func yield(_ event: Event) {
         for continuation in listeners.withLock({ Array($0.continuations.values) }) { continuation.yield(event) }
     }
 

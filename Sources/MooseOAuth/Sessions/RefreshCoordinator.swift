@@ -129,7 +129,8 @@ public actor RefreshCoordinator {
     var reachabilityWatch: Task<Void, Never>?
 
     deinit { reachabilityWatch?.cancel() }
-    nonisolated let eventListeners = EventListeners()
+    nonisolated let eventListeners = EventListeners<RefreshEvent>()
+    nonisolated let activityListeners = EventListeners<CoordinatorActivity>()
 
     /// A coordinator for the session under `key` in `storage`; `refresher` runs the refresh grant
     /// for the stored session it is handed (read inside the refresh lease: never read it again)
@@ -173,6 +174,12 @@ public actor RefreshCoordinator {
     /// Events for UIs: every access makes a new stream that gets every event from then on (each
     /// listener its own copy, up to 32 buffered), ending when the listener stops iterating.
     public nonisolated var events: AsyncStream<RefreshEvent> { eventListeners.listen() }
+
+    /// What the single flight does on the slow path — a caller joining a refresh already running
+    /// here, a token read from the storage (another process's or machine's refresh), a grant made
+    /// here — for metrics (`CoordinatorMetrics` in MooseObservability) and logs. The hot path (a
+    /// valid cached token) announces nothing. Buffers the newest 32 per listener.
+    public nonisolated var activity: AsyncStream<CoordinatorActivity> { activityListeners.listen() }
 
     /// The cached token if valid for `minimumValidity` seconds (at most the configured share of
     /// its lifetime: see `Configuration.maximumMarginFraction`) — a lock read, callable from any
@@ -270,12 +277,13 @@ public actor RefreshCoordinator {
     }
 
     /// Publishes `tokens` and announces them, unless a login or logout happened since `started`.
-    func adopt(_ tokens: TokenSet, epoch started: Int64) throws -> AccessToken {
+    func adopt(_ tokens: TokenSet, epoch started: Int64, activity: CoordinatorActivity? = nil) throws -> AccessToken {
         // A login or logout happened while this refresh ran: its tokens belong to a session that is gone.
         guard started == epoch else {
             throw OAuthError(OAuthError.needsLogin, "\(key) was logged out or logged in again while a refresh ran")
         }
         let token = publish(tokens)
+        if let activity { activityListeners.yield(activity) }
         eventListeners.yield(.refreshed(generation: token.generation, expiresAt: token.expiresAt))
         return token
     }

@@ -15,3 +15,15 @@ public enum RefreshEvent: Sendable {
     /// The session was logged out.
     case loggedOut
 }
+
+/// One step of a coordinator's single flight (`RefreshCoordinator.activity`): how a caller that
+/// found no valid cached token got one. Finer than `RefreshEvent`, for metrics.
+public enum CoordinatorActivity: Sendable, Hashable {
+    /// The caller waited for a refresh this process was already running (one grant for many callers).
+    case joined
+    /// The storage held a token that answers (another process or machine refreshed it, or an earlier
+    /// run stored it): used without a grant.
+    case read
+    /// This process made the grant at the provider, holding the refresh lease.
+    case granted
+}
