@@ -104,7 +104,9 @@ let package = Package(
                                                 .product(name: "HTTPTypes", package: "swift-http-types")]),
         // The envelope every store seals with (AES-256-GCM, AAD, data keys wrapped by the master key) and
         // the master-key sources: shared by the SQLite file store and PostgreSQL, links no database.
-        .target(name: "MooseSealing", dependencies: ["MooseCrypto"]),
+        // libsecret (the freedesktop Secret Service), loaded with dlopen on first use like libcurl.
+        .target(name: "CMooseSecretService", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        .target(name: "MooseSealing", dependencies: ["MooseCrypto", "CMooseSecretService"]),
         // The encrypted SQLite key/value store (the only user of CSQLite).
         .target(name: "MooseSecretStore", dependencies: ["CSQLite", "MooseCrypto", "MooseSealing"]),
         // URLSession (FoundationNetworking) in its own module: the CLI never links it.

@@ -57,7 +57,8 @@ enum LeanCommandLine {
         guard scan(arguments, options: tokenOptions, positional: nil, into: &values) else { return nil }
         return TokenCommand.Values(
             store: StoreOptions(storePath: values.storePath, keyFile: values.keyFile,
-                                keyEnvironment: values.keyEnvironment, passphraseFile: values.passphraseFile),
+                                keyEnvironment: values.keyEnvironment, passphraseFile: values.passphraseFile,
+                                keySecretService: values.keySecretService),
             profile: values.profile, minValidity: values.minValidity, idToken: values.idToken, format: values.format,
             url: values.url, method: values.method, nonce: values.nonce)
     }
@@ -157,6 +158,7 @@ enum LeanCommandLine {
         var keyFile: String?
         var keyEnvironment: String?
         var passphraseFile: String?
+        var keySecretService: String?
         var profile: String?
         var minValidity: String? = nil
         var idToken = false
@@ -172,6 +174,7 @@ enum LeanCommandLine {
         Option(name: "--key-file", kind: .single) { $0.keyFile = $1; return true },
         Option(name: "--key-env", kind: .single) { $0.keyEnvironment = $1; return true },
         Option(name: "--passphrase-file", kind: .single) { $0.passphraseFile = $1; return true },
+        Option(name: "--key-secret-service", kind: .single) { $0.keySecretService = $1; return true },
         Option(name: "--profile", kind: .single) { $0.profile = $1; return true },
         Option(name: "--min-validity", kind: .single) { $0.minValidity = $1; return true },
         Option(name: "--id-token", kind: .flag) { values, _ in values.idToken = true; return true },

@@ -30,6 +30,11 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("Derive the master key from the passphrase in this file (scrypt).", valueName: "FILE"))
     var passphraseFile: String?
 
+    @Option(name: .customLong("key-secret-service"), help: ArgumentHelp(
+        "Keep the master key in the freedesktop Secret Service (GNOME Keyring, KWallet…) as the item NAME (made with the store; needs libsecret and an unlocked keyring).",
+        valueName: "NAME"))
+    var keySecretService: String?
+
     /// `$HOME` when it names an absolute folder; `nil` when it is unset, empty or relative.
     static func home() -> String? {
         guard let home = getenv("HOME").map({ String(cString: $0) }), home.hasPrefix("/") else { return nil }
@@ -65,9 +70,10 @@ struct StoreOptions: ParsableArguments {
     }
 
     func keySource() throws -> MasterKeySource {
-        let chosen = [keyFile != nil, keyEnvironment != nil, passphraseFile != nil].filter { $0 }.count
-        guard chosen <= 1 else { throw CLIError.usage("give only one of --key-file, --key-env, --passphrase-file") }
+        let chosen = [keyFile != nil, keyEnvironment != nil, passphraseFile != nil, keySecretService != nil].filter { $0 }.count
+        guard chosen <= 1 else { throw CLIError.usage("give only one of --key-file, --key-env, --passphrase-file, --key-secret-service") }
         if let keyEnvironment { return .environment(keyEnvironment) }
+        if let keySecretService { return .secretService(keySecretService) }
         if let passphraseFile {
             let bytes = try KeyLoading.readFile(passphraseFile, what: "passphrase file", limit: 4096)
             let passphrase = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"])
@@ -106,12 +112,13 @@ extension StoreOptions {
     /// The options as given, without argument-parser: for the lean command line of `moose token`
     /// (`LeanCommandLine`, which must know each option's name). Sets every option above — one left
     /// unset would stop the program when read.
-    init(storePath: String?, keyFile: String?, keyEnvironment: String?, passphraseFile: String?) {
+    init(storePath: String?, keyFile: String?, keyEnvironment: String?, passphraseFile: String?, keySecretService: String? = nil) {
         self.init()
         self.storePath = storePath
         self.keyFile = keyFile
         self.keyEnvironment = keyEnvironment
         self.passphraseFile = passphraseFile
+        self.keySecretService = keySecretService
     }
 }
 
@@ -233,8 +240,8 @@ struct StoreCommand: ParsableCommand {
             abstract: "Rotate the data key (re-encrypt every value) or, with --master, the master key.",
             discussion: """
                 --master with a key file writes a fresh random key to the same path (the old key is kept \
-                until the rewrap has committed). --to-key-env / --to-passphrase-file move the store to \
-                another kind of master key.
+                until the rewrap has committed). --to-key-env / --to-passphrase-file / --to-secret-service \
+                move the store to another kind of master key.
                 """)
         @OptionGroup var options: StoreOptions
         @Flag(help: "Rotate the master key instead of the data key.") var master = false
@@ -242,24 +249,38 @@ struct StoreCommand: ParsableCommand {
         var toKeyEnvironment: String?
         @Option(name: .customLong("to-passphrase-file"), help: ArgumentHelp("New master key from this passphrase file.", valueName: "FILE"))
         var toPassphraseFile: String?
+        @Option(name: .customLong("to-secret-service"), help: ArgumentHelp("New master key made and kept in the Secret Service as the item NAME.", valueName: "NAME"))
+        var toSecretService: String?
+
+        /// The new master key a --to-… option names; `nil` for none.
+        func newKeySource() throws -> MasterKeySource? {
+            guard [toKeyEnvironment != nil, toPassphraseFile != nil, toSecretService != nil].filter({ $0 }).count <= 1 else {
+                throw CLIError.usage("give only one of --to-key-env, --to-passphrase-file, --to-secret-service")
+            }
+            if let toKeyEnvironment { return .environment(toKeyEnvironment) }
+            if let toSecretService { return .secretService(toSecretService) }
+            if let toPassphraseFile {
+                let bytes = try KeyLoading.readFile(toPassphraseFile, what: "passphrase file", limit: 4096)
+                return .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"]))
+            }
+            return nil
+        }
 
         func run() throws {
             if try options.isPostgres { return try rotatePostgres() }
             let store = try options.open()
             do {
-                guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
+                let newKey = try newKeySource()
+                guard master || newKey != nil else {
                     try store.rotateDataKey()
                     Terminal.out("data key rotated; every value re-encrypted")
                     return
                 }
-                if let toKeyEnvironment {
-                    try store.rotateMasterKey(to: .environment(toKeyEnvironment))
-                } else if let toPassphraseFile {
-                    let bytes = try KeyLoading.readFile(toPassphraseFile, what: "passphrase file", limit: 4096)
-                    try store.rotateMasterKey(to: .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"])))
+                if let newKey {
+                    try store.rotateMasterKey(to: newKey)
                 } else {
                     guard case .keyFile(let path) = try options.keySource() else {
-                        throw CLIError.usage("--master without a key file needs --to-key-env or --to-passphrase-file")
+                        throw CLIError.usage("--master without a key file needs --to-key-env, --to-passphrase-file or --to-secret-service")
                     }
                     let fresh = path + ".new"
                     unlink(fresh)
@@ -277,20 +298,18 @@ struct StoreCommand: ParsableCommand {
         func rotatePostgres() throws {
             let backend = try RegisteredBackends.openPostgres(options)
             defer { backend.close() }
-            guard master || toKeyEnvironment != nil || toPassphraseFile != nil else {
+            let named = try newKeySource()
+            guard master || named != nil else {
                 Terminal.out(try backend.rotateDataKey())
                 return
             }
             let newKey: MasterKeySource
             var keyFileMove: (String, String)? = nil
-            if let toKeyEnvironment {
-                newKey = .environment(toKeyEnvironment)
-            } else if let toPassphraseFile {
-                let bytes = try KeyLoading.readFile(toPassphraseFile, what: "passphrase file", limit: 4096)
-                newKey = .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"]))
+            if let named {
+                newKey = named
             } else {
                 guard case .keyFile(let path) = try options.keySource() else {
-                    throw CLIError.usage("--master without a key file needs --to-key-env or --to-passphrase-file")
+                    throw CLIError.usage("--master without a key file needs --to-key-env, --to-passphrase-file or --to-secret-service")
                 }
                 unlink(path + ".new")
                 newKey = .keyFile(path + ".new")

@@ -18,6 +18,7 @@ import Darwin
 /// let store = try SecretStore(path: path, masterKey: .keyFile("~/.config/moose/store.key"))
 /// let ci = try SecretStore(path: path, masterKey: .environment("MOOSE_STORE_KEY"))   // base64, 32 bytes
 /// let local = try SecretStore(path: path, masterKey: .passphrase("correct horse battery staple"))
+/// let desktop = try SecretStore(path: path, masterKey: .secretService("default"))   // GNOME Keyring, KWallet…
 /// ```
 public enum MasterKeySource: Sendable {
     /// A file of 32 random bytes, created (mode 0600, folder 0700) if missing. A file readable by
@@ -29,6 +30,12 @@ public enum MasterKeySource: Sendable {
     case passphrase(String)
     /// Raw key bytes from the caller (32 bytes).
     case raw([UInt8])
+    /// A key kept in the freedesktop Secret Service (GNOME Keyring, KWallet, KeePassXC…) as the item
+    /// with attributes `application=moose`, `key=NAME` in the default collection: 32 random bytes
+    /// made on first use (when the store is created), stored as base64 text. libsecret is loaded at
+    /// run time; without it, without a session bus, or with the collection locked, opening fails and
+    /// says why — never a silent fallback to another source.
+    case secretService(String)
 
     /// A short description for messages (never the key).
     public var description: String {
@@ -37,6 +44,7 @@ public enum MasterKeySource: Sendable {
         case .environment(let name): "environment variable \(name)"
         case .passphrase: "passphrase"
         case .raw: "raw key"
+        case .secretService(let name): "Secret Service key \(name)"
         }
     }
 
@@ -62,6 +70,8 @@ public enum MasterKeySource: Sendable {
             return SecretKey(bytes)
         case .keyFile(let path):
             return try KeyFile.load(path: path, create: create)
+        case .secretService(let name):
+            return try SecretServiceKey.load(name: name, create: create)
         case .passphrase(let passphrase):
             guard !passphrase.isEmpty else {
                 throw SealingError(.keyUnavailable, "the passphrase is empty")

@@ -89,7 +89,9 @@ enum Format {
         }
     }
 
-    static func create(connection: SQLiteConnection, masterKey: MasterKeySource, scrypt: Scrypt.Parameters) throws {
+    /// Writes a new store's schema and first data key under `master` (resolved by the caller before
+    /// the file was made; `kdf`: a passphrase's scrypt salt and cost, kept in `meta`).
+    static func create(connection: SQLiteConnection, master: SecretKey, kdf: KDFParameters?) throws {
         try connection.transaction(immediate: true) {
             // Another process may have created it between our check and our lock.
             guard try connection.pragmaInteger("user_version") == 0 else { return }
@@ -102,9 +104,7 @@ enum Format {
                                      expires_at INTEGER NOT NULL);
                 """)
             let storeID = try SecureRandom.bytes(count: 16)
-            let kdf = try KDFParameters.fresh(for: masterKey, parameters: scrypt)
             if let kdf { try setMeta(connection, "kdf", Array(JSONEncoder().encode(kdf))) }
-            let master = try masterKey.resolve(kdf: kdf, create: true)
             let dataKey = try SecretKey(randomByteCount: 32)
             let insert = try connection.statement("INSERT INTO data_keys (id, wrapped, created_at) VALUES (1, ?, ?)")
             try insert.bind(1, blob: try Envelope.wrap(dataKey, id: 1, master: master, storeID: storeID))

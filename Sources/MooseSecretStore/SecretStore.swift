@@ -100,7 +100,7 @@ public final class SecretStore: Sendable {
         if readOnly, !FileSystem.exists(path) {
             throw SecretStoreError(SecretStoreError.io, "no store at \(path) to open read-only")
         }
-        let isNew: Bool
+        var newKey: (master: SecretKey, kdf: KDFParameters?)? = nil
         if FileSystem.exists(path) {
             // An existing empty file (and no write-ahead log holding its pages) is a damaged store —
             // truncated, or left by a crash during `init` — never silently made anew: that would
@@ -110,12 +110,18 @@ public final class SecretStore: Sendable {
                                        "\(path) is empty (0 bytes): the store was truncated or damaged; restore it from a backup, "
                                        + "or remove the file and run `moose store init` to start over")
             }
-            isNew = false
         } else {
             guard create else { throw SecretStoreError(SecretStoreError.io, "no store at \(path) (run `moose store init`)") }
+            // The master key first: a key that is not there (an unset variable, no Secret Service)
+            // fails before any file exists — a half-made store would read as damaged next time.
+            do {
+                let kdf = try KDFParameters.fresh(for: masterKey, parameters: scryptParameters)
+                newKey = (try masterKey.resolve(kdf: kdf, create: true), kdf)
+            } catch {
+                throw SecretStoreError(error)
+            }
             try FileSystem.ensurePrivateFolder(for: path)
             try FileSystem.createPrivateFile(path)
-            isNew = true
         }
         let connection: SQLiteConnection
         do {
@@ -128,20 +134,22 @@ public final class SecretStore: Sendable {
         } catch {
             throw error.storeError
         }
-        let opened = try Self.open(connection: connection, masterKey: masterKey, isNew: isNew, scrypt: scryptParameters)
+        let opened = try Self.open(connection: connection, masterKey: masterKey, newKey: newKey)
         box = StateBox(opened)
     }
 
-    private static func open(connection: SQLiteConnection, masterKey: MasterKeySource, isNew: Bool,
-                             scrypt: Scrypt.Parameters) throws(SecretStoreError) -> State {
+    /// `newKey`: the resolved master key (and scrypt parameters) of a store this call creates; `nil`
+    /// when the file existed.
+    private static func open(connection: SQLiteConnection, masterKey: MasterKeySource,
+                             newKey: (master: SecretKey, kdf: KDFParameters?)?) throws(SecretStoreError) -> State {
         do {
             var version = try connection.pragmaInteger("user_version")
             if version == 0 {
-                guard isNew else {
+                guard let newKey else {
                     throw SecretStoreError(SecretStoreError.corrupt, "\(connection.path) is not a Moose store (no schema)")
                 }
                 try connection.execute("PRAGMA journal_mode=WAL")
-                try Format.create(connection: connection, masterKey: masterKey, scrypt: scrypt)
+                try Format.create(connection: connection, master: newKey.master, kdf: newKey.kdf)
                 version = try connection.pragmaInteger("user_version")
             }
             guard version <= schemaVersion else {
