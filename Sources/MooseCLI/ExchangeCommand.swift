@@ -42,6 +42,12 @@ struct ExchangeCommand: ParsableCommand {
     var workloadAudience: String?
     @Option(name: .customLong("subject-token-type"), help: ArgumentHelp("The subject token's type: id_token, jwt, access_token, refresh_token or a URI.", valueName: "TYPE"))
     var subjectTokenType = "id_token"
+    @Option(name: .customLong("actor-token-file"), help: ArgumentHelp("Delegation (RFC 8693 §1.1): read the actor token — who acts for the subject — from this file.", valueName: "FILE"))
+    var actorTokenFile: String?
+    @Option(name: .customLong("actor-token-env"), help: ArgumentHelp("Delegation: read the actor token from this environment variable.", valueName: "VAR"))
+    var actorTokenEnv: String?
+    @Option(name: .customLong("actor-token-type"), help: ArgumentHelp("The actor token's type: id_token, jwt, access_token (default), refresh_token or a URI.", valueName: "TYPE"))
+    var actorTokenType = "access_token"
     @Option(name: .customLong("requested-token-type"), help: ArgumentHelp("The type to ask for (the answer's issued_token_type must match).", valueName: "TYPE"))
     var requestedTokenType: String?
     @Option(help: ArgumentHelp("An audience for the issued token (repeatable).", valueName: "AUDIENCE")) var audience: [String] = []
@@ -58,6 +64,10 @@ struct ExchangeCommand: ParsableCommand {
         guard format == "token" || format == "json" else { throw ValidationError("--format takes token or json") }
         guard ExchangeToken.type(named: subjectTokenType) != nil else {
             throw ValidationError("--subject-token-type takes id_token, jwt, access_token, refresh_token or a URI")
+        }
+        guard actorTokenFile == nil || actorTokenEnv == nil else { throw ValidationError("give one of --actor-token-file and --actor-token-env") }
+        guard ExchangeToken.type(named: actorTokenType) != nil else {
+            throw ValidationError("--actor-token-type takes id_token, jwt, access_token, refresh_token or a URI")
         }
         if let requestedTokenType, ExchangeToken.type(named: requestedTokenType) == nil {
             throw ValidationError("--requested-token-type takes id_token, jwt, access_token, refresh_token or a URI")
@@ -100,6 +110,18 @@ struct ExchangeCommand: ParsableCommand {
             let token = text.trimmingASCIIWhitespace()
             subject = { token }
         }
+        // The actor (delegation): read once, like a subject from a file or a variable.
+        var actor: ExchangeToken? = nil
+        if let file = actorTokenFile {
+            let text = String(decoding: try KeyLoading.readFile(file, what: "actor token file"), as: UTF8.self)
+            actor = ExchangeToken(text.trimmingASCIIWhitespace(), type: ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType)
+        } else if let variable = actorTokenEnv {
+            guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
+                throw CLIError.usage("the environment variable \(variable) (the actor token) is not set")
+            }
+            actor = ExchangeToken(value.trimmingASCIIWhitespace(), type: ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType)
+        }
+        let actorSource: (@Sendable () async throws -> ExchangeToken)? = actor.map { token in { @Sendable in token } }
         let clients = CLIClients(transport: transport, fileStore: nil)
         let client = profile
         let parameters = AuthorizationParameters(scopes: scope, resources: resource)
@@ -108,7 +130,8 @@ struct ExchangeCommand: ParsableCommand {
         do {
             tokens = try CLIBlocking.run {
                 let client = try await clients.client(for: client, registration: nil)
-                let flow = TokenExchangeFlow(client: client, requestedTokenType: requested, audiences: audiences) {
+                let flow = TokenExchangeFlow(client: client, requestedTokenType: requested, audiences: audiences,
+                                             actor: actorSource) {
                     ExchangeToken(try await subject(), type: subjectType)
                 }
                 return try await flow.authorize(parameters)

@@ -101,18 +101,20 @@ public enum SessionStorageContract {
     /// it at its expiry; renewing a lost lease fails; releasing it does not free the new holder's.
     /// (Long ttls where timing must not matter: a loaded machine may stall a test for seconds.)
     public static func leasesExcludeAndLapse(_ storage: any SessionStorage) async throws {
-        let held = try await storage.acquireLease("refresh:d", ttl: 30, timeout: 1)
+        // Released explicitly: a ttl of minutes only keeps a starved run (a sanitizer build beside
+        // another build stalled one for over 30 s) from seeing the lease lapse mid-test.
+        let held = try await storage.acquireLease("refresh:d", ttl: 600, timeout: 1)
         try await expectCode(OAuthError.leaseBusy, "a second holder while the first holds the lease") {
             _ = try await storage.acquireLease("refresh:d", ttl: 5, timeout: 0.2)
         }
-        let renewed = try await storage.renewLease(held, ttl: 60)
+        let renewed = try await storage.renewLease(held, ttl: 1200)
         try require(renewed.fencingToken == held.fencingToken && renewed.expiresAt > held.expiresAt,
                     "renewal keeps the fencing token and extends the expiry")
         try await storage.releaseLease(renewed)
 
         // A holder that "crashes": never releases. The lease lapses by the storage's clock.
         let crashed = try await storage.acquireLease("refresh:e", ttl: 0.3, timeout: 1)
-        let next = try await storage.acquireLease("refresh:e", ttl: 30, timeout: 10)
+        let next = try await storage.acquireLease("refresh:e", ttl: 600, timeout: 10)
         try require(Date() >= crashed.expiresAt.addingTimeInterval(-0.05), "a held lease was handed out before it lapsed")
         try require(next.fencingToken > crashed.fencingToken, "the next holder gets a larger fencing token")
         try await expectCode(OAuthError.leaseLost, "renewing a lease that lapsed and was taken over") {

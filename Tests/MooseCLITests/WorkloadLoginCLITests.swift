@@ -117,4 +117,32 @@ struct WorkloadLoginCLITests {
                                          "--audience", Self.audience], environment: environment, timeout: 60)
         #expect(failing.status == 1 && failing.stderr.contains("the command false exited with status 1"), "\(failing.status) \(failing.stderr)")
     }
+
+    /// Delegation (RFC 8693 §1.1): `--actor-token-file` sends actor_token and actor_token_type beside
+    /// the subject. authgent ignores the actor, so what Moose sends is read by a recording proxy in
+    /// front of it (tools/testserver/recording_proxy.py); the exchange itself is authgent's.
+    @Test func anActorTokenTravelsWithTheSubject() async throws {
+        let (home, environment) = CLI.home("moose-exchange-actor")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let proxy = "http://127.0.0.1:\(LocalServer.start("tools/testserver/recording_proxy.py"))"
+        let actorFile = home.appendingPathComponent("actor")
+        let actor = try await Self.mint(audience: "actor-audience")
+        try Data((actor + "\n").utf8).write(to: actorFile)
+        let printed = try await CLI.run(["exchange", "--issuer", proxy, "--client-id", "moose-ci", "--subject-token-file", "-",
+                                         "--actor-token-file", actorFile.path, "--actor-token-type", "jwt", "--audience", Self.audience],
+                                        stdin: Data(try await Self.mint().utf8), environment: environment, timeout: 60)
+        #expect(printed.status == 0 && printed.stdout.split(separator: ".").count == 3, "\(printed.stdout) \(printed.stderr)")
+        let (data, _) = try await URLSession.shared.data(from: try #require(URL(string: proxy + "/__recorded")))
+        let recorded = try #require(JSONSerialization.jsonObject(with: data) as? [[String: Any]])
+        let exchange = try #require(recorded.compactMap { $0["fields"] as? [String: [String]] }
+            .first { $0["grant_type"] == ["urn:ietf:params:oauth:grant-type:token-exchange"] }, "\(recorded)")
+        #expect(exchange["actor_token"] == [actor], "the actor token, trimmed, as read from the file")
+        #expect(exchange["actor_token_type"] == ["urn:ietf:params:oauth:token-type:jwt"])
+        #expect(exchange["subject_token_type"] == ["urn:ietf:params:oauth:token-type:id_token"])
+        // An actor without its token: a usage error before anything is sent.
+        let unset = try await CLI.run(["exchange", "--issuer", proxy, "--client-id", "moose-ci", "--subject-token-env", "HOME",
+                                       "--actor-token-env", "MOOSE_NO_SUCH_ACTOR"], environment: environment)
+        #expect(unset.status == 2 && unset.stderr.contains("MOOSE_NO_SUCH_ACTOR"), "\(unset.stderr)")
+    }
 }
