@@ -37,21 +37,31 @@ enum KeyFile {
         return SecretKey(bytes.prefix(32))
     }
 
+    /// Makes the key file whole or not at all: written to a private temporary name, then linked to
+    /// `path` (which fails if it exists). Two processes making the same store's key at once: the
+    /// second reads the first's key rather than failing or seeing a half-written file.
     static func make(path: String) throws(SealingError) -> SecretKey {
         try PrivateFolder.ensure(for: path)
         let key: SecretKey
         do { key = try SecretKey(randomByteCount: 32) } catch {
             throw SealingError(.io, "cannot generate a key", underlying: error.message)
         }
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let temporary = "\(path).new-\(getpid())"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw SealingError(.permission, "cannot create key file \(path): \(String(cString: strerror(errno)))")
         }
-        defer { close(fd) }
+        defer { unlink(temporary) }
         let written = key.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == 32, fsync(fd) == 0 else {
-            unlink(path)
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == 32, synced else {
             throw SealingError(.io, "cannot write key file \(path)")
+        }
+        guard link(temporary, path) == 0 else {
+            if errno == EEXIST { return try load(path: path, create: false) }
+            throw SealingError(.permission, "cannot create key file \(path): \(String(cString: strerror(errno)))")
         }
         return key
     }

@@ -40,6 +40,32 @@ func mode(_ path: String) -> Int {
 }
 
 struct StoreBasicsTests {
+    /// Eight openers of a store that does not exist yet, at once (eight replicas starting): each opens
+    /// it, one key file is made whole, and all of them read what any of them wrote. A missing key
+    /// source makes no file at all.
+    @Test func storesCreatedAtOnceShareOneKeyAndAMissingKeyMakesNoFile() async throws {
+        let folder = try TempFolder()
+        let path = folder.file("data/store.sqlite")
+        let key = MasterKeySource.keyFile(folder.file("config/store.key"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    let store = try SecretStore(path: path, masterKey: key)
+                    try store.put(bytes("v\(index)"), namespace: "replicas", name: "r\(index)")
+                }
+            }
+            try await group.waitForAll()
+        }
+        let store = try SecretStore(path: path, masterKey: key, create: false)
+        for index in 0..<8 { #expect(try store.get(namespace: "replicas", name: "r\(index)") == bytes("v\(index)")) }
+        #expect(FileManager.default.fileExists(atPath: folder.file("config/store.key")))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("config")) == ["store.key"], "a temporary key file was left")
+
+        let missing = folder.file("other/store.sqlite")
+        _ = expectStoreError(SecretStoreError.keyUnavailable) { _ = try SecretStore(path: missing, masterKey: .environment("MOOSE_TEST_NO_SUCH_KEY")) }
+        #expect(!FileManager.default.fileExists(atPath: missing), "a store without its key was left behind")
+    }
+
     @Test func roundTripPersistenceCodableLargeAndUnicode() throws {
         let folder = try TempFolder()
         let path = folder.file("data/store.sqlite")
