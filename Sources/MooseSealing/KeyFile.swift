@@ -46,8 +46,12 @@ enum KeyFile {
         do { key = try SecretKey(randomByteCount: 32) } catch {
             throw SealingError(.io, "cannot generate a key", underlying: error.message)
         }
-        let temporary = "\(path).new-\(getpid())"
-        unlink(temporary)
+        // A name of its own per call (threads of one process make keys at once too).
+        let suffix: String
+        do { suffix = try SecureRandom.bytes(count: 8).map { String($0, radix: 16) }.joined() } catch {
+            throw SealingError(.io, "no randomness for a temporary key file name", underlying: error.message)
+        }
+        let temporary = "\(path).new-\(suffix)"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw SealingError(.permission, "cannot create key file \(path): \(String(cString: strerror(errno)))")

@@ -190,6 +190,11 @@ public final class SecretStore: Sendable {
         if case .passphrase = masterKey {
             throw SecretStoreError(SecretStoreError.invalidArgument, "a passphrase store is not read as a snapshot (scrypt would run under the lock)")
         }
+        // Nor one keyed by the Secret Service: a D-Bus round trip (or a keyring's prompt) under the
+        // exclusive lock would hold every other process out.
+        if case .secretService = masterKey {
+            throw SecretStoreError(SecretStoreError.invalidArgument, "a Secret Service store is not read as a snapshot (D-Bus would run under the lock)")
+        }
         LibCrypto.prepareStoreAlgorithms()
         let store = try SecretStore(path: path, masterKey: masterKey, create: false, durability: .full, readOnly: false,
                                     scryptParameters: MasterKeySource.defaultScryptParameters, snapshot: true)

@@ -61,7 +61,7 @@ struct ServiceLoginCLITests {
             let token = try await CLI.run(["token", "--profile", "pk"], environment: environment)
             #expect(token.status == 0 && token.stdout.split(separator: ".").count == 3, "\(token.stderr)")
             let stored = try await CLI.run(["store", "get", "pk", "--namespace", "moose.session"], environment: environment)
-            #expect(!stored.stdout.contains("PRIVATE KEY"), "the key was stored with the session")
+            #expect(stored.status == 0 && !stored.stdout.contains("PRIVATE KEY"), "the key was stored with the session: \(stored.stderr)")
 
             // The same key as a private JWK: its kid is used, no --key-id needed.
             let jwk = try await CLI.run(["login", "--client-credentials", "--issuer", issuer, "--client-id", "moose-pkjwt",

@@ -35,10 +35,11 @@ struct PrivateKeyJWTIntegrationTests {
 
             // The same kid with a key the provider does not know: refused, and the error says so.
             let impostor = try JWTKey(privateKey: .generate(.ec(.p256)), keyID: "moose-pkjwt-1")
-            await #expect(throws: OAuthError.self) {
-                _ = try await ClientCredentialsFlow(client: Self.client(issuer: issuer, key: impostor))
-                    .authorize(AuthorizationParameters(scopes: ["api.read"]))
+            let client = try await Self.client(issuer: issuer, key: impostor)
+            let refused = await #expect(throws: OAuthError.self) {
+                _ = try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: ["api.read"]))
             }
+            #expect(refused?.status == 403 && "\(refused.map { "\($0)" } ?? "")".contains("credentials were refused"), "\(String(describing: refused))")
         }
     }
 }

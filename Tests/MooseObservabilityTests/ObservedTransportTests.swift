@@ -101,7 +101,7 @@ struct ObservedTransportTests {
         func count(_ label: String, _ dimensions: [(String, String)]) -> Int64 {
             (try? metrics.expectCounter(label, dimensions))?.totalValue ?? 0
         }
-        for _ in 0..<100 where count("moose_single_flight_total", [("outcome", "read")]) == 0 || count("moose_single_flight_total", [("outcome", "granted")]) == 0 {
+        for _ in 0..<1000 where count("moose_single_flight_total", [("outcome", "read")]) == 0 || count("moose_single_flight_total", [("outcome", "granted")]) == 0 {
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         #expect(count("moose_single_flight_total", [("outcome", "granted")]) == 1)

@@ -35,7 +35,8 @@ struct SecretServiceKeyTests {
         defer { _ = SecretServiceBus.secretTool(["clear", "application", "moose", "key", other]) }
         #expect(SecretServiceBus.secretTool(["store", "--label", "other", "application", "moose", "key", other],
                                             input: Data(repeating: 9, count: 32).base64EncodedString()).0 == 0)
-        #expect(throws: SecretStoreError.self) { _ = try SecretStore(path: path, masterKey: .secretService(other), create: false) }
+        let wrong = #expect(throws: SecretStoreError.self) { _ = try SecretStore(path: path, masterKey: .secretService(other), create: false) }
+        #expect(wrong?.code == SecretStoreError.wrongKey, "\(String(describing: wrong))")
         #expect(try SecretStore(path: path, masterKey: .secretService(name), create: false).get(namespace: "ci", name: "deploy") != nil)
     }
 

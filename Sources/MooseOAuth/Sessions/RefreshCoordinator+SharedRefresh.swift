@@ -180,7 +180,8 @@ extension RefreshCoordinator {
             do { reread = .some(try await storage.load(key)) } catch {}
             switch reread {
             case .some(.some(let winner)) where winner.generation != stored.generation:
-                if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started, activity: .read) }
+                // A grant was made here (its tokens lost the compare-and-set): counted as one.
+                if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started, activity: .granted) }
                 throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
             case .some(.none):
                 // Logged out meanwhile: the session stays wiped and its tokens are not handed out.

@@ -67,9 +67,16 @@ final class ContinuationBox: Sendable {
 /// The coordinator's event listeners: each `events` (or `activity`) stream gets every event.
 final class EventListeners<Event: Sendable>: Sendable {
     private let listeners = Mutex<(next: Int, continuations: [Int: AsyncStream<Event>.Continuation])>((0, [:]))
+    /// What each listener keeps when it reads slower than events come.
+    private let buffering: AsyncStream<Event>.Continuation.BufferingPolicy
+
+    /// `buffering`: the newest 32 for state a UI shows; unbounded where every event counts (metrics).
+    init(buffering: AsyncStream<Event>.Continuation.BufferingPolicy = .bufferingNewest(32)) {
+        self.buffering = buffering
+    }
 
     func listen() -> AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(32))
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: buffering)
         let id = listeners.withLock { state in
             state.next += 1
             state.continuations[state.next] = continuation

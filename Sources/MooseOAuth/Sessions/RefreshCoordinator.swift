@@ -130,7 +130,7 @@ public actor RefreshCoordinator {
 
     deinit { reachabilityWatch?.cancel() }
     nonisolated let eventListeners = EventListeners<RefreshEvent>()
-    nonisolated let activityListeners = EventListeners<CoordinatorActivity>()
+    nonisolated let activityListeners = EventListeners<CoordinatorActivity>(buffering: .unbounded)
 
     /// A coordinator for the session under `key` in `storage`; `refresher` runs the refresh grant
     /// for the stored session it is handed (read inside the refresh lease: never read it again)
@@ -178,7 +178,7 @@ public actor RefreshCoordinator {
     /// What the single flight does on the slow path — a caller joining a refresh already running
     /// here, a token read from the storage (another process's or machine's refresh), a grant made
     /// here — for metrics (`CoordinatorMetrics` in MooseObservability) and logs. The hot path (a
-    /// valid cached token) announces nothing. Buffers the newest 32 per listener.
+    /// valid cached token) announces nothing. Unbounded per listener: every step counts.
     public nonisolated var activity: AsyncStream<CoordinatorActivity> { activityListeners.listen() }
 
     /// The cached token if valid for `minimumValidity` seconds (at most the configured share of
