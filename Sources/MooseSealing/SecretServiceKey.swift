@@ -23,8 +23,9 @@ enum SecretServiceKey {
         try check(name)
         if let key = try lookup(name) { return key }
         guard create else {
-            throw SealingError(.keyUnavailable, "the Secret Service has no Moose key \(name) (application=moose, key=\(name)); "
-                               + "was the store made with another key source, or the item deleted?")
+            // libsecret answers a locked keyring's lookup as "no such item" (no error): say both.
+            throw SealingError(.keyUnavailable, "the Secret Service has no Moose key \(name) (application=moose, key=\(name)), "
+                               + "or its keyring is locked: unlock it (a desktop login does), or was the store made with another key source, or the item deleted?")
         }
         let key: SecretKey
         do { key = try SecretKey(randomByteCount: 32) } catch {
