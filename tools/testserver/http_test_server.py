@@ -133,8 +133,9 @@ def watch_parent(server, parent):
             return
 
 
-def main():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+def serve(handler):
+    """Serves `handler` on a free loopback port: prints "PORT <n>", stops when the parent process goes."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)
     threading.Thread(target=watch_parent, args=(server, os.getppid()), daemon=True).start()
@@ -142,4 +143,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    serve(Handler)

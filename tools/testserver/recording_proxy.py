@@ -12,11 +12,12 @@ Prints "PORT <n>" once listening; exits when its parent process goes away.
 import json
 import os
 import threading
-import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs
+
+from http_test_server import serve   # this folder: its PORT line and parent watch
 
 UPSTREAM = (os.environ.get("MOOSE_PROXY_UPSTREAM") or os.environ.get("MOOSE_AUTHGENT_ISSUER") or "http://127.0.0.1:8782").rstrip("/")
 recorded = []
@@ -68,21 +69,5 @@ class Handler(BaseHTTPRequestHandler):
         self.forward("POST")
 
 
-def watch_parent(server, parent):
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
-            server.shutdown()
-            return
-
-
-def main():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    print(f"PORT {server.server_address[1]}", flush=True)
-    threading.Thread(target=watch_parent, args=(server, os.getppid()), daemon=True).start()
-    server.serve_forever()
-
-
 if __name__ == "__main__":
-    main()
+    serve(Handler)
