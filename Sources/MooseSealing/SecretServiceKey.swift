@@ -86,8 +86,8 @@ enum SecretServiceKey {
     }
 
     static func unavailable(_ error: [CChar], doing what: String) -> SealingError {
-        // D-Bus text is another program's: control characters never reach a terminal.
-        let bytes = error.prefix { $0 != 0 }.prefix(400).map { UInt8(bitPattern: $0) }.map { $0 < 0x20 || $0 == 0x7F ? UInt8(ascii: "?") : $0 }
+        // D-Bus text is another program's: only printable ASCII reaches a terminal (no C0/C1 controls).
+        let bytes = error.prefix { $0 != 0 }.prefix(400).map { UInt8(bitPattern: $0) }.map { $0 < 0x20 || $0 >= 0x7F ? UInt8(ascii: "?") : $0 }
         let message = String(decoding: bytes, as: UTF8.self)
         let hint = message.contains("DBUS_SESSION_BUS_ADDRESS") || message.lowercased().contains("autolaunch")
             ? " (no D-Bus session bus here: the Secret Service runs in a desktop or a dbus-run-session)" : ""
