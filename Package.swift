@@ -96,7 +96,10 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
-        .target(name: "MooseCrypto", dependencies: ["CLibCrypto"]),
+        // libcrypto's default provider called through its dispatch tables (no EVP fetch), for programs
+        // that start often (`moose token`); used only where EVP would call the same code.
+        .target(name: "CMooseOpenSSLDirect", dependencies: ["CLibCrypto"]),
+        .target(name: "MooseCrypto", dependencies: ["CLibCrypto", "CMooseOpenSSLDirect"]),
         .target(name: "MooseJWT", dependencies: ["MooseCrypto"]),
         // libcurl, loaded with dlopen on first use (no build-time dependency on libcurl's headers).
         .target(name: "CMooseCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),

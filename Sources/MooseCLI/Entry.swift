@@ -49,6 +49,10 @@ struct MooseCommand: ParsableCommand {
     /// and every usage error included, goes through it.
     static func main() {
         LibCrypto.skipCleanupAtExit()
+        // A store read (`moose token`) opens AES-GCM and checks an HMAC through the default provider's
+        // own tables when libcrypto's configuration allows it (no FIPS, no other provider): EVP's
+        // first fetch would cost this process more than everything else it does (BENCHMARKS.md).
+        DefaultProviderPath.prefer()
         let arguments = Array(CommandLine.arguments.dropFirst())
         do {
             if let command = LeanCommandLine.command(arguments) {

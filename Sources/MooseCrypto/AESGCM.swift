@@ -92,6 +92,13 @@ public enum AESGCM {
         guard box.tag.count == tagByteCount else {
             throw CryptographyError(CryptographyError.authenticationFailure, "GCM tag must be \(tagByteCount) bytes, got \(box.tag.count)")
         }
+        if box.nonce.count == nonceByteCount, DefaultProviderPath.isActive, let opener = DefaultProviderPath.Opener(key: key) {
+            return try withBytes(aad) { (aadBytes) throws(CryptographyError) in
+                try typed { try box.nonce.withUnsafeBytes { nonce in try box.ciphertext.withUnsafeBytes { ciphertext in
+                    try box.tag.withUnsafeBytes { tag in try opener.open(nonce: nonce, ciphertext: ciphertext, tag: tag, aad: aadBytes) }
+                } } }
+            }
+        }
         let ctx = try context(for: key, nonce: box.nonce, encrypt: false)
         var tag = box.tag
         let tagSet = tag.withUnsafeMutableBytes {
@@ -194,19 +201,40 @@ extension AESGCM {
     /// let opened = try context.openCombined(sealed, authenticating: aad)
     /// ```
     public final class Context {
-        private let encryptor: CipherContext
-        private let decryptor: CipherContext
+        private let key: SecretKey
+        private var encryptorStorage: CipherContext?
+        private let decryptor: Decryptor
 
-        /// Keys both directions (16, 24 or 32-byte key).
+        /// How this context opens: EVP, or the default provider directly (`DefaultProviderPath`,
+        /// when the program asked for it and libcrypto's configuration allows it).
+        private enum Decryptor {
+            case evp(CipherContext)
+            case direct(DefaultProviderPath.Opener)
+        }
+
+        /// Keys the context (16, 24 or 32-byte key). The encrypting side is keyed on first seal.
         public init(key: SecretKey) throws(CryptographyError) {
-            let cipher = try AESGCM.cipher(for: key)
-            encryptor = try CipherContext()
-            decryptor = try CipherContext()
-            let ok = key.withUnsafeBytes { keyBytes in
-                EVP_EncryptInit_ex2(encryptor.pointer, cipher, base(keyBytes), nil, nil) == 1
-                    && EVP_DecryptInit_ex2(decryptor.pointer, cipher, base(keyBytes), nil, nil) == 1
+            self.key = key
+            if DefaultProviderPath.isActive, let opener = DefaultProviderPath.Opener(key: key) {
+                decryptor = .direct(opener)
+                return
             }
+            let cipher = try AESGCM.cipher(for: key)
+            let evp = try CipherContext()
+            let ok = key.withUnsafeBytes { keyBytes in EVP_DecryptInit_ex2(evp.pointer, cipher, base(keyBytes), nil, nil) == 1 }
             guard ok else { throw OpenSSL.error(CryptographyError.libraryFailure, "AES-GCM key setup failed") }
+            decryptor = .evp(evp)
+        }
+
+        /// The encrypting EVP context, keyed on first use.
+        private func encryptor() throws(CryptographyError) -> CipherContext {
+            if let encryptorStorage { return encryptorStorage }
+            let cipher = try AESGCM.cipher(for: key)
+            let evp = try CipherContext()
+            let ok = key.withUnsafeBytes { keyBytes in EVP_EncryptInit_ex2(evp.pointer, cipher, base(keyBytes), nil, nil) == 1 }
+            guard ok else { throw OpenSSL.error(CryptographyError.libraryFailure, "AES-GCM key setup failed") }
+            encryptorStorage = evp
+            return evp
         }
 
         /// `nonce(12) ‖ ciphertext ‖ tag(16)` with a fresh random nonce.
@@ -232,6 +260,7 @@ extension AESGCM {
         }
 
         private func seal(_ input: UnsafeRawBufferPointer, _ aadBytes: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
+            let encryptor = try encryptor()
             var output = [UInt8](repeating: 0, count: nonceByteCount + input.count + tagByteCount)
             let failure: CryptographyError? = output.withUnsafeMutableBufferPointer { out in
                 do throws(CryptographyError) {
@@ -267,6 +296,16 @@ extension AESGCM {
             }
             let bytes = start.assumingMemoryBound(to: UInt8.self)
             let length = sealed.count - nonceByteCount - tagByteCount
+            let decryptor: CipherContext
+            switch self.decryptor {
+            case .direct(let opener):
+                return try opener.open(nonce: UnsafeRawBufferPointer(start: bytes, count: nonceByteCount),
+                                       ciphertext: UnsafeRawBufferPointer(start: bytes + nonceByteCount, count: length),
+                                       tag: UnsafeRawBufferPointer(start: bytes + nonceByteCount + length, count: tagByteCount),
+                                       aad: aadBytes)
+            case .evp(let evp):
+                decryptor = evp
+            }
             try OpenSSL.check(EVP_DecryptInit_ex2(decryptor.pointer, nil, nil, bytes, nil), "AES-GCM nonce setup failed")
             try OpenSSL.check(EVP_CIPHER_CTX_ctrl(decryptor.pointer, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount),
                                                   UnsafeMutableRawPointer(mutating: bytes + nonceByteCount + length)),

@@ -16,14 +16,25 @@ public import Foundation
 /// let ok = mac.isValidAuthenticationCode(tag, for: Array("message".utf8))
 /// ```
 public struct HMACAuthenticator: Sendable {
-    private let template: MACContext
+    private let keying: Keying
     /// The hash function this MAC uses.
     public let hash: DigestAlgorithm
+
+    /// An EVP MAC template, or (SHA-256 in a program that asked for `DefaultProviderPath`) the key
+    /// for the default provider's SHA-256 called directly.
+    private enum Keying: Sendable {
+        case evp(MACContext)
+        case direct(SecretKey)
+    }
 
     /// Keys an HMAC. Any key length is accepted here; JOSE's minimum lengths are enforced by `MooseJWT`.
     public init(key: SecretKey, hash: DigestAlgorithm) throws(CryptographyError) {
         self.hash = hash
-        template = try MACContext(key: key, hash: hash)
+        if hash == .sha256, DefaultProviderPath.isActive {
+            keying = .direct(key)
+        } else {
+            keying = .evp(try MACContext(key: key, hash: hash))
+        }
     }
 
     /// The MAC of `message`.
@@ -33,6 +44,16 @@ public struct HMACAuthenticator: Sendable {
 
     /// The MAC of the bytes in `message`.
     public func authenticationCode(for message: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
+        let template: MACContext
+        switch keying {
+        case .direct(let key):
+            guard let code = key.withUnsafeBytes({ DefaultProviderPath.hmacSHA256(key: $0, message: message) }) else {
+                throw CryptographyError(CryptographyError.libraryFailure, "the default provider's SHA-256 failed")
+            }
+            return code
+        case .evp(let evp):
+            template = evp
+        }
         guard let ctx = EVP_MAC_CTX_dup(template.pointer) else {
             throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_MAC_CTX_dup failed")
         }

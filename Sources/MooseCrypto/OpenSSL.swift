@@ -48,7 +48,11 @@ package enum LibCrypto {
     /// Fetches what the secret store uses (HMAC, SHA-256 for its HMAC, AES-256-GCM) now. Their first
     /// fetch builds libcrypto's provider, name and method tables — 69% of `moose token`'s
     /// instructions — so `SecretStore.readSnapshot` does it before it takes its lock, not under it.
+    ///
+    /// In a program that asked for `DefaultProviderPath` and may take it, nothing is fetched: the
+    /// decision (libcrypto's configuration loaded, the provider's tables looked up) is made here.
     package static func prepareStoreAlgorithms() {
+        if DefaultProviderPath.isActive { return }
         _ = Fetched.hmac
         _ = Fetched.sha256
         _ = Fetched.aes256gcm
