@@ -72,7 +72,14 @@ enum InspectOutput {
     }
 
     static func indent(_ text: String) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }.joined(separator: "\n")
+        // Byte by byte (a generic split and join cost `moose inspect` a fifth of its instructions).
+        var bytes: [UInt8] = [0x20, 0x20]
+        bytes.reserveCapacity(text.utf8.count + text.utf8.count / 8 + 2)
+        for byte in text.utf8 {
+            bytes.append(byte)
+            if byte == 0x0A { bytes.append(0x20); bytes.append(0x20) }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func json(_ report: TokenInspection, now: Date) -> String {

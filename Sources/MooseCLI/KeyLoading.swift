@@ -1,5 +1,10 @@
 import MooseCrypto
 import MooseJWT
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -8,17 +13,27 @@ import Foundation
 
 /// Reads verification keys for `moose inspect` from the places the user named.
 enum KeyLoading {
-    /// Reads a whole file, with a size limit and a clear error.
+    /// Reads a whole file, with a size limit and a clear error. Read with `open`/`read`, at most
+    /// `limit` + 1 bytes (a FIFO such as `<(command)` works; an endless one is cut off at the limit);
+    /// `URL(fileURLWithPath:)` and `Data(contentsOf:)` cost `moose inspect` a fifth of its instructions.
     static func readFile(_ path: String, what: String, limit: Int = 1 << 20) throws -> [UInt8] {
-        let url = URL(fileURLWithPath: path)
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw CLIError.usage("cannot read \(what) \(path): \(FileManager.default.fileExists(atPath: path) ? "permission denied or unreadable" : "no such file")")
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw CLIError.usage("cannot read \(what) \(path): \(errno == ENOENT ? "no such file" : "permission denied or unreadable")")
         }
-        guard data.count <= limit else { throw CLIError.usage("\(what) \(path) is larger than \(limit) bytes") }
-        return Array(data)
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: min(limit + 1, 64 << 10))
+        while bytes.count <= limit {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CLIError.usage("cannot read \(what) \(path): permission denied or unreadable")
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        throw CLIError.usage("\(what) \(path) is larger than \(limit) bytes")
     }
 
     /// Keys from a JWKS document (or a single JWK).

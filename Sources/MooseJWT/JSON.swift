@@ -440,28 +440,46 @@ extension JSONValue {
 
     static func writeString(_ string: String, to output: inout String) {
         output += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case "\u{08}": output += "\\b"
-            case "\u{0C}": output += "\\f"
-            default:
-                // Control characters (C0, DEL, C1), line separators and bidirectional controls are
-                // escaped: the text stays valid JSON and can never drive a terminal or hide text.
-                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || (0x2028...0x2029).contains(scalar.value)
-                    || JSONValue.isBidiControl(scalar.value) {
-                    let hex = String(scalar.value, radix: 16)
-                    output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    output.unicodeScalars.append(scalar)
-                }
+        // Runs of characters that need no escape are appended as slices of `string` (a copy of
+        // their bytes), not scalar by scalar.
+        let scalars = string.unicodeScalars
+        var runStart = scalars.startIndex
+        var index = runStart
+        while index != scalars.endIndex {
+            let scalar = scalars[index]
+            let next = scalars.index(after: index)
+            if let escaped = escape(scalar) {
+                output += string[runStart..<index]
+                output += escaped
+                runStart = next
             }
+            index = next
         }
+        output += string[runStart..<scalars.endIndex]
         output += "\""
+    }
+
+    /// The JSON escape of `scalar`, or `nil` when it is written as it is.
+    ///
+    /// Control characters (C0, DEL, C1), line separators and bidirectional controls are escaped: the
+    /// text stays valid JSON and can never drive a terminal or hide text.
+    @inline(__always)
+    static func escape(_ scalar: Unicode.Scalar) -> String? {
+        let value = scalar.value
+        // The common case first: printable ASCII other than the quote and the backslash.
+        if value >= 0x20 && value < 0x7F { return value == 0x22 ? "\\\"" : value == 0x5C ? "\\\\" : nil }
+        switch value {
+        case 0x0A: return "\\n"
+        case 0x0D: return "\\r"
+        case 0x09: return "\\t"
+        case 0x08: return "\\b"
+        case 0x0C: return "\\f"
+        default:
+            guard value < 0x20 || (0x7F...0x9F).contains(value) || (0x2028...0x2029).contains(value)
+                    || JSONValue.isBidiControl(value) else { return nil }
+            let hex = String(value, radix: 16)
+            return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        }
     }
 }
 
