@@ -85,19 +85,34 @@ public struct APIClient: Sendable {
     }
 
     /// Sends with the request's timeout enforced here (transports' own timers can be coarse: on
-    /// Linux a busy URLSession let a 0.5 s timeout run for seconds). The loser is cancelled.
+    /// Linux a busy URLSession let a 0.5 s timeout run for seconds), over the whole exchange.
+    ///
+    /// The transport runs in a child task that `DeadlineWatch` cancels when the timeout passes; the
+    /// child then throws `timedOut`. Cancelling the caller cancels the child. (A task group of one:
+    /// an `async let` here crashed the task allocator when the caller was `nonisolated(nonsending)`.)
     static func send(_ request: APIRequest, over transport: any HTTPTransport) async throws -> APIResponse {
+        try await withThrowingTaskGroup(of: APIResponse.self) { group in
+            group.addTask { try await watched(request, over: transport) }
+            guard let response = try await group.next() else { throw CancellationError() }
+            return response
+        }
+    }
+
+    /// The child task of `send`: the transport's exchange, under the watch's deadline.
+    private static func watched(_ request: APIRequest, over transport: any HTTPTransport) async throws -> APIResponse {
         let timeout = request.timeout
-        return try await withThrowingTaskGroup(of: APIResponse.self) { group in
-            group.addTask { try await transport.send(request) }
-            group.addTask {
-                try await Task.sleep(nanoseconds: UInt64(max(0.001, min(timeout, 86_400)) * 1_000_000_000))
+        let ticket = withUnsafeCurrentTask { task in task.map { DeadlineWatch.shared.watch($0, seconds: timeout) } }
+        do {
+            let response = try await transport.send(request)
+            // An answer that came as the deadline passed is still the answer.
+            if let ticket { _ = DeadlineWatch.shared.finish(ticket) }
+            return response
+        } catch {
+            if let ticket, DeadlineWatch.shared.finish(ticket) {
                 throw HTTPRequestError(HTTPRequestError.timedOut, "no answer within \(timeout) s", method: request.method,
-                                url: request.redactedURL)
+                                       url: request.redactedURL)
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw CancellationError() }
-            return first
+            throw error
         }
     }
 

@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The deadlines of every in-flight `APIClient` exchange, watched by one thread that cancels an
+/// exchange's task when its deadline passes.
+///
+/// It replaces a race per request (a task group with a second child sleeping for the timeout):
+/// that cost two child tasks, a timer the executor kept for the whole timeout even after the
+/// answer came, and two more executor jobs — about a sixth of a loopback request on
+/// AsyncHTTPClient (BENCHMARKS.md). Here a request costs one lock to register and one to finish;
+/// the thread wakes only when the earliest deadline passes.
+///
+/// The task registered is the child task that runs the transport (never the caller's, whose
+/// cancellation would be permanent). It is cancelled under the lock, and only while registered:
+/// the child finishes (deregisters) under the same lock before it returns, so the task is alive
+/// whenever it is cancelled. Cancellation handlers therefore run under this lock and must not
+/// start another `APIClient` exchange (transports' handlers only close their request).
+final class DeadlineWatch: @unchecked Sendable {
+    // unchecked: every mutable member below is read and written under `mutex` only.
+
+    /// The process's one watch (its thread starts on first use and never ends).
+    static let shared = DeadlineWatch()
+
+    private struct Entry {
+        let deadline: UInt64
+        let id: UInt64
+        let task: UnsafeCurrentTask
+    }
+
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    /// Sorted by deadline, then id (ids grow): the earliest first. Requests of one timeout arrive
+    /// in deadline order, so most inserts append.
+    private var entries: [Entry] = []
+    /// Entries whose deadline passed (their task cancelled), until they finish.
+    private var fired: Set<UInt64> = []
+    private var nextID: UInt64 = 1
+    private var started = false
+
+    private init() {
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        condition = .allocate(capacity: 1)
+        #if os(Linux) || os(Android)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+        #else
+        pthread_cond_init(condition, nil)
+        #endif
+    }
+
+    /// Nanoseconds on the monotonic clock.
+    static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+    }
+
+    /// What `watch` returns and `finish` takes.
+    struct Ticket: Sendable {
+        fileprivate let deadline: UInt64
+        fileprivate let id: UInt64
+    }
+
+    /// Registers `task` to be cancelled `seconds` from now (bounded to 1 ms … 1 day).
+    func watch(_ task: UnsafeCurrentTask, seconds: Double) -> Ticket {
+        let bounded = seconds.isNaN ? 0.001 : max(0.001, min(seconds, 86_400))
+        let deadline = Self.now() &+ UInt64(bounded * 1e9)
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if !started {
+            started = true
+            startThread()
+        }
+        let id = nextID
+        nextID &+= 1
+        let entry = Entry(deadline: deadline, id: id, task: task)
+        if let last = entries.last, last.deadline > deadline {
+            entries.insert(entry, at: insertionIndex(deadline))
+        } else {
+            entries.append(entry)
+        }
+        // The thread sleeps until the earliest deadline; wake it only when that changed.
+        if entries.first?.id == id { pthread_cond_signal(condition) }
+        return Ticket(deadline: deadline, id: id)
+    }
+
+    /// Deregisters `ticket`; `true` when its deadline had passed (its task was cancelled for it).
+    func finish(_ ticket: Ticket) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        var index = firstIndex(notBefore: ticket.deadline)
+        while index < entries.count, entries[index].deadline == ticket.deadline {
+            if entries[index].id == ticket.id {
+                entries.remove(at: index)
+                return false
+            }
+            index += 1
+        }
+        return fired.remove(ticket.id) != nil
+    }
+
+    /// The first index whose deadline is not earlier than `deadline` (binary search).
+    private func firstIndex(notBefore deadline: UInt64) -> Int {
+        var low = 0, high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].deadline < deadline { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// The first index whose deadline is later than `deadline` (binary search).
+    private func insertionIndex(_ deadline: UInt64) -> Int {
+        var low = 0, high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].deadline <= deadline { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    private func startThread() {
+        var thread = pthread_t()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        _ = pthread_create(&thread, &attributes, { _ in DeadlineWatch.shared.run() }, nil)
+        pthread_attr_destroy(&attributes)
+    }
+
+    /// The thread: cancels each due entry's task, then sleeps until the earliest deadline.
+    private func run() -> Never {
+        pthread_mutex_lock(mutex)
+        while true {
+            guard let first = entries.first else {
+                pthread_cond_wait(condition, mutex)
+                continue
+            }
+            let now = Self.now()
+            if first.deadline <= now {
+                var due = 0
+                while due < entries.count, entries[due].deadline <= now { due += 1 }
+                for entry in entries[0..<due] {
+                    fired.insert(entry.id)
+                    entry.task.cancel()
+                }
+                entries.removeFirst(due)
+                continue
+            }
+            #if os(Linux) || os(Android)
+            var until = timespec(tv_sec: Int(first.deadline / 1_000_000_000), tv_nsec: Int(first.deadline % 1_000_000_000))
+            _ = pthread_cond_timedwait(condition, mutex, &until)
+            #else
+            let wait = first.deadline - now
+            var relative = timespec(tv_sec: Int(wait / 1_000_000_000), tv_nsec: Int(wait % 1_000_000_000))
+            _ = pthread_cond_timedwait_relative_np(condition, mutex, &relative)
+            #endif
+        }
+    }
+}
