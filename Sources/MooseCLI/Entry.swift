@@ -48,14 +48,20 @@ struct MooseCommand: ParsableCommand {
     /// argument-parser (the start-up cost of reflecting over the commands); anything else, `--help`
     /// and every usage error included, goes through it.
     static func main() {
-        LibCrypto.skipCleanupAtExit()
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let lean = LeanCommandLine.command(arguments)
+        // `moose token` (called by kubectl, git, scripts, for every request) does not load
+        // libcrypto's error texts: its only OpenSSL errors would be a damaged DPoP key, reported by
+        // code. Every other command keeps OpenSSL's reasons in its messages.
+        var isToken = false
+        if case .token = lean { isToken = true }
+        LibCrypto.skipCleanupAtExit(loadingErrorStrings: !isToken)
         // A store read (`moose token`) opens AES-GCM and checks an HMAC through the default provider's
         // own tables when libcrypto's configuration allows it (no FIPS, no other provider): EVP's
         // first fetch would cost this process more than everything else it does (BENCHMARKS.md).
         DefaultProviderPath.prefer()
-        let arguments = Array(CommandLine.arguments.dropFirst())
         do {
-            if let command = LeanCommandLine.command(arguments) {
+            if let command = lean {
                 try command.run()
             } else {
                 var command = try parse(arguments)
