@@ -34,7 +34,7 @@ enum InspectOutput {
                 return "  \(label) \(ISO8601.string(from: date))  \(relative(name, date, now: now))"
             }
             if !times.isEmpty {
-                out += paint("Times", "1") + " (now \(ISO8601.string(from: now)))\n" + times.joined(separator: "\n") + "\n"
+                out += paint("Times", "1") + " (now \(ISO8601.string(from: now)))\n" + lines(times) + "\n"
             }
         } else if let text = report.payloadText {
             out += paint("Payload (not a JSON object)", "1") + "\n" + indent(Terminal.safe(text)) + "\n"
@@ -69,6 +69,16 @@ enum InspectOutput {
             return "\(algorithm), \(size) bytes, verified" + (kid.map { " with key \"\($0)\"" } ?? "")
         case .failed: return "\(report.jws.header.algorithm), \(size) bytes, FAILED: \(report.problems.first?.message ?? "")"
         }
+    }
+
+    /// `lines` joined by newlines (by hand: a generic `joined` costs run-time metadata look-ups).
+    static func lines(_ lines: [String]) -> String {
+        var text = ""
+        for (index, line) in lines.enumerated() {
+            if index > 0 { text += "\n" }
+            text += line
+        }
+        return text
     }
 
     static func indent(_ text: String) -> String {

@@ -14,13 +14,19 @@ package enum DurationText {
         var remaining = Int64(abs(seconds).rounded(.down))
         if remaining == 0 { return "0s" }
         let units: [(String, Int64)] = [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)]
-        var parts: [String] = []
+        // Concatenated by hand: a generic `joined` costs `moose inspect` ~5% of its instructions
+        // in run-time metadata look-ups.
+        var text = ""
+        var count = 0
         for (name, size) in units where remaining >= size {
-            parts.append("\(remaining / size)\(name)")
+            if count > 0 { text += " " }
+            text += (remaining / size).description
+            text += name
             remaining %= size
-            if parts.count == 2 { break }
+            count += 1
+            if count == 2 { break }
         }
-        return parts.joined(separator: " ")
+        return text
     }
 
     /// The longest duration `parse` accepts: one year.

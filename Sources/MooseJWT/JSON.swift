@@ -449,13 +449,13 @@ extension JSONValue {
             let scalar = scalars[index]
             let next = scalars.index(after: index)
             if let escaped = escape(scalar) {
-                output += string[runStart..<index]
+                output.append(contentsOf: string[runStart..<index])   // the Substring overload, not the generic one
                 output += escaped
                 runStart = next
             }
             index = next
         }
-        output += string[runStart..<scalars.endIndex]
+        output.append(contentsOf: string[runStart..<scalars.endIndex])
         output += "\""
     }
 

@@ -28,18 +28,30 @@ package enum Envelope {
 
     static func bigEndian32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
 
-    /// The AAD binding a value to its store, namespace, name and data key.
+    /// The AAD binding a value to its store, namespace, name and data key. Built in one buffer
+    /// (no temporary arrays: this runs on every store read).
     package static func valueAAD(storeID: [UInt8], namespace: String, name: String, keyID: Int64) -> [UInt8] {
+        let namespaceCount = namespace.utf8.count, nameCount = name.utf8.count
         var aad: [UInt8] = []
-        aad.reserveCapacity(valueLabel.count + storeID.count + 16 + namespace.utf8.count + name.utf8.count)
-        aad += valueLabel
-        aad += storeID
-        aad += bigEndian32(namespace.utf8.count)
-        aad += namespace.utf8
-        aad += bigEndian32(name.utf8.count)
-        aad += name.utf8
-        aad += bigEndian(keyID)
+        aad.reserveCapacity(valueLabel.count + storeID.count + 16 + namespaceCount + nameCount)
+        aad.append(contentsOf: valueLabel)
+        aad.append(contentsOf: storeID)
+        appendBigEndian(&aad, UInt64(truncatingIfNeeded: namespaceCount), bytes: 4)
+        aad.append(contentsOf: namespace.utf8)
+        appendBigEndian(&aad, UInt64(truncatingIfNeeded: nameCount), bytes: 4)
+        aad.append(contentsOf: name.utf8)
+        appendBigEndian(&aad, UInt64(bitPattern: keyID), bytes: 8)
         return aad
+    }
+
+    /// Appends the low `bytes` bytes of `value`, most significant first.
+    @inline(__always)
+    static func appendBigEndian(_ buffer: inout [UInt8], _ value: UInt64, bytes: Int) {
+        var shift = (bytes - 1) * 8
+        while shift >= 0 {
+            buffer.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            shift -= 8
+        }
     }
 
     /// The key check of `master` for the store `storeID`.

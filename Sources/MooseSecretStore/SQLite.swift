@@ -165,7 +165,15 @@ final class Statement {
     // Binding: SQLITE_TRANSIENT makes SQLite copy the bytes, so Swift buffers may go away afterwards.
 
     func bind(_ index: Int32, _ text: String) throws(SQLiteError) {
-        let rc = sqlite3_bind_text(handle, index, text, -1, moose_sqlite_transient())
+        // The string's own UTF-8 with its length: no C-string copy, no strlen (an implicit
+        // String-to-pointer conversion made a `utf8CString` array on every read).
+        var text = text
+        let rc = text.withUTF8 { utf8 in
+            guard let length = Int32(exactly: utf8.count) else { return SQLITE_TOOBIG }
+            guard let start = utf8.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, moose_sqlite_transient()) }
+            return sqlite3_bind_text(handle, index, UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self), length,
+                                     moose_sqlite_transient())
+        }
         guard rc == SQLITE_OK else { throw connection.error(rc, "bind") }
     }
 
