@@ -91,17 +91,20 @@ public struct APIClient: Sendable {
     /// child then throws `timedOut`. Cancelling the caller cancels the child. (A task group of one:
     /// an `async let` here crashed the task allocator when the caller was `nonisolated(nonsending)`.)
     static func send(_ request: APIRequest, over transport: any HTTPTransport) async throws -> APIResponse {
-        try await withThrowingTaskGroup(of: APIResponse.self) { group in
-            group.addTask { try await watched(request, over: transport) }
+        // The deadline counts from now, not from when the child first runs (a busy pool can start
+        // it late).
+        let deadline = DeadlineWatch.deadline(after: request.timeout)
+        return try await withThrowingTaskGroup(of: APIResponse.self) { group in
+            group.addTask { try await watched(request, over: transport, deadline: deadline) }
             guard let response = try await group.next() else { throw CancellationError() }
             return response
         }
     }
 
     /// The child task of `send`: the transport's exchange, under the watch's deadline.
-    private static func watched(_ request: APIRequest, over transport: any HTTPTransport) async throws -> APIResponse {
+    private static func watched(_ request: APIRequest, over transport: any HTTPTransport, deadline: UInt64) async throws -> APIResponse {
         let timeout = request.timeout
-        let ticket = withUnsafeCurrentTask { task in task.map { DeadlineWatch.shared.watch($0, seconds: timeout) } }
+        let ticket = withUnsafeCurrentTask { task in task.map { DeadlineWatch.shared.watch($0, deadline: deadline) } }
         do {
             let response = try await transport.send(request)
             // An answer that came as the deadline passed is still the answer.

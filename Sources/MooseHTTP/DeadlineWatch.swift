@@ -70,10 +70,15 @@ final class DeadlineWatch: @unchecked Sendable {
         fileprivate let id: UInt64
     }
 
-    /// Registers `task` to be cancelled `seconds` from now (bounded to 1 ms … 1 day).
-    func watch(_ task: UnsafeCurrentTask, seconds: Double) -> Ticket {
+    /// The monotonic deadline `seconds` from now (bounded to 1 ms … 1 day).
+    static func deadline(after seconds: Double) -> UInt64 {
         let bounded = seconds.isNaN ? 0.001 : max(0.001, min(seconds, 86_400))
-        let deadline = Self.now() &+ UInt64(bounded * 1e9)
+        return now() &+ UInt64(bounded * 1e9)
+    }
+
+    /// Registers `task` to be cancelled at `deadline` (from `deadline(after:)`; one already past
+    /// fires at once).
+    func watch(_ task: UnsafeCurrentTask, deadline: UInt64) -> Ticket {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         if !started {

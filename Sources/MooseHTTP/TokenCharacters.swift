@@ -19,21 +19,25 @@ public enum TokenCharacters {
     }
 
     /// `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="` (RFC 6750 §2.1).
+    ///
+    /// Runs on every authorized request (`checkedAuthorizationHeader()`): it scans the string's
+    /// contiguous UTF-8 (no copy for a native string), not the `utf8` view byte by byte.
     public static func isB64Token(_ text: String) -> Bool {
-        var sawBody = false
-        var inPadding = false
-        for byte in text.utf8 {
-            if byte == 0x3D {
-                guard sawBody else { return false }
-                inPadding = true
-            } else if !inPadding, isAlphanumeric(byte) || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
-                        || byte == 0x2B || byte == 0x2F {
-                sawBody = true
-            } else {
-                return false
-            }
+        var text = text
+        return text.withUTF8 { bytes in
+            let count = bytes.count
+            var index = 0
+            while index < count, isB64Body(bytes[index]) { index += 1 }
+            guard index > 0 else { return false }
+            while index < count, bytes[index] == 0x3D { index += 1 }
+            return index == count
         }
-        return sawBody
+    }
+
+    /// `ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/"`.
+    @inline(__always)
+    static func isB64Body(_ byte: UInt8) -> Bool {
+        isAlphanumeric(byte) || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E || byte == 0x2B || byte == 0x2F
     }
 
     /// Non-empty, and every byte an RFC 9110 `tchar`.
