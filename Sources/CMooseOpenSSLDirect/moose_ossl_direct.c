@@ -206,7 +206,8 @@ int moose_ossl_direct_gcm_open(void *context, const unsigned char *nonce, size_t
         total = written;
     }
     size_t final_written = 0;
-    if (direct.gcm_final(context, out + total, &final_written, ciphertext_length - total) != 1
+    unsigned char *rest = out != NULL ? out + total : NULL;
+    if (direct.gcm_final(context, rest, &final_written, ciphertext_length - total) != 1
         || total + final_written != ciphertext_length) {
         if (ciphertext_length > 0) OPENSSL_cleanse(out, ciphertext_length);
         ERR_clear_error();
