@@ -29,7 +29,13 @@ final class DeadlineWatch: @unchecked Sendable {
     private struct Entry {
         let deadline: UInt64
         let id: UInt64
-        let task: UnsafeCurrentTask
+        let target: Target
+    }
+
+    /// What a deadline cancels: an exchange's task, or (tests) an action run on the watch thread.
+    private enum Target {
+        case task(UnsafeCurrentTask)
+        case action(@Sendable () -> Void)
     }
 
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
@@ -42,7 +48,9 @@ final class DeadlineWatch: @unchecked Sendable {
     private var nextID: UInt64 = 1
     private var started = false
 
-    private init() {
+    /// A watch of its own (the process's one is `shared`; tests make others). Its thread, once
+    /// started, keeps it alive.
+    init() {
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
         condition = .allocate(capacity: 1)
@@ -79,6 +87,16 @@ final class DeadlineWatch: @unchecked Sendable {
     /// Registers `task` to be cancelled at `deadline` (from `deadline(after:)`; one already past
     /// fires at once).
     func watch(_ task: UnsafeCurrentTask, deadline: UInt64) -> Ticket {
+        register(.task(task), deadline: deadline)
+    }
+
+    /// Runs `action` on the watch thread at `deadline` unless finished first (the watch's own
+    /// tests: its order and timing, free of any task's scheduling).
+    func watch(deadline: UInt64, action: @escaping @Sendable () -> Void) -> Ticket {
+        register(.action(action), deadline: deadline)
+    }
+
+    private func register(_ target: Target, deadline: UInt64) -> Ticket {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         if !started {
@@ -87,7 +105,7 @@ final class DeadlineWatch: @unchecked Sendable {
         }
         let id = nextID
         nextID &+= 1
-        let entry = Entry(deadline: deadline, id: id, task: task)
+        let entry = Entry(deadline: deadline, id: id, target: target)
         if let last = entries.last, last.deadline > deadline {
             entries.insert(entry, at: insertionIndex(deadline))
         } else {
@@ -138,7 +156,16 @@ final class DeadlineWatch: @unchecked Sendable {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        _ = pthread_create(&thread, &attributes, { _ in DeadlineWatch.shared.run() }, nil)
+        // The thread holds this watch (retained, never released: the thread never ends).
+        let context = Unmanaged.passRetained(self).toOpaque()
+        #if canImport(Darwin)
+        _ = pthread_create(&thread, &attributes, { Unmanaged<DeadlineWatch>.fromOpaque($0).takeUnretainedValue().run() }, context)
+        #else
+        _ = pthread_create(&thread, &attributes, { context in
+            guard let context else { return nil }
+            Unmanaged<DeadlineWatch>.fromOpaque(context).takeUnretainedValue().run()
+        }, context)
+        #endif
         pthread_attr_destroy(&attributes)
     }
 
@@ -156,7 +183,10 @@ final class DeadlineWatch: @unchecked Sendable {
                 while due < entries.count, entries[due].deadline <= now { due += 1 }
                 for entry in entries[0..<due] {
                     fired.insert(entry.id)
-                    entry.task.cancel()
+                    switch entry.target {
+                    case .task(let task): task.cancel()
+                    case .action(let action): action()
+                    }
                 }
                 entries.removeFirst(due)
                 continue

@@ -1,44 +1,91 @@
 import Foundation
-import MooseHTTP
+@testable import MooseHTTP
 import Testing
 
 /// `APIClient`'s timeout comes from one watch thread (`DeadlineWatch`) that cancels the exchange's
-/// child task at its deadline. These drive it with a transport that answers after a set time or
-/// never (until cancelled); the real servers' timeouts are in `ClientTests` and the adapters' tests.
+/// child task at its deadline. The watch's order and timing are tested with actions it runs on its
+/// own thread (no task scheduling in the measurement, so a busy machine cannot fake a result); the
+/// exchanges with a transport that answers at once or never. The real servers' timeouts are in
+/// `ClientTests` and the adapters' tests.
 struct DeadlineWatchTests {
-    /// Answers after `seconds`, or — `nil` — only ends when cancelled.
-    struct Slow: HTTPTransport {
-        let seconds: Double?
-        func send(_ request: APIRequest) async throws -> APIResponse {
-            try await Task.sleep(nanoseconds: UInt64((seconds ?? 3600) * 1e9))
-            return APIResponse(status: 200, body: Data("late".utf8))
+    /// What the watch ran, in order, with the time (on the watch thread) after `started`.
+    final class Fired: @unchecked Sendable {
+        let started = DeadlineWatch.now()
+        private let lock = NSLock()
+        private var entries: [(label: String, late: Double)] = []
+        private var waiters: [CheckedContinuation<Void, Never>] = []
+        let expected: Int
+        init(expected: Int) { self.expected = expected }
+
+        /// An action for a deadline `seconds` after `started`.
+        func action(_ label: String, at seconds: Double) -> @Sendable () -> Void {
+            { [self] in
+                let late = Double(DeadlineWatch.now() &- started) / 1e9 - seconds
+                let done: [CheckedContinuation<Void, Never>] = lock.withLock {
+                    entries.append((label, late))
+                    guard entries.count == expected else { return [] }
+                    defer { waiters.removeAll() }
+                    return waiters
+                }
+                for waiter in done { waiter.resume() }
+            }
+        }
+
+        func deadline(_ seconds: Double) -> UInt64 { started &+ UInt64(seconds * 1e9) }
+        var all: [(label: String, late: Double)] { lock.withLock { entries } }
+
+        func waitForAll() async {
+            await withCheckedContinuation { continuation in
+                let now: Bool = lock.withLock {
+                    if entries.count == expected { return true }
+                    waiters.append(continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
         }
     }
 
-    /// Never answers; notes when (seconds after `started`) its task was cancelled, and for which
-    /// timeout. The note is made by the cancellation handler, on the canceller's thread — the watch
-    /// thread's own time, whatever the cooperative pool is busy with.
-    final class Cancellations: @unchecked Sendable {
-        let started = Date()
-        private let lock = NSLock()
-        private var entries: [(timeout: Double, at: Double)] = []
-        private var calls: [Double: Double] = [:]
-        func note(_ timeout: Double) { lock.withLock { entries.append((timeout, Date().timeIntervalSince(started))) } }
-        /// The exchange with `timeout` is being sent now.
-        func called(_ timeout: Double) { lock.withLock { calls[timeout] = Date().timeIntervalSince(started) } }
-        func calledAt(_ timeout: Double) -> Double { lock.withLock { calls[timeout] ?? 0 } }
-        var all: [(timeout: Double, at: Double)] { lock.withLock { entries } }
+    /// Deadlines registered out of order fire in deadline order, and the watch wakes for a deadline
+    /// earlier than the one it sleeps towards: without that, "early" would fire with "late", 2.7 s
+    /// after its time.
+    @Test func deadlinesFireInOrderAndAnEarlierOneWakesTheWatch() async throws {
+        let fired = Fired(expected: 3)
+        // A watch of its own: the shared one wakes for other tests' deadlines too, which would
+        // hide a missing wake-up.
+        let watch = DeadlineWatch()
+        _ = watch.watch(deadline: fired.deadline(3.0), action: fired.action("late", at: 3.0))
+        // Let its thread start and go to sleep towards "late".
+        try await Task.sleep(nanoseconds: 150_000_000)
+        _ = watch.watch(deadline: fired.deadline(0.4), action: fired.action("early", at: 0.4))
+        _ = watch.watch(deadline: fired.deadline(0.7), action: fired.action("middle", at: 0.7))
+        await fired.waitForAll()
+        let all = fired.all
+        #expect(all.map(\.label) == ["early", "middle", "late"], "fired in the order \(all)")
+        for entry in all { #expect(entry.late >= 0, "\(entry.label) fired \(-entry.late) s early") }
+        #expect((all.first?.late ?? 99) < 2.0, "the earliest deadline fired \(all.first?.late ?? -1) s late")
     }
 
-    struct Recording: HTTPTransport {
-        let cancellations: Cancellations
+    /// A finished entry never fires; `finish` says whether it had.
+    @Test func aFinishedDeadlineNeverFires() async throws {
+        let fired = Fired(expected: 1)
+        let watch = DeadlineWatch()
+        let forgotten = watch.watch(deadline: fired.deadline(0.2), action: fired.action("forgotten", at: 0.2))
+        #expect(watch.finish(forgotten) == false)
+        let kept = watch.watch(deadline: fired.deadline(0.4), action: fired.action("kept", at: 0.4))
+        await fired.waitForAll()
+        #expect(fired.all.map(\.label) == ["kept"])
+        #expect(watch.finish(kept) == true)
+        #expect(watch.finish(kept) == false, "a ticket reported as fired twice")
+    }
+
+    /// Answers at once, or — `nil` — only ends when cancelled.
+    struct Transport: HTTPTransport {
+        let answers: Bool
         func send(_ request: APIRequest) async throws -> APIResponse {
-            try await withTaskCancellationHandler {
-                try await Task.sleep(nanoseconds: 3_600_000_000_000)
-                return APIResponse(status: 200)
-            } onCancel: {
-                cancellations.note(request.timeout)
-            }
+            if answers { return APIResponse(status: 200, body: Data("ok".utf8)) }
+            try await Task.sleep(nanoseconds: 3_600_000_000_000)
+            return APIResponse(status: 200)
         }
     }
 
@@ -48,71 +95,26 @@ struct DeadlineWatchTests {
         APIRequest(url: URL(string: "http://127.0.0.1:9/")!, timeout: timeout)
     }
 
-    /// Deadlines registered out of order (a later request with a shorter timeout) fire in deadline
-    /// order, each exchange ending as `timedOut`, none waiting for the others' deadlines.
-    @Test func eachExchangeEndsAtItsOwnDeadline() async throws {
-        let cancellations = Cancellations()
-        let client = APIClient(transport: Recording(cancellations: cancellations), retryPolicy: .none)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for timeout in [1.2, 0.3, 0.7] {
-                group.addTask {
-                    cancellations.called(timeout)
-                    do {
-                        _ = try await client.send(Self.request(timeout: timeout), context: Self.context)
-                        Issue.record("the \(timeout) s exchange answered")
-                    } catch let error as HTTPRequestError {
-                        #expect(error.code == HTTPRequestError.timedOut, "\(error)")
-                    }
-                }
-                try await Task.sleep(nanoseconds: 20_000_000)
-            }
-            try await group.waitForAll()
-        }
-        let fired = cancellations.all
-        #expect(fired.map(\.timeout) == [0.3, 0.7, 1.2], "fired in the order \(fired)")
-        for entry in fired {
-            let after = entry.at - cancellations.calledAt(entry.timeout)
-            #expect(after >= entry.timeout, "the \(entry.timeout) s exchange was cancelled \(after) s after it was sent")
-        }
-        // The watch woke for the 0.3 s deadline registered after the 1.2 s one (without that wake-up
-        // it would fire with the 1.2 s one, at least 0.9 s late). Timed from the call, on the watch
-        // thread: a busy cooperative pool delays neither.
-        if let first = fired.first {
-            let late = first.at - cancellations.calledAt(first.timeout) - first.timeout
-            #expect(late < 0.6, "the first deadline fired \(late) s late")
-        }
-    }
-
-    /// An exchange that answers in time returns its answer; its deadline passing later cancels
-    /// nothing (the next exchange on the same client is unaffected).
-    @Test func anAnswerInTimeIsKeptAndItsDeadlineForgotten() async throws {
-        let client = APIClient(transport: Slow(seconds: 0.05), retryPolicy: .none)
-        let first = try await client.send(Self.request(timeout: 1.5), context: Self.context)
-        #expect(first.status == 200)
-        try await Task.sleep(nanoseconds: 1_700_000_000)
-        let second = try await client.send(Self.request(timeout: 5), context: Self.context)
-        #expect(second.status == 200 && String(decoding: second.body, as: UTF8.self) == "late")
-    }
-
     /// Cancelling the caller ends the exchange with `CancellationError`, not `timedOut`.
     @Test func theCallersCancellationIsNotATimeout() async throws {
-        let client = APIClient(transport: Slow(seconds: nil), retryPolicy: .none)
+        let client = APIClient(transport: Transport(answers: false), retryPolicy: .none)
         let task = Task { try await client.send(Self.request(timeout: 30), context: Self.context) }
         try await Task.sleep(nanoseconds: 100_000_000)
         task.cancel()
         await #expect(throws: CancellationError.self) { _ = try await task.value }
     }
 
-    /// Many exchanges at once, half answering and half timing out: every one gets its own outcome.
+    /// A thousand exchanges at once with two timeouts: those that answer (30 s to do so) get their
+    /// answer, those that never answer (0.5 s) end as `timedOut` — none gets another's outcome.
     @Test func aThousandExchangesEachGetTheirOwnOutcome() async throws {
-        let quick = APIClient(transport: Slow(seconds: 0.01), retryPolicy: .none)
-        let stuck = APIClient(transport: Slow(seconds: nil), retryPolicy: .none)
+        let answering = APIClient(transport: Transport(answers: true), retryPolicy: .none)
+        let stuck = APIClient(transport: Transport(answers: false), retryPolicy: .none)
         let outcomes = try await withThrowingTaskGroup(of: (Bool, Bool).self) { group in
             for index in 0..<1000 {
                 let answers = index % 2 == 0
                 group.addTask {
                     do {
-                        _ = try await (answers ? quick : stuck).send(Self.request(timeout: 1.5), context: Self.context)
+                        _ = try await (answers ? answering : stuck).send(Self.request(timeout: answers ? 30 : 0.5), context: Self.context)
                         return (answers, true)
                     } catch let error as HTTPRequestError where error.code == HTTPRequestError.timedOut {
                         return (answers, false)
