@@ -16,10 +16,10 @@ import Darwin
 /// the thread wakes only when the earliest deadline passes.
 ///
 /// The task registered is the child task that runs the transport (never the caller's, whose
-/// cancellation would be permanent). It is cancelled under the lock, and only while registered:
-/// the child finishes (deregisters) under the same lock before it returns, so the task is alive
-/// whenever it is cancelled. Cancellation handlers therefore run under this lock and must not
-/// start another `APIClient` exchange (transports' handlers only close their request).
+/// cancellation would be permanent). It is cancelled only while registered: the child finishes
+/// (deregisters) before it returns, and its `finish` waits while its own cancellation runs, so the
+/// task is alive whenever it is cancelled. Cancellation runs outside the lock, so a handler that
+/// blocks holds up only its own exchange.
 final class DeadlineWatch: @unchecked Sendable {
     // unchecked: every mutable member below is read and written under `mutex` only.
 
@@ -45,6 +45,10 @@ final class DeadlineWatch: @unchecked Sendable {
     private var entries: [Entry] = []
     /// Entries whose deadline passed (their task cancelled), until they finish.
     private var fired: Set<UInt64> = []
+    /// Entries being cancelled right now, outside the lock: their `finish` waits for it (the task
+    /// must stay alive while it is cancelled), no other entry's does.
+    private var cancelling: Set<UInt64> = []
+    private let cancelled: UnsafeMutablePointer<pthread_cond_t>
     private var nextID: UInt64 = 1
     private var started = false
 
@@ -53,6 +57,8 @@ final class DeadlineWatch: @unchecked Sendable {
     init() {
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
+        cancelled = .allocate(capacity: 1)
+        pthread_cond_init(cancelled, nil)
         condition = .allocate(capacity: 1)
         #if os(Linux) || os(Android)
         var attributes = pthread_condattr_t()
@@ -120,6 +126,7 @@ final class DeadlineWatch: @unchecked Sendable {
     func finish(_ ticket: Ticket) -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
+        while cancelling.contains(ticket.id) { pthread_cond_wait(cancelled, mutex) }
         var index = firstIndex(notBefore: ticket.deadline)
         while index < entries.count, entries[index].deadline == ticket.deadline {
             if entries[index].id == ticket.id {
@@ -181,14 +188,24 @@ final class DeadlineWatch: @unchecked Sendable {
             if first.deadline <= now {
                 var due = 0
                 while due < entries.count, entries[due].deadline <= now { due += 1 }
-                for entry in entries[0..<due] {
-                    fired.insert(entry.id)
+                let firing = Array(entries[0..<due])
+                entries.removeFirst(due)
+                for entry in firing { cancelling.insert(entry.id) }
+                // Cancelled outside the lock: a task's cancellation handlers may block (URLSession's
+                // waits on its own queue), and no other exchange may wait for that.
+                pthread_mutex_unlock(mutex)
+                for entry in firing {
                     switch entry.target {
                     case .task(let task): task.cancel()
                     case .action(let action): action()
                     }
                 }
-                entries.removeFirst(due)
+                pthread_mutex_lock(mutex)
+                for entry in firing {
+                    cancelling.remove(entry.id)
+                    fired.insert(entry.id)
+                }
+                pthread_cond_broadcast(cancelled)
                 continue
             }
             #if os(Linux) || os(Android)

@@ -112,7 +112,11 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method.rawValue
-        urlRequest.timeoutInterval = request.timeout
+        // A second later than the request's timeout: `APIClient` enforces that one itself, and
+        // URLSession's own timer firing at the same instant raced its cancellation into a deadlock
+        // in swift-corelibs-foundation (the timeout error delivered on URLSession's queue while
+        // the cancelling thread waits for that queue inside the task's status lock).
+        urlRequest.timeoutInterval = request.timeout + 1
         urlRequest.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
         for field in configuration.defaultHeaders where !request.headerFields.contains(field.name) {
             urlRequest.setValue(field.value, forHTTPHeaderField: field.name.rawName)
