@@ -19,8 +19,13 @@ struct DeadlineWatchTests {
 
         /// An action for a deadline `seconds` after `started`.
         func action(_ label: String, at seconds: Double) -> @Sendable () -> Void {
+            action(label, deadline: deadline(seconds))
+        }
+
+        /// An action for the monotonic `deadline`; notes how late (seconds) it ran.
+        func action(_ label: String, deadline: UInt64) -> @Sendable () -> Void {
             { [self] in
-                let late = Double(DeadlineWatch.now() &- started) / 1e9 - seconds
+                let late = (Double(DeadlineWatch.now()) - Double(deadline)) / 1e9
                 let done: [CheckedContinuation<Void, Never>] = lock.withLock {
                     entries.append((label, late))
                     guard entries.count == expected else { return [] }
@@ -57,13 +62,18 @@ struct DeadlineWatchTests {
         _ = watch.watch(deadline: fired.deadline(3.0), action: fired.action("late", at: 3.0))
         // Let its thread start and go to sleep towards "late".
         try await Task.sleep(nanoseconds: 150_000_000)
-        _ = watch.watch(deadline: fired.deadline(0.4), action: fired.action("early", at: 0.4))
-        _ = watch.watch(deadline: fired.deadline(0.7), action: fired.action("middle", at: 0.7))
+        // The two earlier deadlines count from now. A machine so busy that this task ran too close
+        // to "late" (a sanitizer build among hundreds of tests) cannot show the wake-up: nothing to judge.
+        let now = DeadlineWatch.now()
+        guard now < fired.deadline(1.0) else { return }
+        let early = now &+ 400_000_000, middle = now &+ 700_000_000
+        _ = watch.watch(deadline: early, action: fired.action("early", deadline: early))
+        _ = watch.watch(deadline: middle, action: fired.action("middle", deadline: middle))
         await fired.waitForAll()
         let all = fired.all
         #expect(all.map(\.label) == ["early", "middle", "late"], "fired in the order \(all)")
         for entry in all { #expect(entry.late >= 0, "\(entry.label) fired \(-entry.late) s early") }
-        #expect((all.first?.late ?? 99) < 2.0, "the earliest deadline fired \(all.first?.late ?? -1) s late")
+        #expect((all.first?.late ?? 99) < 1.0, "the earliest deadline fired \(all.first?.late ?? -1) s late")
     }
 
     /// A finished entry never fires; `finish` says whether it had.

@@ -335,7 +335,9 @@ struct RefreshCoordinatorRobustnessTests {
         let started = Mutex(false)
         let loser = RefreshCoordinator(key: "default", storage: noRenewals, configuration: configuration) { old in
             started.withLock { $0 = true }
-            try await Task.sleep(nanoseconds: 1_200_000_000)
+            // Long enough for the winner's whole refresh to come first even in an AddressSanitizer
+            // build among hundreds of tests (1.2 s was not: the loser's rotation then beat it).
+            try await Task.sleep(nanoseconds: 3_000_000_000)
             return try await client.refresh(old)
         }
         async let lost = loser.accessToken()
