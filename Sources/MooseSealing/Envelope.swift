@@ -26,8 +26,6 @@ package enum Envelope {
         return bytes.reduce(0) { $0 << 8 | Int64($1) }
     }
 
-    static func bigEndian32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
-
     /// The AAD binding a value to its store, namespace, name and data key. Built in one buffer
     /// (no temporary arrays: this runs on every store read).
     package static func valueAAD(storeID: [UInt8], namespace: String, name: String, keyID: Int64) -> [UInt8] {
