@@ -196,7 +196,7 @@ struct InspectCommand: ParsableCommand {
             let resolved = try CLIConfig.resolve(profile, store: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil))
             let sessions = try CLISessions(options: resolved.store, create: false)
             let stored: StoredSession?
-            do { stored = try sessions.load(resolved.name) } catch { throw OAuthContext.fail(error) }
+            do { stored = try sessions.load(resolved.name) } catch { throw OAuthContext.fail(error, profile: resolved.name) }
             guard let stored else { throw CLIError.failed("no session for profile \(resolved.name); run moose login") }
             let instant = now.flatMap(parseTime) ?? Date()
             var object: JSONObject = ["profile": .string(resolved.name)]

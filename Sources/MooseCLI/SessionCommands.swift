@@ -38,7 +38,7 @@ struct OAuthContext {
     /// read is an error (exit 1), never "no session".
     func loadOrFail(_ profile: String) throws -> (session: OAuthSession, profile: Profile)? {
         let stored: StoredSession?
-        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error) }
+        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
         guard let stored else { return nil }
         return (stored.session, Profile.of(stored.session, key: profile))
     }
@@ -96,12 +96,24 @@ struct OAuthContext {
     }
 
     /// Maps library errors to the CLI's exit statuses and messages: plain words and the next step
-    /// first, the library's code last, in brackets (for a bug report or a search).
-    static func fail(_ error: any Error) -> any Error {
+    /// first, the library's code last, in brackets (for a bug report or a search). `profile` names the
+    /// session concerned, for the next step's command line.
+    static func fail(_ error: any Error, profile: String? = nil) -> any Error {
         if let error = error as? OAuthError {
+            if error.code == OAuthError.sessionDamaged {
+                let option = profile.map { " --profile \(Terminal.safe($0))" } ?? ""
+                return CLIError.failed(text(error, next: "run moose login\(option) to replace it, or moose logout\(option) to remove it "
+                                                  + "(other profiles are not affected)"))
+            }
             if error.code == OAuthError.transient {
                 Terminal.error("moose: error: \(text(error, next: "check the network (or the provider's status) and try again"))")
                 return Status.unreachable
+            }
+            if error.code == OAuthError.invalidClient {
+                return CLIError.failed(text(error, next: "the client's credentials were refused: check the client id, its secret or key, and the key's kid"))
+            }
+            if error.code == OAuthError.renewalRefused {
+                return CLIError.failed(text(error, next: "check the workload's token source (or the client's credentials); the next moose token tries again"))
             }
             if error.code == OAuthError.tls {
                 return CLIError.failed(text(error, next: "if the provider's certificate comes from a private CA, pass --ca-file PEM "
@@ -582,7 +594,16 @@ struct StatusCommand: ParsableCommand {
         do { names = try profile.map { [$0] } ?? context.sessions.keys() } catch { throw OAuthContext.fail(error) }
         var items: [JSONValue] = []
         for name in names {
-            guard let session = try context.loadOrFail(name)?.session else {
+            let loaded: (session: OAuthSession, profile: Profile)?
+            do {
+                loaded = try context.loadOrFail(name)
+            } catch {
+                // A damaged row is listed with the way out; the other sessions are shown as usual.
+                guard profile == nil, let damaged = Self.damaged(name, context: context) else { throw error }
+                if json { items.append(damaged.json) } else { Terminal.out(damaged.text) }
+                continue
+            }
+            guard let session = loaded?.session else {
                 if profile != nil { throw CLIError.failed("no session for profile \(name); run moose login") }
                 continue
             }
@@ -602,13 +623,30 @@ struct StatusCommand: ParsableCommand {
                 object["expires_at"] = tokens.expiresAt.map { .string(ISO8601.string(from: $0)) } ?? .null
                 items.append(.object(object))
             } else {
-                let state = session.state == .active ? (tokens.isValid() ? "active" : "expired (refreshable)") : "needs login"
+                let grant = session.renewsWithoutAPerson
+                let state = !session.canRenew ? "needs login" : tokens.isValid() ? "active" : grant ? "expired (renewed by a new grant on next use)" : "expired (refreshable)"
                 let resource = session.resource.map { " for \($0)" } ?? ""
-                Terminal.out("\(name): \(summary.displayName ?? "-") at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
-                      + "refresh token \(tokens.refreshToken == nil ? "none" : "yes"); scopes: \(tokens.scopes.joined(separator: " "))")
+                let refresh = tokens.refreshToken != nil ? "yes" : grant ? "none (a new grant renews it)" : "none"
+                Terminal.out("\(name): \(summary.displayName ?? (grant ? "client \(session.clientID)" : "-")) at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
+                      + "refresh token \(refresh); scopes: \(tokens.scopes.joined(separator: " "))")
             }
         }
         if json { Terminal.out(JSONValue.array(items).prettyPrinted()) } else if names.isEmpty { Terminal.out("no sessions; run moose login") }
+    }
+
+    /// How `status` shows a row that cannot be opened, or `nil` when `name`'s row is not damaged.
+    static func damaged(_ name: String, context: OAuthContext) -> (text: String, json: JSONValue)? {
+        do {
+            _ = try context.sessions.load(name)
+            return nil
+        } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
+            let safe = Terminal.safe(name)
+            let next = "run moose login --profile \(safe) to replace it, or moose logout --profile \(safe) to remove it"
+            return ("\(safe): damaged — the stored session cannot be opened (its sealed bytes do not authenticate); \(next)",
+                    .object(["profile": .string(name), "state": .string("damaged"), "next_step": .string(next)]))
+        } catch {
+            return nil
+        }
     }
 }
 
@@ -625,7 +663,7 @@ struct RefreshCommand: ParsableCommand {
         let profile = resolved.name
         let context = try OAuthContext(options: resolved.store, create: false)
         guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
-        guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login (its refresh token was refused); run moose login") }
+        guard session.canRenew else { throw CLIError.failed("profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile)") }
         do {
             // The coordinator: lease, writable-store check before the refresh token is spent,
             // fenced write — the same guarantees `moose token` has.
@@ -647,7 +685,7 @@ extension RefreshCommand {
     /// current access token (another process may have refreshed already); never wipes the session.
     static func refresh(store: StoreOptions, profile: String, rejecting rejected: String) throws {
         let context = try OAuthContext(options: store, create: false)
-        guard let (session, settings) = try context.loadOrFail(profile), session.state == .active,
+        guard let (session, settings) = try context.loadOrFail(profile), session.canRenew,
               session.tokens.accessToken.utf8.elementsEqual(rejected.utf8) else { return }
         do {
             let coordinator = context.coordinator(for: session, profile: settings)
@@ -696,7 +734,8 @@ struct LogoutCommand: ParsableCommand {
         }
         if let error = result.wipeError { throw OAuthContext.fail(error) }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
-        if result.revocationError != nil {
+        // A damaged row had no tokens to revoke: removing it was the whole job.
+        if let error = result.revocationError, error.code != OAuthError.sessionDamaged {
             Terminal.error("moose: \(Self.revocationReport(result))")
             throw Status.failed
         }
@@ -713,6 +752,9 @@ struct LogoutCommand: ParsableCommand {
                 return "The provider could not be reached (\(reason)): the refresh token is still valid there until it expires."
             case OAuthError.storeUnavailable:
                 return "The stored session could not be read, so nothing was revoked at the provider (\(reason))."
+            case OAuthError.sessionDamaged:
+                return "The stored session was damaged (it could not be opened), so nothing was revoked at the provider; "
+                    + "its tokens stay valid there until they expire."
             default:
                 return "The provider refused the revocation (\(reason)): the refresh token may still be valid there."
             }

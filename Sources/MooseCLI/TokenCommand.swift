@@ -99,9 +99,9 @@ struct TokenCommand: ParsableCommand {
         let sessions = try CLISessions(options: store, create: false)
         defer { sessions.close() }
         let stored: StoredSession?
-        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error) }
+        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
         guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
-        guard session.state == .active else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
+        guard session.canRenew else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
         var tokens = session.tokens
         if !valid(tokens) {
             // Slow path: the network, through the one refresh path every command shares. An ID token
@@ -269,7 +269,7 @@ struct DPoPProofCommand: ParsableCommand {
         let profile = resolved.name
         let sessions = try CLISessions(options: resolved.store, create: false)
         let stored: StoredSession?
-        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error) }
+        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
         guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
         Terminal.out(try Self.proof(tokens: session.tokens, method: method, url: url, nonce: nonce, accessTokenHash: !noAccessTokenHash))
     }

@@ -28,8 +28,8 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
     // MARK: - SessionStorage: sessions
 
     /// The session under `key` (opened with the store's keys) and its generation; `nil` when none is
-    /// stored (or only a tombstone). A value that does not authenticate is `storeUnavailable` with a
-    /// `tampered` cause — never silently `nil`.
+    /// stored (or only a tombstone). A value that does not authenticate (or does not decode) is
+    /// `sessionDamaged` with a `tampered` (`corrupt`) cause — never silently `nil`.
     public func load(_ key: String) async throws -> StoredSession? {
         try await contract {
             try Self.validate(key: key)
@@ -44,9 +44,24 @@ extension PostgresSessionStorage: LeaseReleaseNotifying {
                 return (generation, keyID, Array(sealed.readableBytesView))
             }
             guard let row else { return nil }
-            let session = try await open(row.sealed, key: key, generation: row.generation, keyID: row.keyID)
+            let session: OAuthSession
+            do {
+                session = try await open(row.sealed, key: key, generation: row.generation, keyID: row.keyID)
+            } catch {
+                throw Self.damagedRow(error, key: key)
+            }
             return StoredSession(session: session, generation: row.generation)
         }
+    }
+
+    /// A row that does not open (`tampered`, `corrupt`) as the storage contract's damaged row — that
+    /// one key; a login replaces it, a logout removes it. Any other error as it is.
+    static func damagedRow(_ error: any Error, key: String) -> any Error {
+        guard let error = error as? PostgresStorageError,
+              error.code == PostgresStorageError.tampered || error.code == PostgresStorageError.corrupt else { return error }
+        return OAuthError(OAuthError.sessionDamaged,
+                          "the stored session \(key) cannot be opened (\(error.message)); a new login replaces it, a logout removes it",
+                          underlying: error)
     }
 
     /// Compare-and-set in one statement: the row must be at `expectedGeneration` and, with `lease`,

@@ -22,6 +22,12 @@ public import MooseSecretStore
 ///
 /// A row holds `{"generation": N, "session": {…}}`; rows written by Moose 0.1 (a bare session with
 /// an embedded profile) read as generation 0 and are rewritten in the new shape on the next save.
+///
+/// A damaged row (its sealed bytes do not authenticate — bit rot, a torn copy, a row sealed under
+/// another key — or its plaintext is not a session) is `OAuthError.sessionDamaged` for that key only;
+/// `keys` lists it, `replace` writes over it and `delete` removes it. Its generation cannot be read,
+/// so the write after it takes the clock's milliseconds since 1970 as the generation: larger than any
+/// counter a row reaches by writing, and than any earlier damaged row's.
 public struct EncryptedSessionStorage: SessionStorage {
     /// The store.
     public let store: SecretStore
@@ -54,13 +60,74 @@ public struct EncryptedSessionStorage: SessionStorage {
         Array(try JSONEncoder().encode(Record(generation: generation, session: session)))
     }
 
+    /// What a transaction finds under a key.
+    enum Existing {
+        case none
+        case row(session: OAuthSession?, generation: Int64)
+        /// Present, but it does not authenticate or does not decode.
+        case damaged
+
+        /// The generation the next write takes.
+        var nextGeneration: Int64 {
+            switch self {
+            case .none: 1
+            case .row(_, let generation): generation < Int64.max ? generation + 1 : generation
+            case .damaged: EncryptedSessionStorage.generationAfterDamage()
+            }
+        }
+    }
+
+    /// The generation after a row whose own generation cannot be read: milliseconds since 1970 (see
+    /// the type's documentation).
+    static func generationAfterDamage() -> Int64 {
+        let milliseconds = Date().timeIntervalSince1970 * 1000
+        return milliseconds.isFinite && milliseconds > 1 && milliseconds < 9e15 ? Int64(milliseconds) : 1
+    }
+
+    /// Whether `error` is the store saying that the session row `key` does not authenticate.
+    static func isDamagedRow(_ error: SecretStoreError, key: String) -> Bool {
+        error.code == SecretStoreError.tampered && error.namespace.map { $0.utf8.elementsEqual(namespace.utf8) } == true
+            && error.name.map { $0.utf8.elementsEqual(key.utf8) } == true
+    }
+
+    /// The contract's error for a damaged row.
+    static func damaged(_ key: String, _ why: String, underlying: (any Error & Sendable)? = nil) -> OAuthError {
+        OAuthError(OAuthError.sessionDamaged,
+                   "the stored session \(key) cannot be opened (\(why)); a new login replaces it, a logout removes it",
+                   underlying: underlying)
+    }
+
+    /// The row under `key`, read inside a transaction; a damaged row is `.damaged`, not an error.
+    static func existing(_ tx: borrowing SecretStore.Transaction, key: String) throws(SecretStoreError) -> Existing {
+        let bytes: [UInt8]?
+        do throws(SecretStoreError) {
+            bytes = try tx.get(namespace: namespace, name: key)
+        } catch {
+            if isDamagedRow(error, key: key) { return .damaged }
+            throw error
+        }
+        guard let bytes else { return .none }
+        guard let row = try? decodeRow(bytes) else { return .damaged }
+        return .row(session: row.session, generation: row.generation)
+    }
+
     /// Reads synchronously, without the concurrency runtime (for command-line fast paths).
+    ///
+    /// - Throws: `OAuthError.sessionDamaged` for a row that cannot be opened; `storeUnavailable`
+    ///   (with the store's error) when the store cannot be read.
     public func loadNow(_ key: String) throws -> StoredSession? {
-        do {
-            guard let bytes = try store.get(namespace: Self.namespace, name: key) else { return nil }
-            return try Self.decode(bytes)
-        } catch let error as SecretStoreError {
+        let bytes: [UInt8]?
+        do throws(SecretStoreError) {
+            bytes = try store.get(namespace: Self.namespace, name: key)
+        } catch {
+            if Self.isDamagedRow(error, key: key) { throw Self.damaged(key, "its sealed bytes do not authenticate", underlying: error) }
             throw Self.map(error)
+        }
+        guard let bytes else { return nil }
+        do {
+            return try Self.decode(bytes)
+        } catch {
+            throw Self.damaged(key, "it opens, but is not a session this Moose can read")
         }
     }
 
@@ -82,7 +149,7 @@ public struct EncryptedSessionStorage: SessionStorage {
         try saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
     }
 
-    enum Outcome { case written(Int64), conflict(Int64?), undecodable }
+    enum Outcome { case written(Int64), conflict(Int64?), damaged, unencodable }
 
     /// `save(_:key:expectedGeneration:lease:)`, synchronously.
     @discardableResult
@@ -93,16 +160,16 @@ public struct EncryptedSessionStorage: SessionStorage {
         do {
             outcome = try store.transaction { (tx) throws(SecretStoreError) -> Outcome in
                 if let lease { try tx.requireLease(lease) }
+                let existing = try Self.existing(tx, key: key)
                 var current: Int64? = nil
-                var floor: Int64 = 0
-                if let bytes = try tx.get(namespace: Self.namespace, name: key) {
-                    guard let row = try? Self.decodeRow(bytes) else { return .undecodable }
-                    floor = row.generation
-                    if row.session != nil { current = row.generation }
+                switch existing {
+                case .damaged: return .damaged
+                case .row(.some, let generation): current = generation
+                case .row(nil, _), .none: break
                 }
                 guard current == expectedGeneration else { return .conflict(current) }
-                let next = floor + 1
-                guard let bytes = try? Self.encode(session, generation: next) else { return .undecodable }
+                let next = existing.nextGeneration
+                guard let bytes = try? Self.encode(session, generation: next) else { return .unencodable }
                 try tx.put(bytes, namespace: Self.namespace, name: key)
                 return .written(next)
             }
@@ -114,8 +181,10 @@ public struct EncryptedSessionStorage: SessionStorage {
         case .conflict(let current):
             throw OAuthError(OAuthError.storageConflict,
                              "the session \(key) is at generation \(current.map(String.init) ?? "none"), not \(expectedGeneration.map(String.init) ?? "none"): someone else wrote it")
-        case .undecodable:
-            throw OAuthError(OAuthError.storeUnavailable, "the stored session \(key) cannot be read")
+        case .damaged:
+            throw Self.damaged(key, "its sealed bytes do not authenticate or do not decode")
+        case .unencodable:
+            throw OAuthError(OAuthError.invalidConfiguration, "the session \(key) cannot be encoded")
         }
     }
 
@@ -130,10 +199,11 @@ public struct EncryptedSessionStorage: SessionStorage {
         let written: Int64?
         do {
             written = try store.transaction { (tx) throws(SecretStoreError) -> Int64? in
-                let current = try tx.get(namespace: Self.namespace, name: key).flatMap { try? Self.decodeRow($0).generation } ?? 0
-                guard let bytes = try? Self.encode(session, generation: current + 1) else { return nil }
+                // A damaged row is written over: a login is the way out of it.
+                let next = try Self.existing(tx, key: key).nextGeneration
+                guard let bytes = try? Self.encode(session, generation: next) else { return nil }
                 try tx.put(bytes, namespace: Self.namespace, name: key)
-                return current + 1
+                return next
             }
         } catch {
             throw Self.map(error)
@@ -146,15 +216,18 @@ public struct EncryptedSessionStorage: SessionStorage {
     public func delete(_ key: String) async throws -> Bool { try deleteNow(key) }
 
     /// `delete(_:)`, synchronously: the session's secrets are gone; a tombstone keeps its generation.
+    /// A damaged row is removed too (`true`), its tombstone taking `generationAfterDamage`.
     @discardableResult
     public func deleteNow(_ key: String) throws -> Bool {
         do {
             return try store.transaction { (tx) throws(SecretStoreError) -> Bool in
-                guard let bytes = try tx.get(namespace: Self.namespace, name: key), let row = try? Self.decodeRow(bytes) else {
-                    return try tx.delete(namespace: Self.namespace, name: key)
+                let existing = try Self.existing(tx, key: key)
+                switch existing {
+                case .none, .row(nil, _): return false
+                case .row(_?, _), .damaged: break
                 }
-                guard row.session != nil, let tombstone = try? JSONEncoder().encode(Record(generation: row.generation + 1, session: nil)) else {
-                    return false
+                guard let tombstone = try? JSONEncoder().encode(Record(generation: existing.nextGeneration, session: nil)) else {
+                    return try tx.delete(namespace: Self.namespace, name: key)
                 }
                 try tx.put(Array(tombstone), namespace: Self.namespace, name: key)
                 return true
@@ -166,11 +239,17 @@ public struct EncryptedSessionStorage: SessionStorage {
 
     public func keys() async throws -> [String] { try keysNow() }
 
-    /// `keys()`, synchronously.
+    /// `keys()`, synchronously: every key with a session or a damaged row (not a tombstone).
     public func keysNow() throws -> [String] {
         do {
             return try store.list(namespace: Self.namespace).map(\.name).sorted().filter { key in
-                (try? store.get(namespace: Self.namespace, name: key)).flatMap { $0 }.flatMap { try? Self.decode($0) } != nil
+                do throws(SecretStoreError) {
+                    guard let bytes = try store.get(namespace: Self.namespace, name: key) else { return false }
+                    guard let row = try? Self.decodeRow(bytes) else { return true }   // damaged: listed
+                    return row.session != nil
+                } catch {
+                    return Self.isDamagedRow(error, key: key)
+                }
             }
         } catch {
             throw Self.map(error)

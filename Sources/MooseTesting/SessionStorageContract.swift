@@ -16,7 +16,9 @@ public import MooseOAuth
 /// ```
 ///
 /// `make` must return an empty storage each time it is called (checks do not share state). The
-/// lease-expiry check waits a third of a second; the whole suite takes about a second.
+/// lease-expiry check waits a third of a second; the whole suite takes about a second. Give `damage`
+/// — a way to spoil one stored row as bit rot would (flip a byte of its sealed value) — and the
+/// damaged-row rules are checked too.
 public enum SessionStorageContract {
     /// A broken rule.
     public struct Violation: Error, CustomStringConvertible {
@@ -24,8 +26,13 @@ public enum SessionStorageContract {
         public let description: String
     }
 
-    /// Every check, in order.
-    public static func verify(_ make: @Sendable () async throws -> any SessionStorage) async throws {
+    /// Every check, in order; with `damage` (spoils the row under the key it is given, in the
+    /// storage it is given), the damaged-row checks as well.
+    public static func verify(_ make: @Sendable () async throws -> any SessionStorage,
+                              damage: (@Sendable (any SessionStorage, String) async throws -> Void)? = nil) async throws {
+        if let damage {
+            try await damagedRowsNeverLockAPersonOut(make(), damage: damage)
+        }
         try await roundTripAndGenerations(make())
         try await compareAndSetRefusesAStaleGeneration(make())
         try await fencedWritesNeedTheCurrentLease(make())
@@ -170,5 +177,27 @@ public enum SessionStorageContract {
         try require(!(try await storage.delete("k1")), "delete of nothing reports false")
         try require(try await storage.keys() == ["k2"], "a deleted key is gone")
         try require(try await storage.load("k1") == nil, "a deleted session does not load")
+    }
+
+    /// A row that cannot be opened never locks a person out: `load` says `sessionDamaged` for that key
+    /// only, `keys` lists it, `replace` writes over it and `delete`
+    /// removes it, generations keep growing, and every other key keeps working.
+    public static func damagedRowsNeverLockAPersonOut(_ storage: any SessionStorage,
+                                                      damage: @Sendable (any SessionStorage, String) async throws -> Void) async throws {
+        let before = try await storage.save(session("d1"), key: "d", expectedGeneration: nil, lease: nil)
+        _ = try await storage.replace(session("ok"), key: "ok")
+        try await damage(storage, "d")
+        try await expectCode(OAuthError.sessionDamaged, "load of a damaged row") { _ = try await storage.load("d") }
+        try require(try await storage.load("ok")?.session.tokens.accessToken == "ok", "another key still loads beside a damaged row")
+        try require(try await storage.keys() == ["d", "ok"], "keys lists a damaged row")
+        let replaced = try await storage.replace(session("d2"), key: "d")
+        try require(replaced > before, "replace over a damaged row gives a larger generation (\(replaced) after \(before))")
+        try require(try await storage.load("d")?.session.tokens.accessToken == "d2", "replace writes over a damaged row")
+        try await damage(storage, "d")
+        try require(try await storage.delete("d"), "delete removes a damaged row (and says so)")
+        try require(try await storage.load("d") == nil, "a deleted damaged row does not load")
+        try require(try await storage.keys() == ["ok"], "a deleted damaged row is not listed")
+        let after = try await storage.save(session("d3"), key: "d", expectedGeneration: nil, lease: nil)
+        try require(after > replaced, "generations keep growing across a damaged row's delete (\(after) after \(replaced))")
     }
 }

@@ -12,14 +12,35 @@ struct StorageContractTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-contract-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let key = try SecureRandom.bytes(count: 32)
-        try await SessionStorageContract.verify {
+        try await SessionStorageContract.verify({
             let store = try SecretStore(path: folder.appendingPathComponent("\(UUID().uuidString).sqlite").path, masterKey: .raw(key))
             return EncryptedSessionStorage(store: store)
-        }
+        }, damage: { storage, key in
+            // The real file, damaged by another program: one bit of the row's sealed bytes.
+            let path = try #require(storage as? EncryptedSessionStorage).store.path
+            try DamagedRow.flip(storePath: path, name: key)
+        })
     }
 
     @Test func inMemoryStorageKeepsTheContract() async throws {
-        try await SessionStorageContract.verify { InMemorySessionStorage() }
+        try await SessionStorageContract.verify({ InMemorySessionStorage() }, damage: { storage, key in
+            try #require(storage as? InMemorySessionStorage).damage(key)
+        })
+    }
+
+    /// A row that opens but is not a session (another program's value under the key) is damaged too,
+    /// not a store outage; a logout removes it and a login writes over it.
+    @Test func aRowThatIsNotASessionIsDamaged() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-notasession-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try SecretStore(path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        try store.put(Array("not a session".utf8), namespace: EncryptedSessionStorage.namespace, name: "odd")
+        let storage = EncryptedSessionStorage(store: store)
+        await #expect(errorCode { _ = try await storage.load("odd") } == OAuthError.sessionDamaged)
+        #expect(try await storage.keys() == ["odd"])
+        #expect(try await storage.delete("odd"))
+        #expect(try await storage.load("odd") == nil)
+        #expect(try await storage.keys().isEmpty)
     }
 
     /// Sessions written by Moose 0.1 (an embedded CLI profile, no generation) still load, and are
@@ -38,6 +59,16 @@ struct StorageContractTests {
         let next = try await storage.save(stored.session, key: "default", expectedGeneration: 0, lease: nil)
         #expect(next == 1)
         #expect(try await storage.load("default")?.session == stored.session.with(updatedAt: try #require(try await storage.load("default")).session.updatedAt))
+    }
+}
+
+/// The `OAuthError` code `body` throws (`nil`: it threw nothing, or something else).
+func errorCode(_ body: () async throws -> Void) async -> OAuthError.Code? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return (error as? OAuthError)?.code
     }
 }
 

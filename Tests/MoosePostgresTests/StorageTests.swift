@@ -41,21 +41,27 @@ extension PostgresTests {
         /// PgBouncer in transaction mode (LISTEN on PostgreSQL itself, and with notifications off).
         @Test(arguments: ["direct", "pgbouncer", "pgbouncer-polling"])
         func keepsTheStorageContract(_ route: String) async throws {
-            let schemas = Mutex<[String]>([])
+            let schemas = Mutex<[ObjectIdentifier: String]>([:])
             let key = try randomKey()
             try await Fleet.with { fleet in
-                try await SessionStorageContract.verify {
+                try await SessionStorageContract.verify({
                     let schema = PG.freshSchema()
-                    schemas.withLock { $0.append(schema) }
                     let url = switch route {
                     case "direct": try PG.direct(schema: schema)
                     case "pgbouncer": try PG.bouncer(schema: schema)
                     default: PG.url(try PG.require().bouncerURL, schema: schema, "listen=off")
                     }
-                    return try fleet.storage(url, key: key)
-                }
+                    let storage = try fleet.storage(url, key: key)
+                    schemas.withLock { $0[ObjectIdentifier(storage)] = schema }
+                    return storage
+                }, damage: { storage, key in
+                    // One bit of the row's sealed bytes, flipped by SQL on the real database.
+                    let made = try #require(storage as? PostgresSessionStorage)
+                    let schema = try #require(schemas.withLock { $0[ObjectIdentifier(made)] })
+                    _ = try await PG.sql("UPDATE \(unescaped: "\"\(schema)\".sessions") SET sealed = set_byte(sealed, 20, get_byte(sealed, 20) # 1) WHERE key = \(key)")
+                })
             }
-            for schema in schemas.withLock({ $0 }) { await PG.dropSchema(schema) }
+            for schema in schemas.withLock({ Array($0.values) }) { await PG.dropSchema(schema) }
         }
     }
 

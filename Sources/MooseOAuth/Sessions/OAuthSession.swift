@@ -29,6 +29,18 @@ public struct OAuthSession: Sendable, Codable, Hashable {
     public var tokens: TokenSet
     /// The state.
     public var state: State
+
+    /// Whether the session is renewed by a grant that needs no person — a client-credentials or a
+    /// workload session: no refresh token, and `SessionEngine.grantAttribute` names the grant its login
+    /// used. The provider refusing such a renewal (a stale workload token, a rotated secret) fails
+    /// that attempt (`OAuthError.renewalRefused`, `invalidClient`); it never ends the session.
+    public var renewsWithoutAPerson: Bool {
+        tokens.refreshToken == nil && attributes[SessionEngine.grantAttribute] != nil
+    }
+
+    /// Whether a renewal may be attempted: an active session, or one that renews without a person
+    /// (even when an earlier version marked it `needsReauthentication` after one refused attempt).
+    public var canRenew: Bool { state == .active || renewsWithoutAPerson }
     /// The ID token's `sub`, when known.
     public var subject: String?
     /// App-defined, non-secret values kept in the same row as the tokens (written and read

@@ -79,6 +79,8 @@ extension RefreshCoordinator {
             }
         } catch let error as OAuthError where error.code == OAuthError.leaseBusy {
             throw OAuthError(OAuthError.transient, "another process holds the refresh lease of \(key) for too long", underlying: error)
+        } catch let error as OAuthError where error.code == OAuthError.sessionDamaged || error.code == OAuthError.needsLogin {
+            throw error
         } catch {
             throw OAuthError(OAuthError.storeUnavailable, "the storage is unavailable; no refresh token was spent", underlying: error)
         }
@@ -114,7 +116,7 @@ extension RefreshCoordinator {
             if let lease = try await notifying.acquireLeaseOrAwaitRelease(name, ttl: configuration.leaseTTL, wait: wait) {
                 return .lease(lease)
             }
-            if let stored = try await storage.load(key), stored.session.state == .active,
+            if let stored = try await loadSession(), stored.session.state == .active,
                answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
                 return .adopt(stored.session.tokens)
             }
@@ -130,7 +132,7 @@ extension RefreshCoordinator {
             throw OAuthError(OAuthError.needsLogin, "there is no session for \(key): log in")
         }
         var session = stored.session
-        guard session.state == .active else {
+        guard session.canRenew else {
             throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login (its refresh token was refused)")
         }
         let known = snapshot.withLock { $0.tokens?.accessToken }
@@ -142,7 +144,7 @@ extension RefreshCoordinator {
         let fresh: TokenSet
         do {
             fresh = try await refreshWithRetries(session)
-        } catch let error as OAuthError where error.code == OAuthError.invalidGrant {
+        } catch let error as OAuthError where error.code == OAuthError.invalidGrant && !session.renewsWithoutAPerson {
             recordFutileRefresh()
             // Maybe another process rotated the token a moment ago: then its tokens are the answer.
             if let again = try await loadSession(), again.session.state == .active,
@@ -155,15 +157,19 @@ extension RefreshCoordinator {
             eventListeners.yield(.needsReauthentication)
             throw error
         } catch let error as OAuthError {
+            // Only a refused refresh token ends a session. A session renewed without a person keeps
+            // going: this attempt failed, the next call asks its token source again.
             recordFutileRefresh()
-            eventListeners.yield(.refreshFailed(error))
-            throw error
+            let reported = error.code == OAuthError.invalidGrant ? Self.renewalRefused(error, key: key) : error
+            eventListeners.yield(.refreshFailed(reported))
+            throw reported
         }
         // A token already too close to its expiry to use counts toward the loop guard.
         if !fresh.isValid(for: fresh.margin(min(configuration.minimumValidity, 1), cappedAt: configuration.maximumMarginFraction), at: now()) {
             recordFutileRefresh()
         }
         session.tokens = fresh
+        session.state = .active   // a renewal without a person that an earlier version had marked
         // A refresh that brings an ID token names the user afresh (display names only): a device login
         // without one was named from UserInfo, or not at all, until now.
         if let idToken = fresh.idToken, let claims = try? JWT(compact: idToken).claims {
@@ -196,8 +202,16 @@ extension RefreshCoordinator {
         return try adopt(fresh, epoch: started, activity: .granted)
     }
 
-    private func loadSession() async throws -> StoredSession? {
-        do { return try await storage.load(key) } catch {
+    /// The stored session. A damaged row is final for this session (`sessionDamaged`, announced as
+    /// `needsReauthentication`: a login replaces it); any other failure is `storeUnavailable`.
+    func loadSession() async throws -> StoredSession? {
+        do {
+            return try await storage.load(key)
+        } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
+            snapshot.withLock { $0 = Snapshot() }
+            eventListeners.yield(.needsReauthentication)
+            throw error
+        } catch {
             throw OAuthError(OAuthError.storeUnavailable, "cannot read the session of \(key)", underlying: error)
         }
     }
@@ -226,6 +240,15 @@ extension RefreshCoordinator {
                 attempt += 1
             }
         }
+    }
+
+    /// `invalid_grant` for a renewal without a person, as an error of that attempt.
+    static func renewalRefused(_ error: OAuthError, key: String) -> OAuthError {
+        OAuthError(OAuthError.renewalRefused,
+                   "the provider refused the renewal of \(key) (the workload's identity token or the client's grant): "
+                       + "this attempt failed, the session stays and the next call asks again",
+                   oauthError: error.oauthError, errorDescription: error.errorDescription, errorURI: error.errorURI,
+                   status: error.status, underlying: error)
     }
 
     private static func same(_ a: String?, _ b: String?) -> Bool {

@@ -149,8 +149,11 @@ actor ResourceEngine {
         return SessionSummary(key: context.key, session: session)
     }
 
+    /// The stored session before a login: a damaged row reads as none (the login replaces it).
     private func loadStored(_ key: String) async throws -> StoredSession? {
-        do { return try await settings.storage.load(key) } catch {
+        do { return try await settings.storage.load(key) } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
+            return nil
+        } catch {
             throw OAuthError(OAuthError.storeUnavailable, "cannot read the session of \(key)", underlying: error)
         }
     }

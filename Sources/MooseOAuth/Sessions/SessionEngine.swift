@@ -185,10 +185,18 @@ public struct SessionEngine: Sendable {
                        client: (OAuthSession) async throws -> OAuthClient) async -> LogoutResult {
         var result = LogoutResult()
         let stored: StoredSession?
+        var damaged = false
         do {
             stored = try await storage.load(key)
+        } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
+            // A damaged row (bit rot, sealed under another key): nothing to revoke, removed below.
+            stored = nil
+            damaged = true
+            result.revocationError = OAuthError(OAuthError.sessionDamaged,
+                                                "the stored session of \(key) could not be opened: nothing was revoked at the provider",
+                                                underlying: error)
         } catch {
-            // Unreadable (damaged, or sealed with another key): nothing to revoke, still wiped below.
+            // The storage cannot be read: nothing to revoke; the wipe below is still tried.
             stored = nil
             result.revocationError = OAuthError(OAuthError.storeUnavailable, "the session of \(key) could not be read: nothing was revoked",
                                                 underlying: error)
@@ -201,7 +209,7 @@ public struct SessionEngine: Sendable {
                     ?? OAuthError(OAuthError.transient, "the provider could not be reached to revoke the tokens", underlying: error)
             }
         }
-        result.hadSession = stored != nil
+        result.hadSession = stored != nil || damaged
         do {
             try await storage.delete(key)
         } catch {

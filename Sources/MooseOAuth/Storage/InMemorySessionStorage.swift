@@ -20,6 +20,8 @@ public final class InMemorySessionStorage: SessionStorage {
         /// The last generation of every key ever written: generations keep growing across a delete.
         var generations: [String: Int64] = [:]
         var leases: [String: LeaseRow] = [:]
+        /// Keys whose row `damage(_:)` marked unreadable.
+        var damaged: Set<String> = []
     }
     private let state = Mutex(State())
     private let clock: @Sendable () -> Date
@@ -27,7 +29,26 @@ public final class InMemorySessionStorage: SessionStorage {
     /// An empty storage; `clock` decides lease expiry (tests inject one).
     public init(clock: @escaping @Sendable () -> Date = { Date() }) { self.clock = clock }
 
-    public func load(_ key: String) async throws -> StoredSession? { state.withLock { $0.sessions[key] } }
+    public func load(_ key: String) async throws -> StoredSession? {
+        try state.withLock { (state) throws(OAuthError) -> StoredSession? in
+            if state.damaged.contains(key) { throw Self.damagedError(key) }
+            return state.sessions[key]
+        }
+    }
+
+    /// Makes the row under `key` unreadable, as bit rot or a row sealed under another key would make
+    /// a stored one: for tests of what an app does with `OAuthError.sessionDamaged` (the storage
+    /// contract's damaged-row rules hold: `keys` lists it, `replace` writes over it, `delete` removes it).
+    public func damage(_ key: String) {
+        state.withLock { state in
+            state.sessions[key] = nil
+            state.damaged.insert(key)
+        }
+    }
+
+    static func damagedError(_ key: String) -> OAuthError {
+        OAuthError(OAuthError.sessionDamaged, "the stored session \(key) cannot be opened; a new login replaces it, a logout removes it")
+    }
 
     @discardableResult
     public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
@@ -39,6 +60,7 @@ public final class InMemorySessionStorage: SessionStorage {
                     throw OAuthError(OAuthError.leaseLost, "lease \(lease.name) expired or was taken over")
                 }
             }
+            if state.damaged.contains(key) { throw Self.damagedError(key) }
             let current = state.sessions[key]?.generation
             guard current == expectedGeneration else {
                 throw OAuthError(OAuthError.storageConflict, "the session \(key) was written by someone else")
@@ -60,6 +82,7 @@ public final class InMemorySessionStorage: SessionStorage {
             session.updatedAt = now
             let next = (state.generations[key] ?? 0) + 1
             state.generations[key] = next
+            state.damaged.remove(key)
             state.sessions[key] = StoredSession(session: session, generation: next)
             return next
         }
@@ -68,13 +91,14 @@ public final class InMemorySessionStorage: SessionStorage {
     @discardableResult
     public func delete(_ key: String) async throws -> Bool {
         state.withLock { state in
-            guard state.sessions.removeValue(forKey: key) != nil else { return false }
+            let wasDamaged = state.damaged.remove(key) != nil
+            guard state.sessions.removeValue(forKey: key) != nil || wasDamaged else { return false }
             state.generations[key, default: 0] += 1
             return true
         }
     }
 
-    public func keys() async throws -> [String] { state.withLock { $0.sessions.keys.sorted() } }
+    public func keys() async throws -> [String] { state.withLock { Set($0.sessions.keys).union($0.damaged).sorted() } }
 
     public func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
         let deadline = clock().addingTimeInterval(timeout)

@@ -21,10 +21,18 @@ public import Foundation
 /// - A lease is held by one holder at a time; every acquisition has a larger `fencingToken`; it
 ///   lapses at `expiresAt` by the storage's own clock unless renewed, so a crashed holder never
 ///   blocks the others for longer than its ttl.
+/// - A damaged row — one whose sealed bytes do not authenticate or do not decode — never locks a
+///   person out: `load` throws `sessionDamaged` for that key only (never `nil`, never
+///   `storeUnavailable`), `keys` still lists it, `replace` writes over it and `delete` removes it,
+///   both keeping generations growing. Every other key keeps working.
 /// - Errors are `OAuthError`: `storageConflict` (compare-and-set lost), `leaseLost`, `leaseBusy`
-///   (not acquired in time), `storeUnavailable` (the storage cannot be reached or written).
+///   (not acquired in time), `sessionDamaged` (that one row cannot be opened), `storeUnavailable`
+///   (the storage cannot be reached or written).
 public protocol SessionStorage: Sendable {
     /// The session under `key` and its generation; `nil` when there is none.
+    ///
+    /// - Throws: `OAuthError.sessionDamaged` when a row exists under `key` but cannot be opened;
+    ///   `OAuthError.storeUnavailable` when the storage cannot be read at all.
     func load(_ key: String) async throws -> StoredSession?
 
     /// Compare-and-set: writes `session` under `key` only if the stored generation is
@@ -33,15 +41,17 @@ public protocol SessionStorage: Sendable {
     @discardableResult
     func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64
 
-    /// Writes `session` under `key` whatever is stored (a new login). Returns the new generation.
+    /// Writes `session` under `key` whatever is stored (a new login) — a damaged row included.
+    /// Returns the new generation.
     @discardableResult
     func replace(_ session: OAuthSession, key: String) async throws -> Int64
 
-    /// Removes the session under `key`; `true` if there was one. Always allowed (logout wipes).
+    /// Removes the session under `key`; `true` if there was one. Always allowed (logout wipes), a
+    /// damaged row included.
     @discardableResult
     func delete(_ key: String) async throws -> Bool
 
-    /// Every key with a session, sorted.
+    /// Every key with a session, sorted — damaged rows included (`load` then says `sessionDamaged`).
     func keys() async throws -> [String]
 
     /// Takes the lease `name`, waiting up to `timeout` while another holder has it.

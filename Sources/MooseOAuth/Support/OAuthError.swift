@@ -117,6 +117,18 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let needsLogin = Code(name: "needsLogin")
     /// The secret store cannot be written: no refresh token was spent.
     public static let storeUnavailable = Code(name: "storeUnavailable")
+    /// The provider refused the renewal of a session that needs no person (`OAuthSession.renewsWithoutAPerson`:
+    /// a workload's fresh identity token or assertion, a client-credentials grant) with `invalid_grant`.
+    /// An error of that attempt, not the end of the session: it stays active and the next call asks the
+    /// token source again (within the coordinator's loop guard). `oauthError` and `errorDescription`
+    /// carry the provider's words; `underlying` the original error.
+    public static let renewalRefused = Code(name: "renewalRefused")
+    /// The stored session under this key cannot be opened: its sealed bytes do not authenticate, or
+    /// they do not decode as a session (bit rot, a torn copy, a row sealed under another key). The
+    /// storage itself works and every other session is unaffected. Nothing was sent to the provider
+    /// and nothing was changed. Not retryable: a new login replaces the row (`login` / `replace`), a
+    /// logout removes it (`logout` / `delete` always can); the session's tokens are lost either way.
+    public static let sessionDamaged = Code(name: "sessionDamaged")
     /// An endpoint or issuer is plain `http` to another machine: codes and tokens would travel in clear text.
     public static let insecureEndpoint = Code(name: "insecureEndpoint")
     /// Something from outside (a token, a token type, a header value) is not safe to use where it

@@ -1,0 +1,66 @@
+import Foundation
+import MooseHTTP
+import MooseOAuth
+import MooseTestSupport
+import Synchronization
+import Testing
+
+/// Only a refused refresh token ends a session: a client-credentials session whose renewal the
+/// provider refuses (`invalid_grant`, `invalid_client`) fails that attempt, stays active, and the next
+/// call asks again. (The workload case runs at authgent in MooseCLITests.RefusedRenewalCLITests.)
+struct RefusedRenewalTests {
+    @Test func aRefusedClientCredentialsRenewalFailsThatAttemptOnly() async throws {
+        let answers = Mutex<[String]>([
+            #"{"access_token":"cc-1","token_type":"Bearer","expires_in":3600}"#,
+            #"{"error":"invalid_grant","error_description":"assertion expired"}"#,
+            #"{"error":"invalid_client","error_description":"secret rotated"}"#,
+            #"{"access_token":"cc-4","token_type":"Bearer","expires_in":3600}"#,
+        ])
+        let transport = ScriptedTransport { request in
+            let path = request.url?.path ?? ""
+            if path.hasSuffix("/.well-known/openid-configuration") {
+                return .json(#"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#)
+            }
+            guard path.hasSuffix("/token") else { return .json("{}", status: .notFound) }
+            let next = answers.withLock { $0.isEmpty ? "{}" : $0.removeFirst() }
+            return .json(next, status: next.contains("\"error\"") ? .badRequest : .ok)
+        }
+        let storage = InMemorySessionStorage()
+        let moose = TokenManager(issuer: "https://id.example.com", clientID: "svc", authentication: .clientSecretBasic("s"),
+                                 storage: storage, transport: transport, scopes: ["read"])
+        let events = moose.events
+        let seen = Task { () -> [String] in
+            var names: [String] = []
+            for await event in events {
+                switch event {
+                case .refreshFailed(let error): names.append("failed:\(error.code)")
+                case .needsReauthentication: names.append("needsReauthentication")
+                case .refreshed:
+                    names.append("refreshed")
+                    if names.contains("failed:invalidClient") { return names }   // the renewal after both refusals
+                case .loggedOut: names.append("loggedOut")
+                }
+            }
+            return names
+        }
+        _ = try await moose.login(with: .clientCredentials)
+        let first = try await moose.accessToken()
+        #expect(first.value == "cc-1")
+
+        var refused: OAuthError?
+        do { _ = try await moose.coordinator.refresh(rejecting: first) } catch { refused = error as? OAuthError }
+        #expect(refused?.code == OAuthError.renewalRefused && refused?.oauthError == "invalid_grant" && refused?.errorDescription == "assertion expired",
+                "\(String(describing: refused))")
+        #expect(try await storage.load("default")?.session.state == .active, "a refused renewal does not mark the session")
+
+        let client = await errorCode { _ = try await moose.coordinator.refreshNow() }
+        #expect(client == OAuthError.invalidClient)
+        #expect(try await storage.load("default")?.session.state == .active)
+
+        let renewed = try await moose.coordinator.refreshNow()
+        #expect(renewed.value == "cc-4", "the next call asks again and renews")
+        let names = await seen.value
+        #expect(!names.contains("needsReauthentication"), "\(names)")
+        #expect(names.contains("failed:renewalRefused") && names.contains("failed:invalidClient"), "\(names)")
+    }
+}
