@@ -4,6 +4,12 @@ package import FoundationEssentials
 package import Foundation
 #endif
 import MooseCrypto
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A lease as the store's lease rows see it: a name, its holder, a fencing token and an expiry.
 ///
@@ -17,8 +23,11 @@ import MooseCrypto
 /// `package`: leases of the file store reach apps through `EncryptedSessionStorage`'s
 /// `acquireLease`, `renewLease` and `releaseLease`.
 ///
-/// At most one holder has a lease at a time. A holder that dies (even `kill -9`) loses it when its
-/// ttl runs out; every acquisition increments the fencing token: a write guarded by
+/// At most one holder has a lease at a time. A holder that dies (even `kill -9`) loses it at once:
+/// it kept an OS file lock beside the store for the lease's life (`LeaseLocks`), which the kernel
+/// releases with the process, and the next taker that gets that lock takes the row over. Without the
+/// file lock (a folder it cannot be made in, a holder from an older Moose) the lease lapses when its
+/// ttl runs out, as always. Every acquisition increments the fencing token: a write guarded by
 /// `Transaction.requireLease(_:)` commits only while that exact acquisition is still current.
 package protocol FencedLease: Sendable {
     /// The lease's name (for example `refresh:default`).
@@ -35,9 +44,27 @@ package protocol FencedLease: Sendable {
 
 extension SecretStore {
     /// Tries once to take the lease; `nil` if someone else holds it.
+    ///
+    /// First the lease's file lock beside the store (`LeaseLocks`): held by another live process (or
+    /// another acquisition in this one), the lease is taken only if its row lapsed (a holder stuck past
+    /// its ttl); got, every other holder of the row is dead, and an unexpired row of a holder that had
+    /// the file lock too is taken over at once. The lock is kept until `releaseLease`.
     package func tryAcquireLease<L: FencedLease>(name: String, ttl: TimeInterval, as type: L.Type = L.self) throws(SecretStoreError) -> L? {
         guard ttl > 0, ttl <= 86_400 else { throw SecretStoreError(SecretStoreError.invalidArgument, "lease ttl must be 0…86400 s") }
-        return try locked { (state) throws(SecretStoreError) in try Leases.tryAcquire(state, name: name, ttl: ttl) }
+        let lock = LeaseLocks.tryLock(store: path, lease: name)
+        let descriptor: Int32? = if case .acquired(let fd) = lock { fd } else { nil }
+        do throws(SecretStoreError) {
+            let lease: L? = try locked { (state) throws(SecretStoreError) in
+                try Leases.tryAcquire(state, name: name, ttl: ttl, fileLocked: descriptor != nil)
+            }
+            if let descriptor {
+                if let lease { LeaseLocks.keep(descriptor, for: lease) } else { close(descriptor) }
+            }
+            return lease
+        } catch {
+            if let descriptor { close(descriptor) }
+            throw error
+        }
     }
 
     /// Takes the lease, waiting (polling with jitter) up to `timeout` while another holder has it.
@@ -74,29 +101,91 @@ extension SecretStore {
         try locked { (state) throws(SecretStoreError) in try Leases.renew(state, lease, ttl: ttl) }
     }
 
-    /// Gives the lease back (no-op if it was already lost).
+    /// Gives the lease back (no-op if it was already lost), and its file lock.
     package func releaseLease(_ lease: some FencedLease) throws(SecretStoreError) {
+        defer { LeaseLocks.release(lease) }
         try locked { (state) throws(SecretStoreError) in try Leases.release(state, lease) }
     }
 }
 
+/// The OS file locks lease holders keep beside the store: one file per lease name
+/// (`<store>.lease-<16 hex digits of SHA-256(name)>`, 0600, in the store's folder, found through the
+/// store's real path so every opener of one file agrees), locked with `flock(LOCK_EX)` for as long as
+/// the lease is held. The kernel drops the lock the moment the holding process dies — `kill -9`, an
+/// OOM kill, a CI job cancelled — so the next process to try takes the lease over at once instead of
+/// waiting for its ttl. Descriptors are close-on-exec: a child (a browser) never inherits a lock.
+enum LeaseLocks {
+    enum Attempt {
+        case acquired(Int32)
+        /// Another live holder has it.
+        case busy
+        /// The file cannot be made or locked here (a read-only folder…): leases fall back to their ttl.
+        case unavailable
+    }
+
+    /// Held locks, by lease name and holder: the descriptor to close on release.
+    private static let held = Mutex<[String: Int32]>([:])
+
+    /// The marker a row's holder id carries when its holder has the file lock: only such rows are
+    /// taken over before they lapse (a holder from an older Moose, without the lock, keeps its ttl).
+    static let lockedHolderPrefix = "f"
+
+    static func path(store: String, lease name: String) -> String {
+        var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let base = realpath(store, &resolved) != nil
+            ? String(decoding: resolved.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : store
+        let digest = DigestAlgorithm.sha256.hash(Array(name.utf8)).prefix(8)
+        let hex = digest.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+        return base + ".lease-" + hex
+    }
+
+    static func tryLock(store: String, lease name: String) -> Attempt {
+        let file = path(store: store, lease: name)
+        let fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return .unavailable }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return .acquired(fd) }
+        let failure = errno
+        close(fd)
+        return failure == EWOULDBLOCK ? .busy : .unavailable
+    }
+
+    static func key(_ lease: some FencedLease) -> String { lease.name + "\u{0}" + lease.holder }
+
+    static func keep(_ fd: Int32, for lease: some FencedLease) {
+        let previous = held.withLock { held in held.updateValue(fd, forKey: key(lease)) }
+        if let previous { close(previous) }
+    }
+
+    static func release(_ lease: some FencedLease) {
+        if let fd = held.withLock({ held in held.removeValue(forKey: key(lease)) }) { close(fd) }
+    }
+}
+
 enum Leases {
-    static func tryAcquire<L: FencedLease>(_ state: borrowing SecretStore.State, name: String, ttl: TimeInterval) throws(SecretStoreError) -> L? {
+    /// Takes the row lease unless another holder's is unexpired — or, with `fileLocked` (this caller
+    /// holds the lease's file lock, so every other holder of the row is dead), unless it is unexpired
+    /// and its holder did not have the file lock either.
+    static func tryAcquire<L: FencedLease>(_ state: borrowing SecretStore.State, name: String, ttl: TimeInterval,
+                                           fileLocked: Bool = false) throws(SecretStoreError) -> L? {
         guard !name.isEmpty else { throw SecretStoreError(SecretStoreError.invalidArgument, "a lease needs a name") }
         let connection = state.connection
-        let holder: String
+        var holder: String
         do { holder = try SecureRandom.bytes(count: 12).map { String($0, radix: 16) }.joined() } catch {
             throw SecretStoreError(SecretStoreError.io, "no randomness for a lease holder id")
         }
+        if fileLocked { holder = LeaseLocks.lockedHolderPrefix + "-" + holder }
         return try Format.inTransaction(connection) { () throws(SecretStoreError) -> L? in
             try Format.sql {
                 let now = Format.now()
-                let select = try connection.statement("SELECT token, expires_at FROM leases WHERE name = ?")
+                let select = try connection.statement("SELECT token, expires_at, holder FROM leases WHERE name = ?")
                 try select.bind(1, name)
                 var token: Int64 = 0
                 if try select.step() {
                     token = select.int64(0)
-                    if select.int64(1) > now { return nil }   // held, not expired
+                    // Held, not expired — unless its holder had the file lock and this caller has it now:
+                    // then that holder is dead (the kernel released its lock), and its row is taken over.
+                    let deadHolder = fileLocked && (select.text(2)?.hasPrefix(LeaseLocks.lockedHolderPrefix + "-") ?? false)
+                    if select.int64(1) > now, !deadHolder { return nil }
                 }
                 let expires = now + Int64(ttl * 1000)
                 let upsert = try connection.statement("""
