@@ -380,7 +380,8 @@ final class FaultyStorage: SessionStorage, Sendable {
 
     func load(_ key: String) async throws -> StoredSession? { try await base.load(key) }
     func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
-        let fail = lease != nil && state.withLock { state -> Bool in
+        // The record of a refresh about to be sent is written; the fenced writes of answers fail.
+        let fail = lease != nil && session.attributes[RefreshCoordinator.rotationAttribute] == nil && state.withLock { state -> Bool in
             guard state.remaining > 0 else { return false }
             state.remaining -= 1
             state.failed += 1

@@ -141,6 +141,11 @@ extension RefreshCoordinator {
             return try adopt(session.tokens, epoch: started, activity: .read)
         }
         let spent = session.tokens
+        // An earlier refresh of this very refresh token that never committed (its process was killed
+        // after sending it); then record this one before sending it (RefreshCoordinator+Rotation.swift).
+        let interrupted = Self.interruptedRotation(of: session)
+        var generation = stored.generation
+        (session, generation) = try await recordRotation(of: session, generation: generation, lease: lease)
         let fresh: TokenSet
         do {
             fresh = try await refreshWithRetries(session)
@@ -152,14 +157,16 @@ extension RefreshCoordinator {
                 return try adopt(again.session.tokens, epoch: started, activity: .read)
             }
             session.state = .needsReauthentication
-            _ = try? await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
+            session.attributes[Self.rotationAttribute] = nil
+            _ = try? await storage.save(session, key: key, expectedGeneration: generation, lease: lease)
             snapshot.withLock { $0 = Snapshot() }
             eventListeners.yield(.needsReauthentication)
-            throw error
+            throw interrupted ? Self.refusedAfterInterruption(error, key: key) : error
         } catch let error as OAuthError {
             // Only a refused refresh token ends a session. A session renewed without a person keeps
             // going: this attempt failed, the next call asks its token source again.
             recordFutileRefresh()
+            await clearRotationRecord(of: session, generation: generation, lease: lease, after: error)
             let reported = error.code == OAuthError.invalidGrant ? Self.renewalRefused(error, key: key) : error
             eventListeners.yield(.refreshFailed(reported))
             throw reported
@@ -170,6 +177,7 @@ extension RefreshCoordinator {
         }
         session.tokens = fresh
         session.state = .active   // a renewal without a person that an earlier version had marked
+        session.attributes[Self.rotationAttribute] = nil   // committed with the tokens it recorded
         // A refresh that brings an ID token names the user afresh (display names only): a device login
         // without one was named from UserInfo, or not at all, until now.
         if let idToken = fresh.idToken, let claims = try? JWT(compact: idToken).claims {
@@ -178,14 +186,14 @@ extension RefreshCoordinator {
         // No lost tokens: the rotated refresh token is committed before any caller sees the new
         // access token — with a compare-and-set on the generation read inside the lease, fenced by it.
         do {
-            try await storage.save(session, key: key, expectedGeneration: stored.generation, lease: lease)
+            try await storage.save(session, key: key, expectedGeneration: generation, lease: lease)
         } catch {
             // Someone else's tokens landed first (our lease lapsed and another holder committed):
             // theirs win, ours are dropped.
             var reread: StoredSession?? = nil   // nil: the storage could not be read
             do { reread = .some(try await storage.load(key)) } catch {}
             switch reread {
-            case .some(.some(let winner)) where winner.generation != stored.generation:
+            case .some(.some(let winner)) where winner.generation != generation:
                 // A grant was made here (its tokens lost the compare-and-set): counted as one.
                 if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started, activity: .granted) }
                 throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
@@ -195,7 +203,7 @@ extension RefreshCoordinator {
             default:
                 // Otherwise keep them, hand them out, and keep trying to write them (in the background,
                 // and before any further refresh): never drop a rotated refresh token.
-                pendingWrite = (session, stored.generation)
+                pendingWrite = (session, generation)
                 scheduleWriteRetry()
             }
         }
