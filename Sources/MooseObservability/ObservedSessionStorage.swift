@@ -11,7 +11,7 @@ import Foundation
 /// swift-metrics: `moose_store_operations_total` by `operation` (`load`, `save`, `replace`, `delete`,
 /// `keys`, `acquire_lease`, `renew_lease`, `release_lease`, `await_release`) and `outcome` (`ok`,
 /// `conflict` for a compare-and-set or lease that lost, `busy` for a lease held elsewhere, `error`),
-/// and `moose_store_operation_duration` by `operation`. Keys, sessions and lease names never become
+/// and `moose_store_operation_duration_seconds` by `operation`. Keys, sessions and lease names never become
 /// dimensions.
 ///
 /// ```swift
@@ -43,7 +43,7 @@ struct StoreProbe: Sendable {
             Counter(label: "moose_store_operations_total", dimensions: [("operation", operation), ("outcome", outcome)], factory: factory)
                 .increment()
             let elapsed = ContinuousClock.now - started
-            CoreMetrics.Timer(label: "moose_store_operation_duration", dimensions: [("operation", operation)], factory: factory)
+            CoreMetrics.Timer(label: "moose_store_operation_duration_seconds", dimensions: [("operation", operation)], factory: factory)
                 .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
         }
         do {

@@ -3,6 +3,7 @@ import Foundation
 import MooseHTTP
 import HTTPTypes
 import MooseTestSupport
+import MooseURLSession
 import Testing
 
 struct TokenResponseTests {
@@ -59,6 +60,92 @@ struct TokenResponseTests {
         _ = expectError("error_503_maintenance", OAuthError.transient)
         _ = expectError("success_without_access_token", OAuthError.invalidResponse)
         _ = expectError("success_html_200", OAuthError.invalidResponse)
+    }
+
+    func classify(_ status: Int, _ body: String) -> OAuthError? {
+        do {
+            _ = try TokenResponse.parse(APIResponse(status: HTTPResponse.Status(code: status), body: Data(body.utf8)),
+                                       requestedAt: Date(), requestedScopes: [])
+        } catch let error as OAuthError {
+            return error
+        } catch {}
+        return nil
+    }
+
+    /// Issue 33 §4/§5: an error answer without an OAuth `error` member. A 401/403 is a refused client
+    /// (Glewlwyd refuses every bad client authentication so), a 400 with an empty body a refused grant
+    /// (Glewlwyd's answer to a dead or replayed refresh token); anything else stays a malformed
+    /// answer, and every one keeps its status.
+    @Test func bareRefusalsAreClassified() throws {
+        for status in [401, 403] {
+            for body in ["", "Forbidden", "{}"] {
+                let error = try #require(classify(status, body))
+                #expect(error.code == OAuthError.invalidClient && error.status == status && error.oauthError == nil, "\(status) \(body): \(error)")
+                let hint = "the client's credentials were refused: check the client id and its secret or key (and the key's kid)"
+                #expect(error.message.contains(hint), "\(error.message)")
+            }
+        }
+        for body in ["", "\r\n"] {
+            let error = try #require(classify(400, body))
+            #expect(error.code == OAuthError.invalidGrant && error.status == 400 && error.oauthError == nil, "\(body): \(error)")
+            #expect(error.message.contains("refused the grant") && error.message.contains("without an OAuth error body"), "\(error.message)")
+        }
+        // A page or text that is not an OAuth answer: a proxy's page, a wrong URL — not the end of a session.
+        let others = [(400, "<html><body>Bad Request</body></html>"), (400, "bad request"), (400, "{}"), (400, #"{"message":"no"}"#), (404, ""),
+                      (405, "{}"), (422, "")]
+        for (status, body) in others {
+            let error = try #require(classify(status, body))
+            #expect(error.code == OAuthError.invalidResponse && error.status == status, "\(status) \(body): \(error)")
+        }
+        // An OAuth error still decides, whatever the status.
+        #expect(classify(401, #"{"error":"invalid_grant"}"#)?.code == OAuthError.invalidGrant)
+        #expect(classify(400, #"{"error":"invalid_client"}"#)?.code == OAuthError.invalidClient)
+    }
+}
+
+/// Issue 33 §4/§5 at the real Glewlwyd 2.7.5 (tools/glewlwyd), whose refusals carry no OAuth error:
+/// a wrong client secret is a bare 403, a replayed (one-use, already rotated) refresh token a 400
+/// with an empty body.
+@Suite(.serialized)
+struct GlewlwydBareRefusalTests {
+    @Test func aWrongClientSecretIsARefusedClient() async throws {
+        try await Glewlwyd.exclusively {
+            guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
+            let transport = URLSessionTransport()
+            let metadata = try await Discovery(transport: transport).metadata(for: issuer)
+            let client = OAuthClient(metadata: metadata, clientID: "moose-service", authentication: .clientSecretBasic("not-the-secret"),
+                                     transport: transport)
+            let refused = await #expect(throws: OAuthError.self) {
+                _ = try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: ["api.read"]))
+            }
+            #expect(refused?.code == OAuthError.invalidClient && refused?.oauthError == nil, "\(String(describing: refused))")
+            #expect(refused?.status == 401 || refused?.status == 403, "\(String(describing: refused))")
+            #expect(refused?.message.contains("the client's credentials were refused") == true)
+            #expect(!"\(String(describing: refused))".contains("not-the-secret"))
+        }
+    }
+
+    @Test func aReplayedRefreshTokenIsARefusedGrant() async throws {
+        // Glewlwyd has one user and one registered loopback port: tests take turns.
+        try await Glewlwyd.exclusively {
+            guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
+            let transport = URLSessionTransport()
+            let metadata = try await Discovery(transport: transport).metadata(for: issuer)
+            let client = OAuthClient(metadata: metadata, clientID: "moose-public", transport: transport)
+            let agent = try GlewlwydResourceTests.signingIn(port: Glewlwyd.redirectPort)
+            let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent,
+                                             idTokens: try GlewlwydResourceTests.validator(metadata, "moose-public", transport))
+            let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid", "offline_access"]))
+            let first = try #require(tokens.refreshToken)
+            // One use: the refresh rotates it…
+            let fresh = try await client.refresh(tokens)
+            #expect(fresh.refreshToken != nil && fresh.refreshToken != first)
+            // …and the spent one, replayed, is refused with a 400 and an empty body: the grant, not the answer.
+            let replayed = await #expect(throws: OAuthError.self) { _ = try await client.refresh(tokens) }
+            #expect(replayed?.code == OAuthError.invalidGrant && replayed?.status == 400 && replayed?.oauthError == nil,
+                    "\(String(describing: replayed))")
+            #expect(replayed?.message.contains("without an OAuth error body") == true, "\(String(describing: replayed))")
+        }
     }
 }
 

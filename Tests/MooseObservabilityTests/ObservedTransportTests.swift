@@ -34,7 +34,7 @@ struct ObservedTransportTests {
         let refused = try metrics.expectCounter("moose_token_requests_total", [("grant", "client_credentials"), ("outcome", "refused")])
         #expect(refused.lastValue == 1)
         #expect(try metrics.expectCounter("moose_provider_requests_total", [("outcome", "ok")]).lastValue ?? 0 >= 1)   // discovery
-        #expect(try metrics.expectTimer("moose_token_request_duration", [("grant", "client_credentials")]).values.count == 2)
+        #expect(try metrics.expectTimer("moose_token_request_duration_seconds", [("grant", "client_credentials")]).values.count == 2)
 
         let spans = tracer.finishedSpans
         let token = spans.filter { $0.operationName == "oauth.token" }
@@ -119,7 +119,7 @@ struct ObservedTransportTests {
                                        expectedGeneration: first, lease: nil)
         }
         #expect(count("moose_store_operations_total", [("operation", "save"), ("outcome", "conflict")]) == 1)
-        #expect(try metrics.expectTimer("moose_store_operation_duration", [("operation", "save")]).values.count == 2)
+        #expect(try metrics.expectTimer("moose_store_operation_duration_seconds", [("operation", "save")]).values.count == 2)
     }
 }
 #endif

@@ -67,15 +67,27 @@ package enum TokenResponse {
                               errorDescription: description, errorURI: uri, status: response.status.code)
         }
         guard let code else {
+            let status = response.status.code
             let body = response.body.isEmpty ? "an empty body" : excerpt(response)
             // Some providers (Glewlwyd) refuse every bad client authentication with a bare 401/403:
-            // say what it most often means rather than only that the body was not OAuth.
-            let hint = response.status.code == 401 || response.status.code == 403
-                ? "; a bare \(response.status.code) here most often means the client's credentials were refused: check the client id and its secret or key (and the key's kid)"
-                : ""
+            // the client was refused, not the answer malformed (RFC 6749 §5.2 would say invalid_client).
+            if status == 401 || status == 403 {
+                return OAuthError(OAuthError.invalidClient,
+                                  "the token endpoint answered HTTP \(status) without an OAuth error (\(body)): "
+                                  + "the client's credentials were refused: check the client id and its secret or key (and the key's kid)",
+                                  status: status)
+            }
+            // Glewlwyd answers a dead or replayed refresh token with a 400 and an empty body (issue 33 §5):
+            // a refusal of the grant. A 400 that says something else (a proxy's page, JSON that is not
+            // an OAuth error) stays a malformed answer: invalid_grant ends a session.
+            if status == 400, Self.isBlank(response) {
+                return OAuthError(OAuthError.invalidGrant,
+                                  "the token endpoint refused the grant (HTTP 400) without an OAuth error body (\(body))",
+                                  status: status)
+            }
             return OAuthError(OAuthError.invalidResponse,
-                              "the token endpoint answered HTTP \(response.status.code) without an OAuth error (\(body))\(hint)",
-                              status: response.status.code)
+                              "the token endpoint answered HTTP \(status) without an OAuth error (\(body))",
+                              status: status)
         }
         let kind: OAuthError.Code = switch code {
         case "invalid_grant": OAuthError.invalidGrant
@@ -86,6 +98,11 @@ package enum TokenResponse {
         }
         return OAuthError(kind, "the token endpoint refused the request", oauthError: code, errorDescription: description,
                           errorURI: uri, status: response.status.code)
+    }
+
+    /// Whether an answer's body says nothing: empty, or only white space.
+    static func isBlank(_ response: APIResponse) -> Bool {
+        response.body.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
     }
 
     /// What an error message may quote of a response body: never a value that could be a secret.

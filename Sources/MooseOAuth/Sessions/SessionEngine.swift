@@ -130,7 +130,8 @@ public struct SessionEngine: Sendable {
     public func completeLogin(_ tokens: TokenSet, client: OAuthClient, grant: String? = nil, attributes: [String: String] = [:],
                               registration: RegisteredClient? = nil, coordinator: RefreshCoordinator? = nil) async throws -> OAuthSession {
         let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
-        var kept = attributes.merging(await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: client)) { $1 }
+        var kept = attributes.merging(await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: client,
+                                                                             grant: grant)) { $1 }
         if let grant { kept[Self.grantAttribute] = grant }
         let session = OAuthSession(issuer: client.metadata.issuer, clientID: client.clientID, tokens: tokens, subject: claims?.subject,
                                    attributes: kept, resource: tokens.resource ?? client.resource, registration: registration)

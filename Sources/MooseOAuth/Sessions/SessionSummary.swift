@@ -69,12 +69,25 @@ public struct SessionSummary: Sendable, Hashable {
     /// The names a person knows, from the ID token — or, when it carries none of them, from the
     /// UserInfo endpoint (OIDC Core §5.3, `sub` checked against the ID token's). UserInfo is best
     /// effort: a login never fails because of it.
-    public static func displayAttributes(idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient) async -> [String: String] {
+    ///
+    /// UserInfo is asked only when there is a user to ask about: never after a `client_credentials`
+    /// grant (the client acts for itself, RFC 6749 §4.4), nor for tokens with neither an ID token nor
+    /// the `openid` scope (UserInfo serves OpenID Connect access tokens only, OIDC Core §5.3).
+    ///
+    /// - Parameter grant: the grant that issued `tokens`, when the caller knows it (`client_credentials`).
+    public static func displayAttributes(idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient,
+                                         grant: String? = nil) async -> [String: String] {
         let fromIDToken = attributes(from: idTokenClaims)
-        // Without an ID token (a device login that did not ask for openid, a provider that sends none)
-        // UserInfo still names the holder of this access token; with one, its `sub` must match.
-        guard fromIDToken.isEmpty, client.metadata.userinfoEndpoint != nil,
-              let info = try? await client.userInfo(tokens: tokens, expectedSubject: idTokenClaims?.subject) else { return fromIDToken }
+        guard fromIDToken.isEmpty, asksUserInfo(tokens: tokens, grant: grant), client.metadata.userinfoEndpoint != nil else { return fromIDToken }
+        // Without an ID token (a device login whose provider sends none) UserInfo still names the
+        // holder of this access token; with one, its `sub` must match.
+        guard let info = try? await client.userInfo(tokens: tokens, expectedSubject: idTokenClaims?.subject) else { return fromIDToken }
         return attributes(from: info)
+    }
+
+    /// Whether `tokens` may name a user at UserInfo: not a client's own tokens, and OpenID Connect's.
+    static func asksUserInfo(tokens: TokenSet, grant: String?) -> Bool {
+        if grant == "client_credentials" { return false }
+        return tokens.idToken != nil || tokens.scopes.contains("openid")
     }
 }
