@@ -109,7 +109,7 @@ struct OAuthContext {
                 Terminal.error("moose: error: \(text(error, next: "check the network (or the provider's status) and try again"))")
                 return Status.unreachable
             }
-            if error.code == OAuthError.invalidClient {
+            if error.code == OAuthError.invalidClient, !error.message.contains("credentials were refused") {
                 return CLIError.failed(text(error, next: "the client's credentials were refused: check the client id, its secret or key, and the key's kid"))
             }
             if error.code == OAuthError.renewalRefused {
