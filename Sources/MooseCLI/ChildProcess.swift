@@ -24,3 +24,37 @@ enum ChildProcess {
         #endif
     }
 }
+
+extension ChildProcess {
+    /// Adds `flags` to `attributes`' spawn flags (`posix_spawnattr_setflags` replaces them all).
+    private static func addFlags(_ flags: Int32, _ attributes: inout posix_spawnattr_t) -> Bool {
+        var current: Int16 = 0
+        guard posix_spawnattr_getflags(&attributes, &current) == 0 else { return false }
+        return posix_spawnattr_setflags(&attributes, Int16(truncatingIfNeeded: Int32(current) | flags)) == 0
+    }
+
+    /// The child starts with the default signal mask and dispositions, whatever `moose` blocks or
+    /// ignores (it blocks SIGINT and SIGTERM while it waits for a redirect, for instance): a child
+    /// that inherited them could not be stopped by them.
+    static func defaultSignals(_ attributes: inout posix_spawnattr_t) -> Bool {
+        var empty = sigset_t(), all = sigset_t()
+        sigemptyset(&empty)
+        sigfillset(&all)
+        sigdelset(&all, SIGKILL)
+        sigdelset(&all, SIGSTOP)
+        return posix_spawnattr_setsigmask(&attributes, &empty) == 0 && posix_spawnattr_setsigdefault(&attributes, &all) == 0
+            && addFlags(Int32(POSIX_SPAWN_SETSIGMASK) | Int32(POSIX_SPAWN_SETSIGDEF), &attributes)
+    }
+
+    /// The child starts in a session of its own (`setsid`): signals a terminal or a job control sends
+    /// to the caller's process group (Ctrl-C, a hang-up, a CI runner stopping the job's group) do not
+    /// reach it. `false` where this C library cannot (glibc before 2.26).
+    static func detach(_ attributes: inout posix_spawnattr_t) -> Bool {
+        #if os(Linux)
+        // glibc's POSIX_SPAWN_SETSID (<spawn.h>, __USE_GNU; not in Swift's Glibc module).
+        return addFlags(0x80, &attributes)
+        #else
+        return false
+        #endif
+    }
+}

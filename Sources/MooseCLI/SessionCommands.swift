@@ -667,13 +667,14 @@ struct RefreshCommand: ParsableCommand {
         do {
             // The coordinator: lease, writable-store check before the refresh token is spent,
             // fenced write — the same guarantees `moose token` has.
-            let coordinator = context.coordinator(for: session, profile: settings)
-            try OAuthContext.refreshing(coordinator) { try await $0.refreshNow() }
+            try OAuthContext.renew(DetachedRefresh.Request(mode: .refreshNow), profile: profile, store: resolved.store, context: context,
+                                   session: session, settings: settings)
             let fresh = try context.sessions.load(profile)?.session.tokens ?? session.tokens
             let rotated = fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
             Terminal.out("Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")")
         } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
-            throw CLIError.failed("the refresh token was refused (\(error.oauthError ?? "invalid_grant")); run moose login --profile \(profile)")
+            throw CLIError.failed("the refresh token was refused: \(Terminal.safe(error.message)) (\(error.oauthError ?? "invalid_grant")); "
+                                  + "run moose login --profile \(profile)")
         } catch {
             throw OAuthContext.fail(error)
         }
@@ -688,8 +689,8 @@ extension RefreshCommand {
         guard let (session, settings) = try context.loadOrFail(profile), session.canRenew,
               session.tokens.accessToken.utf8.elementsEqual(rejected.utf8) else { return }
         do {
-            let coordinator = context.coordinator(for: session, profile: settings)
-            try OAuthContext.refreshing(coordinator) { try await $0.refresh(rejecting: AccessToken(value: rejected)) }
+            try OAuthContext.renew(DetachedRefresh.Request(mode: .rejecting, rejected: rejected), profile: profile, store: store,
+                                   context: context, session: session, settings: settings)
         } catch {
             throw OAuthContext.fail(error)
         }

@@ -109,15 +109,14 @@ struct TokenCommand: ParsableCommand {
             // back with a refresh): never print an expired one.
             let accessValid = tokens.isValid(for: margin(minimum, for: tokens))
             do {
-                let context = OAuthContext(sessions: sessions)
-                let coordinator = context.coordinator(for: session, profile: Profile.of(session, key: profile))
-                if accessValid {
-                    try OAuthContext.refreshing(coordinator) { try await $0.refreshNow() }
-                } else {
-                    try OAuthContext.refreshing(coordinator) { try await $0.accessToken(minimumValidity: minimum) }
-                }
+                // In a detached process of its own: this one may be killed mid-refresh (DetachedRefresh).
+                let request = accessValid ? DetachedRefresh.Request(mode: .refreshNow)
+                    : DetachedRefresh.Request(mode: .accessToken, minimumValidity: minimum)
+                try OAuthContext.renew(request, profile: profile, store: store, context: OAuthContext(sessions: sessions),
+                                       session: session, settings: Profile.of(session, key: profile))
             } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
-                throw CLIError.failed("the session of profile \(profile) needs a new login (\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
+                throw CLIError.failed("the session of profile \(profile) needs a new login: \(Terminal.safe(error.message)) "
+                                      + "(\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
             } catch {
                 throw OAuthContext.fail(error)
             }

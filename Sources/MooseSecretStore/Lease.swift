@@ -101,9 +101,14 @@ extension SecretStore {
         try locked { (state) throws(SecretStoreError) in try Leases.renew(state, lease, ttl: ttl) }
     }
 
-    /// Gives the lease back (no-op if it was already lost), and its file lock.
+    /// Gives the lease's file lock back, then the lease (no-op if it was already lost).
+    ///
+    /// The file lock first: released the other way round, a waiter could find the row free while the
+    /// file lock is still held, take the row without the lock, and — killed then — leave a lease that
+    /// only its ttl frees. This way a waiter that gets the file lock finds this holder's row unexpired
+    /// and takes it over (its holder had the lock), which is all it needs.
     package func releaseLease(_ lease: some FencedLease) throws(SecretStoreError) {
-        defer { LeaseLocks.release(lease) }
+        LeaseLocks.release(lease)
         try locked { (state) throws(SecretStoreError) in try Leases.release(state, lease) }
     }
 }

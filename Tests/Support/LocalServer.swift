@@ -8,10 +8,11 @@ public enum LocalServer {
 
     /// Starts `python script` (a path below the repository root) and returns the port it printed.
     /// Fails the whole test process if it cannot start: every test that needs it would fail anyway.
-    public static func start(_ script: String, python: String = "/usr/bin/python3") -> Int {
+    public static func start(_ script: String, python: String = "/usr/bin/python3", environment: [String: String] = [:]) -> Int {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-u", repositoryRoot + "/" + script]
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice

@@ -7,11 +7,16 @@ replaced by the proxy's in JSON bodies (its discovery document then names the pr
 token endpoint, so a client keeps talking through it). Each form POST's fields are recorded:
 GET /__recorded answers them as a JSON list of {path, fields} (field values as lists).
 
+$MOOSE_PROXY_REFRESH_DELAY (seconds, default 0) holds every refresh grant back that long before it is
+forwarded — the provider rotates the token only then, whoever is still waiting for the answer: the
+window in which a refresher killed after sending loses the rotation.
+
 Prints "PORT <n>" once listening; exits when its parent process goes away.
 """
 import json
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler
@@ -19,6 +24,7 @@ from urllib.parse import parse_qs
 
 from http_test_server import serve   # this folder: its PORT line and parent watch
 
+REFRESH_DELAY = min(max(float(os.environ.get("MOOSE_PROXY_REFRESH_DELAY") or 0), 0.0), 30.0)
 UPSTREAM = (os.environ.get("MOOSE_PROXY_UPSTREAM") or os.environ.get("MOOSE_AUTHGENT_ISSUER") or "http://127.0.0.1:8782").rstrip("/")
 recorded = []
 lock = threading.Lock()
@@ -40,6 +46,8 @@ class Handler(BaseHTTPRequestHandler):
         if body is not None and "form-urlencoded" in (self.headers.get("Content-Type") or ""):
             with lock:
                 recorded.append({"path": self.path, "fields": parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)})
+        if REFRESH_DELAY and body is not None and b"grant_type=refresh_token" in body:
+            time.sleep(REFRESH_DELAY)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
         request = urllib.request.Request(UPSTREAM + self.path, data=body, method=method, headers=headers)
         try:

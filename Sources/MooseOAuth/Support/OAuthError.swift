@@ -165,3 +165,9 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     /// its `WWW-Authenticate` challenges, parsed.
     public static let tokenRejected = Code(name: "tokenRejected")
 }
+
+extension OAuthError.Code {
+    /// The code named `name` (`description`): for a process of Moose's own handing an error to
+    /// another (the CLI's detached refresher).
+    package init(named name: String) { self.init(name: name) }
+}
