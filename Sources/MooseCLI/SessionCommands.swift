@@ -297,7 +297,9 @@ private func startBrowser(_ commands: [String], url: String) {
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    guard ChildProcess.closeInheritedDescriptors(&actions, &attributes) else {
+    // The default signal mask and dispositions, not those of the thread that starts it (a concurrency
+    // pool thread blocks every signal): a browser or wrapper that kept them would ignore TERM and INT.
+    guard ChildProcess.closeInheritedDescriptors(&actions, &attributes), ChildProcess.defaultSignals(&attributes) else {
         Terminal.error("moose: not starting the browser (this C library cannot close moose's descriptors in it); open the URL above by hand")
         return
     }

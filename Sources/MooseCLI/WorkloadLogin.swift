@@ -92,7 +92,7 @@ enum WorkloadLogin {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        guard ChildProcess.closeInheritedDescriptors(&actions, &attributes) else {
+        guard ChildProcess.closeInheritedDescriptors(&actions, &attributes), ChildProcess.defaultSignals(&attributes) else {
             close(pipeEnds[0])
             close(pipeEnds[1])
             throw OAuthError(OAuthError.workloadIdentity, "not running \(words[0]): this C library cannot close moose's descriptors in it")

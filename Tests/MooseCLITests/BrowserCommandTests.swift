@@ -26,6 +26,46 @@ struct BrowserCommandTests {
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
     }
 
+    /// Issue "The second hour", §1: the browser command starts with the default signal mask and
+    /// dispositions — not the blocked set of the thread that started it — so a wrapper that keeps
+    /// running after `moose login --timeout 2` gave up still ends on TERM.
+    @Test func aBrowserStartsWithTheDefaultSignalMaskAndEndsOnTerm() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-browser-signals-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = folder.appendingPathComponent("browser.sh"), report = folder.appendingPathComponent("signals")
+        try Data("#!/bin/sh\ngrep -E '^Sig(Blk|Ign)' /proc/$$/status > '\(report.path).tmp'\necho $$ >> '\(report.path).tmp'\nmv '\(report.path).tmp' '\(report.path)'\nexec sleep 60 2>/dev/null\n".utf8)
+            .write(to: script)
+        chmod(script.path, 0o755)
+        // moose itself started with INT and TERM ignored, as a background job of a script or a
+        // supervisor may start it: its children must not inherit that.
+        var (home, environment) = CLI.home("moose-browser")
+        defer { try? FileManager.default.removeItem(at: home) }
+        environment["BROWSER"] = "\(script.path) %s"
+        let result = try await CLI.run(["sh", "-c", "trap '' INT TERM; exec \"$0\" \"$@\"", CLI.binary, "login", "--issuer", TestIdentityProvider.issuer,
+                                        "--client-id", "moose-cli", "--timeout", "2"], environment: environment, timeout: 60, executable: "/bin/sh")
+        #expect(result.status != 0, "the login cannot succeed: nobody signs in")
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: report.path), Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+        try #require(FileManager.default.fileExists(atPath: report.path), "the browser did not run: \(result.stdout) \(result.stderr)")
+        let lines = try String(contentsOf: report, encoding: .utf8).split(separator: "\n").map(String.init)
+        let blocked = lines.first { $0.hasPrefix("SigBlk:") } ?? "-"
+        let ignored = lines.first { $0.hasPrefix("SigIgn:") } ?? "-"
+        // Signals 1–31 (the low 31 bits); 32 and 33 are the C library's own, which it keeps as it likes.
+        func standard(_ line: String) -> UInt64? { line.split(separator: "\t").last.flatMap { UInt64($0, radix: 16) }.map { $0 & 0x7fff_ffff } }
+        #expect(standard(blocked) == 0, "the browser started with signals blocked: \(blocked)")
+        #expect(standard(ignored) == 0, "the browser started with signals ignored: \(ignored)")
+        let pid = try #require(lines.last.flatMap { Int32($0) })
+        #expect(kill(pid, SIGTERM) == 0, "the browser is gone already")
+        var gone = false
+        for _ in 0..<100 where !gone {
+            try await Task.sleep(nanoseconds: 20_000_000)
+            gone = kill(pid, 0) != 0 || (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8))?.contains(") Z ") == true
+        }
+        if !gone { kill(pid, SIGKILL) }
+        #expect(gone, "the browser ignored SIGTERM")
+    }
+
     @Test func aBrowserThatCannotStartIsReportedAndTheNextInTheListIsTried() async throws {
         let result = try await Self.login(browser: "/nonexistent/browser:\(TestIdentityProvider.browserCommand)", timeout: "60")
         #expect(result.stderr.contains("could not start the browser (/nonexistent/browser)"), "\(result.stderr)")
