@@ -13,7 +13,8 @@ enum {
     OPT_WRITEFUNCTION = 20011, OPT_HEADERFUNCTION = 20079, OPT_XFERINFOFUNCTION = 20219,
     OPT_XFERINFODATA = 10057, OPT_NOPROGRESS = 43, OPT_NOBODY = 44, OPT_FOLLOWLOCATION = 52,
     OPT_NOSIGNAL = 99, OPT_TIMEOUT_MS = 155, OPT_CONNECTTIMEOUT_MS = 156, OPT_PROTOCOLS = 181,
-    OPT_POSTFIELDSIZE_LARGE = 30120, OPT_ERRORBUFFER = 10010, OPT_CAINFO = 10065,
+    OPT_POSTFIELDSIZE_LARGE = 30120, OPT_ERRORBUFFER = 10010, OPT_CAINFO = 10065, OPT_PINNEDPUBLICKEY = 10230,
+    OPT_SSL_VERIFYPEER = 64, OPT_SSL_VERIFYHOST = 81,
     INFO_RESPONSE_CODE = 0x200002,
     PROTO_HTTP = 1, PROTO_HTTPS = 2,
     GLOBAL_DEFAULT = 3,
@@ -121,7 +122,7 @@ int moose_curl_perform(const char *method, const char *url,
                        const char *const *headers, size_t header_count,
                        const unsigned char *body, size_t body_length,
                        long timeout_ms, long connect_timeout_ms, size_t max_body,
-                       const int *cancel_flag, const char *ca_file,
+                       const int *cancel_flag, const char *ca_file, const char *pinned_public_key,
                        moose_curl_response *out) {
     memset(out, 0, sizeof *out);
     if (!moose_curl_load(out->error, sizeof out->error)) return -1;
@@ -151,6 +152,18 @@ int moose_curl_perform(const char *method, const char *url,
     curl.easy_setopt(easy, OPT_XFERINFODATA, (void *)cancel_flag);
     if (list) curl.easy_setopt(easy, OPT_HTTPHEADER, list);
     if (ca_file && *ca_file) curl.easy_setopt(easy, OPT_CAINFO, ca_file);  // trust these CAs instead of the system's
+    if (pinned_public_key && *pinned_public_key) {
+        // Pinning adds to verification, never replaces it: the chain and the name are still checked.
+        curl.easy_setopt(easy, OPT_SSL_VERIFYPEER, 1L);
+        curl.easy_setopt(easy, OPT_SSL_VERIFYHOST, 2L);
+        if (curl.easy_setopt(easy, OPT_PINNEDPUBLICKEY, pinned_public_key) != 0) {
+            // A libcurl (or TLS backend) without pinning: refuse rather than connect unpinned.
+            snprintf(out->error, sizeof out->error, "this libcurl cannot pin public keys (CURLOPT_PINNEDPUBLICKEY)");
+            if (list) curl.slist_free_all(list);
+            curl.easy_cleanup(easy);
+            return 4;  // CURLE_NOT_BUILT_IN
+        }
+    }
     char detail[256] = {0};  // CURL_ERROR_SIZE: libcurl's own words for the failure (which certificate check, …)
     curl.easy_setopt(easy, OPT_ERRORBUFFER, detail);
     if (strcmp(method, "HEAD") == 0) {

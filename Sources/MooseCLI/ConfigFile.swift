@@ -17,6 +17,7 @@ import Foundation
 /// resource = "https://api.example.com"
 /// store = "postgres://moose@db.example.com/moose"   # or a file path
 /// dpop = "ES256"
+/// public_key_pins = ["sha256//…", "sha256//…"]   # the issuer host's server keys (a backup too)
 ///
 /// [hosts]
 /// "git.example.com" = "work"
@@ -38,6 +39,8 @@ package struct ConfigFile: Sendable, Equatable {
         package var clientSecretFile: String?
         /// A PEM file of the CAs to trust for this profile's provider (a private CA).
         package var caFile: String?
+        /// The provider's public-key pins (`public_key_pins = ["sha256//…", "sha256//…"]`), for the issuer's host.
+        package var publicKeyPins: [String]?
     }
 
     /// The profile commands use without `--profile`.
@@ -84,6 +87,7 @@ package struct ConfigFile: Sendable, Equatable {
                     case "dpop": settings.dpop = try entry.string(key)
                     case "client_secret_file": settings.clientSecretFile = try entry.string(key)
                     case "ca_file": settings.caFile = try entry.string(key)
+                    case "public_key_pins": settings.publicKeyPins = try entry.strings(key)
                     default: throw ParseError(line: entry.line, message: "unknown profile key \"\(key)\"")
                     }
                 }
@@ -116,6 +120,7 @@ package struct ConfigFile: Sendable, Equatable {
                                                ("client_secret_file", settings.clientSecretFile), ("ca_file", settings.caFile)]
             for (key, value) in fields { if let value { lines.append("\(key) = \(TOMLSubset.quote(value))") } }
             if let scopes = settings.scopes { lines.append("scopes = [" + scopes.map(TOMLSubset.quote).joined(separator: ", ") + "]") }
+            if let pins = settings.publicKeyPins { lines.append("public_key_pins = [" + pins.map(TOMLSubset.quote).joined(separator: ", ") + "]") }
         }
         if !hosts.isEmpty {
             lines.append("")

@@ -1,4 +1,6 @@
 import MooseOAuth
+import MooseHTTP
+import ArgumentParser
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -44,6 +46,10 @@ struct Profile: Sendable, Codable, Hashable {
     /// A PEM file of the CAs to trust for the provider (`--ca-file`: a provider behind a private CA),
     /// instead of the system's; `nil`: `$SSL_CERT_FILE`, else the system's.
     var caFile: String? = nil
+    /// The provider's public-key pins (`--pin-public-key`, `public_key_pins`): `sha256//BASE64` digests
+    /// of the server keys the issuer's host may present, checked with the certificate's verification;
+    /// `nil`: nothing pinned.
+    var publicKeyPins: [String]? = nil
     /// A workload login's identity source (`github`, `gitlab[:VAR]`, `env:VAR`, `file:PATH`,
     /// `command:CMD`), the audience asked of it, the grant (`token-exchange`, `jwt-bearer`) and the
     /// subject token type sent with an exchange.
@@ -81,5 +87,47 @@ struct Profile: Sendable, Codable, Hashable {
         var attributes = attributes
         if let data = try? JSONEncoder().encode(self) { attributes[Self.attribute] = String(decoding: data, as: UTF8.self) }
         return attributes
+    }
+}
+
+extension CLITransport {
+    /// The transport for `profile`'s provider when the profile has a CA file or pins (nil otherwise:
+    /// the default transport serves): libcurl trusting the CA file (else `$SSL_CERT_FILE`), with the
+    /// pins for the issuer's host. Hosts other than the issuer's (a token endpoint elsewhere) are not pinned.
+    static func make(for profile: Profile) throws -> CurlTransport? {
+        guard profile.caFile != nil || profile.publicKeyPins != nil else { return nil }
+        var transport = make(caFile: profile.caFile)
+        if let pins = profile.publicKeyPins, let host = URL(string: profile.issuer)?.host {
+            do {
+                transport.pins = try PublicKeyPins([host: pins])
+            } catch {
+                throw CLIError.usage("the public-key pins of profile \(profile.name) are not usable: \(error.message)")
+            }
+        }
+        return transport
+    }
+
+    /// `pins` (`--pin-public-key`, or a profile's `public_key_pins`) checked for `issuer`'s host and
+    /// written canonically (`sha256//BASE64`); nil when none are given.
+    static func pins(_ pins: [String]?, issuer: String) throws -> [String]? {
+        guard let pins, !pins.isEmpty else { return nil }
+        guard let host = URL(string: issuer)?.host else { throw CLIError.usage("--pin-public-key needs an issuer URL with a host") }
+        do {
+            return try PublicKeyPins([host: pins]).pins(for: host)
+        } catch {
+            throw CLIError.usage("--pin-public-key: \(error.message) (a pin is sha256// and the base64 SHA-256 of the server's "
+                                 + "SubjectPublicKeyInfo: openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform DER "
+                                 + "| openssl dgst -sha256 -binary | base64)")
+        }
+    }
+}
+
+extension LoginCommand {
+    /// `--pin-public-key` pins the issuer's host, so a login that discovers its issuer from `--resource`
+    /// alone refuses it rather than log in unpinned.
+    func validate() throws {
+        if !pinPublicKey.isEmpty, resource != nil, issuer == nil {
+            throw ValidationError("--pin-public-key pins the issuer's host: give --issuer with it (a login by --resource alone is not pinned)")
+        }
     }
 }

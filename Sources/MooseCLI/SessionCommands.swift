@@ -115,7 +115,7 @@ struct OAuthContext {
             if error.code == OAuthError.renewalRefused {
                 return CLIError.failed(text(error, next: "check the workload's token source (or the client's credentials); the next moose token tries again"))
             }
-            if error.code == OAuthError.tls {
+            if error.code == OAuthError.tls, !error.message.contains("is not one of the pinned keys") {
                 return CLIError.failed(text(error, next: "if the provider's certificate comes from a private CA, pass --ca-file PEM "
                                                     + "(or set SSL_CERT_FILE); otherwise its certificate is wrong or expired"))
             }
@@ -199,7 +199,7 @@ struct CLIClients: Sendable {
     }
 
     func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
-        let transport = profile.caFile.map { CLITransport.make(caFile: $0) } ?? self.transport
+        let transport = try CLITransport.make(for: profile) ?? self.transport
         let metadata = try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
         var authentication = try Self.authentication(for: profile)
         if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
@@ -390,6 +390,7 @@ struct LoginCommand: ParsableCommand {
     var noPAR = false
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file for the provider (a private CA), kept with the profile (default: $SSL_CERT_FILE, else the system's).", valueName: "PEM"))
     var caFile: String?
+    @Option(name: .customLong("pin-public-key"), help: ArgumentHelp("Accept the issuer's host only with this server key (SHA-256 of its SubjectPublicKeyInfo, base64; repeat for a backup key), kept with the profile.", valueName: "sha256//BASE64")) var pinPublicKey: [String] = []
     @Option(help: ArgumentHelp("Seconds to wait for the user: for the browser's redirect (default 300), or with --device for the approval (default: the device code's own lifetime).", valueName: "SECONDS"))
     var timeout: Double?
 
@@ -472,6 +473,7 @@ struct LoginCommand: ParsableCommand {
         settings.clientAuth = clientAuth ?? existing?.clientAuth
         settings.audience = audience ?? existing?.audience
         if let file = caFile ?? config?.caFile { settings.caFile = try CLITransport.caFile(file) } else { settings.caFile = existing?.caFile }
+        settings.publicKeyPins = try CLITransport.pins(pinPublicKey.isEmpty ? config?.publicKeyPins : pinPublicKey, issuer: issuer) ?? existing?.publicKeyPins
         if let workload {
             _ = try WorkloadLogin.source(workload, transport: CurlTransport())   // a usage error now, not after discovery
             settings.workload = workload.hasPrefix("file:") ? "file:" + Self.absolute(String(workload.dropFirst(5))) : workload

@@ -32,12 +32,24 @@ public struct CurlTransport: HTTPTransport {
     /// private CA); `nil` trusts the system's store. A certificate no trusted CA signed fails the
     /// request with `HTTPRequestError.tls`.
     public var caFile: String?
+    /// The server keys each pinned host must present (`CURLOPT_PINNEDPUBLICKEY`), checked after the
+    /// certificate's normal verification; a request to a pinned host whose server presents another key
+    /// fails with `HTTPRequestError.tls` ("… is not one of the pinned keys …"). Empty: nothing pinned.
+    public var pins: PublicKeyPins
 
     /// A transport.
-    public init(maximumResponseSize: Int = 16 << 20, connectTimeout: TimeInterval = 10, caFile: String? = nil) {
+    ///
+    /// - Parameters:
+    ///   - maximumResponseSize: the largest response body accepted, in bytes.
+    ///   - connectTimeout: the time allowed to establish a connection.
+    ///   - caFile: a PEM file of the CAs to trust instead of the system's.
+    ///   - pins: public-key pins for the hosts that have them (see `PublicKeyPins`).
+    public init(maximumResponseSize: Int = 16 << 20, connectTimeout: TimeInterval = 10, caFile: String? = nil,
+                pins: PublicKeyPins = PublicKeyPins()) {
         self.maximumResponseSize = maximumResponseSize
         self.connectTimeout = connectTimeout
         self.caFile = caFile
+        self.pins = pins
     }
 
     /// `true` when libcurl can be loaded on this machine.
@@ -46,14 +58,14 @@ public struct CurlTransport: HTTPTransport {
     public func send(_ request: APIRequest) async throws -> APIResponse {
         try Task.checkCancellation()
         let flag = CancelFlag()
-        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout, caFile = self.caFile
+        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout, caFile = self.caFile, pins = self.pins
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<APIResponse, any Error>) in
                 // libcurl's easy API blocks: run it on a Dispatch thread, never on the cooperative pool.
                 DispatchQueue.global().async {
                     continuation.resume(with: Result {
                         try CurlTransport.perform(request, maximumResponseSize: maximumResponseSize,
-                                                  connectTimeout: connectTimeout, caFile: caFile, cancel: flag)
+                                                  connectTimeout: connectTimeout, caFile: caFile, pins: pins, cancel: flag)
                     })
                 }
             }
@@ -65,7 +77,7 @@ public struct CurlTransport: HTTPTransport {
     /// Sends `request` synchronously, blocking the calling thread (for command-line tools).
     public func sendBlocking(_ request: APIRequest) throws -> APIResponse {
         try CurlTransport.perform(request, maximumResponseSize: maximumResponseSize, connectTimeout: connectTimeout,
-                                  caFile: caFile, cancel: CancelFlag())
+                                  caFile: caFile, pins: pins, cancel: CancelFlag())
     }
 
     /// libcurl's codes for a failed TLS handshake or certificate check (curl/curl.h): retrying does not
@@ -73,7 +85,7 @@ public struct CurlTransport: HTTPTransport {
     static let tlsCodes: Set<Int32> = [35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98]
 
     static func perform(_ request: APIRequest, maximumResponseSize: Int, connectTimeout: TimeInterval,
-                        caFile: String?, cancel: CancelFlag) throws -> APIResponse {
+                        caFile: String?, pins: PublicKeyPins, cancel: CancelFlag) throws -> APIResponse {
         guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw HTTPRequestError(HTTPRequestError.invalidRequest, "only http and https URLs are supported: \(request.redactedURL)")
         }
@@ -85,6 +97,8 @@ public struct CurlTransport: HTTPTransport {
             }
             request.body = data
         }
+        // Pinned only over TLS: plain http (loopback only, for token traffic) has no key to pin.
+        let pinned = scheme == "https" ? url.host.flatMap { pins.curlPinnedPublicKey(for: $0) } : nil
         let headerLines = request.headerFields.http1Lines.map { "\($0.name): \($0.value)" }
         var response = moose_curl_response()
         defer { moose_curl_response_free(&response) }
@@ -93,9 +107,11 @@ public struct CurlTransport: HTTPTransport {
                 request.method.rawValue.withCString { method in
                     let perform = { (body: UnsafePointer<UInt8>?, count: Int) -> Int32 in
                         withOptionalCString(caFile) { caFile in
-                            moose_curl_perform(method, url, headerPointers, headerLines.count, body, count,
-                                               Int(request.timeout * 1000), Int(connectTimeout * 1000),
-                                               maximumResponseSize, cancel.pointer, caFile, &response)
+                            withOptionalCString(pinned) { pinned in
+                                moose_curl_perform(method, url, headerPointers, headerLines.count, body, count,
+                                                   Int(request.timeout * 1000), Int(connectTimeout * 1000),
+                                                   maximumResponseSize, cancel.pointer, caFile, pinned, &response)
+                            }
                         }
                     }
                     if let body = request.body {
@@ -118,6 +134,14 @@ public struct CurlTransport: HTTPTransport {
             }
             // CURLE_OPERATION_TIMEDOUT = 28
             if code == 28 { throw HTTPRequestError.timeout(message, request) }
+            if let host = url.host, pinned != nil {
+                // CURLE_SSL_PINNEDPUBKEYNOTMATCH = 90; CURLE_NOT_BUILT_IN = 4 (no pinning in this libcurl).
+                if code == 90 { throw pins.mismatch(host: host, request) }
+                if code == 4 {
+                    throw HTTPRequestError(HTTPRequestError.pinning, "\(message); nothing was sent to the pinned host \(host)",
+                                           method: request.method, url: request.redactedURL)
+                }
+            }
             if tlsCodes.contains(code) { throw HTTPRequestError(HTTPRequestError.tls, message, method: request.method, url: request.redactedURL) }
             throw HTTPRequestError.transportFailure(message, request)
         }

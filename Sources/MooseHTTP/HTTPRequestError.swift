@@ -67,7 +67,12 @@ public struct HTTPRequestError: Error, Sendable, CustomStringConvertible {
     /// The TLS handshake failed or the server's certificate is not trusted (an unknown or private CA,
     /// an expired certificate, another host's name): retrying does not help; trusting the right CA
     /// (`CurlTransport.caFile`, `SSL_CERT_FILE`) or fixing the server's certificate does.
+    /// A server's key matching none of its host's `PublicKeyPins` is a `tls` error too, whose message
+    /// says so ("the server's public key for HOST is not one of the pinned keys …").
     public static let tls = Code(name: "tls")
+    /// Public-key pins that cannot be used: a malformed pin or host (`PublicKeyPins.init`), or pins
+    /// given to a transport that cannot check them on this platform. Nothing was sent.
+    public static let pinning = Code(name: "pinning")
     /// The exchange took longer than its timeout.
     public static let timedOut = Code(name: "timedOut")
     /// The response was larger than allowed.

@@ -5,6 +5,10 @@ public import FoundationNetworking
 public import MooseHTTP
 public import HTTPTypes
 import Synchronization
+#if canImport(Security)
+import Security
+import CryptoKit
+#endif
 
 /// The default `HTTPTransport`: URLSession (FoundationNetworking on Linux).
 ///
@@ -49,12 +53,44 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
     private let ownedSessions: [URLSession]
     /// Set when plain requests go through the app's session: the per-task delegate that refuses redirects.
     private let taskDelegate: NoRedirects?
+    /// The public-key pins this transport's own sessions check (none with `init(session:)`).
+    private let pinning: PinChecker?
     /// The configuration in use.
     public let configuration: Configuration
 
     /// A transport with its own session. Redirects are not followed: the caller sees the 3xx.
-    public init(configuration: Configuration = Configuration()) {
+    public convenience init(configuration: Configuration = Configuration()) {
+        self.init(configuration: configuration, pinning: nil)
+    }
+
+    /// A transport with its own session whose TLS connections to each pinned host must present one
+    /// of its pinned keys, checked after the system's own evaluation of the server's trust; a key that
+    /// is not pinned fails the request with `HTTPRequestError.tls` (never retried).
+    ///
+    /// - **Apple platforms:** the session delegate evaluates the server's trust
+    ///   (`SecTrustEvaluateWithError`), then hashes the leaf certificate's SubjectPublicKeyInfo.
+    /// - **Linux:** swift-corelibs-foundation asks no delegate about server trust and offers no
+    ///   pinning option, so a pinned `URLSessionTransport` cannot be made there: use `CurlTransport`.
+    ///
+    /// - Throws: `HTTPRequestError.pinning` on Linux when `pins` is not empty (never a silently
+    ///   unpinned transport).
+    public convenience init(configuration: Configuration = Configuration(), pins: PublicKeyPins) throws(HTTPRequestError) {
+        guard !pins.isEmpty else {
+            self.init(configuration: configuration, pinning: nil)
+            return
+        }
+        #if canImport(Security)
+        self.init(configuration: configuration, pinning: PinChecker(pins))
+        #else
+        throw HTTPRequestError(HTTPRequestError.pinning,
+                               "URLSession on Linux (swift-corelibs-foundation) cannot check public-key pins (it asks no delegate about "
+                                   + "server trust); pinned hosts \(pins.hosts.joined(separator: ", ")): use CurlTransport(pins:)")
+        #endif
+    }
+
+    private init(configuration: Configuration, pinning: PinChecker?) {
         self.configuration = configuration
+        self.pinning = pinning
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         sessionConfiguration.timeoutIntervalForResource = configuration.resourceTimeout
@@ -62,8 +98,8 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         sessionConfiguration.httpCookieStorage = nil
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        delegate = SessionDelegate()
-        session = URLSession(configuration: sessionConfiguration, delegate: NoRedirects(), delegateQueue: nil)
+        delegate = SessionDelegate(pinning: pinning)
+        session = URLSession(configuration: sessionConfiguration, delegate: NoRedirects(pinning: pinning), delegateQueue: nil)
         transferSession = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
         ownedSessions = [session, transferSession]
         taskDelegate = nil
@@ -89,7 +125,8 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
     /// connection limit are not used (the session's own are).
     public init(session: URLSession, configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        delegate = SessionDelegate()
+        pinning = nil
+        delegate = SessionDelegate(pinning: nil)
         transferSession = URLSession(configuration: session.configuration, delegate: delegate, delegateQueue: nil)
         #if canImport(FoundationNetworking)
         self.session = URLSession(configuration: session.configuration, delegate: NoRedirects(), delegateQueue: nil)
@@ -143,7 +180,7 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
             }
             return try Self.response(response, body: data, for: request)
         } catch let error as URLError {
-            throw Self.map(error, request)
+            throw Self.map(error, request, pinning: pinning)
         }
     }
 
@@ -197,9 +234,15 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         return parts(a).map { Array($0.utf8) } == parts(b).map { Array($0.utf8) }   // bytes, not Unicode equivalence
     }
 
-    static func map(_ error: URLError, _ request: APIRequest) -> any Error {
+    static func map(_ error: URLError, _ request: APIRequest, pinning: PinChecker? = nil) -> any Error {
         switch error.code {
-        case .cancelled: CancellationError()
+        case .cancelled:
+            // A pinned host's key refused by the delegate cancels the challenge: a TLS error, not a cancellation.
+            if !Task.isCancelled, let pinning, let host = request.url?.host, pinning.refused(host) {
+                pinning.pins.mismatch(host: host, request)
+            } else {
+                CancellationError()
+            }
         case .timedOut: HTTPRequestError.timeout("timed out after \(request.timeout) s", request)
         case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted, .serverCertificateHasUnknownRoot,
              .serverCertificateNotYetValid, .clientCertificateRejected, .clientCertificateRequired:
@@ -232,6 +275,21 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     }
 
     private let pending = ThreadLocked<[Int: Pending]>([:])
+    /// The pins the transport's sessions check, if any.
+    let pinning: PinChecker?
+
+    init(pinning: PinChecker?) {
+        self.pinning = pinning
+        super.init()
+    }
+
+    #if canImport(Security)
+    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        let (disposition, credential) = PinChecker.answer(challenge, pinning)
+        completionHandler(disposition, credential)
+    }
+    #endif
 
     func start(_ task: URLSessionTask, request: APIRequest, destination: URL?) -> Transfer {
         let (stream, continuation) = AsyncStream<TransferProgress>.makeStream(bufferingPolicy: .bufferingNewest(64))
@@ -303,7 +361,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         }
         if let error = error as? URLError {
             entry.progress.finish()
-            continuation?.resume(throwing: URLSessionTransport.map(error, entry.request))
+            continuation?.resume(throwing: URLSessionTransport.map(error, entry.request, pinning: pinning))
             return
         }
         if let error {
@@ -338,8 +396,59 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
 
 /// Refuses redirects for plain requests, so that credentials never follow a `Location` unasked.
 final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    /// The pins the transport's session checks, if any.
+    let pinning: PinChecker?
+
+    init(pinning: PinChecker? = nil) {
+        self.pinning = pinning
+        super.init()
+    }
+
+    #if canImport(Security)
+    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        let (disposition, credential) = PinChecker.answer(challenge, pinning)
+        completionHandler(disposition, credential)
+    }
+    #endif
+
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         completionHandler(nil)
     }
+}
+
+/// A transport's pins, and the hosts whose server presented a key that is none of them (so that the
+/// cancelled challenge is reported as the TLS error it is).
+final class PinChecker: Sendable {
+    let pins: PublicKeyPins
+    private let refusedHosts = ThreadLocked<Set<String>>([])
+
+    init(_ pins: PublicKeyPins) { self.pins = pins }
+
+    /// Whether a connection to `host` was refused for its key.
+    func refused(_ host: String) -> Bool { refusedHosts.withLock { $0.contains(PublicKeyPins.normalised(host)) } }
+
+    #if canImport(Security)
+    /// The answer to a server-trust challenge (Apple platforms only; not compiled or tested on Linux):
+    /// for a pinned host, the system's evaluation first (`SecTrustEvaluateWithError`,
+    /// https://developer.apple.com/documentation/security/sectrustevaluatewitherror(_:_:) — a failure is
+    /// left to the default handling, which fails the request as untrusted), then the SHA-256 of the
+    /// leaf's SubjectPublicKeyInfo (`SecTrustCopyCertificateChain`, `SecCertificateCopyData`,
+    /// https://developer.apple.com/documentation/security/sectrustcopycertificatechain(_:)) against the pins.
+    /// Anything else gets the default handling.
+    static func answer(_ challenge: URLAuthenticationChallenge, _ checker: PinChecker?) -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        let space = challenge.protectionSpace
+        guard let checker, space.authenticationMethod == NSURLAuthenticationMethodServerTrust,
+              !checker.pins.pins(for: space.host).isEmpty, let trust = space.serverTrust else { return (.performDefaultHandling, nil) }
+        guard SecTrustEvaluateWithError(trust, nil) else { return (.performDefaultHandling, nil) }
+        if let chain = SecTrustCopyCertificateChain(trust) as? [SecCertificate], let leaf = chain.first,
+           let key = PublicKeyPins.subjectPublicKeyInfo(certificateDER: Array(SecCertificateCopyData(leaf) as Data)),
+           checker.pins.permits(host: space.host, subjectPublicKeyInfoSHA256: Array(SHA256.hash(data: key))) {
+            return (.useCredential, URLCredential(trust: trust))
+        }
+        checker.refusedHosts.withLock { _ = $0.insert(PublicKeyPins.normalised(space.host)) }
+        return (.cancelAuthenticationChallenge, nil)
+    }
+    #endif
 }

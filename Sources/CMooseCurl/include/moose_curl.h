@@ -24,11 +24,14 @@ int moose_curl_load(char *reason, size_t reason_size);
 /// otherwise the libcurl error code (or -1 if libcurl is unavailable) with `out->error` set.
 /// `cancel_flag` (may be NULL) is polled during the transfer; when it becomes non-zero the transfer stops.
 /// `ca_file` (may be NULL) is a PEM bundle of the CAs to trust instead of the system's (CURLOPT_CAINFO).
+/// `pinned_public_key` (may be NULL) is "sha256//BASE64[;sha256//BASE64…]" (CURLOPT_PINNEDPUBLICKEY):
+/// the server's key must be one of these, checked after (never instead of) the certificate's
+/// verification; a mismatch fails with CURLE_SSL_PINNEDPUBKEYNOTMATCH (90).
 int moose_curl_perform(const char *method, const char *url,
                        const char *const *headers, size_t header_count,
                        const unsigned char *body, size_t body_length,
                        long timeout_ms, long connect_timeout_ms, size_t max_body,
-                       const int *cancel_flag, const char *ca_file,
+                       const int *cancel_flag, const char *ca_file, const char *pinned_public_key,
                        moose_curl_response *out);
 
 /// Frees the buffers of a response.

@@ -80,7 +80,12 @@ public actor Discovery {
         var rfc8414: ProviderMetadata? = nil
         var rfc8414Failure: (any Error)? = nil
         if let url = inserted("oauth-authorization-server") {
-            do { rfc8414 = try await document(url, issuer: issuer, kind: .authorizationServer, transport: transport) } catch {
+            do {
+                rfc8414 = try await document(url, issuer: issuer, kind: .authorizationServer, transport: transport)
+            } catch let error as OAuthError where error.code == OAuthError.tls {
+                // The host's TLS failed (an untrusted certificate, a key that is not pinned): no other location is asked.
+                throw error
+            } catch {
                 rfc8414Failure = error
             }
         }
@@ -89,7 +94,11 @@ public actor Discovery {
         if !path.isEmpty, let url = inserted("openid-configuration") {
             // A provider that does not know this (newer) location may answer anything there: only a
             // valid document counts, anything else is remembered and the appended location is asked.
-            do { oidc = try await document(url, issuer: issuer, kind: .openIDConnect, transport: transport) } catch {
+            do {
+                oidc = try await document(url, issuer: issuer, kind: .openIDConnect, transport: transport)
+            } catch let error as OAuthError where error.code == OAuthError.tls {
+                throw error
+            } catch {
                 insertedFailure = error
             }
         }

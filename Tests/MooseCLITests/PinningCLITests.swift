@@ -1,0 +1,82 @@
+import Foundation
+import MooseHTTP
+@testable import MooseCLI
+import MooseTestSupport
+import Testing
+
+/// Issue 34 §5: `moose login --pin-public-key` (and a profile's `public_key_pins`) against a local
+/// HTTPS provider whose key the test makes: a key that is none of the pins is a TLS error naming the
+/// host and the pins (exit 1, one connection, no request), the right pin or a backup lets TLS pass.
+@Suite(.serialized)
+struct PinningCLITests {
+    @Test func loginRefusesAProviderWhoseKeyIsNotPinned() async throws {
+        let ca = try await TLSTestCA.make()
+        defer { ca.remove() }
+        let key = try await ca.issue("provider"), other = try await ca.issue("other")
+        let server = try await ca.serve(key)
+        let base = server.url.absoluteString
+        // A discovery document naming another issuer: reaching it proves the TLS connection was accepted.
+        let document = """
+            {"issuer": "\(base)/realms/moose", "authorization_endpoint": "\(base)/authorize", "token_endpoint": "\(base)/token",
+             "jwks_uri": "\(base)/jwks.json", "response_types_supported": ["code"], "subject_types_supported": ["public"],
+             "id_token_signing_alg_values_supported": ["RS256"]}
+            """
+        try Data(document.utf8).write(to: ca.root.appendingPathComponent(".well-known/openid-configuration"))
+        let (home, environment) = CLI.home("moose-pin")
+        defer { try? FileManager.default.removeItem(at: home) }
+        do {
+            let login = ["login", "--issuer", base, "--client-id", "moose-cli", "--no-browser", "--timeout", "5", "--ca-file", ca.caFile]
+
+            let refused = try await CLI.run(login + ["--pin-public-key", other.pin], environment: environment, timeout: 60)
+            #expect(refused.status == 1, "\(refused.status) \(refused.stderr)")
+            #expect(refused.stderr.contains("the server's public key for 127.0.0.1 is not one of the pinned keys (pins: \(other.pin)); "
+                                            + "the connection was refused"), "\(refused.stderr)")
+            #expect(refused.stderr.hasSuffix("[tls]\n") && !refused.stderr.contains("--ca-file"), "no private-CA hint: \(refused.stderr)")
+            let counts = try server.counts()
+            #expect(counts.connections == 1 && counts.requests == 0, "refused at the handshake, not retried: \(counts)")
+
+            // The right pin after a wrong one (a backup), and the config file's public_key_pins: TLS passes.
+            let config = home.appendingPathComponent("config/moose")
+            try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+            try Data("[profiles.default]\npublic_key_pins = [\"\(other.pin)\", \"\(key.pin)\"]\n".utf8)
+                .write(to: config.appendingPathComponent("config.toml"))
+            for arguments in [login + ["--pin-public-key", other.pin, "--pin-public-key", key.pin], login] {
+                let passed = try await CLI.run(arguments, environment: environment, timeout: 60)
+                #expect(passed.status == 1 && passed.stderr.contains("names another issuer") && !passed.stderr.contains("pinned"),
+                        "\(passed.stderr)")
+            }
+            // The config's pins, with the wrong one alone: refused again.
+            try Data("[profiles.default]\npublic_key_pins = [\"\(other.pin)\"]\n".utf8).write(to: config.appendingPathComponent("config.toml"))
+            let fromConfig = try await CLI.run(login, environment: environment, timeout: 60)
+            #expect(fromConfig.status == 1 && fromConfig.stderr.contains("is not one of the pinned keys"), "\(fromConfig.stderr)")
+
+            let unpinnable = try await CLI.run(["login", "--resource", base + "/api", "--pin-public-key", key.pin], environment: environment)
+            #expect(unpinnable.status == 2 && unpinnable.stderr.contains("give --issuer"), "\(unpinnable.status) \(unpinnable.stderr)")
+
+            let malformed = try await CLI.run(login + ["--pin-public-key", "sha256//tooShort"], environment: environment, timeout: 60)
+            #expect(malformed.status == 2 && malformed.stderr.contains("--pin-public-key") && malformed.stderr.contains("openssl"),
+                    "\(malformed.status) \(malformed.stderr)")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    @Test func aProfileKeepsItsPinsForTheIssuersHost() throws {
+        let pin = "sha256//" + Data(repeating: 7, count: 32).base64EncodedString()
+        var profile = Profile(name: "p", issuer: "https://ID.example.com/realms/x", clientID: "c", scopes: [])
+        #expect(try CLITransport.make(for: profile) == nil, "no CA file and no pins: the default transport")
+        profile.publicKeyPins = try CLITransport.pins([String(pin.dropFirst(8))], issuer: profile.issuer)
+        #expect(profile.publicKeyPins == [pin], "kept canonically")
+        let stored = try #require(profile.stored()[Profile.attribute])
+        let restored = try JSONDecoder().decode(Profile.self, from: Data(stored.utf8))
+        #expect(restored.publicKeyPins == [pin])
+        let transport = try #require(try CLITransport.make(for: restored))
+        #expect(transport.pins.pins(for: "id.example.com") == [pin] && transport.pins.hosts == ["id.example.com"])
+        #expect(try CLITransport.pins([], issuer: profile.issuer) == nil)
+        var config = ConfigFile()
+        config.profiles["p"] = ConfigFile.ProfileSettings(publicKeyPins: [pin, pin])
+        #expect(try ConfigFile(parsing: Array(config.serialized.utf8)) == config)
+    }
+}
