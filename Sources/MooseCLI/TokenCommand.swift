@@ -55,15 +55,6 @@ struct TokenCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The token of the session for this resource (an MCP server, an API; see moose login --resource).", valueName: "URL"))
     var resource: String?
 
-    /// The session's tokens, valid for `minimumValidity` seconds: read from the store (no network,
-    /// no concurrency runtime when the cached token is fine), else refreshed through the coordinator
-    /// — once, however many processes ask. Every command and credential helper gets tokens here.
-    /// The validity to ask of `tokens`: `minimum`, capped as the coordinator caps every margin (a
-    /// share of the token's own lifetime), so short-lived tokens are not refreshed on every call.
-    static func margin(_ minimum: TimeInterval, for tokens: TokenSet) -> TimeInterval {
-        tokens.margin(minimum, cappedAt: TokenSet.defaultMaximumMarginFraction)
-    }
-
     /// The ID token's expiry (`exp`, read without verifying: it was validated when it was stored), nil
     /// when there is none or it cannot be read.
     static func idTokenExpiry(_ tokens: TokenSet) -> Date? {
@@ -82,10 +73,14 @@ struct TokenCommand: ParsableCommand {
         return expiry.timeIntervalSinceNow >= margin
     }
 
+    /// The session's tokens, valid for `minimumValidity` seconds (`TokenSet.isValidLongEnough`, the
+    /// coordinator's rule): read from the store (no network, no concurrency runtime when the cached
+    /// token is fine), else refreshed in the detached refresher — once, however many processes ask.
+    /// Every command and credential helper gets tokens here.
     static func validTokens(store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval,
                             idToken: Bool = false) throws -> TokenSet {
         func valid(_ tokens: TokenSet) -> Bool {
-            tokens.isValid(for: margin(minimum, for: tokens)) && (!idToken || idTokenIsValid(tokens, for: minimum))
+            tokens.isValidLongEnough(minimum) && (!idToken || idTokenIsValid(tokens, for: minimum))
         }
         // Fastest: one short snapshot read of the store (no shared-memory set-up), when nobody else has
         // it open and the session is active with a token valid long enough. Anything else — no session,
@@ -107,7 +102,7 @@ struct TokenCommand: ParsableCommand {
             // Slow path: the network, through the one refresh path every command shares. An ID token
             // about to expire under a valid access token needs a refresh all the same (ID tokens come
             // back with a refresh): never print an expired one.
-            let accessValid = tokens.isValid(for: margin(minimum, for: tokens))
+            let accessValid = tokens.isValidLongEnough(minimum)
             do {
                 // In a detached process of its own: this one may be killed mid-refresh (DetachedRefresh).
                 let request = accessValid ? DetachedRefresh.Request(mode: .refreshNow)

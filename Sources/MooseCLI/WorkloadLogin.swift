@@ -17,7 +17,7 @@ import Darwin
 /// The profile keeps the source, not a token: every renewal asks the source again.
 enum WorkloadLogin {
     /// The grants a workload login can use.
-    static let grants = ["token-exchange", "jwt-bearer"]
+    static let grants = WorkloadGrant.Grant.allCases.map(\.rawValue)
 
     /// The source `spec` names: `github`, `gitlab` (the variable `MOOSE_ID_TOKEN`), `gitlab:VAR`,
     /// `env:VAR`, `file:PATH` or `command:PROGRAM ARG…` (run without a shell).
@@ -37,29 +37,16 @@ enum WorkloadLogin {
         throw CLIError.usage("--workload takes github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM [ARG…]")
     }
 
-    /// Tokens for `profile` (a workload profile) through `client`: its source's token, for the
-    /// profile's audience (default: the issuer), exchanged or presented as the profile's grant says.
+    /// Tokens for `profile` (a workload profile) through `client`: the library's `WorkloadGrant` for
+    /// the profile's source, audience and grant.
     static func tokens(profile: Profile, client: OAuthClient) async throws -> TokenSet {
         guard let spec = profile.workload else { throw CLIError.usage("profile \(profile.name) is not a workload login") }
-        let source = try source(spec, transport: client.transport)
-        let audience = profile.workloadAudience ?? profile.issuer
-        let parameters = AuthorizationParameters(scopes: profile.scopes)
-        do {
-            if profile.workloadGrant == "jwt-bearer" {
-                return try await JWTBearerFlow(client: client) { try await source.token(audience: audience) }.authorize(parameters)
-            }
-            let type = profile.subjectTokenType ?? ExchangeToken.idTokenType
-            let flow = TokenExchangeFlow(client: client, audiences: profile.audience.map { [$0] } ?? []) {
-                ExchangeToken(try await source.token(audience: audience), type: type)
-            }
-            return try await flow.authorize(parameters)
-        } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.invalidClient
-            || error.code == OAuthError.server {
-            // The platform gave a token; the provider refused it. Say which side, and what to check there.
-            throw OAuthError(error.code, "the provider refused \(source.name)'s token: is that issuer trusted there, the audience "
-                             + "(\(audience)) the one it expects, the token unexpired?", oauthError: error.oauthError,
-                             errorDescription: error.errorDescription, status: error.status, underlying: error)
-        }
+        let grant = WorkloadGrant(identity: try source(spec, transport: client.transport),
+                                  grant: profile.workloadGrant.flatMap(WorkloadGrant.Grant.init(rawValue:)) ?? .tokenExchange,
+                                  identityAudience: profile.workloadAudience ?? profile.issuer,
+                                  subjectTokenType: profile.subjectTokenType ?? ExchangeToken.idTokenType,
+                                  audiences: profile.audience.map { [$0] } ?? [])
+        return try await grant.tokens(client: client, scopes: profile.scopes)
     }
 
     /// A command's standard output as the token (`command:gcloud auth print-identity-token`), run

@@ -89,6 +89,7 @@ final class ObservedStorage: SessionStorage {
     func releaseLease(_ lease: SessionLease) async throws {
         try await probe.measure("release_lease") { try await base.releaseLease(lease) }
     }
+    var leaseLifetime: TimeInterval? { base.leaseLifetime }
 }
 
 /// The wrapper for a storage that announces lease releases (PostgreSQL).
@@ -113,6 +114,7 @@ final class ObservedNotifyingStorage: LeaseReleaseNotifying {
     }
     func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease { try await plain.renewLease(lease, ttl: ttl) }
     func releaseLease(_ lease: SessionLease) async throws { try await plain.releaseLease(lease) }
+    var leaseLifetime: TimeInterval? { base.leaseLifetime }
     func acquireLeaseOrAwaitRelease(_ name: String, ttl: TimeInterval, wait: TimeInterval) async throws -> SessionLease? {
         try await plain.probe.measure("await_release") { try await base.acquireLeaseOrAwaitRelease(name, ttl: ttl, wait: wait) }
     }

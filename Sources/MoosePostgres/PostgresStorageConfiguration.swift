@@ -99,6 +99,10 @@ public struct PostgresStorageConfiguration: Sendable, CustomStringConvertible {
     public var applicationName = "moose"
     /// The longest a lease waiter sleeps between two attempts when no notification wakes it (seconds).
     public var pollInterval: TimeInterval = 1
+    /// The longest a refresh lease lives between two renewals (seconds; the storage's `leaseLifetime`,
+    /// which caps a coordinator's `leaseTTL`): how long a replica that vanished mid-refresh — a lost
+    /// machine, a killed process — keeps the others waiting. A live holder renews every third of it.
+    public var leaseLifetime: TimeInterval = 5
 
     /// A configuration from its parts. `tls` defaults as in a URL: `prefer` for loopback and Unix
     /// sockets, `verify-full` elsewhere.
@@ -190,6 +194,7 @@ public struct PostgresStorageConfiguration: Sendable, CustomStringConvertible {
         }
         guard (1...500).contains(maximumConnections) else { throw fail("pool_max must be 1…500") }
         guard pollInterval.isFinite, pollInterval >= 0.01, pollInterval <= 60 else { throw fail("the poll interval must be 0.01…60 seconds") }
+        guard leaseLifetime.isFinite, leaseLifetime >= 0.5, leaseLifetime <= 86_400 else { throw fail("the lease lifetime must be 0.5…86400 seconds") }
         guard applicationName.utf8.count <= 63, !applicationName.utf8.contains(0) else { throw fail("application_name must be ≤ 63 bytes") }
         if let rootCertificateFile, rootCertificateFile.isEmpty || rootCertificateFile.utf8.contains(0) {
             throw fail("sslrootcert must name a file")

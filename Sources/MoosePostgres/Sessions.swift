@@ -16,6 +16,10 @@ enum WriteOutcome: Sendable {
 }
 
 extension PostgresSessionStorage: LeaseReleaseNotifying {
+    /// `PostgresStorageConfiguration.leaseLifetime` (5 s by default): a replica lost mid-refresh blocks
+    /// the fleet that long, not a coordinator's 30 s `leaseTTL`.
+    public var leaseLifetime: TimeInterval? { configuration.leaseLifetime }
+
     /// Runs a `SessionStorage` method: this module's errors become the contract's `OAuthError`s.
     func contract<T>(_ body: () async throws -> T) async throws -> T {
         do {

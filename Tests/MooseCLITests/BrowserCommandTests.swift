@@ -33,8 +33,10 @@ struct BrowserCommandTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-browser-signals-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let script = folder.appendingPathComponent("browser.sh"), report = folder.appendingPathComponent("signals")
-        try Data("#!/bin/sh\ngrep -E '^Sig(Blk|Ign)' /proc/$$/status > '\(report.path).tmp'\necho $$ >> '\(report.path).tmp'\nmv '\(report.path).tmp' '\(report.path)'\nexec sleep 60 2>/dev/null\n".utf8)
+        let script = folder.appendingPathComponent("browser.sh"), report = folder.appendingPathComponent("pid")
+        // The browser becomes `sleep`; its signal state is read from /proc once it runs (not by the
+        // shell itself: a shell blocks signals around its own forks, which a grep it forked may see).
+        try Data("#!/bin/sh\necho $$ > '\(report.path).tmp'\nmv '\(report.path).tmp' '\(report.path)'\nexec sleep 60 2>/dev/null\n".utf8)
             .write(to: script)
         chmod(script.path, 0o755)
         // moose itself started with INT and TERM ignored, as a background job of a script or a
@@ -48,14 +50,21 @@ struct BrowserCommandTests {
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: report.path), Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
         try #require(FileManager.default.fileExists(atPath: report.path), "the browser did not run: \(result.stdout) \(result.stderr)")
-        let lines = try String(contentsOf: report, encoding: .utf8).split(separator: "\n").map(String.init)
+        let pidText = try String(contentsOf: report, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        var status = ""
+        for _ in 0..<100 {   // until the shell has become sleep
+            status = (try? String(contentsOfFile: "/proc/\(pidText)/status", encoding: .utf8)) ?? ""
+            if status.contains("Name:\tsleep") { break }
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let lines = status.split(separator: "\n").map(String.init)
         let blocked = lines.first { $0.hasPrefix("SigBlk:") } ?? "-"
         let ignored = lines.first { $0.hasPrefix("SigIgn:") } ?? "-"
         // Signals 1–31 (the low 31 bits); 32 and 33 are the C library's own, which it keeps as it likes.
         func standard(_ line: String) -> UInt64? { line.split(separator: "\t").last.flatMap { UInt64($0, radix: 16) }.map { $0 & 0x7fff_ffff } }
         #expect(standard(blocked) == 0, "the browser started with signals blocked: \(blocked)")
         #expect(standard(ignored) == 0, "the browser started with signals ignored: \(ignored)")
-        let pid = try #require(lines.last.flatMap { Int32($0) })
+        let pid = try #require(Int32(pidText))
         #expect(kill(pid, SIGTERM) == 0, "the browser is gone already")
         var gone = false
         for _ in 0..<100 where !gone {

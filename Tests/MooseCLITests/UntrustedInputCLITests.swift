@@ -104,8 +104,12 @@ struct UntrustedInputCLITests {
         #expect(put.status == 0, "\(put.stderr)")
         let token = try await CLI.run(["token"], environment: environment, timeout: 60)
         #expect(token.status == 3, "\(token.stdout) \(token.stderr)")
-        // The session is kept (nothing was spent): still "active".
-        #expect(try await CLI.storedRow(environment: environment)["state"] as? String == "active")   // written by Moose 0.1: a bare session
+        // The session is kept (nothing was spent): still "active" — rewritten in the current shape by the
+        // refresh's first write (the record of the rotation in flight), which the refused connection cleared.
+        let row = try await CLI.storedRow(environment: environment)
+        let stored = row["session"] as? [String: Any] ?? row
+        #expect(stored["state"] as? String == "active", "\(row)")
+        #expect((stored["attributes"] as? [String: String])?["moose.rotation-in-flight"] == nil, "a refused connection left a rotation record")
     }
 }
 

@@ -64,3 +64,23 @@ struct RefusedRenewalTests {
         #expect(names.contains("failed:renewalRefused") && names.contains("failed:invalidClient"), "\(names)")
     }
 }
+
+/// Issue "One session, whatever made it", §2: a resource's logout wipes its local session even when
+/// the resource's metadata cannot be fetched (the resource is down): nothing revoked, said so, wiped.
+struct ResourceLogoutWithoutDiscoveryTests {
+    @Test func aResourceLogoutWipesWhenDiscoveryFails() async throws {
+        let transport = ScriptedTransport { request in throw HTTPRequestError.transportFailure("the resource is down", request) }
+        let storage = InMemorySessionStorage()
+        let resource = "https://mcp.example.com/mcp"
+        let session = OAuthSession(issuer: "https://id.example.com", clientID: "dyn-1", tokens: TokenSet(accessToken: "at", refreshToken: "rt"),
+                                   resource: resource)
+        try await storage.replace(session, key: OAuthSession.storageKey(issuer: "https://id.example.com", resource: resource))
+        try await storage.replace(OAuthSession(issuer: "https://id.example.com", clientID: "other", tokens: TokenSet(accessToken: "x"),
+                                               resource: "https://other.example.com/"), key: "unrelated")
+        let manager = try ResourceTokenManager(resource: resource, storage: storage, transport: transport)
+        let result = await manager.logout()
+        #expect(result.hadSession && result.wipeError == nil)
+        #expect(result.revocationError?.message.contains("nothing was revoked") == true, "\(String(describing: result.revocationError))")
+        #expect(try await storage.keys() == ["unrelated"], "the resource's session was not wiped, or another one was")
+    }
+}

@@ -116,6 +116,25 @@ extension PostgresTests {
             await fixture.cleanUp()
         }
 
+        /// With the coordinator's default 30 s `leaseTTL`, a replica killed while it holds the lease
+        /// keeps the others waiting only the storage's `leaseLifetime` (5 s), not 30 s (issue "A
+        /// refresh survives its caller", §1): the survivor refreshes within seconds, nothing is lost.
+        @Test func aKilledReplicasLeaseLapsesAfterTheStoragesShortLifetime() async throws {
+            let fixture = try await FleetFixture()
+            let url = try PG.direct(schema: fixture.schema)
+            let doomed = try Child(WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "5", "30", "60"])
+            #expect(doomed.waitForLine(timeout: 30) { $0 == "refreshing" } != nil, "the replica never started its refresh: \(doomed.output)")
+            doomed.kill9()
+            let killedAt = Date()
+            let survivor = try Child(WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "5", "30"])
+            #expect(survivor.finish(timeout: 60) == 0, "\(survivor.output)")
+            let waited = Date().timeIntervalSince(killedAt)
+            #expect(survivor.output.filter { $0.hasPrefix("token ") }.count == 1, "\(survivor.output)")
+            #expect(waited >= 2 && waited < 12, "the survivor waited \(waited) s (the lease lives 5 s between renewals; the coordinator's ttl is 30 s)")
+            #expect(IdP.familySize(of: fixture.firstRefreshToken) == 2, "a refresh token was spent twice or lost")
+            await fixture.cleanUp()
+        }
+
         /// A refresh slower than the lease's ttl (the real transport, delayed) keeps its lease —
         /// renewed while it runs — so another replica waits and adopts instead of refreshing again.
         @Test func aRefreshSlowerThanTheLeaseTTLKeepsItsLease() async throws {

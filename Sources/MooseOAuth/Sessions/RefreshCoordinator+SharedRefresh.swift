@@ -9,6 +9,12 @@ import MooseJWT
 /// The shared refresh: one task for every caller, the lease, the refresh grant with its retries,
 /// and the fenced commit.
 extension RefreshCoordinator {
+    /// The lease lifetime: the configured `leaseTTL`, or the storage's shorter `leaseLifetime`.
+    var leaseTTL: TimeInterval {
+        guard let preferred = storage.leaseLifetime, preferred.isFinite, preferred > 0 else { return configuration.leaseTTL }
+        return min(configuration.leaseTTL, max(preferred, 0.1))
+    }
+
     /// Joins the one shared refresh, starting it when none runs.
     func join(minimumValidity: TimeInterval, rejecting: String?) async throws -> AccessToken {
         let task: Task<AccessToken, any Error>
@@ -84,7 +90,7 @@ extension RefreshCoordinator {
         } catch {
             throw OAuthError(OAuthError.storeUnavailable, "the storage is unavailable; no refresh token was spent", underlying: error)
         }
-        let renewal = LeaseRenewal(storage: storage, lease: lease, ttl: configuration.leaseTTL, sleep: sleeper)
+        let renewal = LeaseRenewal(storage: storage, lease: lease, ttl: leaseTTL, sleep: sleeper)
         let result: Result<AccessToken, any Error>
         do {
             result = .success(try await refreshHolding(lease, minimumValidity: minimumValidity, rejecting: rejecting, epoch: started))
@@ -108,12 +114,12 @@ extension RefreshCoordinator {
     private func takeLease(minimumValidity: TimeInterval, rejecting: String?) async throws -> LeaseOutcome {
         let name = "refresh:\(key)"
         guard let notifying = storage as? any LeaseReleaseNotifying else {
-            return .lease(try await storage.acquireLease(name, ttl: configuration.leaseTTL, timeout: configuration.leaseWait))
+            return .lease(try await storage.acquireLease(name, ttl: leaseTTL, timeout: configuration.leaseWait))
         }
         let deadline = now().addingTimeInterval(configuration.leaseWait)
         while true {
             let wait = max(0, deadline.timeIntervalSince(now()))
-            if let lease = try await notifying.acquireLeaseOrAwaitRelease(name, ttl: configuration.leaseTTL, wait: wait) {
+            if let lease = try await notifying.acquireLeaseOrAwaitRelease(name, ttl: leaseTTL, wait: wait) {
                 return .lease(lease)
             }
             if let stored = try await loadSession(), stored.session.state == .active,
@@ -213,8 +219,9 @@ extension RefreshCoordinator {
     /// The stored session. A damaged row is final for this session (`sessionDamaged`, announced as
     /// `needsReauthentication`: a login replaces it); any other failure is `storeUnavailable`.
     func loadSession() async throws -> StoredSession? {
+        let stored: StoredSession?
         do {
-            return try await storage.load(key)
+            stored = try await storage.load(key)
         } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
             snapshot.withLock { $0 = Snapshot() }
             eventListeners.yield(.needsReauthentication)
@@ -222,6 +229,8 @@ extension RefreshCoordinator {
         } catch {
             throw OAuthError(OAuthError.storeUnavailable, "cannot read the session of \(key)", underlying: error)
         }
+        if let stored, let admits { try admits(stored.session) }
+        return stored
     }
 
     /// A timed-out grant may have been processed (the refresh token spent, its successor lost in

@@ -107,6 +107,9 @@ public actor RefreshCoordinator {
     // `RefreshCoordinator+….swift` files; nothing outside them touches it.
     let storage: any SessionStorage
     let refresher: @Sendable (OAuthSession) async throws -> TokenSet
+    /// Checks every session read from the storage before it is used (a manager for another client
+    /// must not adopt, nor renew, a session it did not make): throws to refuse it.
+    let admits: (@Sendable (OAuthSession) throws -> Void)?
     let configuration: Configuration
     /// What the hot path reads: the current token, under a lock.
     @usableFromInline nonisolated let snapshot = Mutex(Snapshot())
@@ -140,10 +143,12 @@ public actor RefreshCoordinator {
     /// needs no storage read.
     /// (Internal: `SessionEngine.coordinator` is the public way to refresh with the whole session.)
     init(key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
-         current: OAuthSession? = nil, refreshingSession refresher: @escaping @Sendable (OAuthSession) async throws -> TokenSet) {
+         current: OAuthSession? = nil, admitting admits: (@Sendable (OAuthSession) throws -> Void)? = nil,
+         refreshingSession refresher: @escaping @Sendable (OAuthSession) async throws -> TokenSet) {
         self.key = key
         self.storage = storage
         self.refresher = refresher
+        self.admits = admits
         self.configuration = configuration
         self.defaultMinimumValidity = configuration.minimumValidity
         self.customClock = configuration.clock
@@ -295,8 +300,8 @@ public actor RefreshCoordinator {
         let fraction = configuration.maximumMarginFraction
         if let rejecting {
             return !tokens.accessToken.utf8.elementsEqual(rejecting.utf8)
-                && tokens.isValid(for: tokens.margin(configuration.minimumValidity, cappedAt: fraction), at: now())
+                && tokens.isValidLongEnough(configuration.minimumValidity, maximumMarginFraction: fraction, at: now())
         }
-        return minimumValidity.isFinite && tokens.isValid(for: tokens.margin(minimumValidity, cappedAt: fraction), at: now())
+        return minimumValidity.isFinite && tokens.isValidLongEnough(minimumValidity, maximumMarginFraction: fraction, at: now())
     }
 }

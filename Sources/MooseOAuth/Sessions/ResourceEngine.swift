@@ -115,7 +115,7 @@ actor ResourceEngine {
             agent = custom
             redirectURI = uri
             registrationURIs = [uri.absoluteString]
-        case .device, .clientCredentials:
+        case .device, .clientCredentials, .workload:
             throw OAuthError(OAuthError.invalidConfiguration,
                              "a protected resource login uses the authorization code flow: log in with .loopback or .userAgent")
         }
@@ -210,13 +210,39 @@ actor ResourceEngine {
 
     func logout() async -> LogoutResult {
         guard let context = try? await self.context(metadataURL: nil) else {
-            var result = LogoutResult()
-            result.revocationError = OAuthError(OAuthError.transient, "the resource's metadata could not be fetched: nothing to log out of")
-            return result
+            return await wipeWithoutDiscovery()
         }
         let refresher = ResourceRefresher(settings: settings, metadata: context.authorizationServer, resource: context.resource)
         return await SessionEngine(key: context.key, storage: settings.storage, configuration: settings.configuration)
             .logout(coordinator: context.coordinator) { session in try refresher.client(for: session).client }
+    }
+}
+
+extension ResourceEngine {
+    /// Logout when the resource's metadata (or its authorization server's) cannot be fetched: nothing
+    /// can be revoked, but the local session is wiped all the same — the configured key, else every
+    /// stored session for this resource (the one its last context named first; `resource` compared
+    /// byte for byte).
+    func wipeWithoutDiscovery() async -> LogoutResult {
+        var result = LogoutResult()
+        result.revocationError = OAuthError(OAuthError.transient,
+                                            "the resource's metadata could not be fetched: nothing was revoked at the provider")
+        var keys: [String] = settings.key.map { [$0] } ?? []
+        if keys.isEmpty, let all = try? await settings.storage.keys() {
+            for key in all {
+                guard let session = try? await settings.storage.load(key)?.session,
+                      session.resource.map({ $0.utf8.elementsEqual(settings.resource.utf8) }) == true else { continue }
+                keys.append(key)
+            }
+        }
+        for key in keys {
+            do {
+                if try await settings.storage.delete(key) { result.hadSession = true }
+            } catch {
+                result.wipeError = OAuthError(OAuthError.storeUnavailable, "the session of \(key) could not be wiped", underlying: error)
+            }
+        }
+        return result
     }
 }
 

@@ -98,11 +98,17 @@ public struct SessionEngine: Sendable {
     /// workload's token exchange or JWT bearer grant: a fresh identity token each time): called,
     /// inside the same single flight, for a stored session with no refresh token; it returns `nil`
     /// to leave the session to the usual step. A session with a refresh token always uses it.
+    ///
+    /// `admitting` checks every session the coordinator reads from the storage before it adopts or
+    /// renews it, and throws to refuse it (`TokenManager` refuses a session of another provider or
+    /// client: see `SessionEngine.requireOwner`).
     public func coordinator(current: OAuthSession? = nil,
                             client: @escaping @Sendable (OAuthSession) async throws -> (client: OAuthClient, validator: IDTokenValidator?),
-                            renew: (@Sendable (OAuthSession, OAuthClient) async throws -> TokenSet?)? = nil)
+                            renew: (@Sendable (OAuthSession, OAuthClient) async throws -> TokenSet?)? = nil,
+                            admitting: (@Sendable (OAuthSession) throws -> Void)? = nil)
         -> RefreshCoordinator {
-        RefreshCoordinator(key: key, storage: storage, configuration: configuration, current: current, refreshingSession: { session in
+        RefreshCoordinator(key: key, storage: storage, configuration: configuration, current: current, admitting: admitting,
+                           refreshingSession: { session in
             let (client, validator) = try await client(session)
             if session.tokens.refreshToken == nil, let renew, var fresh = try await renew(session, client) {
                 fresh.resource = fresh.resource ?? session.tokens.resource ?? session.resource
@@ -110,6 +116,19 @@ public struct SessionEngine: Sendable {
             }
             return try await Self.refresh(session, client: client, validator: validator)
         })
+    }
+
+    /// Refuses `session` unless it was made by `clientID` at `issuer` (compared byte for byte, a
+    /// trailing `/` aside): a manager for one client must neither hand out nor renew — with its own
+    /// credentials, under the other's name — a session another client made under the same key (a
+    /// `moose login` profile, another app's). `invalidConfiguration`, naming both.
+    public static func requireOwner(_ session: OAuthSession, key: String, issuer: String, clientID: String) throws {
+        func trimmed(_ text: String) -> Substring { text.hasSuffix("/") ? text.dropLast() : Substring(text) }
+        guard trimmed(session.issuer).utf8.elementsEqual(trimmed(issuer).utf8), session.clientID.utf8.elementsEqual(clientID.utf8) else {
+            throw OAuthError(OAuthError.invalidConfiguration,
+                             "the session under \(key) belongs to client \(session.clientID) at \(session.issuer); this manager is for "
+                                 + "client \(clientID) at \(issuer): open it with that issuer and client, log in again to replace it, or use another key")
+        }
     }
 
     // MARK: - Login

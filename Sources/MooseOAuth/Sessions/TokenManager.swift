@@ -39,6 +39,10 @@ public final class TokenManager: Sendable {
         case device(present: @Sendable (DeviceAuthorization) async -> Void)
         /// The client credentials grant (a confidential client acting for itself).
         case clientCredentials
+        /// A workload's own identity token exchanged for tokens (the manager's `workload`: token
+        /// exchange or the JWT bearer grant), with no secret; every renewal is a new grant with a fresh
+        /// identity token.
+        case workload
     }
 
     /// The issuer.
@@ -56,13 +60,36 @@ public final class TokenManager: Sendable {
 
     /// The RFC 8707 resource the tokens are for (sent on login and every refresh), if any.
     public let resource: String?
+    /// How a workload logs in and renews (`login(with: .workload)`), if this manager is a workload's.
+    public let workload: WorkloadGrant?
 
     /// A manager for `clientID` at `issuer` (discovered on first use), keeping its session in
     /// `storage` under `key`. With `resource`, every login and refresh names that RFC 8707 resource
     /// (for a resource that publishes RFC 9728 metadata, `ResourceTokenManager` discovers the rest).
+    ///
+    /// The manager adopts and renews only a session its own client made: a session under `key` made by
+    /// another client or at another provider (a `moose login` profile of the same name, another app's)
+    /// fails with `invalidConfiguration`, naming both — never handed out, never renewed with this
+    /// client's credentials. A `login(with:)` replaces it.
+    ///
+    /// - Parameters:
+    ///   - issuer: the provider's issuer URL; discovery runs once, on first use.
+    ///   - clientID: the client registered there.
+    ///   - authentication: how the client authenticates at the token endpoint (`.none` for a public
+    ///     client; a secret, or `private_key_jwt`).
+    ///   - storage: where the session lives (`EncryptedSessionStorage`, `InMemorySessionStorage`, PostgreSQL).
+    ///   - key: the session's name in `storage` (default `"default"`): one app with several accounts or
+    ///     providers uses one key for each; the `moose` CLI's profiles are keys too (`moose login
+    ///     --profile work` writes the key `work`).
+    ///   - transport: what sends the requests (`URLSessionTransport`, `CurlTransport`, AsyncHTTPClient's).
+    ///   - scopes: what a login asks for (default `openid profile email`).
+    ///   - dpop: bind every login's tokens to a new DPoP key of this algorithm (RFC 9449).
+    ///   - workload: how a workload logs in (`login(with: .workload)`) and renews its session — also
+    ///     one made by `moose login --workload` or another process, when issuer and client match.
     public init(issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
                 key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
                 endpoints: EndpointOverrides = EndpointOverrides(), dpop: JWTAlgorithm? = nil, resource: String? = nil,
+                workload: WorkloadGrant? = nil,
                 logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
         self.issuer = issuer
         self.clientID = clientID
@@ -73,7 +100,14 @@ public final class TokenManager: Sendable {
                                 endpoints: endpoints, scopes: scopes, dpop: dpop, resource: resource, logger: logger)
         self.state = state
         engine = SessionEngine(key: key, storage: storage, configuration: configuration)
-        coordinator = engine.coordinator { _ in try await state.prepare() }
+        coordinator = engine.coordinator(client: { _ in try await state.prepare() }, renew: { session, client in
+            // A workload session renews by a new workload grant (a client-credentials one by the engine's own step).
+            guard let workload, session.attributes[SessionEngine.grantAttribute] == WorkloadGrant.sessionGrant else { return nil }
+            return try await workload.tokens(client: client, scopes: session.tokens.scopes)
+        }, admitting: { session in
+            try SessionEngine.requireOwner(session, key: key, issuer: issuer, clientID: clientID)
+        })
+        self.workload = workload
     }
 
     /// Events for UIs (refreshed, refresh failed, needs a new login, logged out).
@@ -104,9 +138,15 @@ public final class TokenManager: Sendable {
             tokens = try await DeviceAuthorizationFlow(client: client, idTokens: validator, present: present).authorize(parameters)
         case .clientCredentials:
             tokens = try await ClientCredentialsFlow(client: client).authorize(parameters)
+        case .workload:
+            guard let workload else {
+                throw OAuthError(OAuthError.invalidConfiguration, "a workload login needs the manager's workload: TokenManager(…, workload: WorkloadGrant(…))")
+            }
+            tokens = try await workload.tokens(client: client, scopes: parameters.scopes)
         }
         var grant: String? = nil
         if case .clientCredentials = method { grant = "client_credentials" }
+        if case .workload = method { grant = WorkloadGrant.sessionGrant }
         let session = try await engine.completeLogin(tokens, client: client, grant: grant, coordinator: coordinator)
         return SessionSummary(key: key, session: session)
     }

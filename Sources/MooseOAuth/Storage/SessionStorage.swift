@@ -62,6 +62,18 @@ public protocol SessionStorage: Sendable {
 
     /// Gives the lease back; a lease already lost is no error.
     func releaseLease(_ lease: SessionLease) async throws
+
+    /// The longest a lease of this storage should live between two renewals, when that is shorter
+    /// than a coordinator's `leaseTTL`: the time a holder that vanished without releasing (a lost
+    /// machine, a killed replica) blocks the others. `nil` (the default): the coordinator's `leaseTTL`.
+    /// PostgreSQL's storage says 5 s — a replica renews every ~1.7 s while it refreshes — where the
+    /// SQLite file store needs none (its holders keep a file lock the kernel frees with the process).
+    var leaseLifetime: TimeInterval? { get }
+}
+
+extension SessionStorage {
+    /// No preference: the coordinator's `leaseTTL`.
+    public var leaseLifetime: TimeInterval? { nil }
 }
 
 /// A storage that can wake a lease waiter when the holder releases the lease (PostgreSQL's

@@ -91,6 +91,14 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
         return min(requested, lifetime * min(fraction, 1))
     }
 
+    /// Whether the access token is valid long enough: for `minimumValidity` seconds, capped at
+    /// `maximumMarginFraction` of its own lifetime. The one "valid long enough" rule — the
+    /// coordinator's (`RefreshCoordinator.accessToken(minimumValidity:)`) and `moose token`'s.
+    public func isValidLongEnough(_ minimumValidity: TimeInterval, maximumMarginFraction: Double = defaultMaximumMarginFraction,
+                                  at now: Date = Date()) -> Bool {
+        isValid(for: margin(minimumValidity, cappedAt: maximumMarginFraction), at: now)
+    }
+
     /// The first 6 hex digits of a token's SHA-256: enough to tell tokens apart in logs, useless to an attacker.
     public static func fingerprint(_ token: String) -> String {
         DigestAlgorithm.sha256.hash(Array(token.utf8)).prefix(3).map { byte in

@@ -1,0 +1,70 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import MooseCrypto
+import MooseOAuth
+import MooseSQLiteStorage
+import MooseSecretStore
+import MooseTestSupport
+import MooseURLSession
+import Testing
+
+/// The library has the workload login the CLI has (issue "One session, whatever made it", §1), at
+/// authgent-server with the stand-in CI platform's tokens: a `TokenManager` with a `WorkloadGrant`
+/// logs in with a pod's projected token file and renews with a fresh one; and it renews a session
+/// that `moose login --workload file:…` made in another process, on the same store.
+@Suite(.serialized)
+struct WorkloadManagerTests {
+    static let issuer = ProcessInfo.processInfo.environment["MOOSE_AUTHGENT_ISSUER"] ?? "http://127.0.0.1:8782"
+    static let platform = ProcessInfo.processInfo.environment["MOOSE_WORKLOAD_ISSUER"] ?? "http://127.0.0.1:8781"
+    static let audience = "https://api.example.test"
+
+    static func mint() async throws -> String {
+        var components = try #require(URLComponents(string: platform + "/mint"))
+        components.queryItems = [URLQueryItem(name: "aud", value: issuer), URLQueryItem(name: "lifetime", value: "300"),
+                                 URLQueryItem(name: "sub", value: "system:serviceaccount:ci:deployer")]
+        let (data, response) = try await URLSession.shared.data(from: try #require(components.url))
+        try #require((response as? HTTPURLResponse)?.statusCode == 200, "the stand-in CI issuer at \(platform) is not running (tools/authgent/start)")
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func aManagerLogsInAsAWorkloadAndRenewsACLIsWorkloadSession() async throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-workload-manager-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let file = home.appendingPathComponent("token")
+        try Data(try await Self.mint().utf8).write(to: file)
+        let workload = WorkloadGrant(identity: .file(file.path), audiences: [Self.audience])
+
+        // An app: the same few lines as an interactive login.
+        let storage = InMemorySessionStorage()
+        let app = TokenManager(issuer: Self.issuer, clientID: "moose-ci", storage: storage, transport: URLSessionTransport(), scopes: [],
+                               workload: workload)
+        let user = try await app.login(with: .workload)
+        #expect(user.state == .active)
+        let first = try await app.accessToken()
+        try Data(try await Self.mint().utf8).write(to: file)   // the kubelet rotates the file
+        let renewed = try await app.coordinator.refreshNow()
+        #expect(renewed.value != first.value, "the renewal was not a new grant")
+
+        // A session `moose login --workload` made, renewed by a manager in this process on the same store.
+        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                           "MOOSE_STORE_KEY": ""]
+        let login = await runProcessOffThePool([builtExecutable("moose"), "login", "--workload", "file:" + file.path, "--issuer", Self.issuer,
+                                                "--client-id", "moose-ci", "--audience", Self.audience], environment: environment)
+        #expect(login.status == 0, "\(login.output)")
+        let store = try SecretStore(path: home.appendingPathComponent("data/moose/store.sqlite").path,
+                                    masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
+        let shared = EncryptedSessionStorage(store: store)
+        let made = try #require(try await shared.load("default")).session
+        try Data(try await Self.mint().utf8).write(to: file)
+        let service = TokenManager(issuer: Self.issuer, clientID: "moose-ci", storage: shared, transport: URLSessionTransport(), scopes: [],
+                                   workload: workload)
+        let fresh = try await service.coordinator.refreshNow()
+        #expect(fresh.value != made.tokens.accessToken, "the CLI's workload session was not renewed")
+        // …and the CLI serves what the manager committed.
+        let token = await runProcessOffThePool([builtExecutable("moose"), "token"], environment: environment)
+        #expect(token.status == 0 && token.output.trimmingCharacters(in: .whitespacesAndNewlines) == fresh.value, "\(token.output)")
+    }
+}
