@@ -542,10 +542,18 @@ struct LoginCommand: ParsableCommand {
                 let progress = Mutex<Progress?>(nil)
                 let deadline = Date().addingTimeInterval(timeout)
                 let pasting = paste || (noBrowser && Terminal.stdinIsTerminal)
+                // RFC 9207: a provider that promises `iss` needs the whole address pasted, not the code alone.
+                let requiresAddress = client.metadata.authorizationResponseIssParameterSupported == true
+                let provider = client.metadata.issuer
                 let agent = try LoopbackUserAgent(port: port ?? 0, timeout: timeout) { url in
                     Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
                     if !noBrowser { openBrowser(url) }
-                    if pasting {
+                    if pasting, requiresAddress {
+                        Terminal.error("If the browser is on another machine, sign in there, then paste the whole address it ends on "
+                                       + "(http://127.0.0.1:…/callback?code=…&iss=…; that page does not load there), and press Enter. "
+                                       + "The whole address, not only the code: \(provider) names itself in it (RFC 9207 iss), "
+                                       + "and a code alone cannot prove which provider sent it:")
+                    } else if pasting {
                         // No spinner: it would write over what the person types.
                         Terminal.error("If the browser is on another machine, sign in there, then paste the address it ends on "
                                        + "(http://127.0.0.1:…/callback?code=…; that page does not load there) or only the code, and press Enter:")
@@ -556,7 +564,7 @@ struct LoginCommand: ParsableCommand {
                     }
                 }
                 defer { progress.withLock { $0?.stop() } }
-                let userAgent: any ExternalUserAgent = pasting ? PasteUserAgent(loopback: agent) : agent
+                let userAgent: any ExternalUserAgent = pasting ? PasteUserAgent(loopback: agent, requiresAddress: requiresAddress) : agent
                 let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: userAgent, idTokens: validator)
                 tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             }
