@@ -517,11 +517,17 @@ struct LoginCommand: ParsableCommand {
                 tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             } else if device {
                 let progress = Mutex<Progress?>(nil)
+                let noBrowser = self.noBrowser
                 let flow = DeviceAuthorizationFlow(client: client, idTokens: validator) { device in
                     for line in DeviceCodeBanner.lines(userCode: device.userCode, verificationURI: device.verificationURI.absoluteString,
-                                                       complete: device.verificationURIComplete?.absoluteString) {
+                                                       complete: device.verificationURIComplete?.absoluteString,
+                                                       expiresIn: device.expiresAt.timeIntervalSinceNow) {
                         Terminal.outPreSanitizedError(line)
                     }
+                    // The browser opens the page (with the code, when the provider gives that URI), as for
+                    // the code flow: only an https page, or plain http on this machine.
+                    let page = device.verificationURIComplete ?? device.verificationURI
+                    if !noBrowser, TransportSecurity.permits(page) { openBrowser(page) }
                     if Progress.isInteractive {
                         progress.withLock { $0 = Progress("Waiting for approval", until: device.expiresAt) }
                     } else {
