@@ -100,6 +100,7 @@ struct OAuthContext {
     /// session concerned, for the next step's command line.
     static func fail(_ error: any Error, profile: String? = nil) -> any Error {
         if let error = error as? OAuthError {
+            if let failure = ConnectionFailure.cliError(error) { return failure }
             if error.code == OAuthError.sessionDamaged {
                 let option = profile.map { " --profile \(Terminal.safe($0))" } ?? ""
                 return CLIError.failed(text(error, next: "run moose login\(option) to replace it, or moose logout\(option) to remove it "
@@ -438,6 +439,7 @@ struct LoginCommand: ParsableCommand {
         guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http", URL(string: issuer)?.host != nil else {
             throw CLIError.usage("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
         }
+        try IssuerOption.check(issuer)
         var endpoints = existing?.endpoints ?? EndpointOverrides()
         if let deviceEndpoint {
             guard let url = URL(string: deviceEndpoint) else { throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL") }
