@@ -225,6 +225,12 @@ struct InspectCommand: ParsableCommand {
             if let failure { throw failure }
         }
 
+        /// `text` as an error message shows it: the first 40 characters and "…" when it is longer
+        /// (a pasted token or a long path is not echoed whole).
+        static func excerpt(_ text: String) -> String {
+            text.count > 40 ? String(text.prefix(40)) + "…" : text
+        }
+
         private func readToken() throws -> String {
             let raw: [UInt8]
             if token == nil || token == "-" {
@@ -239,7 +245,7 @@ struct InspectCommand: ParsableCommand {
                 raw = try KeyLoading.readFile(token, what: "token file")
             } else if let token, token.utf8.contains(UInt8(ascii: "/")) {
                 // A JWT never has a "/" (base64url): this was meant as a file.
-                throw CLIError.usage("no such file: \(token)")
+                throw CLIError.usage("no such file: \(Self.excerpt(token))")
             } else {
                 raw = Array((token ?? "").utf8)
             }

@@ -344,14 +344,15 @@ struct LoginCommand: ParsableCommand {
                 "moose login --client-credentials --issuer https://id.example.com \\",
                 "    --client-id svc --client-secret-env SVC_SECRET"))
 
+    // --issuer and --client-id first: what a first login needs is what `login --help` shows first.
+    @Option(help: "The issuer (required the first time, unless --resource discovers it).") var issuer: String?
+    @Option(name: .customLong("client-id"), help: "The client id (required the first time).") var clientID: String?
     @OptionGroup var store: StoreOptions
     @Option(help: "The profile to create or update (default: \"default\"; with --resource alone, the resource URL).",
             completion: ProfileNames.completion)
     var profile: String?
-    @Option(help: "The issuer (required the first time, unless --resource discovers it).") var issuer: String?
     @Option(help: ArgumentHelp("The RFC 8707 resource (an MCP server, an API) the tokens are for. Without --issuer, everything is discovered from its RFC 9728 metadata and the client is registered when needed.", valueName: "URL"))
     var resource: String?
-    @Option(name: .customLong("client-id"), help: "The client id (required the first time).") var clientID: String?
     @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
     var clientSecretFile: String?
     @Option(help: "A scope to request (repeatable; default: the profile's, else openid profile email).") var scope: [String] = []

@@ -2,8 +2,8 @@ import Foundation
 import MooseTestSupport
 import Testing
 
-/// Issue "The second hour", §2: messages that point the right way, each driven as a person would,
-/// against the test IdP where a provider is needed.
+/// Issue "The second hour", §2 and §3: messages that point the right way and the small things a
+/// person notices, each driven as a person would, against the test IdP where a provider is needed.
 struct SecondHourCLITests {
     /// §2: an unset variable named by `--workload env:VAR` is named, with no word of GitLab's `id_tokens`.
     @Test func anUnsetWorkloadVariableIsNamed() async throws {
@@ -68,5 +68,43 @@ struct SecondHourCLITests {
         let inspect = try await CLI.run(["inspect", "--issuer", issuer, "a.b.c"], environment: environment, timeout: 60)
         #expect(inspect.status == 1 && inspect.stderr.contains("did not speak TLS") && !inspect.stderr.contains("--ca-file"),
                 "\(inspect.status) \(inspect.stderr)")
+    }
+
+    /// §3: `moose profile list` on first contact (no config file, no store) says there are none.
+    @Test func profileListOnFirstContactSaysThereAreNone() async throws {
+        let (home, environment) = CLI.home("moose-first-profiles")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let list = try await CLI.run(["profile", "list"], environment: environment)
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.contains("no profiles yet") && list.stdout.contains("moose login --issuer URL --client-id ID"), "\(list.stdout)")
+        #expect(list.stderr.isEmpty, "\(list.stderr)")
+    }
+
+    /// §3: a long argument that is no file is not echoed whole.
+    @Test func aLongArgumentIsNotEchoedWhole() async throws {
+        let argument = String(repeating: "a", count: 60) + "/" + String(repeating: "b", count: 60)
+        let result = try await CLI.run(["inspect", argument])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("no such file: " + String(repeating: "a", count: 40) + "…"), "\(result.stderr)")
+        #expect(!result.stderr.contains(argument) && !result.stderr.contains("bbbb"), "\(result.stderr)")
+    }
+
+    /// §3: a relative HOME is reported as such, not as "HOME is not set".
+    @Test func aRelativeHomeIsSaidAsSuch() async throws {
+        let result = try await CLI.run(["status"], environment: ["HOME": "relative/home", "XDG_DATA_HOME": "", "XDG_CONFIG_HOME": "",
+                                                                 "MOOSE_STORE": "", "MOOSE_CONFIG": ""])
+        #expect(result.status == 2, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.contains("HOME is not an absolute path (HOME=relative/home)"), "\(result.stderr)")
+        #expect(!result.stderr.contains("HOME is not set"), "\(result.stderr)")
+    }
+
+    /// §3: `moose login --help` lists --issuer and --client-id first.
+    @Test func loginHelpListsIssuerAndClientIDFirst() async throws {
+        let help = try await CLI.run(["login", "--help"])
+        let options = help.stdout.components(separatedBy: "\n").drop { $0 != "OPTIONS:" }.dropFirst()
+            .filter { $0.hasPrefix("  -") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(options.count > 10, "\(help.stdout)")
+        #expect(options.first?.hasPrefix("--issuer") == true, "\(options.prefix(3))")
+        #expect(options.dropFirst().first?.hasPrefix("--client-id") == true, "\(options.prefix(3))")
     }
 }
