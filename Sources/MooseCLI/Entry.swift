@@ -18,7 +18,7 @@ struct MooseCommand: ParsableCommand {
                 "moose login --issuer https://id.example.com --client-id my-cli",
                 "curl -H \"Authorization: Bearer $(moose token)\" https://api.example.com/",
                 "moose status",
-                "moose inspect --issuer https://id.example.com \"$(moose token)\""),
+                "moose inspect --issuer https://id.example.com --aud my-api \"$(moose token)\""),
         version: "0.3.0",
         subcommands: [InspectCommand.self, LoginCommand.self, StatusCommand.self, RefreshCommand.self, LogoutCommand.self, TokenCommand.self, ExchangeCommand.self, DPoPProofCommand.self,
                       StoreCommand.self, ProfileCommand.self, MCPCommand.self, GitCredentialCommand.self, DockerCredentialCommand.self, CompletionCommand.self,

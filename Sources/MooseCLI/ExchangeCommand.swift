@@ -21,9 +21,9 @@ struct ExchangeCommand: ParsableCommand {
 
             Exit status: 0 printed; 1 refused (the provider's error is named); 2 usage; 3 unreachable.
             """ + "\n" + HelpText.examples(
-                "moose exchange --issuer https://sts.example.com --client-id ci \\\\",
+                "moose exchange --issuer https://sts.example.com --client-id ci \\",
                 "    --subject-token-env CI_ID_TOKEN --audience https://api.example.com",
-                "moose exchange --issuer https://sts.example.com --client-id ci \\\\",
+                "moose exchange --issuer https://sts.example.com --client-id ci \\",
                 "    --workload github --format json"))
 
     @Option(help: ArgumentHelp("The provider's issuer (its discovery document names the token endpoint).", valueName: "URL")) var issuer: String
@@ -75,6 +75,7 @@ struct ExchangeCommand: ParsableCommand {
         guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http", URL(string: issuer)?.host != nil else {
             throw ValidationError("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
         }
+        if let problem = IssuerOption.problem(issuer) { throw ValidationError(problem) }
     }
 
     func run() throws {

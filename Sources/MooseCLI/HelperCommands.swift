@@ -84,7 +84,13 @@ struct ProfileCommand: ParsableCommand {
             let active = CLIConfig.profileName(nil)
             var sessions: [String] = []
             if let opened = try? CLISessions(options: store, create: false) { sessions = (try? opened.keys()) ?? [] }
-            for name in Set(config.profiles.keys).union(sessions).sorted() {
+            let names = Set(config.profiles.keys).union(sessions).sorted()
+            if names.isEmpty {
+                // First contact (no config file, no store): none yet, and how to make one — not an error.
+                Terminal.out("no profiles yet: moose login --issuer URL --client-id ID makes one (profile default), "
+                             + "or add a [profiles.NAME] section to \(try CLIConfig.path)")
+            }
+            for name in names {
                 let marker = name.utf8.elementsEqual(active.utf8) ? "*" : " "
                 let state = sessions.contains(name) ? "session" : "no session"
                 let issuer = config.profiles[name]?.issuer.map { " \($0)" } ?? ""

@@ -21,7 +21,9 @@ struct InspectCommand: ParsableCommand {
             never HMAC with a public key).
 
             Exit status: 0 decoded (and verified when a key was given), 1 invalid (bad signature, \
-            expired, wrong claim…), 2 unusable input or usage.
+            expired, wrong claim…) or not accepted (a verification of a token that names an audience, \
+            without --aud or --any-audience), 2 unusable input or usage. Decoding alone (no key, issuer \
+            or audience given) shows an expired token as such and exits 0.
 
             """ + "\n" + HelpText.examples(
                 "moose inspect \"$(moose token)\"",
@@ -135,7 +137,7 @@ struct InspectCommand: ParsableCommand {
             let instant = now.flatMap(parseTime) ?? Date()
             let report = try inspect(text, at: instant)
             if json {
-                Terminal.out(InspectOutput.json(report, now: instant))
+                Terminal.out(InspectOutput.json(report, now: instant, decodeOnly: !verifies))
             } else {
                 show(report, at: instant)
             }
@@ -170,7 +172,7 @@ struct InspectCommand: ParsableCommand {
 
         private func show(_ report: TokenInspection, at instant: Date) {
             // The report's outside parts are made safe inside `human`; its own colors stay.
-            Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal))
+            Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal, decodeOnly: !verifies))
             if !verifies {
                 Terminal.out("  audience not checked: decoded only, exit 0 (--aud, --key, --jwks or --issuer verify)")
             }
@@ -182,11 +184,7 @@ struct InspectCommand: ParsableCommand {
             // A verification verdict (and exit 1) only when a verification was asked for: decoding
             // alone does not fail on the time claims. A token no one may accept (alg none, claims
             // that are not an object, a NumericDate out of range) fails either way.
-            let judgedOnlyWhenVerifying = [JWTError.expired, JWTError.notYetValid, JWTError.issuedInFuture, JWTError.audienceNotChecked]
-            let failing = report.problems.filter { problem in
-                verifies || !judgedOnlyWhenVerifying.contains(where: { $0 == problem.code })
-            }
-            if report.verdict == .invalid, !failing.isEmpty { throw Status.failed }
+            if InspectOutput.verdict(report, decodeOnly: !verifies) == .invalid { throw Status.failed }
         }
 
         /// `--session`: the stored session's own access and ID tokens (the store as every command
@@ -217,7 +215,7 @@ struct InspectCommand: ParsableCommand {
                     continue
                 }
                 if json {
-                    object[key] = (try? JSONValue(parsing: Array(InspectOutput.json(report, now: instant).utf8))) ?? .null
+                    object[key] = (try? JSONValue(parsing: Array(InspectOutput.json(report, now: instant, decodeOnly: !verifies).utf8))) ?? .null
                 } else {
                     show(report, at: instant)
                 }
@@ -225,6 +223,12 @@ struct InspectCommand: ParsableCommand {
             }
             if json { Terminal.out(JSONValue.object(object).serialized()) }
             if let failure { throw failure }
+        }
+
+        /// `text` as an error message shows it: the first 40 characters and "…" when it is longer
+        /// (a pasted token or a long path is not echoed whole).
+        static func excerpt(_ text: String) -> String {
+            text.count > 40 ? String(text.prefix(40)) + "…" : text
         }
 
         private func readToken() throws -> String {
@@ -241,7 +245,7 @@ struct InspectCommand: ParsableCommand {
                 raw = try KeyLoading.readFile(token, what: "token file")
             } else if let token, token.utf8.contains(UInt8(ascii: "/")) {
                 // A JWT never has a "/" (base64url): this was meant as a file.
-                throw CLIError.usage("no such file: \(token)")
+                throw CLIError.usage("no such file: \(Self.excerpt(token))")
             } else {
                 raw = Array((token ?? "").utf8)
             }
@@ -272,11 +276,13 @@ struct InspectCommand: ParsableCommand {
                 }
             }
             if let issuer {
+                try IssuerOption.check(issuer)
                 let metadata: ProviderMetadata
                 do {
                     let transport = try transport()
                     metadata = try CLIBlocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
                 } catch let error as OAuthError {
+                    if let failure = ConnectionFailure.cliError(error, context: "cannot use issuer \(issuer)") { throw failure }
                     throw CLIError.failed("cannot use issuer \(issuer): \(OAuthContext.text(error))")
                 } catch let error as CLIError {
                     throw error

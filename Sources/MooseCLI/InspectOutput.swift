@@ -21,7 +21,22 @@ enum InspectOutput {
         }
     }
 
-    static func human(_ report: TokenInspection, now: Date, color: Bool) -> String {
+    /// The checks that count only when a verification was asked for: decoding alone shows them
+    /// ("● decoded: token expired …") but does not fail on them (exit 0).
+    static let judgedOnlyWhenVerifying = [JWTError.expired, JWTError.notYetValid, JWTError.issuedInFuture, JWTError.audienceNotChecked]
+
+    /// The problems that make the verdict: all of them when verifying; in decode-only mode, only
+    /// those that no one may accept (alg none, claims that are not an object, a date out of range).
+    static func failing(_ report: TokenInspection, decodeOnly: Bool) -> [JWTError] {
+        report.problems.filter { problem in !decodeOnly || !judgedOnlyWhenVerifying.contains(where: { $0 == problem.code }) }
+    }
+
+    /// The verdict in one vocabulary for both modes: `invalid` only for what fails.
+    static func verdict(_ report: TokenInspection, decodeOnly: Bool) -> TokenInspection.Verdict {
+        report.verdict == .invalid && failing(report, decodeOnly: decodeOnly).isEmpty ? .decoded : report.verdict
+    }
+
+    static func human(_ report: TokenInspection, now: Date, color: Bool, decodeOnly: Bool = false) -> String {
         func paint(_ text: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
         var out = ""
         out += paint("Header", "1") + "\n" + indent(JSONValue.object(report.jws.header.fields).prettyPrinted()) + "\n"
@@ -40,25 +55,36 @@ enum InspectOutput {
             out += paint("Payload (not a JSON object)", "1") + "\n" + indent(Terminal.safe(text)) + "\n"
         }
         out += paint("Signature", "1") + "\n  " + Terminal.safe(signatureLine(report)) + "\n"
+        let audience = report.claims?.audience
+        func said(_ problem: JWTError) -> String { Terminal.safe(message(problem, audience: audience)) }
+        let failing = Self.failing(report, decodeOnly: decodeOnly)
         let verdictLine: String
-        switch report.verdict {
+        switch verdict(report, decodeOnly: decodeOnly) {
         case .valid:
             verdictLine = paint("✔ valid", "32") + ": signature verified, every check passed"
+        case .decoded where !report.problems.isEmpty:
+            // Decode only: what a verification would refuse is said, without a verdict of "invalid".
+            verdictLine = paint("● decoded", "33") + ": " + report.problems.map(said).joined(separator: "; ")
+                + " (not verified: decoded only)"
         case .decoded:
             verdictLine = paint("● decoded", "33") + ": claims checked, signature NOT verified (give --jwks, --key or --secret-file)"
         case .invalid:
-            verdictLine = paint("✘ invalid", "31") + ": " + Terminal.safe(report.problems.first.map(message) ?? "")
+            // Only an unchecked audience: the token may be fine, but nothing said whom it must be for.
+            let label = failing.allSatisfy { $0.code == JWTError.audienceNotChecked } ? "✘ not accepted" : "✘ invalid"
+            verdictLine = paint(label, "31") + ": " + (failing.first.map(said) ?? "")
         }
         out += verdictLine
-        for problem in report.problems.dropFirst() { out += "\n  also: " + Terminal.safe(message(problem)) }
+        if verdict(report, decodeOnly: decodeOnly) == .invalid {
+            for problem in failing.dropFirst() { out += "\n  also: " + said(problem) }
+        }
         return out
     }
 
-    /// A problem's message, with what to pass on the command line where that helps.
-    static func message(_ problem: JWTError) -> String {
-        problem.code == JWTError.audienceNotChecked
-            ? problem.message + " — the audience was NOT checked: pass --aud AUDIENCE, or --any-audience to accept any"
-            : problem.message
+    /// A problem's message in the CLI's words, with what to pass on the command line where that helps.
+    static func message(_ problem: JWTError, audience: [String]? = nil) -> String {
+        guard problem.code == JWTError.audienceNotChecked else { return problem.message }
+        let named = audience.map { " (the token is for " + $0.map { "\"\($0)\"" }.joined(separator: ", ") + ")" } ?? ""
+        return "audience not checked: pass --aud AUDIENCE (or --any-audience to accept any)" + named
     }
 
     static func signatureLine(_ report: TokenInspection) -> String {
@@ -92,9 +118,9 @@ enum InspectOutput {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func json(_ report: TokenInspection, now: Date) -> String {
+    static func json(_ report: TokenInspection, now: Date, decodeOnly: Bool = false) -> String {
         var object: JSONObject = [:]
-        object["verdict"] = .string(report.verdict.rawValue)
+        object["verdict"] = .string(verdict(report, decodeOnly: decodeOnly).rawValue)
         object["header"] = .object(report.jws.header.fields)
         object["claims"] = report.claims.map { .object($0.fields) } ?? .null
         if let text = report.payloadText { object["payload"] = .string(text) }
@@ -116,7 +142,8 @@ enum InspectOutput {
         }
         object["times"] = .object(times)
         object["now"] = .string(ISO8601.string(from: now))
-        object["reasons"] = .array(report.problems.map(reason))
+        let audience = report.claims?.audience
+        object["reasons"] = .array(report.problems.map { reason($0, audience: audience) })
         return JSONValue.object(object).prettyPrinted()
     }
 
@@ -124,8 +151,8 @@ enum InspectOutput {
         JSONValue.object(["verdict": "unusable", "reasons": [reason(error)]]).prettyPrinted()
     }
 
-    static func reason(_ error: JWTError) -> JSONValue {
-        var object: JSONObject = ["code": .string(error.code.description), "message": .string(message(error))]
+    static func reason(_ error: JWTError, audience: [String]? = nil) -> JSONValue {
+        var object: JSONObject = ["code": .string(error.code.description), "message": .string(message(error, audience: audience))]
         if let field = error.field { object["field"] = .string(field) }
         if let position = error.position { object["position"] = .number(JSONNumber(Int64(position))) }
         return .object(object)
@@ -144,6 +171,8 @@ enum JWKSDownload {
         let response: APIResponse
         do {
             response = try transport.sendBlocking(request)
+        } catch let error as HTTPRequestError where ConnectionFailure.cliError(error) != nil {
+            throw ConnectionFailure.cliError(error, context: "cannot fetch the JWKS") ?? error
         } catch let error as HTTPRequestError where error.code == HTTPRequestError.tls {
             throw CLIError.failed("cannot fetch the JWKS: the TLS connection to \(url.redactedForLogs) failed (\(error.message)); "
                                   + "if its certificate comes from a private CA, pass --ca-file PEM (or set SSL_CERT_FILE) [tls]")

@@ -17,15 +17,24 @@ package import Foundation
 /// A pasted address must be this login's redirect URI (scheme, host, port and path, byte for byte)
 /// and carry this login's `state`; the flow then checks the rest as for any redirect (RFC 9207 `iss`,
 /// the code exchange with PKCE). A bare code gets this login's `state` attached — the person pasted
-/// it into this login — and nothing else: a provider that sends `iss` then needs the whole address.
-/// Anything else is refused with the reason, and the person may paste again.
+/// it into this login — and nothing else. At a provider that promises `iss` in every authorization
+/// response (`authorization_response_iss_parameter_supported`, RFC 9207 §3) only the whole address
+/// will do: a code alone cannot prove which provider sent it, so it is refused (and so is an address
+/// with a code but no `iss`: a copy cut short). Anything refused is said with the reason, and the
+/// person may paste again, `maximumTries` times in all; then the login stops with an input error.
 struct PasteUserAgent: ExternalUserAgent {
     let loopback: LoopbackUserAgent
+    /// Whether the provider promises RFC 9207 `iss` (then only the whole address is taken).
+    let requiresAddress: Bool
     /// Reads one line the person typed (`nil` at end of input). Blocking: called off the pool.
     let readLine: @Sendable () -> String?
+    /// How many pasted lines are read before the login gives up.
+    static let maximumTries = 5
 
-    init(loopback: LoopbackUserAgent, readLine: @escaping @Sendable () -> String? = { Swift.readLine(strippingNewline: true) }) {
+    init(loopback: LoopbackUserAgent, requiresAddress: Bool = false,
+         readLine: @escaping @Sendable () -> String? = { Swift.readLine(strippingNewline: true) }) {
         self.loopback = loopback
+        self.requiresAddress = requiresAddress
         self.readLine = readLine
     }
 
@@ -35,10 +44,12 @@ struct PasteUserAgent: ExternalUserAgent {
     }
 
     func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
-        let loopback = self.loopback, readLine = self.readLine
+        let loopback = self.loopback, readLine = self.readLine, requiresAddress = self.requiresAddress
         return try await withThrowingTaskGroup(of: URL.self) { group in
             group.addTask { try await loopback.authorize(url: url, redirectURI: redirectURI, expectedState: expectedState) }
-            group.addTask { try await Self.pasted(redirectURI: redirectURI, expectedState: expectedState, readLine: readLine) }
+            group.addTask {
+                try await Self.pasted(redirectURI: redirectURI, expectedState: expectedState, requiresAddress: requiresAddress, readLine: readLine)
+            }
             defer { group.cancelAll() }
             guard let first = try await group.next() else { throw CancellationError() }
             return first
@@ -47,17 +58,29 @@ struct PasteUserAgent: ExternalUserAgent {
 
     func loginFinished(_ failure: OAuthError?) async { await loopback.loginFinished(failure) }
 
-    /// Reads lines until one is a usable redirect; at end of input (nothing more will be typed) it
-    /// waits for cancellation: the loopback listener may still bring the redirect.
-    static func pasted(redirectURI: URL, expectedState: String, readLine: @escaping @Sendable () -> String?) async throws -> URL {
+    /// Reads lines until one is a usable redirect, at most `maximumTries`; then an input error (exit
+    /// 2). At end of input (nothing more will be typed) it waits for cancellation: the loopback
+    /// listener may still bring the redirect.
+    static func pasted(redirectURI: URL, expectedState: String, requiresAddress: Bool = false,
+                       readLine: @escaping @Sendable () -> String?) async throws -> URL {
+        var refused = 0
         while true {
             guard let line = try await nextLine(readLine) else {
                 try await Task.sleep(nanoseconds: UInt64(86_400) * 1_000_000_000)
                 throw CancellationError()
             }
-            switch PastedRedirect.parse(line, redirectURI: redirectURI, expectedState: expectedState) {
-            case .success(let url): return url
-            case .failure(let refusal): Terminal.error("moose: \(refusal.message); paste the whole address again (or only the code)")
+            switch PastedRedirect.parse(line, redirectURI: redirectURI, expectedState: expectedState, requiresAddress: requiresAddress) {
+            case .success(let url):
+                return url
+            case .failure(let refusal):
+                refused += 1
+                let left = maximumTries - refused
+                guard left > 0 else {
+                    throw CLIError.usage("\(refusal.message); \(maximumTries) pasted lines were refused, "
+                                         + "so the login stopped: run moose login again and paste the whole address the browser ends on")
+                }
+                let what = requiresAddress ? "the whole address" : "the whole address (or only the code)"
+                Terminal.error("moose: \(refusal.message); paste \(what) again (\(left) \(left == 1 ? "try" : "tries") left)")
             }
         }
     }
@@ -88,8 +111,10 @@ package enum PastedRedirect {
         package let message: String
     }
 
-    /// The redirect URL a pasted line stands for, or why it is refused.
-    package static func parse(_ line: String, redirectURI: URL, expectedState: String) -> Result<URL, Refusal> {
+    /// The redirect URL a pasted line stands for, or why it is refused. With `requiresAddress` (the
+    /// provider promises RFC 9207 `iss`), a bare code and an address with a code but no `iss` are
+    /// refused: the flow could not use them.
+    package static func parse(_ line: String, redirectURI: URL, expectedState: String, requiresAddress: Bool = false) -> Result<URL, Refusal> {
         let text = line.trimmingASCIIWhitespace()
         guard !text.isEmpty else { return .failure(Refusal(message: "nothing was pasted")) }
         guard text.utf8.count <= 8192, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
@@ -97,6 +122,10 @@ package enum PastedRedirect {
         }
         let lowered = text.lowercased()
         guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
+            guard !requiresAddress else {
+                return .failure(Refusal(message: "that is not an address (only a code?): this provider names itself in the address (RFC 9207 iss) "
+                                        + "and a code alone cannot prove which provider sent it; copy the whole address from the address bar"))
+            }
             // A bare code: this login's redirect with this login's state.
             var components = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false)
             components?.queryItems = [URLQueryItem(name: "code", value: text), URLQueryItem(name: "state", value: expectedState)]
@@ -117,6 +146,10 @@ package enum PastedRedirect {
         }
         guard let state = items.first(where: { $0.name == "state" })?.value, state.utf8.elementsEqual(expectedState.utf8) else {
             return .failure(Refusal(message: "that address belongs to another login (its state is not this one's)"))
+        }
+        if requiresAddress, items.contains(where: { $0.name == "code" }), !items.contains(where: { $0.name == "iss" }) {
+            return .failure(Refusal(message: "that address has no iss (the provider's name, RFC 9207), which this provider always sends: "
+                                    + "was it cut short? Copy the whole address from the address bar"))
         }
         guard let url = pasted.url else { return .failure(Refusal(message: "that is not a valid address")) }
         return .success(url)

@@ -100,6 +100,7 @@ struct OAuthContext {
     /// session concerned, for the next step's command line.
     static func fail(_ error: any Error, profile: String? = nil) -> any Error {
         if let error = error as? OAuthError {
+            if let failure = ConnectionFailure.cliError(error) { return failure }
             if error.code == OAuthError.sessionDamaged {
                 let option = profile.map { " --profile \(Terminal.safe($0))" } ?? ""
                 return CLIError.failed(text(error, next: "run moose login\(option) to replace it, or moose logout\(option) to remove it "
@@ -343,14 +344,15 @@ struct LoginCommand: ParsableCommand {
                 "moose login --client-credentials --issuer https://id.example.com \\",
                 "    --client-id svc --client-secret-env SVC_SECRET"))
 
+    // --issuer and --client-id first: what a first login needs is what `login --help` shows first.
+    @Option(help: "The issuer (required the first time, unless --resource discovers it).") var issuer: String?
+    @Option(name: .customLong("client-id"), help: "The client id (required the first time).") var clientID: String?
     @OptionGroup var store: StoreOptions
     @Option(help: "The profile to create or update (default: \"default\"; with --resource alone, the resource URL).",
             completion: ProfileNames.completion)
     var profile: String?
-    @Option(help: "The issuer (required the first time, unless --resource discovers it).") var issuer: String?
     @Option(help: ArgumentHelp("The RFC 8707 resource (an MCP server, an API) the tokens are for. Without --issuer, everything is discovered from its RFC 9728 metadata and the client is registered when needed.", valueName: "URL"))
     var resource: String?
-    @Option(name: .customLong("client-id"), help: "The client id (required the first time).") var clientID: String?
     @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
     var clientSecretFile: String?
     @Option(help: "A scope to request (repeatable; default: the profile's, else openid profile email).") var scope: [String] = []
@@ -438,6 +440,7 @@ struct LoginCommand: ParsableCommand {
         guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http", URL(string: issuer)?.host != nil else {
             throw CLIError.usage("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
         }
+        try IssuerOption.check(issuer)
         var endpoints = existing?.endpoints ?? EndpointOverrides()
         if let deviceEndpoint {
             guard let url = URL(string: deviceEndpoint) else { throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL") }
@@ -517,11 +520,17 @@ struct LoginCommand: ParsableCommand {
                 tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             } else if device {
                 let progress = Mutex<Progress?>(nil)
+                let noBrowser = self.noBrowser
                 let flow = DeviceAuthorizationFlow(client: client, idTokens: validator) { device in
                     for line in DeviceCodeBanner.lines(userCode: device.userCode, verificationURI: device.verificationURI.absoluteString,
-                                                       complete: device.verificationURIComplete?.absoluteString) {
+                                                       complete: device.verificationURIComplete?.absoluteString,
+                                                       expiresIn: device.expiresAt.timeIntervalSinceNow) {
                         Terminal.outPreSanitizedError(line)
                     }
+                    // The browser opens the page (with the code, when the provider gives that URI), as for
+                    // the code flow: only an https page, or plain http on this machine.
+                    let page = device.verificationURIComplete ?? device.verificationURI
+                    if !noBrowser, TransportSecurity.permits(page) { openBrowser(page) }
                     if Progress.isInteractive {
                         progress.withLock { $0 = Progress("Waiting for approval", until: device.expiresAt) }
                     } else {
@@ -542,10 +551,18 @@ struct LoginCommand: ParsableCommand {
                 let progress = Mutex<Progress?>(nil)
                 let deadline = Date().addingTimeInterval(timeout)
                 let pasting = paste || (noBrowser && Terminal.stdinIsTerminal)
+                // RFC 9207: a provider that promises `iss` needs the whole address pasted, not the code alone.
+                let requiresAddress = client.metadata.authorizationResponseIssParameterSupported == true
+                let provider = client.metadata.issuer
                 let agent = try LoopbackUserAgent(port: port ?? 0, timeout: timeout) { url in
                     Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
                     if !noBrowser { openBrowser(url) }
-                    if pasting {
+                    if pasting, requiresAddress {
+                        Terminal.error("If the browser is on another machine, sign in there, then paste the whole address it ends on "
+                                       + "(http://127.0.0.1:…/callback?code=…&iss=…; that page does not load there), and press Enter. "
+                                       + "The whole address, not only the code: \(provider) names itself in it (RFC 9207 iss), "
+                                       + "and a code alone cannot prove which provider sent it:")
+                    } else if pasting {
                         // No spinner: it would write over what the person types.
                         Terminal.error("If the browser is on another machine, sign in there, then paste the address it ends on "
                                        + "(http://127.0.0.1:…/callback?code=…; that page does not load there) or only the code, and press Enter:")
@@ -556,7 +573,7 @@ struct LoginCommand: ParsableCommand {
                     }
                 }
                 defer { progress.withLock { $0?.stop() } }
-                let userAgent: any ExternalUserAgent = pasting ? PasteUserAgent(loopback: agent) : agent
+                let userAgent: any ExternalUserAgent = pasting ? PasteUserAgent(loopback: agent, requiresAddress: requiresAddress) : agent
                 let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: userAgent, idTokens: validator)
                 tokens = try CLIBlocking.run { try await flow.authorize(parameters) }
             }

@@ -46,8 +46,14 @@ struct StoreOptions: ParsableArguments {
     static func xdg(_ variable: String, fallback: String) throws -> String {
         if let value = getenv(variable).map({ String(cString: $0) }), value.hasPrefix("/") { return value }
         guard let home = home() else {
-            throw CLIError.usage("HOME is not set (nor \(variable)): moose keeps its store, key and config under your home folder "
-                                 + "and will not put secrets in the current directory; set HOME, or give --store and --key-file (or MOOSE_STORE, MOOSE_CONFIG)")
+            let next = "moose keeps its store, key and config under your home folder and will not put secrets in the current directory; "
+            let value = getenv("HOME").map { String(cString: $0) } ?? ""
+            if !value.isEmpty {
+                // Set, but relative: said as it is (a relative HOME would be the current directory's).
+                throw CLIError.usage("HOME is not an absolute path (HOME=\(value)), nor is \(variable) set to one: " + next
+                                     + "set HOME to your home folder's absolute path, or give --store and --key-file (or MOOSE_STORE, MOOSE_CONFIG)")
+            }
+            throw CLIError.usage("HOME is not set (nor \(variable)): " + next + "set HOME, or give --store and --key-file (or MOOSE_STORE, MOOSE_CONFIG)")
         }
         return home + "/" + fallback
     }

@@ -84,6 +84,10 @@ public struct CurlTransport: HTTPTransport {
     /// help, trusting the right CA (or fixing the server's certificate) does.
     static let tlsCodes: Set<Int32> = [35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98]
 
+    /// What OpenSSL says (in libcurl's error buffer) when the server's answer to the handshake is no
+    /// TLS record at all — a plain-http server.
+    static let notTLSMessages = ["wrong version number", "packet length too long"]
+
     static func perform(_ request: APIRequest, maximumResponseSize: Int, connectTimeout: TimeInterval,
                         caFile: String?, pins: PublicKeyPins, cancel: CancelFlag) throws -> APIResponse {
         guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
@@ -141,6 +145,18 @@ public struct CurlTransport: HTTPTransport {
                     throw HTTPRequestError(HTTPRequestError.pinning, "\(message); nothing was sent to the pinned host \(host)",
                                            method: request.method, url: request.redactedURL)
                 }
+            }
+            // CURLE_COULDNT_RESOLVE_HOST = 6: not an outage of the provider, a name that did not resolve.
+            if code == 6 {
+                throw HTTPRequestError(HTTPRequestError.nameNotResolved, "the name \(url.host ?? "") did not resolve",
+                                       method: request.method, url: request.redactedURL)
+            }
+            // CURLE_SSL_CONNECT_ERROR = 35 with OpenSSL's "wrong version number" (or "packet length too
+            // long"): the server's first bytes were no TLS record — plain http on that port.
+            if code == 35, Self.notTLSMessages.contains(where: { message.contains($0) }) {
+                let port = url.port.map { ":\($0)" } ?? ""
+                throw HTTPRequestError(HTTPRequestError.notTLS, "the server at \(url.host ?? "")\(port) did not speak TLS (\(message))",
+                                       method: request.method, url: request.redactedURL)
             }
             if tlsCodes.contains(code) { throw HTTPRequestError(HTTPRequestError.tls, message, method: request.method, url: request.redactedURL) }
             throw HTTPRequestError.transportFailure(message, request)

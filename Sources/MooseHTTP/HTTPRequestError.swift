@@ -73,6 +73,13 @@ public struct HTTPRequestError: Error, Sendable, CustomStringConvertible {
     /// Public-key pins that cannot be used: a malformed pin or host (`PublicKeyPins.init`), or pins
     /// given to a transport that cannot check them on this platform. Nothing was sent.
     public static let pinning = Code(name: "pinning")
+    /// An `https` request reached a server that does not speak TLS (it answered the handshake in
+    /// plain text: a plain-http port, or the wrong scheme in the URL). Trusting another CA does not
+    /// help; the URL's scheme or port is wrong. (`CurlTransport`; other transports report `tls`.)
+    public static let notTLS = Code(name: "notTLS")
+    /// The host's name did not resolve (DNS): a misspelt or unknown host, or no name service on this
+    /// network. (`CurlTransport`; other transports report `transport`.)
+    public static let nameNotResolved = Code(name: "nameNotResolved")
     /// The exchange took longer than its timeout.
     public static let timedOut = Code(name: "timedOut")
     /// The response was larger than allowed.

@@ -18,6 +18,35 @@ struct DeviceLoginCLITests {
         #expect(Date().timeIntervalSince(started) < 20, "--timeout 3 was not applied to --device")
     }
 
+    /// Issue "The second hour", §1: `moose login --device` opens the verification page with
+    /// `$BROWSER` as the code flow does (not with --no-browser), and says how long the code lives
+    /// also when standard error is not a terminal (here a pipe).
+    @Test func theBrowserOpensTheVerificationPageAndTheCodesLifetimeIsSaid() async throws {
+        let (home, base) = CLI.home("moose-device-browser")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let opened = home.appendingPathComponent("opened")
+        let browser = home.appendingPathComponent("browser")
+        try "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(opened.path)'\n".write(to: browser, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: browser.path)
+        var environment = base
+        environment["BROWSER"] = browser.path
+        let arguments = ["login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
+                         "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/", "--timeout", "2"]
+        let login = try await CLI.run(arguments, environment: environment, timeout: 30)
+        #expect(login.status == 1, "\(login.status) \(login.stderr)")
+        #expect(login.stderr.contains("The code expires in "), "\(login.stderr)")
+        let pages = (try? String(contentsOf: opened, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        // The provider gives no verification_uri_complete: the page is verification_uri.
+        #expect(pages == [TestIdentityProvider.issuer + "/device/"], "\(pages)")
+
+        try? FileManager.default.removeItem(at: opened)
+        let printed = try await CLI.run(arguments + ["--no-browser", "--profile", "other"], environment: environment, timeout: 30)
+        #expect(printed.stderr.contains("The code expires in ") && printed.stderr.contains(TestIdentityProvider.issuer + "/device/"),
+                "\(printed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: opened.path), "--no-browser started the browser")
+    }
+
     @Test func withoutADeviceEndpointTheMessageNamesTheOption() async throws {
         let (home, environment) = CLI.home("moose-device-endpoint")
         defer { try? FileManager.default.removeItem(at: home) }

@@ -20,6 +20,8 @@ struct HelpTextTests {
         // Every example line is indented and starts with a command or continues one: never a wrapped tail.
         for line in lines[(start + 1)...].prefix(while: { !$0.isEmpty }) {
             #expect(line.hasPrefix("  ") && line.count <= 80, "an example broken or too wide: \(line)")
+            // A continuation is one backslash: "\\" would end the command in a shell (issue "The second hour" §2).
+            #expect(!line.hasSuffix("\\\\"), "an example that does not paste into a shell: \(line)")
         }
         #expect(!help.contains(")). (default:") && !help.contains("). (default:"), "a doubled default in \(command)")
     }

@@ -56,6 +56,110 @@ struct PasteLoginTests {
         #expect(status.stdout.contains("alice"), "\(status.stdout)")
     }
 
+    /// Issue "The second hour", §1: at a provider that promises RFC 9207 `iss` (the test IdP does), the
+    /// prompt asks for the whole address and says why; a bare code, an address cut before its `iss`,
+    /// another address and garbage are each refused with the reason and the person pastes again —
+    /// then the whole address logs in.
+    @Test func theWholeAddressIsAskedForWhereTheProviderSendsIss() async throws {
+        let (home, environment) = CLI.home("moose-paste-iss")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let driver = """
+            import os, pty, re, select, subprocess, sys, time
+            moose, browser = sys.argv[1], sys.argv[2]
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(moose, [moose] + sys.argv[3:])
+            out = b""
+            def read_until(needle, limit=60):
+                global out
+                end = time.time() + limit
+                while time.time() < end and needle not in out:
+                    ready, _, _ = select.select([fd], [], [], 0.5)
+                    if ready:
+                        try:
+                            chunk = os.read(fd, 4096)
+                        except OSError:
+                            return
+                        if not chunk:
+                            return
+                        out += chunk
+            read_until(b"press Enter")
+            read_until(b"sent it:")
+            match = re.search(rb"(http://127\\.0\\.0\\.1:[0-9]+/authorize/\\?[^\\s]+)", out)
+            if match:
+                env = dict(os.environ, MOOSE_BROWSER_PRINT_REDIRECT="1")
+                redirect = subprocess.run([sys.executable, browser, match.group(1).decode()], env=env,
+                                          capture_output=True, text=True, timeout=60).stdout.strip()
+                code = re.search(r"code=([^&]+)", redirect).group(1)
+                cut = re.sub(r"&iss=[^&]*", "", redirect)
+                for line, left in [(code, b"4 tries left"), (cut, b"3 tries left"),
+                                   ("http://127.0.0.1:1/elsewhere?code=x&state=y", b"2 tries left"), ("%%%", b"1 try left")]:
+                    os.write(fd, line.encode() + b"\\r")
+                    read_until(left)
+                os.write(fd, redirect.encode() + b"\\r")
+                read_until(b"Logged in")
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.write(out.decode(errors="replace"))
+            print("EXIT", os.waitstatus_to_exitcode(status))
+            """
+        let browser = LocalServer.repositoryRoot + "/tools/idp/headless_browser.py"
+        let result = try await CLI.run(["python3", "-c", driver, CLI.binary, browser, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
+                                        "--client-id", "moose-cli", "--timeout", "90"],
+                                       environment: environment, timeout: 120, executable: "/usr/bin/python3")
+        let out = result.stdout.replacingOccurrences(of: "\r\n", with: "\n")
+        #expect(out.contains("paste the whole address it ends on") && out.contains("a code alone cannot prove which provider sent it"), "\(out)")
+        #expect(!out.contains("or only the code"), "\(out)")
+        #expect(out.contains("only a code?") && out.contains("4 tries left"), "\(out)")
+        #expect(out.contains("that address has no iss") && out.contains("3 tries left"), "\(out)")
+        #expect(out.contains("not this login's redirect") && out.contains("2 tries left"), "\(out)")
+        #expect(out.contains("1 try left"), "\(out)")
+        #expect(out.contains("Logged in to"), "\(out) \(result.stderr)")
+        #expect(out.hasSuffix("EXIT 0\n"), "\(out)")
+    }
+
+    /// Pasting is bounded: the fifth line that is not this login's redirect stops the login with an
+    /// input error (exit 2) that says what to do.
+    @Test func fiveWrongPastesStopTheLogin() async throws {
+        let (home, environment) = CLI.home("moose-paste-bound")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let driver = """
+            import os, pty, select, sys, time
+            moose = sys.argv[1]
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(moose, [moose] + sys.argv[2:])
+            out = b""
+            def read_until(needle, limit=60):
+                global out
+                end = time.time() + limit
+                while time.time() < end and needle not in out:
+                    ready, _, _ = select.select([fd], [], [], 0.5)
+                    if ready:
+                        try:
+                            chunk = os.read(fd, 4096)
+                        except OSError:
+                            return
+                        if not chunk:
+                            return
+                        out += chunk
+            read_until(b"press Enter")
+            for _ in range(5):
+                os.write(fd, b"http://example.com/nope?code=1&state=2\\r")
+                time.sleep(0.3)
+            read_until(b"run moose login again")
+            read_until(b"\\x00", limit=5)
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.write(out.decode(errors="replace"))
+            print("EXIT", os.waitstatus_to_exitcode(status))
+            """
+        let result = try await CLI.run(["python3", "-c", driver, CLI.binary, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
+                                        "--client-id", "moose-cli", "--timeout", "60"],
+                                       environment: environment, timeout: 90, executable: "/usr/bin/python3")
+        #expect(result.stdout.contains("1 try left"), "\(result.stdout)")
+        #expect(result.stdout.contains("so the login stopped"), "\(result.stdout)")
+        #expect(result.stdout.hasSuffix("EXIT 2\n"), "\(result.stdout)")
+    }
+
     @Test func pastedLinesAreCheckedBeforeUse() throws {
         let redirect = try #require(URL(string: "http://127.0.0.1:4711/callback"))
         func parse(_ line: String) -> Result<URL, PastedRedirect.Refusal> { PastedRedirect.parse(line, redirectURI: redirect, expectedState: "s1") }
@@ -70,5 +174,13 @@ struct PasteLoginTests {
                         String(repeating: "a", count: 9000)] {
             if case .success(let url) = parse(refused) { Issue.record("accepted \(refused.prefix(60)) as \(url)") }
         }
+        // A provider that promises iss (RFC 9207): only the whole address, with its iss.
+        func whole(_ line: String) -> Result<URL, PastedRedirect.Refusal> {
+            PastedRedirect.parse(line, redirectURI: redirect, expectedState: "s1", requiresAddress: true)
+        }
+        #expect(throws: PastedRedirect.Refusal.self) { try whole("abc").get() }
+        #expect(throws: PastedRedirect.Refusal.self) { try whole("http://127.0.0.1:4711/callback?code=abc&state=s1").get() }
+        #expect(try whole("http://127.0.0.1:4711/callback?code=abc&state=s1&iss=https%3A%2F%2Fid").get().query == "code=abc&state=s1&iss=https%3A%2F%2Fid")
+        #expect(try whole("http://127.0.0.1:4711/callback?error=access_denied&state=s1").get().query == "error=access_denied&state=s1")
     }
 }

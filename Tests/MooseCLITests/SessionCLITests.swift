@@ -54,6 +54,29 @@ struct InspectIssuerCLITests {
         let wrong = try await CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer.replacingOccurrences(of: "127.0.0.1", with: "localhost")])
         #expect(wrong.status == 1 && wrong.stderr.contains("issuer"))
     }
+
+    /// Issue "The second hour", §2: the top-level help's own example, `moose inspect --issuer ISS
+    /// "$(moose token --id-token)"`, without --aud: the verdict says in the CLI's words that the
+    /// audience was not checked and what to pass — "not accepted", exit 1 (a script's `&&` must not
+    /// go on) — and the help's example passes --aud.
+    @Test func withoutAudTheVerdictSaysWhatToPass() async throws {
+        let (home, environment) = try await CLI.logIn("moose-cli-inspect-aud")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let token = try await CLI.run(["token", "--id-token"], environment: environment)
+        #expect(token.status == 0, "\(token.stderr)")
+        let idToken = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let unchecked = try await CLI.run(["inspect", "--issuer", TestIdentityProvider.issuer, idToken], environment: environment)
+        #expect(unchecked.status == 1, "\(unchecked.stdout) \(unchecked.stderr)")
+        #expect(unchecked.stdout.contains("✘ not accepted: audience not checked: pass --aud AUDIENCE (or --any-audience to accept any) "
+                                          + "(the token is for \"moose-cli\")"), "\(unchecked.stdout)")
+        #expect(!unchecked.stdout.contains("configure this verifier") && !unchecked.stdout.contains("✘ invalid"), "\(unchecked.stdout)")
+        let json = try await CLI.run(["inspect", "--issuer", TestIdentityProvider.issuer, idToken, "--json"], environment: environment)
+        #expect(try json.reasonCodes() == ["audienceNotChecked"], "\(json.stdout)")
+        let checked = try await CLI.run(["inspect", "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", idToken], environment: environment)
+        #expect(checked.status == 0 && checked.stdout.contains("✔ valid"), "\(checked.stdout) \(checked.stderr)")
+        let help = try await CLI.run(["--help"])
+        #expect(help.stdout.contains("moose inspect --issuer https://id.example.com --aud my-api"), "\(help.stdout)")
+    }
 }
 
 /// `moose token` from many processes at once: one refresh at the provider.

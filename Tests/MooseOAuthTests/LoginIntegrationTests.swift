@@ -83,14 +83,16 @@ struct LoginIntegrationTests {
         let flow = AuthorizationCodeFlow(client: client, redirectURI: receiver.redirectURI,
                                          userAgent: try LoopbackUserAgent { _ in }, idTokens: try Self.validator(client.metadata))
         let request = try flow.makeRequest(AuthorizationParameters())
-        let forged = URL(string: "\(receiver.redirectURI.absoluteString)?code=stolen&state=\(request.state)x")!
+        // With the provider's own iss (it promises one, RFC 9207): the state check is what refuses these.
+        let iss = "&iss=" + (client.metadata.issuer.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let forged = URL(string: "\(receiver.redirectURI.absoluteString)?code=stolen&state=\(request.state)x\(iss)")!
         do {
             _ = try await flow.complete(request, callback: forged)
             Issue.record("a wrong state was accepted")
         } catch let error as OAuthError {
             #expect(error.code == OAuthError.stateMismatch)
         }
-        let denied = URL(string: "\(receiver.redirectURI.absoluteString)?error=access_denied&state=\(request.state)")!
+        let denied = URL(string: "\(receiver.redirectURI.absoluteString)?error=access_denied&state=\(request.state)\(iss)")!
         do {
             _ = try await flow.complete(request, callback: denied)
         } catch let error as OAuthError {

@@ -68,13 +68,18 @@ public struct WorkloadIdentity: Sendable {
     }
 
     /// The token in an environment variable, read on every call: GitLab CI's `id_tokens` (a job
-    /// declares `id_tokens: { MOOSE_ID_TOKEN: { aud: … } }`; the audience is the job's to declare).
+    /// declares `id_tokens: { MOOSE_ID_TOKEN: { aud: … } }`; the audience is the job's to declare),
+    /// or, with another `platform` name, any variable the caller sets.
+    ///
+    /// An unset or empty variable is a `workloadIdentity` error that names it (and, for GitLab CI,
+    /// the job's `id_tokens`).
     public static func environmentVariable(_ variable: String, platform: String = "GitLab CI",
                                            environment: [String: String] = ProcessInfo.processInfo.environment) -> WorkloadIdentity {
-        WorkloadIdentity(name: "\(platform) (the variable \(variable))") { _ in
+        let hint = platform == "GitLab CI" ? "declare it in the job's id_tokens (with the provider's aud)"
+            : "set it to the workload's identity token (a JWT) before this runs"
+        return WorkloadIdentity(name: "\(platform) (the variable \(variable))") { _ in
             guard let value = environment[variable], !value.isEmpty else {
-                throw OAuthError(OAuthError.workloadIdentity,
-                                 "\(platform): the variable \(variable) is not set; declare it in the job's id_tokens (with the provider's aud)")
+                throw OAuthError(OAuthError.workloadIdentity, "\(platform): the variable \(variable) is not set (or is empty); \(hint)")
             }
             return value
         }

@@ -63,6 +63,9 @@ OAUTH2_PROVIDER = {
     "OIDC_ENABLED": True,
     "OIDC_RSA_PRIVATE_KEY": _key_file.read_text() if _key_file.exists() else "",
     "OIDC_ISS_ENDPOINT": ISSUER,
+    # RFC 9207: `iss` in every authorization response, promised in both discovery documents
+    # (authorization_response_iss_parameter_supported), as RFC 9700 §4.4 recommends.
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "PKCE_REQUIRED": True,
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": False,
