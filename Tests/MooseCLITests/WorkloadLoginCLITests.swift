@@ -11,18 +11,13 @@ import Testing
 /// secret on disk; after expiry, 10 processes cause one exchange; each side's refusal is named.
 @Suite(.serialized)
 struct WorkloadLoginCLITests {
-    static let issuer = ProcessInfo.processInfo.environment["MOOSE_AUTHGENT_ISSUER"] ?? "http://127.0.0.1:8782"
-    static let platform = ProcessInfo.processInfo.environment["MOOSE_WORKLOAD_ISSUER"] ?? "http://127.0.0.1:8781"
-    static let audience = "https://api.example.test"
+    static let issuer = WorkloadPlatform.issuer
+    static let platform = WorkloadPlatform.platform
+    static let audience = WorkloadPlatform.audience
 
     /// A token the stand-in platform signs (as a kubelet projects one into a pod).
     static func mint(audience: String = issuer, lifetime: Int = 300) async throws -> String {
-        var components = try #require(URLComponents(string: platform + "/mint"))
-        components.queryItems = [URLQueryItem(name: "aud", value: audience), URLQueryItem(name: "lifetime", value: String(lifetime)),
-                                 URLQueryItem(name: "sub", value: "system:serviceaccount:ci:deployer")]
-        let (data, response) = try await URLSession.shared.data(from: try #require(components.url))
-        try #require((response as? HTTPURLResponse)?.statusCode == 200, "the stand-in CI issuer at \(platform) is not running (tools/authgent/start)")
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        try await WorkloadPlatform.mint(audience: audience, lifetime: lifetime)
     }
 
     @Test func aGitHubActionsShapedJobGetsAnAccessTokenWithNoSecret() async throws {

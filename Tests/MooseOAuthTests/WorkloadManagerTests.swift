@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import MooseCrypto
 import MooseOAuth
 import MooseSQLiteStorage
@@ -16,18 +13,9 @@ import Testing
 /// that `moose login --workload file:…` made in another process, on the same store.
 @Suite(.serialized)
 struct WorkloadManagerTests {
-    static let issuer = ProcessInfo.processInfo.environment["MOOSE_AUTHGENT_ISSUER"] ?? "http://127.0.0.1:8782"
-    static let platform = ProcessInfo.processInfo.environment["MOOSE_WORKLOAD_ISSUER"] ?? "http://127.0.0.1:8781"
-    static let audience = "https://api.example.test"
-
-    static func mint() async throws -> String {
-        var components = try #require(URLComponents(string: platform + "/mint"))
-        components.queryItems = [URLQueryItem(name: "aud", value: issuer), URLQueryItem(name: "lifetime", value: "300"),
-                                 URLQueryItem(name: "sub", value: "system:serviceaccount:ci:deployer")]
-        let (data, response) = try await URLSession.shared.data(from: try #require(components.url))
-        try #require((response as? HTTPURLResponse)?.statusCode == 200, "the stand-in CI issuer at \(platform) is not running (tools/authgent/start)")
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
+    static let issuer = WorkloadPlatform.issuer
+    static let audience = WorkloadPlatform.audience
+    static func mint() async throws -> String { try await WorkloadPlatform.mint() }
 
     @Test func aManagerLogsInAsAWorkloadAndRenewsACLIsWorkloadSession() async throws {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-workload-manager-\(UUID().uuidString)")
