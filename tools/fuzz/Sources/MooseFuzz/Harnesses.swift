@@ -20,7 +20,7 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "form": form, "redaction": redaction, "dpop-par-response": dpopParResponse,
     "config-file": configFile,
     "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration, "sse": serverSentEvents,
-    "paste": pastedRedirect, "workload-token": workloadToken,
+    "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -466,4 +466,23 @@ func workloadToken(_ bytes: [UInt8]) {
     require(token.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "visible ASCII, no spaces")
     require(token.utf8.filter { $0 == UInt8(ascii: ".") }.count == 2, "three parts")
     require(WorkloadIdentity.compactJWS(token) == token, "idempotent")
+}
+
+/// Certificate pinning's parsers: the SPKI reader over a certificate's DER bytes, and a pin list
+/// (`host` on the first line, pins on the next ones). The SPKI is a whole DER SEQUENCE lying inside the
+/// input; accepted pins are canonical `sha256//` + 44 base64 characters, found again by their host.
+func publicKeyPins(_ bytes: [UInt8]) {
+    if let spki = PublicKeyPins.subjectPublicKeyInfo(certificateDER: bytes) {
+        require(spki.count >= 2 && spki.count <= bytes.count && spki.first == 0x30, "the SPKI is a SEQUENCE within the input")
+        require(bytes.count >= spki.count, "bounded by the input")
+    }
+    let lines = text(bytes).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    guard let host = lines.first, lines.count >= 2 else { return }
+    guard let pins = try? PublicKeyPins([host: Array(lines.dropFirst())]) else { return }
+    for pinned in pins.hosts {
+        for pin in pins.pins(for: pinned) {
+            require(pin.hasPrefix("sha256//") && pin.utf8.count == 52, "a canonical pin: \(pin.utf8.count) bytes")
+        }
+        require(!pins.pins(for: pinned).isEmpty, "a pinned host has pins")
+    }
 }
