@@ -324,21 +324,28 @@ struct RefreshCoordinatorRobustnessTests {
     }
 
     /// When a refresher's lease does lapse (its renewals fail) and another holder commits first,
-    /// its own fenced commit fails and it adopts the winner's tokens.
+    /// its own fenced commit fails and it adopts the winner's tokens. The loser's answer stands for a
+    /// provider with a reuse grace period, which answers the old refresh token again.
     @Test func aLostLeaseMakesTheCommitFailAndTheWinnersTokensAreAdopted() async throws {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
-        let client = fixture.client
+        let sessions = fixture.sessions, original = fixture.original
         var configuration = RefreshCoordinator.Configuration()
         configuration.leaseTTL = 0.3
-        let noRenewals = FaultyStorage(fixture.sessions, failingSaves: 0, failingRenewals: true)
+        let noRenewals = FaultyStorage(sessions, failingSaves: 0, failingRenewals: true)
         let started = Mutex(false)
         let loser = RefreshCoordinator(key: "default", storage: noRenewals, configuration: configuration) { old in
             started.withLock { $0 = true }
-            // Long enough for the winner's whole refresh to come first even in an AddressSanitizer
-            // build among hundreds of tests (1.2 s was not: the loser's rotation then beat it).
-            try await Task.sleep(nanoseconds: 3_000_000_000)
-            return try await client.refresh(old)
+            // The order is the point, not the timing: the loser's answer comes after the winner's commit.
+            let deadline = Date().addingTimeInterval(60)
+            while try sessions.loadNow("default")?.session.tokens.refreshToken == original.refreshToken, Date() < deadline {
+                try await Task.sleep(nanoseconds: 20_000_000)
+            }
+            var graced = old.tokens
+            graced.accessToken = "graced-" + UUID().uuidString
+            graced.refreshToken = "graced-" + UUID().uuidString
+            graced.expiresAt = Date().addingTimeInterval(300)
+            return graced
         }
         async let lost = loser.accessToken()
         while !started.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
@@ -346,7 +353,45 @@ struct RefreshCoordinatorRobustnessTests {
         let winner = try await fixture.coordinator(configuration).refreshNow()
         let adopted = try await lost
         #expect(adopted.value == winner.value, "the loser's tokens overwrote the winner's or were handed out")
-        #expect(try fixture.sessions.loadNow("default")?.session.tokens.accessToken == winner.value)
+        #expect(try sessions.loadNow("default")?.session.tokens.accessToken == winner.value)
+    }
+
+    /// The other order, at the real provider (no reuse grace): a refresher whose lease lapsed is
+    /// answered first, and the holder that took the lease over sends the same refresh token and is
+    /// refused. The first answer is the live one: it is committed over the lapsed lease, and the
+    /// refused holder waits for it and adopts it — the session is not lost and nobody is logged out.
+    @Test func aLapsedHolderAnsweredFirstCommitsAndTheRefusedHolderAdoptsItsTokens() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let client = fixture.client, sessions = fixture.sessions
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.leaseTTL = 0.3
+        let noRenewals = FaultyStorage(sessions, failingSaves: 0, failingRenewals: true)
+        let started = Mutex(false), takenOver = Mutex(false), answered = Mutex(false)
+        let lapsed = RefreshCoordinator(key: "default", storage: noRenewals, configuration: configuration) { old in
+            started.withLock { $0 = true }
+            while !takenOver.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
+            let rotated = try await client.refresh(old)
+            answered.withLock { $0 = true }
+            return rotated
+        }
+        let successor = RefreshCoordinator(key: "default", storage: sessions, configuration: configuration) { old in
+            takenOver.withLock { $0 = true }
+            while !answered.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
+            return try await client.refresh(old)   // the spent refresh token: invalid_grant
+        }
+        async let first = lapsed.accessToken()
+        while !started.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
+        try await Task.sleep(nanoseconds: 400_000_000)   // the first holder's lease has lapsed
+        let second = try await successor.refreshNow()
+        let firstToken = try await first
+        #expect(firstToken.value == second.value, "the refused holder did not adopt the first answer")
+        let stored = try #require(try sessions.loadNow("default")?.session)
+        #expect(stored.state == .active, "the refusal caused by the first answer logged the session out")
+        #expect(stored.tokens.accessToken == firstToken.value)
+        #expect(stored.attributes[RefreshCoordinator.rotationAttribute] == nil)
+        // The committed refresh token is the live one at the provider.
+        #expect(try await client.refresh(stored.tokens).refreshToken != nil)
     }
 
     @Test func aRefresherKilledWhileHoldingTheLeaseDelaysButLosesNothing() async throws {

@@ -31,12 +31,38 @@ extension RefreshCoordinator {
         }.joined()
     }
 
-    /// Whether `session` carries the record of a refresh of its current refresh token that never
-    /// committed (compared byte for byte).
-    static func interruptedRotation(of session: OAuthSession) -> Bool {
-        guard let refreshToken = session.tokens.refreshToken, let record = session.attributes[rotationAttribute],
-              let recorded = record.split(separator: " ").first else { return false }
-        return recorded.utf8.elementsEqual(rotationFingerprint(refreshToken).utf8)
+    /// When the refresh of `session`'s current refresh token recorded in it was sent, if one was and
+    /// never committed (the fingerprint compared byte for byte). A record with no readable time counts
+    /// as sent long ago.
+    static func interruptedRotation(of session: OAuthSession) -> Date? {
+        guard let refreshToken = session.tokens.refreshToken, let record = session.attributes[rotationAttribute] else { return nil }
+        let parts = record.split(separator: " ", maxSplits: 1)
+        guard let recorded = parts.first, recorded.utf8.elementsEqual(rotationFingerprint(refreshToken).utf8) else { return nil }
+        // Bounded before conversion: a year-3000 cap, nothing negative.
+        guard parts.count == 2, parts[1].utf8.count <= 12, let seconds = Int64(parts[1]), (0...32_503_680_000).contains(seconds) else {
+            return Date(timeIntervalSince1970: 0)
+        }
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
+    /// How long after another refresher sent a refresh token its answer may still be on its way to
+    /// the store: a refresher whose own refresh of that token is refused waits this long for the
+    /// other's commit before it gives the session up.
+    static let inFlightHorizon: TimeInterval = 10
+
+    /// The tokens that replaced `spent` in the store, waiting (until `horizon` after `otherSentAt`)
+    /// for another refresher that sent the same refresh token and may still commit its answer. `nil`:
+    /// no successor came.
+    func successor(of spent: TokenSet, otherSentAt: Date?) async throws -> TokenSet? {
+        let deadline = otherSentAt.map { $0.addingTimeInterval(Self.inFlightHorizon) } ?? .distantPast
+        while true {
+            if let again = try await loadSession(), again.session.state == .active,
+               !Self.same(again.session.tokens.refreshToken, spent.refreshToken) {
+                return again.session.tokens
+            }
+            guard now() < deadline else { return nil }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
     }
 
     /// Records the refresh about to be sent (only for a refresh token: other grants rotate nothing) and

@@ -157,17 +157,18 @@ extension RefreshCoordinator {
             fresh = try await refreshWithRetries(session)
         } catch let error as OAuthError where error.code == OAuthError.invalidGrant && !session.renewsWithoutAPerson {
             recordFutileRefresh()
-            // Maybe another process rotated the token a moment ago: then its tokens are the answer.
-            if let again = try await loadSession(), again.session.state == .active,
-               !Self.same(again.session.tokens.refreshToken, spent.refreshToken) {
-                return try adopt(again.session.tokens, epoch: started, activity: .read)
+            // Maybe another process rotated the token a moment ago: then its tokens are the answer. A
+            // refresher whose lease lapsed while its refresh of this very token was on its way (its
+            // record was here before ours) may have been answered first: its commit is awaited.
+            if let tokens = try await successor(of: spent, otherSentAt: interrupted) {
+                return try adopt(tokens, epoch: started, activity: .read)
             }
             session.state = .needsReauthentication
             session.attributes[Self.rotationAttribute] = nil
             _ = try? await storage.save(session, key: key, expectedGeneration: generation, lease: lease)
             snapshot.withLock { $0 = Snapshot() }
             eventListeners.yield(.needsReauthentication)
-            throw interrupted ? Self.refusedAfterInterruption(error, key: key) : error
+            throw interrupted != nil ? Self.refusedAfterInterruption(error, key: key) : error
         } catch let error as OAuthError {
             // Only a refused refresh token ends a session. A session renewed without a person keeps
             // going: this attempt failed, the next call asks its token source again.
@@ -199,6 +200,22 @@ extension RefreshCoordinator {
             var reread: StoredSession?? = nil   // nil: the storage could not be read
             do { reread = .some(try await storage.load(key)) } catch {}
             switch reread {
+            case .some(.some(let other)) where Self.same(other.session.tokens.refreshToken, spent.refreshToken)
+                                               && other.generation != generation:
+                // Our lease lapsed and another holder took it, but nobody committed a successor of the
+                // refresh token we spent: the provider answered us first, so ours are the live tokens
+                // (the other refresh is refused, or its answer waits for ours). Written over the
+                // other holder's record, by compare-and-set alone.
+                switch await commitOverLapsedLease(session, spent: spent.refreshToken, over: other) {
+                case .committed: break
+                case .superseded(let winner) where winner.session.state == .active:
+                    return try adopt(winner.session.tokens, epoch: started, activity: .granted)
+                case .superseded: throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
+                case .loggedOut: throw OAuthError(OAuthError.needsLogin, "\(key) was logged out while a refresh ran")
+                case .unwritable(let written, let replacing):
+                    pendingWrite = (written, replacing)
+                    scheduleWriteRetry()
+                }
             case .some(.some(let winner)) where winner.generation != generation:
                 // A grant was made here (its tokens lost the compare-and-set): counted as one.
                 if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started, activity: .granted) }
@@ -214,6 +231,38 @@ extension RefreshCoordinator {
             }
         }
         return try adopt(fresh, epoch: started, activity: .granted)
+    }
+
+    /// What became of tokens written over a lapsed lease.
+    private enum LapsedCommit {
+        case committed
+        case superseded(StoredSession)
+        case loggedOut
+        /// Not written: the session to write and the generation it replaces.
+        case unwritable(OAuthSession, Int64)
+    }
+
+    /// Writes `session` (whose tokens are the provider's answer to `spent`, the refresh token still
+    /// stored) over `other` without a lease, by compare-and-set alone, retrying a few conflicts while
+    /// the stored refresh token stays `spent`.
+    private func commitOverLapsedLease(_ session: OAuthSession, spent: String?, over other: StoredSession) async -> LapsedCommit {
+        var current = other
+        var written = session
+        written.state = .active   // over a refusal caused by our own rotation
+        written.attributes[Self.rotationAttribute] = nil
+        for _ in 0..<5 {
+            guard Self.same(current.session.tokens.refreshToken, spent) else { return .superseded(current) }
+            do {
+                _ = try await storage.save(written, key: key, expectedGeneration: current.generation, lease: nil)
+                return .committed
+            } catch {
+                let reread: StoredSession?
+                do { reread = try await storage.load(key) } catch { return .unwritable(written, current.generation) }
+                guard let reread else { return .loggedOut }
+                current = reread
+            }
+        }
+        return .unwritable(written, current.generation)
     }
 
     /// The stored session. A damaged row is final for this session (`sessionDamaged`, announced as
@@ -268,7 +317,7 @@ extension RefreshCoordinator {
                    status: error.status, underlying: error)
     }
 
-    private static func same(_ a: String?, _ b: String?) -> Bool {
+    static func same(_ a: String?, _ b: String?) -> Bool {
         switch (a, b) {
         case (nil, nil): true
         case (let x?, let y?): x.utf8.elementsEqual(y.utf8)
