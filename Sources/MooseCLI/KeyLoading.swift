@@ -1,10 +1,6 @@
 import MooseCrypto
 import MooseJWT
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import MooseOAuth
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -13,27 +9,14 @@ import Foundation
 
 /// Reads verification keys for `moose inspect` from the places the user named.
 enum KeyLoading {
-    /// Reads a whole file, with a size limit and a clear error. Read with `open`/`read`, at most
-    /// `limit` + 1 bytes (a FIFO such as `<(command)` works; an endless one is cut off at the limit);
-    /// `URL(fileURLWithPath:)` and `Data(contentsOf:)` cost `moose inspect` a fifth of its instructions.
+    /// Reads a whole file, with a size limit and a clear error (`SessionPlan.readFile`'s, as a usage
+    /// error): at most `limit` + 1 bytes, so a FIFO such as `<(command)` works.
     static func readFile(_ path: String, what: String, limit: Int = 1 << 20) throws -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw CLIError.usage("cannot read \(what) \(path): \(errno == ENOENT ? "no such file" : "permission denied or unreadable")")
+        do {
+            return try SessionPlan.readFile(path, what: what, limit: limit)
+        } catch let error as OAuthError {
+            throw CLIError.usage(error.message)
         }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: min(limit + 1, 64 << 10))
-        while bytes.count <= limit {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw CLIError.usage("cannot read \(what) \(path): permission denied or unreadable")
-            }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
-        throw CLIError.usage("\(what) \(path) is larger than \(limit) bytes")
     }
 
     /// Keys from a JWKS document (or a single JWK).

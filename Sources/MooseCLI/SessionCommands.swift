@@ -161,42 +161,14 @@ struct CLIClients: Sendable {
     let fileStore: SecretStore?
 
     /// How `profile`'s client authenticates, read afresh on every use (a rotated secret file or
-    /// variable is picked up): `private_key_jwt` with its key file, else its secret from a file or an
-    /// environment variable (`client_secret_basic`, or `_post`), else none (a public client).
+    /// variable is picked up): the plan's references resolved (`SessionPlan.clientAuthentication`), an
+    /// unreadable source a usage error.
     static func authentication(for profile: Profile) throws -> ClientAuthentication {
-        if let path = profile.privateKeyFile {
-            let signing: JWTKey
-            let text = String(decoding: try KeyLoading.readFile(path, what: "key file"), as: UTF8.self)
-            do {
-                if text.trimmingASCIIWhitespace().hasPrefix("{") {
-                    // A private JWK: its kid names the key unless --key-id does.
-                    var fields = try JWK(json: text).fields
-                    if let keyID = profile.privateKeyID { fields["kid"] = .string(keyID) }
-                    signing = try JWK(fields).signingKey()
-                } else {
-                    signing = try JWTKey(pem: text, keyID: profile.privateKeyID)
-                }
-            } catch {
-                throw CLIError.usage("--private-key \(path) must be a private key in PEM or a private JWK (RS256, ES256 or EdDSA): \(error)")
-            }
-            let algorithms = KeyLoading.algorithms(for: signing)
-            guard let algorithm = [JWTAlgorithm.es256, .eddsa, .rs256].first(where: algorithms.contains) else {
-                throw CLIError.usage("--private-key \(path): private_key_jwt signs with RS256, ES256 or EdDSA, not this key type")
-            }
-            return .privateKeyJWT(signing, algorithm)
+        do {
+            return try profile.clientAuthentication()
+        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
+            throw CLIError.usage(error.message)
         }
-        var secret: String? = nil
-        if let file = profile.clientSecretFile {
-            secret = String(decoding: try KeyLoading.readFile(file, what: "client secret file", limit: 4096), as: UTF8.self)
-                .trimmingCharacters(in: ["\n", "\r"])
-        } else if let variable = profile.clientSecretEnv {
-            guard let value = getenv(variable).map({ String(cString: $0) }), !value.isEmpty else {
-                throw CLIError.usage("the environment variable \(variable) (the client secret of profile \(profile.name)) is not set")
-            }
-            secret = value
-        }
-        guard let secret else { return .none }
-        return profile.clientAuth == "post" ? .clientSecretPost(secret) : .clientSecretBasic(secret)
     }
 
     func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
@@ -479,7 +451,7 @@ struct LoginCommand: ParsableCommand {
         settings.publicKeyPins = try CLITransport.pins(pinPublicKey.isEmpty ? config?.publicKeyPins : pinPublicKey, issuer: issuer) ?? existing?.publicKeyPins
         if let workload {
             _ = try WorkloadLogin.source(workload, transport: CurlTransport())   // a usage error now, not after discovery
-            settings.workload = workload.hasPrefix("file:") ? "file:" + Self.absolute(String(workload.dropFirst(5))) : workload
+            settings.workload = WorkloadLogin.absolute(workload)
             settings.workloadAudience = workloadAudience
             settings.workloadGrant = workloadGrant
             settings.subjectTokenType = subjectType

@@ -1,15 +1,9 @@
-import Dispatch
 import MooseHTTP
 import MooseOAuth
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
-#endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// `moose login --workload SOURCE`: a CI job's or a pod's own identity token, exchanged for tokens at
@@ -19,94 +13,34 @@ enum WorkloadLogin {
     /// The grants a workload login can use.
     static let grants = WorkloadGrant.Grant.allCases.map(\.rawValue)
 
-    /// The source `spec` names: `github`, `gitlab` (the variable `MOOSE_ID_TOKEN`), `gitlab:VAR`,
-    /// `env:VAR`, `file:PATH` or `command:PROGRAM ARG…` (run without a shell).
+    /// The source `spec` names (`SessionPlan.identity`), a bad spec a usage error; a `file:` path is
+    /// made absolute first (the session is renewed from any directory, by any process).
     static func source(_ spec: String, transport: any HTTPTransport) throws -> WorkloadIdentity {
-        func after(_ prefix: String) -> String? {
-            spec.utf8.starts(with: prefix.utf8) ? String(spec.dropFirst(prefix.count)) : nil
+        do {
+            return try SessionPlan.identity(absolute(spec), transport: transport)
+        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
+            throw CLIError.usage(error.message)
         }
-        if spec == "github" { return .githubActions(transport: transport) }
-        if spec == "gitlab" { return .environmentVariable("MOOSE_ID_TOKEN") }
-        if let variable = after("gitlab:"), !variable.isEmpty { return .environmentVariable(variable) }
-        if let variable = after("env:"), !variable.isEmpty { return .environmentVariable(variable, platform: "the environment") }
-        if let path = after("file:"), !path.isEmpty { return .file(LoginCommand.absolute(path)) }
-        if let command = after("command:") {
-            let words = command.split(separator: " ").map(String.init)
-            if !words.isEmpty { return Self.command(words) }
-        }
-        throw CLIError.usage("--workload takes github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM [ARG…]")
+    }
+
+    /// `spec` with a `file:` path made absolute.
+    static func absolute(_ spec: String) -> String {
+        guard spec.utf8.starts(with: "file:".utf8), spec.count > 5 else { return spec }
+        return "file:" + LoginCommand.absolute(String(spec.dropFirst(5)))
     }
 
     /// Tokens for `profile` (a workload profile) through `client`: the library's `WorkloadGrant` for
     /// the profile's source, audience and grant.
     static func tokens(profile: Profile, client: OAuthClient) async throws -> TokenSet {
-        guard let spec = profile.workload else { throw CLIError.usage("profile \(profile.name) is not a workload login") }
-        let grant = WorkloadGrant(identity: try source(spec, transport: client.transport),
-                                  grant: profile.workloadGrant.flatMap(WorkloadGrant.Grant.init(rawValue:)) ?? .tokenExchange,
-                                  identityAudience: profile.workloadAudience ?? profile.issuer,
-                                  subjectTokenType: profile.subjectTokenType ?? ExchangeToken.idTokenType,
-                                  audiences: profile.audience.map { [$0] } ?? [])
+        var plan = profile
+        plan.workload = plan.workload.map(absolute)
+        let grant: WorkloadGrant?
+        do {
+            grant = try plan.workloadGrant(transport: client.transport)
+        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
+            throw CLIError.usage(error.message)
+        }
+        guard let grant else { throw CLIError.usage("profile \(profile.name) is not a workload login") }
         return try await grant.tokens(client: client, scopes: profile.scopes)
-    }
-
-    /// A command's standard output as the token (`command:gcloud auth print-identity-token`), run
-    /// without a shell on every renewal; a non-zero exit or no output is the platform's failure.
-    static func command(_ words: [String]) -> WorkloadIdentity {
-        let name = "the command \(words[0])"
-        return WorkloadIdentity(name: name) { _ in
-            let (status, output) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int32, [UInt8]), any Error>) in
-                DispatchQueue.global().async { continuation.resume(with: Result { try run(words) }) }
-            }
-            guard status == 0, !output.isEmpty else {
-                throw OAuthError(OAuthError.workloadIdentity, "\(name) exited with status \(status)\(output.isEmpty ? " and printed nothing" : "")")
-            }
-            return String(decoding: output, as: UTF8.self)
-        }
-    }
-
-    /// Runs `words` (a PATH lookup for the first), standard output captured (at most 64 KiB), standard
-    /// error passed through, nothing else of moose's inherited.
-    private static func run(_ words: [String]) throws -> (Int32, [UInt8]) {
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw OAuthError(OAuthError.workloadIdentity, "cannot run \(words[0]): no pipe") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
-        posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
-        posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        guard ChildProcess.closeInheritedDescriptors(&actions, &attributes), ChildProcess.defaultSignals(&attributes) else {
-            close(pipeEnds[0])
-            close(pipeEnds[1])
-            throw OAuthError(OAuthError.workloadIdentity, "not running \(words[0]): this C library cannot close moose's descriptors in it")
-        }
-        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid = pid_t()
-        let spawned = posix_spawnp(&pid, words[0], &actions, &attributes, argv, environ)
-        close(pipeEnds[1])
-        guard spawned == 0 else {
-            close(pipeEnds[0])
-            throw OAuthError(OAuthError.workloadIdentity, "cannot run \(words[0]) (error \(spawned)): is it installed, on PATH?")
-        }
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(pipeEnds[0], &buffer, buffer.count)
-            if count > 0 {
-                if output.count < 65_536 { output += buffer[0..<count] }
-            } else if count == 0 || errno != EINTR {
-                break
-            }
-        }
-        close(pipeEnds[0])
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-        let exited = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (exited, output.count > 65_536 ? [] : output)
     }
 }

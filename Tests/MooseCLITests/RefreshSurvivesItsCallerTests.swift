@@ -16,12 +16,12 @@ struct RefreshSurvivesItsCallerTests {
         var row = try await CLI.storedRow(environment: environment)
         var session = try #require(row["session"] as? [String: Any])
         var attributes = try #require(session["attributes"] as? [String: String])
-        let profileText = try #require(attributes["moose.cli.profile"])
+        let profileText = try #require(attributes["moose.plan"])
         var profile = try #require(try JSONSerialization.jsonObject(with: Data(profileText.utf8)) as? [String: Any])
         var endpoints = profile["endpoints"] as? [String: Any] ?? [:]
         endpoints["tokenEndpoint"] = url
         profile["endpoints"] = endpoints
-        attributes["moose.cli.profile"] = String(decoding: try JSONSerialization.data(withJSONObject: profile), as: UTF8.self)
+        attributes["moose.plan"] = String(decoding: try JSONSerialization.data(withJSONObject: profile), as: UTF8.self)
         session["attributes"] = attributes
         row["session"] = session
         let edited = try JSONSerialization.data(withJSONObject: row)

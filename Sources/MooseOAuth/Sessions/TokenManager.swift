@@ -62,6 +62,9 @@ public final class TokenManager: Sendable {
     public let resource: String?
     /// How a workload logs in and renews (`login(with: .workload)`), if this manager is a workload's.
     public let workload: WorkloadGrant?
+    /// How this manager logs in and renews, stored with every login's session (with the grant of
+    /// that login) so another process can open it (`open(key:storage:transport:)`).
+    public let plan: SessionPlan
 
     /// A manager for `clientID` at `issuer` (discovered on first use), keeping its session in
     /// `storage` under `key`. With `resource`, every login and refresh names that RFC 8707 resource
@@ -86,18 +89,93 @@ public final class TokenManager: Sendable {
     ///   - dpop: bind every login's tokens to a new DPoP key of this algorithm (RFC 9449).
     ///   - workload: how a workload logs in (`login(with: .workload)`) and renews its session — also
     ///     one made by `moose login --workload` or another process, when issuer and client match.
-    public init(issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
-                key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
-                endpoints: EndpointOverrides = EndpointOverrides(), dpop: JWTAlgorithm? = nil, resource: String? = nil,
-                workload: WorkloadGrant? = nil,
-                logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
+    public convenience init(issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
+                            key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
+                            endpoints: EndpointOverrides = EndpointOverrides(), dpop: JWTAlgorithm? = nil, resource: String? = nil,
+                            workload: WorkloadGrant? = nil,
+                            logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
+        var plan = SessionPlan(name: key, issuer: issuer, clientID: clientID, scopes: scopes, endpoints: endpoints)
+        plan.dpop = dpop?.rawValue
+        plan.resource = resource
+        if case .none = authentication {} else { plan.authenticationHeldByApp = true }
+        if workload != nil { plan.grant = .workload }
+        self.init(plan: plan, authentication: authentication, storage: storage, key: key, transport: transport, dpop: dpop,
+                  workload: workload, logger: logger, configuration: configuration)
+    }
+
+    /// A manager that logs in and renews as `plan` says — its client's authentication read from the
+    /// plan's references (a secret file or variable, a private key file), its workload source, audience,
+    /// resource and DPoP algorithm — and stores `plan` with every login's session, so any other process
+    /// opens and renews that session with `open(key:storage:transport:)`.
+    ///
+    /// - Parameters:
+    ///   - plan: how to log in and renew (`SessionPlan`).
+    ///   - storage: where the session lives.
+    ///   - key: its key (default: the plan's `name`).
+    ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
+    /// - Throws: `invalidConfiguration` when a reference cannot be resolved (an unset variable, an
+    ///   unreadable key file, an unknown DPoP algorithm or workload source).
+    public convenience init(plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
+                            logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) throws {
+        var dpop: JWTAlgorithm? = nil
+        if let name = plan.dpop {
+            guard let algorithm = JWTAlgorithm(rawValue: name) else {
+                throw OAuthError(OAuthError.invalidConfiguration, "the session plan names an unknown DPoP algorithm \(name)")
+            }
+            dpop = algorithm
+        }
+        var named = plan
+        named.name = key ?? plan.name
+        self.init(plan: named, authentication: try plan.clientAuthentication(), storage: storage, key: named.name, transport: transport,
+                  dpop: dpop, workload: try plan.workloadGrant(transport: transport), logger: logger, configuration: configuration)
+    }
+
+    /// The manager for the session already under `key` in `storage`, whatever made it (`moose login`,
+    /// another app, a fleet's replica): it renews the session as the plan stored with it says
+    /// (`SessionPlan`); a session written before plans existed renews as the least plan it implies
+    /// (its issuer and client, a public client).
+    ///
+    /// ```swift
+    /// let manager = try await TokenManager.open(key: "ci", storage: storage, transport: transport)
+    /// let token = try await manager.accessToken()
+    /// ```
+    /// - Throws: `needsLogin` when there is no session under `key`; `sessionDamaged` for a row that
+    ///   fails authentication; `invalidConfiguration` when its plan cannot be followed here (the
+    ///   client's credentials held by the app that made it, an unset variable, an unreadable key file).
+    public static func open(key: String, storage: any SessionStorage, transport: any HTTPTransport, logger: Logger? = nil,
+                            configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) async throws -> TokenManager {
+        let stored: StoredSession?
+        do {
+            stored = try await storage.load(key)
+        } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
+            throw error
+        } catch {
+            throw OAuthError(OAuthError.storeUnavailable, "cannot read the session under \(key)", underlying: error)
+        }
+        guard let session = stored?.session else {
+            throw OAuthError(OAuthError.needsLogin, "there is no session under \(key): log in first")
+        }
+        let plan = SessionPlan.of(session, key: key)
+        if plan.grant == .workload, plan.workload == nil {
+            throw OAuthError(OAuthError.invalidConfiguration,
+                             "the session under \(key) is a workload's whose identity source is its app's own (a WorkloadGrant value, "
+                                 + "not stored): open it with TokenManager(…, workload:)")
+        }
+        return try TokenManager(plan: plan, storage: storage, key: key, transport: transport, logger: logger, configuration: configuration)
+    }
+
+    private init(plan: SessionPlan, authentication: ClientAuthentication, storage: any SessionStorage, key: String,
+                 transport: any HTTPTransport, dpop: JWTAlgorithm?, workload: WorkloadGrant?, logger: Logger?,
+                 configuration: RefreshCoordinator.Configuration) {
+        let issuer = plan.issuer, clientID = plan.clientID
         self.issuer = issuer
         self.clientID = clientID
         self.key = key
         self.storage = storage
-        self.resource = resource
+        self.resource = plan.resource
+        self.plan = plan
         let state = ClientState(issuer: issuer, clientID: clientID, authentication: authentication, transport: transport,
-                                endpoints: endpoints, scopes: scopes, dpop: dpop, resource: resource, logger: logger)
+                                endpoints: plan.endpoints, scopes: plan.scopes, dpop: dpop, resource: plan.resource, logger: logger)
         self.state = state
         engine = SessionEngine(key: key, storage: storage, configuration: configuration)
         coordinator = engine.coordinator(client: { _ in try await state.prepare() }, renew: { session, client in
@@ -137,6 +215,8 @@ public final class TokenManager: Sendable {
         case .device(let present):
             tokens = try await DeviceAuthorizationFlow(client: client, idTokens: validator, present: present).authorize(parameters)
         case .clientCredentials:
+            var parameters = parameters
+            if let audience = plan.audience { parameters.extra.append(("audience", audience)) }
             tokens = try await ClientCredentialsFlow(client: client).authorize(parameters)
         case .workload:
             guard let workload else {
@@ -145,9 +225,16 @@ public final class TokenManager: Sendable {
             tokens = try await workload.tokens(client: client, scopes: parameters.scopes)
         }
         var grant: String? = nil
-        if case .clientCredentials = method { grant = "client_credentials" }
-        if case .workload = method { grant = WorkloadGrant.sessionGrant }
-        let session = try await engine.completeLogin(tokens, client: client, grant: grant, coordinator: coordinator)
+        var plan = self.plan
+        switch method {
+        case .loopback, .userAgent: plan.grant = .authorizationCode
+        case .device: plan.grant = .deviceCode
+        case .clientCredentials: grant = "client_credentials"; plan.grant = .clientCredentials
+        case .workload: grant = WorkloadGrant.sessionGrant; plan.grant = .workload
+        }
+        var attributes = plan.stored()
+        if let audience = plan.audience, grant != nil { attributes[SessionEngine.audienceAttribute] = audience }
+        let session = try await engine.completeLogin(tokens, client: client, grant: grant, attributes: attributes, coordinator: coordinator)
         return SessionSummary(key: key, session: session)
     }
 

@@ -1,18 +1,18 @@
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #elseif canImport(Darwin)
-import Darwin
+package import Darwin
 #endif
 
 /// What every program moose starts (a browser, a workload's token command) shares: it inherits the
 /// descriptors its file actions set up and nothing else of moose's — not the loopback listener, not
 /// the store, not a connection to a provider.
-enum ChildProcess {
+package enum ChildProcess {
     /// Adds "close every descriptor from 3 up" to `actions` (Linux: glibc 2.34's
     /// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time since Swift's Glibc module
     /// lacks it) or `POSIX_SPAWN_CLOEXEC_DEFAULT` to `attributes` (Darwin). `false` when this C
     /// library cannot: the caller must then not start the program.
-    static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t, _ attributes: inout posix_spawnattr_t) -> Bool {
+    package static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t, _ attributes: inout posix_spawnattr_t) -> Bool {
         #if os(Linux)
         typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
         guard let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return false }
@@ -36,7 +36,7 @@ extension ChildProcess {
     /// The child starts with the default signal mask and dispositions, whatever `moose` blocks or
     /// ignores (it blocks SIGINT and SIGTERM while it waits for a redirect, for instance): a child
     /// that inherited them could not be stopped by them.
-    static func defaultSignals(_ attributes: inout posix_spawnattr_t) -> Bool {
+    package static func defaultSignals(_ attributes: inout posix_spawnattr_t) -> Bool {
         var empty = sigset_t(), all = sigset_t()
         sigemptyset(&empty)
         sigfillset(&all)
@@ -49,7 +49,7 @@ extension ChildProcess {
     /// The child starts in a session of its own (`setsid`): signals a terminal or a job control sends
     /// to the caller's process group (Ctrl-C, a hang-up, a CI runner stopping the job's group) do not
     /// reach it. `false` where this C library cannot (glibc before 2.26).
-    static func detach(_ attributes: inout posix_spawnattr_t) -> Bool {
+    package static func detach(_ attributes: inout posix_spawnattr_t) -> Bool {
         #if os(Linux)
         // glibc's POSIX_SPAWN_SETSID (<spawn.h>, __USE_GNU; not in Swift's Glibc module).
         return addFlags(0x80, &attributes)
