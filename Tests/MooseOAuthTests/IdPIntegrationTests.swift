@@ -60,6 +60,30 @@ struct ClientCredentialsIntegrationTests {
         }
     }
 
+    /// Issue "The second hour" §5: `openid` alone on a client credentials grant is refused with the
+    /// reason before anything is sent — never sent as no scope, whose refusal read as a bad secret.
+    @Test func clientCredentialsAskingOnlyForOpenIDIsRefusedWithTheReason() async throws {
+        let spy = TokenEndpointSpy(TestIdP.transport)
+        let client = OAuthClient(metadata: try await TestIdP.metadata(), clientID: "moose-service",
+                                 authentication: .clientSecretBasic("moose-service-secret"), transport: spy)
+        await #expect { _ = try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: ["openid"])) } throws: { error in
+            (error as? OAuthError)?.code == OAuthError.invalidConfiguration && "\(error)".contains("issues no ID token")
+        }
+        #expect(spy.tokenCalls == 0, "the grant was sent")
+        // With the API's scope beside it, openid is left out and the grant goes through.
+        let tokens = try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: ["openid", "read"]))
+        #expect(tokens.scopes == ["read"])
+    }
+
+    /// A revocation refused names the revocation endpoint, not the token endpoint.
+    @Test func aRefusedRevocationNamesTheRevocationEndpoint() async throws {
+        let client = try await TestIdP.client("moose-service", .clientSecretBasic("wrong"))
+        await #expect { try await client.revoke("not-a-token", hint: "access_token") } throws: { error in
+            let text = "\(error)"
+            return (error as? OAuthError)?.code == OAuthError.invalidClient && text.contains("the revocation endpoint") && !text.contains("token endpoint")
+        }
+    }
+
     @Test func revokedTokenIsInactiveAtIntrospection() async throws {
         let client = try await TestIdP.client("moose-service", .clientSecretBasic("moose-service-secret"))
         let tokens = try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: ["read"]))

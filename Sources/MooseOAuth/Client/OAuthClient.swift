@@ -117,7 +117,7 @@ public struct OAuthClient: Sendable {
         let request = try tokenEndpoint().authenticatedRequest(url: url, parameters: [("token", token), ("token_type_hint", hint)])
         let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the revocation endpoint")
         guard response.status.code == 200 else {
-            throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)))
+            throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)), endpoint: "the revocation endpoint")
         }
     }
 

@@ -58,12 +58,14 @@ package enum TokenResponse {
         return tokens
     }
 
-    static func error(from response: APIResponse, object: JSONValue?) -> OAuthError {
+    /// The error of a refused or failed answer from `endpoint` (the token endpoint, or another that
+    /// answers in RFC 6749 §5.2's shape: revocation, RFC 7009 §2.2.1), named in the message.
+    static func error(from response: APIResponse, object: JSONValue?, endpoint: String = "the token endpoint") -> OAuthError {
         let code = object?["error"]?.stringValue
         let description = object?["error_description"]?.stringValue
         let uri = object?["error_uri"]?.stringValue
         if response.status.code >= 500 || response.status.code == 429 {
-            return OAuthError(OAuthError.transient, "the token endpoint answered HTTP \(response.status.code)", oauthError: code,
+            return OAuthError(OAuthError.transient, "\(endpoint) answered HTTP \(response.status.code)", oauthError: code,
                               errorDescription: description, errorURI: uri, status: response.status.code)
         }
         guard let code else {
@@ -72,9 +74,11 @@ package enum TokenResponse {
             // Some providers (Glewlwyd) refuse every bad client authentication with a bare 401/403:
             // the client was refused, not the answer malformed (RFC 6749 §5.2 would say invalid_client).
             if status == 401 || status == 403 {
-                return OAuthError(OAuthError.invalidClient,
-                                  "the token endpoint answered HTTP \(status) without an OAuth error (\(body)): "
-                                  + "the client's credentials were refused: check the client id and its secret or key (and the key's kid)",
+                let next = endpoint == "the token endpoint"
+                    ? "the client's credentials were refused: check the client id and its secret or key (and the key's kid)"
+                    : "it refused this client's authentication there (a provider may take other client authentication methods "
+                        + "at this endpoint than at its token endpoint: see its metadata)"
+                return OAuthError(OAuthError.invalidClient, "\(endpoint) answered HTTP \(status) without an OAuth error (\(body)): " + next,
                                   status: status)
             }
             // Glewlwyd answers a dead or replayed refresh token with a 400 and an empty body (issue 33 §5):
@@ -82,11 +86,11 @@ package enum TokenResponse {
             // an OAuth error) stays a malformed answer: invalid_grant ends a session.
             if status == 400, Self.isBlank(response) {
                 return OAuthError(OAuthError.invalidGrant,
-                                  "the token endpoint refused the grant (HTTP 400) without an OAuth error body (\(body))",
+                                  "\(endpoint) refused the grant (HTTP 400) without an OAuth error body (\(body))",
                                   status: status)
             }
             return OAuthError(OAuthError.invalidResponse,
-                              "the token endpoint answered HTTP \(status) without an OAuth error (\(body))",
+                              "\(endpoint) answered HTTP \(status) without an OAuth error (\(body))",
                               status: status)
         }
         let kind: OAuthError.Code = switch code {
@@ -96,7 +100,7 @@ package enum TokenResponse {
         case "expired_token": OAuthError.expiredToken
         default: OAuthError.server
         }
-        return OAuthError(kind, "the token endpoint refused the request", oauthError: code, errorDescription: description,
+        return OAuthError(kind, "\(endpoint) refused the request", oauthError: code, errorDescription: description,
                           errorURI: uri, status: response.status.code)
     }
 

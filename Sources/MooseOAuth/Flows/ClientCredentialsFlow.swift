@@ -14,9 +14,21 @@ public struct ClientCredentialsFlow: Authorizable {
     /// A flow.
     public init(client: OAuthClient) { self.client = client }
 
+    /// Asks for tokens for the client itself: the scopes asked for (`openid` left out: this grant
+    /// issues no ID token), the resources, and `parameters.extra` (an `audience`).
+    ///
+    /// - Throws: `invalidConfiguration` when `openid` is the only scope asked for; the token
+    ///   endpoint's refusal otherwise (`invalidClient` for refused credentials).
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         var fields = [("grant_type", "client_credentials")]
+        // No ID token comes from this grant, so `openid` is not sent; asked for alone, it is refused
+        // with the reason rather than silently sending no scope (whose refusal reads as a bad secret).
         let scopes = parameters.scopes.filter { $0 != "openid" }
+        if scopes.isEmpty, !parameters.scopes.isEmpty {
+            throw OAuthError(OAuthError.invalidConfiguration,
+                             "the client credentials grant issues no ID token, so the scope openid is not sent; ask for the API's scopes "
+                                 + "(or none, for the client's default scopes)")
+        }
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         let resources = parameters.resources(for: client)
         var tokens = try await client.tokenEndpoint().request(fields + resources.map { ("resource", $0) } + parameters.extra,
@@ -28,7 +40,7 @@ public struct ClientCredentialsFlow: Authorizable {
     /// Client credentials have no refresh token: a "refresh" is a new grant.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
         if tokens.refreshToken != nil { return try await client.refresh(tokens) }
-        return try await authorize(AuthorizationParameters(scopes: tokens.scopes, resources: tokens.resource.map { [$0] } ?? []))
+        return try await authorize(AuthorizationParameters(scopes: tokens.scopes.filter { $0 != "openid" }, resources: tokens.resource.map { [$0] } ?? []))
     }
 
     public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }

@@ -79,7 +79,9 @@ public struct SessionEngine: Sendable {
         if tokens.refreshToken == nil, let grant = session.attributes[grantAttribute], grant.utf8.elementsEqual("client_credentials".utf8) {
             var client = client
             client.resource = tokens.resource ?? session.resource ?? client.resource
-            var parameters = AuthorizationParameters(scopes: tokens.scopes)
+            // The scopes granted last time; `openid` among them (a provider's default scope) is not asked
+            // for again: this grant issues no ID token.
+            var parameters = AuthorizationParameters(scopes: tokens.scopes.filter { $0 != "openid" })
             if let audience = session.attributes[audienceAttribute] { parameters.extra.append(("audience", audience)) }
             var fresh = try await ClientCredentialsFlow(client: client).authorize(parameters)
             fresh.resource = fresh.resource ?? client.resource
