@@ -96,6 +96,47 @@ extension PostgresTests {
             #expect(a.moose(["token", "--store", url]).status == 1)
         }
 
+        /// Issue "One session, whatever made it", §1: a workload session (a pod's projected token file,
+        /// the JWT bearer grant at authgent, which takes each assertion once) made on one machine is
+        /// renewed by a fleet of three from the plan stored with it — exactly one exchange: a second
+        /// would replay the assertion and be refused.
+        @Test func threeMachinesRenewAWorkloadSessionWithOneExchange() async throws {
+            let schema = PG.freshSchema()
+            defer { Task { await PG.dropSchema(schema) } }
+            let url = try PG.direct(schema: schema)
+            let key = try SecureRandom.bytes(count: 32).base64
+            let machines = (0..<3).map { _ in Machine(store: url, key: key) }
+            defer { machines.forEach { $0.cleanUp() } }
+            let tokenFile = FileManager.default.temporaryDirectory.appendingPathComponent("moose-pg-pod-token-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: tokenFile) }
+            try Data(try await WorkloadPlatform.mint().utf8).write(to: tokenFile)
+            let login = machines[0].moose(["login", "--workload", "file:" + tokenFile.path, "--workload-grant", "jwt-bearer",
+                                           "--issuer", WorkloadPlatform.issuer, "--client-id", "moose-ci"])
+            #expect(login.status == 0, "\(login.output)")
+            let first = machines[1].moose(["token"])
+            #expect(first.status == 0 && !first.output.isEmpty, "\(first.output)")
+
+            // The kubelet rotates the file; the session expires; every machine asks at once.
+            try Data(try await WorkloadPlatform.mint().utf8).write(to: tokenFile)
+            try await PostgresSessionStorage.withRunning(try PostgresStorageConfiguration(url: url),
+                                                         masterKey: .raw(try #require(Data(base64Encoded: key)).map { $0 })) { storage in
+                let stored = try #require(try await storage.load("default"))
+                var session = stored.session
+                session.tokens.expiresAt = Date().addingTimeInterval(-5)
+                _ = try await storage.save(session, key: "default", expectedGeneration: stored.generation, lease: nil)
+            }
+            let results = await withTaskGroup(of: (Int32, String).self) { group in
+                for machine in machines { group.addTask { machine.moose(["token"]) } }
+                var all: [(Int32, String)] = []
+                for await result in group { all.append(result) }
+                return all
+            }
+            #expect(results.allSatisfy { $0.0 == 0 }, "a second exchange replayed the assertion: \(results.map(\.1))")
+            let tokens = Set(results.map { $0.1.trimmingCharacters(in: .whitespacesAndNewlines) })
+            #expect(tokens.count == 1 && !tokens.contains(first.output.trimmingCharacters(in: .whitespacesAndNewlines)),
+                    "\(tokens.count) tokens among three machines")
+        }
+
         /// `moose store check` names a session that does not open; the exit status says so.
         @Test func storeCheckFindsATamperedSession() async throws {
             let schema = PG.freshSchema()
