@@ -141,7 +141,7 @@ let package = Package(
         // A child process for the store's multi-process tests (and, with MoosePostgres, a PostgreSQL replica).
         .executableTarget(name: "moose-store-worker", dependencies: [
             "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage", "MooseHTTP", adapter("MoosePostgres", ["MoosePostgres"]),
-        ]),
+        ], path: "Tests/Workers/moose-store-worker"),
         .testTarget(name: "MooseSecretStoreTests", dependencies: [
             "MooseSecretStore", "MooseSealing", "MooseOAuth", "MooseSQLiteStorage", "MooseTestSupport", "moose-store-worker",
         ]),
