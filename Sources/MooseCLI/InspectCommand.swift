@@ -195,7 +195,7 @@ struct InspectCommand: ParsableCommand {
             let sessions = try CLISessions(options: resolved.store, create: false)
             let stored: StoredSession?
             do { stored = try sessions.load(resolved.name) } catch { throw OAuthContext.fail(error, profile: resolved.name) }
-            guard let stored else { throw CLIError.failed("no session for profile \(resolved.name); run moose login") }
+            guard let stored else { throw CLIError.failed("no session for profile \(resolved.name); run \(loginHint(resolved.name))") }
             let instant = now.flatMap(parseTime) ?? Date()
             var object: JSONObject = ["profile": .string(resolved.name)]
             var failure: (any Error)? = nil

@@ -404,7 +404,9 @@ struct LoginCommand: ParsableCommand {
         let config = resolved.settings
         // What an earlier login kept — read without creating anything: a usage error leaves no store
         // (or key) behind. A damaged row is not read: this login replaces it.
-        let existing = (try? OAuthContext(options: resolved.store, create: false)).flatMap { try? $0.loadOrFail(profile)?.profile }
+        let existing = (try? OAuthContext(options: resolved.store, create: false)).flatMap { context in
+            (try? context.loadOrFail(profile)?.profile) ?? Self.keptPlan(profile, in: context)
+        }
         guard let issuer = issuer ?? config?.issuer ?? existing?.issuer, let clientID = clientID ?? config?.clientID ?? existing?.clientID else {
             throw CLIError.usage("the first login of profile \(profile) needs --issuer URL and --client-id ID "
                                  + "(or a [profiles.\(profile)] section with issuer and client_id in \(try CLIConfig.path), or --resource alone to discover both)")
@@ -566,8 +568,13 @@ struct LoginCommand: ParsableCommand {
             let who = clientCredentials ? "client \(clientID)"
                 : settings.workload.map { "workload \($0.split(separator: ":").first.map(String.init) ?? $0)" } ?? SessionSummary(key: profile, session: session).displayName ?? "(no ID token)"
             Terminal.out("Logged in to \(issuer) as \(who) (profile \(profile)); access token \(expiryText(tokens)); scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
+        } catch let error as OAuthError where error.code == OAuthError.invalidClient && settings.clientSecretFile == nil
+                    && settings.clientSecretEnv == nil && settings.privateKeyFile == nil {
+            // A confidential client logged in as a public one: the token endpoint wants its credentials.
+            throw CLIError.failed(OAuthContext.text(error, next: "the provider wants this client's credentials: give --client-secret-file FILE "
+                                                        + "(or --client-secret-env VARIABLE, or --private-key FILE)"))
         } catch {
-            throw OAuthContext.fail(error)
+            throw OAuthContext.fail(error, profile: profile)
         }
     }
 }
@@ -597,7 +604,7 @@ struct StatusCommand: ParsableCommand {
                 continue
             }
             guard let session = loaded?.session else {
-                if profile != nil { throw CLIError.failed("no session for profile \(name); run moose login") }
+                if profile != nil { throw CLIError.failed("no session for profile \(name); run \(loginHint(name))") }
                 continue
             }
             let tokens = session.tokens
@@ -655,7 +662,7 @@ struct RefreshCommand: ParsableCommand {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
         let context = try OAuthContext(options: resolved.store, create: false)
-        guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile); run moose login") }
+        guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))") }
         guard session.canRenew else { throw CLIError.failed("profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile)") }
         do {
             // The coordinator: lease, writable-store check before the refresh token is spent,
@@ -690,6 +697,20 @@ extension RefreshCommand {
     }
 }
 
+extension LoginCommand {
+    /// The file store's namespace of the plans of profiles logged out of: a plain `moose login` of
+    /// such a profile logs in again as before (issuer, client, its authentication by reference).
+    static let keptPlans = "moose.plan"
+
+    /// The plan a logout of `profile` kept, if any.
+    static func keptPlan(_ profile: String, in context: OAuthContext) -> Profile? {
+        guard let store = context.sessions.fileStore, let bytes = try? store.get(namespace: keptPlans, name: profile),
+              var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes)) else { return nil }
+        plan.name = profile
+        return plan
+    }
+}
+
 struct LogoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout", abstract: "Revoke the tokens at the provider and wipe the local session (always).",
@@ -712,6 +733,8 @@ struct LogoutCommand: ParsableCommand {
         let exists: Bool
         do { exists = try context.sessions.load(profile) != nil } catch { exists = true }
         guard exists else { throw CLIError.failed("no session for profile \(profile)") }
+        // The session's plan outlives it (on a file store), so a plain `moose login` logs in again.
+        let plan = (try? context.loadOrFail(profile))?.map(\.profile)
         // The session engine's logout: revoke, end-session URL, then wipe — whatever the provider said.
         let engine = context.engine(profile)
         let clients = context.clients
@@ -728,6 +751,10 @@ struct LogoutCommand: ParsableCommand {
         }
         if let error = result.wipeError { throw OAuthContext.fail(error) }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
+        if let plan, let store = context.sessions.fileStore, let data = try? JSONEncoder().encode(plan),
+           (try? store.put(Array(data), namespace: LoginCommand.keptPlans, name: profile)) != nil {
+            Terminal.out("Its settings are kept: \(loginHint(profile)) logs in again.")
+        }
         // A damaged row had no tokens to revoke: removing it was the whole job.
         if let error = result.revocationError, error.code != OAuthError.sessionDamaged {
             Terminal.error("moose: \(Self.revocationReport(result))")

@@ -132,3 +132,9 @@ public struct CLIError: Error, CustomStringConvertible {
     /// The message.
     public var description: String { message }
 }
+
+/// The next step's command line for a profile: `moose login`, with `--profile NAME` unless it is the
+/// default profile (so a hint pasted as is logs in the profile it is about).
+func loginHint(_ profile: String) -> String {
+    profile == "default" ? "moose login" : "moose login --profile \(Terminal.safe(profile))"
+}

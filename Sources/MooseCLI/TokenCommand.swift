@@ -95,7 +95,7 @@ struct TokenCommand: ParsableCommand {
         defer { sessions.close() }
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
+        guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))") }
         guard session.canRenew else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
         var tokens = session.tokens
         if !valid(tokens) {
@@ -264,7 +264,7 @@ struct DPoPProofCommand: ParsableCommand {
         let sessions = try CLISessions(options: resolved.store, create: false)
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run moose login") }
+        guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))") }
         Terminal.out(try Self.proof(tokens: session.tokens, method: method, url: url, nonce: nonce, accessTokenHash: !noAccessTokenHash))
     }
 

@@ -107,4 +107,32 @@ struct SecondHourCLITests {
         #expect(options.first?.hasPrefix("--issuer") == true, "\(options.prefix(3))")
         #expect(options.dropFirst().first?.hasPrefix("--client-id") == true, "\(options.prefix(3))")
     }
+    /// §2: a confidential client logged in without its secret (invalid_client after the browser
+    /// login) is told which options give it.
+    @Test func aConfidentialClientWithoutItsSecretIsToldHowToGiveIt() async throws {
+        let (home, environment) = CLI.home("moose-confidential")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-confidential"],
+                                      environment: environment, timeout: 60)
+        #expect(login.status == 1, "\(login.stdout) \(login.stderr)")
+        #expect(login.stderr.contains("--client-secret-file") && login.stderr.contains("--client-secret-env"), "\(login.stderr)")
+    }
+
+    /// §2: hints keep the profile, and after a logout a plain `moose login --profile NAME` logs in
+    /// again with the settings the session had (kept by the logout).
+    @Test func hintsKeepTheProfileAndAPlainLoginWorksAfterLogout() async throws {
+        let (home, environment) = CLI.home("moose-hints")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--profile", "lab"],
+                                      environment: environment, timeout: 60)
+        #expect(login.status == 0, "\(login.stderr)")
+        let logout = try await CLI.run(["logout", "--profile", "lab"], environment: environment)
+        #expect(logout.status == 0 && logout.stdout.contains("moose login --profile lab logs in again"), "\(logout.stdout) \(logout.stderr)")
+        let token = try await CLI.run(["token", "--profile", "lab"], environment: environment)
+        #expect(token.status == 1 && token.stderr.contains("run moose login --profile lab"), "\(token.stderr)")
+        let again = try await CLI.run(["login", "--profile", "lab"], environment: environment, timeout: 60)
+        #expect(again.status == 0 && again.stdout.contains("profile lab"), "\(again.stdout) \(again.stderr)")
+        let status = try await CLI.run(["status", "--profile", "lab", "--json"], environment: environment)
+        #expect(status.stdout.contains("moose-cli"), "\(status.stdout)")
+    }
 }

@@ -37,7 +37,8 @@ struct SessionCLITests {
         let after = try await moose(["status"])
         #expect(after.stdout.contains("no sessions"))
         await #expect(try moose(["refresh"]).status == 1)
-        await #expect(try moose(["login"]).status == 2)   // no profile, no --issuer
+        // The logout kept the profile's settings (issue "The second hour" §2): a plain login works again.
+        await #expect(try moose(["login"]).status == 0)
     }
 }
 

@@ -75,6 +75,22 @@ struct ClientCredentialsIntegrationTests {
         #expect(tokens.scopes == ["read"])
     }
 
+    /// Issue "The second hour" §2: a provider without RFC 8693 (django-oauth-toolkit) is said not to
+    /// offer token exchange — not asked whether the issuer is trusted.
+    @Test func aProviderWithoutTokenExchangeIsSaidNotToOfferIt() async throws {
+        let client = try await TestIdP.client("moose-service", .clientSecretBasic("moose-service-secret"))
+        let flow = TokenExchangeFlow(client: client) { ExchangeToken("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.sig", type: ExchangeToken.jwtType) }
+        await #expect { _ = try await flow.authorize(AuthorizationParameters(scopes: ["read"])) } throws: { error in
+            let text = "\(error)"
+            return (error as? OAuthError)?.code == OAuthError.invalidConfiguration && text.contains("does not offer token exchange")
+                && !text.contains("trusted")
+        }
+        let workload = WorkloadGrant(identity: WorkloadIdentity(name: "a test source") { _ in "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.sig" })
+        await #expect { _ = try await workload.tokens(client: client, scopes: ["read"]) } throws: { error in
+            "\(error)".contains("does not offer token exchange") && !"\(error)".contains("trusted")
+        }
+    }
+
     /// A revocation refused names the revocation endpoint, not the token endpoint.
     @Test func aRefusedRevocationNamesTheRevocationEndpoint() async throws {
         let client = try await TestIdP.client("moose-service", .clientSecretBasic("wrong"))

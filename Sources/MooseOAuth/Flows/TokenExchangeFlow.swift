@@ -111,8 +111,9 @@ public struct TokenExchangeFlow: Authorizable {
         let resources = parameters.resources(for: client)
         fields += resources.map { ("resource", $0) }
         if !parameters.scopes.isEmpty { fields.append(("scope", parameters.scopes.joined(separator: " "))) }
-        var tokens = try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: parameters.scopes,
-                                                              dpop: client.newDPoPKey())
+        var tokens = try await GrantOffer.request(Self.grantType, name: "token exchange (RFC 8693)", client: client) {
+            try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: parameters.scopes, dpop: client.newDPoPKey())
+        }
         try Self.check(tokens, requested: requestedTokenType)
         if resources.count == 1 { tokens.resource = resources[0] }
         return tokens
@@ -177,8 +178,9 @@ public struct JWTBearerFlow: Authorizable {
         let resources = parameters.resources(for: client)
         fields += resources.map { ("resource", $0) }
         if !parameters.scopes.isEmpty { fields.append(("scope", parameters.scopes.joined(separator: " "))) }
-        var tokens = try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: parameters.scopes,
-                                                              dpop: client.newDPoPKey())
+        var tokens = try await GrantOffer.request(Self.grantType, name: "the JWT bearer grant (RFC 7523)", client: client) {
+            try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: parameters.scopes, dpop: client.newDPoPKey())
+        }
         if resources.count == 1 { tokens.resource = resources[0] }
         return tokens
     }
@@ -190,4 +192,27 @@ public struct JWTBearerFlow: Authorizable {
     }
 
     public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
+}
+
+/// A grant's refusal because the provider does not offer the grant at all, said so: an
+/// `unsupported_grant_type` answer, or any refusal from a provider whose metadata lists its grant
+/// types without this one. Nothing is refused before sending (metadata may be incomplete).
+enum GrantOffer {
+    static func request(_ grantType: String, name: String, client: OAuthClient,
+                        _ send: () async throws -> TokenSet) async throws -> TokenSet {
+        do {
+            return try await send()
+        } catch let error as OAuthError where error.code != OAuthError.transient && error.code != OAuthError.timedOut
+                    && error.code != OAuthError.tls && error.code != OAuthError.unsafeValue {
+            let unsupported = error.oauthError.map { $0.utf8.elementsEqual("unsupported_grant_type".utf8) } ?? false
+            let unlisted = client.metadata.grantTypesSupported.map { !$0.contains { $0.utf8.elementsEqual(grantType.utf8) } } ?? false
+            guard unsupported || (unlisted && error.status.map { (400..<500).contains($0) } == true) else { throw error }
+            throw OAuthError(OAuthError.invalidConfiguration,
+                             "the provider does not offer \(name)"
+                                 + (unsupported ? " (it answered unsupported_grant_type)" : " (its metadata's grant_types_supported lacks \(grantType))")
+                                 + ": enable it there, or use a provider that does",
+                             oauthError: error.oauthError, errorDescription: error.errorDescription, errorURI: error.errorURI,
+                             status: error.status, underlying: error)
+        }
+    }
 }
