@@ -106,7 +106,7 @@ extension PostgresTests {
             let url = try PG.direct(schema: schema)
             let key = try SecureRandom.bytes(count: 32).base64
             let machines = (0..<3).map { _ in Machine(store: url, key: key) }
-            defer { machines.forEach { $0.cleanUp() } }
+            defer { for machine in machines { machine.cleanUp() } }
             let tokenFile = FileManager.default.temporaryDirectory.appendingPathComponent("moose-pg-pod-token-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: tokenFile) }
             try Data(try await WorkloadPlatform.mint().utf8).write(to: tokenFile)

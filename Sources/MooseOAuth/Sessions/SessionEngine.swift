@@ -24,7 +24,7 @@ import MooseJWT
 public struct SessionEngine: Sendable {
     /// The session attribute naming the grant a login used when a refresh cannot come from a refresh
     /// token (`client_credentials`: a "refresh" is a new grant).
-    public static let grantAttribute = "moose.grant"
+    public static let grantAttribute = OAuthSession.grantAttribute
     /// The session attribute naming the `audience` a client-credentials grant asked for (sent again
     /// on every new grant).
     public static let audienceAttribute = "moose.audience"

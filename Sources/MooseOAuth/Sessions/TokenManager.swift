@@ -191,8 +191,6 @@ public final class TokenManager: Sendable {
     /// Events for UIs (refreshed, refresh failed, needs a new login, logged out).
     public var events: AsyncStream<RefreshEvent> { coordinator.events }
 
-    /// A middleware for `MooseHTTP`'s `APIClient`: attaches the token, refreshes once on a 401.
-    public var middleware: AuthMiddleware { AuthMiddleware(coordinator: coordinator) }
 
     /// The provider's metadata (discovered once).
     public func metadata() async throws -> ProviderMetadata { try await state.client().metadata }

@@ -31,11 +31,11 @@ public struct OAuthSession: Sendable, Codable, Hashable {
     public var state: State
 
     /// Whether the session is renewed by a grant that needs no person — a client-credentials or a
-    /// workload session: no refresh token, and `SessionEngine.grantAttribute` names the grant its login
+    /// workload session: no refresh token, and `grantAttribute` names the grant its login
     /// used. The provider refusing such a renewal (a stale workload token, a rotated secret) fails
     /// that attempt (`OAuthError.renewalRefused`, `invalidClient`); it never ends the session.
     public var renewsWithoutAPerson: Bool {
-        tokens.refreshToken == nil && attributes[SessionEngine.grantAttribute] != nil
+        tokens.refreshToken == nil && attributes[Self.grantAttribute] != nil
     }
 
     /// Whether a renewal may be attempted: an active session, or one that renews without a person
@@ -86,6 +86,10 @@ public struct OAuthSession: Sendable, Codable, Hashable {
         case issuer, clientID, tokens, state, subject, attributes, updatedAt, resource, registration
         case profile   // written by Moose 0.1: issuer and client inside an embedded CLI profile
     }
+
+    /// The session attribute naming the grant a login used when a refresh cannot come from a refresh
+    /// token (`client_credentials`, `workload`: a "refresh" is a new grant). `SessionEngine.grantAttribute`.
+    public static let grantAttribute = "moose.grant"
 
     /// The attribute under which sessions written by Moose 0.1 keep their embedded profile (JSON).
     public static let legacyProfileAttribute = "moose.cli.profile"
