@@ -162,6 +162,11 @@ let package = Package(
         .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTestSupport"]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTestSupport"]),
+        // Both backends in one binary (trait MooseSwiftCrypto beside the default MooseLibCrypto): the same
+        // vectors on swift-crypto, and what one seals or signs the other opens or verifies.
+        .testTarget(name: "MooseCryptoBackendTests", dependencies: [
+            "MooseCrypto", "MooseJWT", "MooseSealing", "MooseOAuth", "MooseTestSupport",
+        ]),
         .testTarget(name: "MooseCLITests", dependencies: [
             "MooseCLI", "moose", "moose-store-worker", "MooseTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
