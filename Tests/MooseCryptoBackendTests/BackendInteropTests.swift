@@ -111,6 +111,9 @@ struct SymmetricInteropTests {
                 let key = try SecureRandom.bytes(count: size % 200)
                 let mac = try HMACAuthenticator(key: SecretKey(key), hash: algorithm).authenticationCode(for: data)
                 #expect(key.withUnsafeBytes { k in data.withUnsafeBytes { SwiftCryptoBackend.hmac(key: k, message: $0, hash: algorithm) } } == mac)
+                let keyed = key.withUnsafeBytes { SwiftCryptoBackend.KeyedHMAC(key: $0, hash: algorithm) }
+                #expect(data.withUnsafeBytes { keyed.authenticationCode(for: $0) } == mac)
+                #expect(data.withUnsafeBytes { keyed.authenticationCode(for: $0) } == mac, "a keyed HMAC is reusable")
                 let salt = Array(data.prefix(13)), info = Array(data.suffix(9))
                 let length = 1 + size % (255 * algorithm.outputByteCount)
                 let derived = try HKDFDerivation.deriveKey(inputKeyMaterial: key, salt: salt, info: info, outputByteCount: length, hash: algorithm)

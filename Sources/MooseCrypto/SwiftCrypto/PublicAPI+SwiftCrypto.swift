@@ -82,13 +82,14 @@ extension DigestAlgorithm {
 /// let ok = mac.isValidAuthenticationCode(tag, for: Array("message".utf8))
 /// ```
 public struct HMACAuthenticator: Sendable {
-    private let key: SecretKey
+    private let keyed: SwiftCryptoBackend.KeyedHMAC
     /// The hash function this MAC uses.
     public let hash: DigestAlgorithm
 
-    /// Keys an HMAC. Any key length is accepted here; JOSE's minimum lengths are enforced by `MooseJWT`.
+    /// Keys an HMAC once (each code copies the keyed state). Any key length is accepted here; JOSE's
+    /// minimum lengths are enforced by `MooseJWT`.
     public init(key: SecretKey, hash: DigestAlgorithm) throws(CryptographyError) {
-        self.key = key
+        keyed = key.withUnsafeBytes { SwiftCryptoBackend.KeyedHMAC(key: $0, hash: hash) }
         self.hash = hash
     }
 
@@ -99,7 +100,7 @@ public struct HMACAuthenticator: Sendable {
 
     /// The MAC of the bytes in `message`.
     public func authenticationCode(for message: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
-        key.withUnsafeBytes { SwiftCryptoBackend.hmac(key: $0, message: message, hash: hash) }
+        keyed.authenticationCode(for: message)
     }
 
     /// `true` when `code` is the MAC of `message`; compared in constant time. A truncated code is rejected.

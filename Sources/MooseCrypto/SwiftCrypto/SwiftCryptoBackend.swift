@@ -50,6 +50,43 @@ package enum SwiftCryptoBackend {
         }
     }
 
+    /// An HMAC keyed once: each code copies the keyed state (swift-crypto's hash states copy on write)
+    /// instead of hashing the key again — what `HMACAuthenticator` holds on swift-crypto.
+    package struct KeyedHMAC: Sendable {
+        private enum State: Sendable {
+            case sha256(HMAC<SHA256>)
+            case sha384(HMAC<SHA384>)
+            case sha512(HMAC<SHA512>)
+        }
+
+        private let state: State
+
+        /// Keys the MAC with `key` (any length).
+        package init(key: UnsafeRawBufferPointer, hash: DigestAlgorithm) {
+            let symmetric = SymmetricKey(data: key)
+            switch hash {
+            case .sha256: state = .sha256(HMAC<SHA256>(key: symmetric))
+            case .sha384: state = .sha384(HMAC<SHA384>(key: symmetric))
+            case .sha512: state = .sha512(HMAC<SHA512>(key: symmetric))
+            }
+        }
+
+        /// The MAC of `message`.
+        package func authenticationCode(for message: UnsafeRawBufferPointer) -> [UInt8] {
+            switch state {
+            case .sha256(var mac):
+                mac.update(data: message)
+                return Array(mac.finalize())
+            case .sha384(var mac):
+                mac.update(data: message)
+                return Array(mac.finalize())
+            case .sha512(var mac):
+                mac.update(data: message)
+                return Array(mac.finalize())
+            }
+        }
+    }
+
     /// HKDF (RFC 5869) with `hash`; `outputByteCount` must be 1…255 × the hash length.
     package static func hkdf(
         inputKeyMaterial ikm: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, info: UnsafeRawBufferPointer,
