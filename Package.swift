@@ -58,15 +58,22 @@ let package = Package(
         .executable(name: "moose-pg", targets: ["moose-pg"]),
     ],
     traits: [
-        .trait(name: "MooseCombine", description: "MooseCombine: publishers over the async API (OpenCombine where Combine is missing)."),
-        .trait(name: "MooseMCP", description: "MooseMCP: an HTTPClientAuthorizer for the MCP Swift SDK (modelcontextprotocol/swift-sdk)."),
-        .trait(name: "MoosePostgres", description: "MoosePostgres: sessions and leases in PostgreSQL (postgres-nio), and the moose-pg binary."),
-        .trait(name: "MooseOpenAPI", description: "MooseOpenAPI: a swift-openapi-runtime ClientMiddleware."),
-        .trait(name: "MooseAsyncHTTPClient", description: "MooseAsyncHTTPClient: an HTTPTransport on AsyncHTTPClient (swift-nio)."),
-        .trait(name: "MooseObservability", description: "MooseObservability: swift-metrics counters and swift-distributed-tracing spans around provider requests and refreshes."),
+        .trait(name: "MooseCombine", description: "MooseCombine: publishers over the async API (OpenCombine where Combine is missing).", enabledTraits: ["MooseLibCrypto"]),
+        .trait(name: "MooseMCP", description: "MooseMCP: an HTTPClientAuthorizer for the MCP Swift SDK (modelcontextprotocol/swift-sdk).", enabledTraits: ["MooseLibCrypto"]),
+        .trait(name: "MoosePostgres", description: "MoosePostgres: sessions and leases in PostgreSQL (postgres-nio), and the moose-pg binary.", enabledTraits: ["MooseLibCrypto"]),
+        .trait(name: "MooseOpenAPI", description: "MooseOpenAPI: a swift-openapi-runtime ClientMiddleware.", enabledTraits: ["MooseLibCrypto"]),
+        .trait(name: "MooseAsyncHTTPClient", description: "MooseAsyncHTTPClient: an HTTPTransport on AsyncHTTPClient (swift-nio).", enabledTraits: ["MooseLibCrypto"]),
+        .trait(name: "MooseObservability", description: "MooseObservability: swift-metrics counters and swift-distributed-tracing spans around provider requests and refreshes.", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "ExampleService", description: "Moose's own example service (Hummingbird) and its generated client, for Moose's tests.",
                enabledTraits: ["MooseOpenAPI", "MooseAsyncHTTPClient"]),
-        .default(enabledTraits: []),
+        // The cryptography backend of MooseCrypto: libcrypto (the default) and/or swift-crypto. With both
+        // (`--enable-all-traits`), libcrypto backs the public API and swift-crypto is there for the
+        // interoperability tests; with MooseSwiftCrypto alone (`--disable-default-traits --traits
+        // MooseSwiftCrypto`, tools/test's swift-crypto build) MooseCrypto links no libcrypto. Each adapter's
+        // trait above keeps libcrypto on, as naming traits (`traits: ["MoosePostgres"]`) drops the defaults.
+        .trait(name: "MooseLibCrypto", description: "MooseCrypto on OpenSSL libcrypto (the default on Linux, and the CLI's)."),
+        .trait(name: "MooseSwiftCrypto", description: "MooseCrypto on swift-crypto (Crypto, CryptoExtras); alone, with no libcrypto linked."),
+        .default(enabledTraits: ["MooseLibCrypto"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -80,6 +87,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // The example service (tools/example-service) and its tests only.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -99,7 +107,12 @@ let package = Package(
         // libcrypto's default provider called through its dispatch tables (no EVP fetch), for programs
         // that start often (`moose token`); used only where EVP would call the same code.
         .target(name: "CMooseOpenSSLDirect", dependencies: ["CLibCrypto"]),
-        .target(name: "MooseCrypto", dependencies: ["CLibCrypto", "CMooseOpenSSLDirect"]),
+        // Each backend only with its trait: an app without MooseSwiftCrypto never resolves swift-crypto,
+        // and one with MooseSwiftCrypto alone never links libcrypto.
+        .target(name: "MooseCrypto", dependencies: [
+            adapter("CLibCrypto", ["MooseLibCrypto"]), adapter("CMooseOpenSSLDirect", ["MooseLibCrypto"]),
+            adapted("Crypto", "swift-crypto", ["MooseSwiftCrypto"]), adapted("CryptoExtras", "swift-crypto", ["MooseSwiftCrypto"]),
+        ]),
         .target(name: "MooseJWT", dependencies: ["MooseCrypto"]),
         // libcurl, loaded with dlopen on first use (no build-time dependency on libcurl's headers).
         .target(name: "CMooseCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
@@ -149,6 +162,11 @@ let package = Package(
         .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTestSupport"]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTestSupport"]),
+        // Both backends in one binary (trait MooseSwiftCrypto beside the default MooseLibCrypto): the same
+        // vectors on swift-crypto, and what one seals or signs the other opens or verifies.
+        .testTarget(name: "MooseCryptoBackendTests", dependencies: [
+            "MooseCrypto", "MooseJWT", "MooseSealing", "MooseOAuth", "MooseTestSupport",
+        ]),
         .testTarget(name: "MooseCLITests", dependencies: [
             "MooseCLI", "moose", "moose-store-worker", "MooseTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,8 +1,10 @@
+#if MooseLibCrypto
 internal import CLibCrypto
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
 public import Foundation
+#endif
 #endif
 
 /// AES-GCM authenticated encryption (NIST SP 800-38D) with 128/192/256-bit keys and a 128-bit tag.
@@ -48,7 +50,10 @@ public enum AESGCM {
             tag = Array(bytes[(bytes.count - AESGCM.tagByteCount)...])
         }
     }
+}
 
+#if MooseLibCrypto
+extension AESGCM {
     /// Encrypts and authenticates `plaintext` and authenticates `aad`.
     ///
     /// - Parameter nonce: leave `nil` for a fresh random 96-bit nonce (the right choice unless a
@@ -315,3 +320,4 @@ extension AESGCM {
         }
     }
 }
+#endif

@@ -52,7 +52,7 @@ private var emptyBytePointer: UnsafePointer<UInt8> { ("" as StaticString).utf8St
 
 /// A byte buffer that is zeroed when released: the storage for key material.
 ///
-/// Copies share storage (it is a class underneath); the bytes are wiped with `OPENSSL_cleanse`
+/// Copies share storage (it is a class underneath); the bytes are wiped with `cleanse` (`OPENSSL_cleanse`, or `explicit_bzero` on swift-crypto)
 /// when the last copy goes away.
 final class SecureBytes: Sendable {
     // Immutable after init: safe to share between threads.
@@ -101,4 +101,13 @@ public enum ConstantTime {
             }
         }
     }
+}
+
+/// A pointer to memory or a libcrypto object that nobody modifies once it is made (a fetched
+/// algorithm, a keyed MAC template, key bytes): libcrypto lets any number of threads read such an
+/// object at once, so the pointer may be shared. Never for a context an operation updates.
+// unchecked: a pointer is never Sendable; this one's target is immutable after init (the rule above)
+struct SharedHandle<Pointer>: @unchecked Sendable {
+    let pointer: Pointer
+    init(_ pointer: Pointer) { self.pointer = pointer }
 }

@@ -1,3 +1,4 @@
+#if MooseLibCrypto
 internal import CMooseOpenSSLDirect
 
 /// libcrypto's default provider called through the dispatch tables it publishes (provider-cipher(7),
@@ -85,3 +86,4 @@ package enum DefaultProviderPath {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if MooseLibCrypto
 internal import CLibCrypto
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
@@ -105,3 +106,4 @@ final class MACContext: Sendable {
 
     deinit { EVP_MAC_CTX_free(pointer) }
 }
+#endif

@@ -1,10 +1,36 @@
+#if MooseLibCrypto
 internal import CLibCrypto
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
 public import Foundation
 #endif
+#endif
 
+/// scrypt (RFC 7914): memory-hard password-based key derivation.
+public enum Scrypt {
+    /// Cost parameters: `n` (CPU/memory cost, a power of two), `r` (block size), `p` (parallelism).
+    public struct Parameters: Sendable, Hashable, Codable {
+        /// CPU/memory cost; a power of two greater than 1.
+        public var n: UInt64
+        /// Block size.
+        public var r: UInt64
+        /// Parallelism.
+        public var p: UInt64
+
+        /// Parameters; validated when used.
+        public init(n: UInt64, r: UInt64, p: UInt64) {
+            self.n = n
+            self.r = r
+            self.p = p
+        }
+
+        /// Memory scrypt needs, in bytes (128 · r · n · p, roughly).
+        public var memoryBytes: UInt64 { 128 &* r &* n &* max(p, 1) }
+    }
+}
+
+#if MooseLibCrypto
 /// HKDF (RFC 5869): extract-then-expand key derivation.
 public enum HKDFDerivation {
     /// Derives `outputByteCount` bytes from input keying material.
@@ -58,28 +84,7 @@ public enum HKDFDerivation {
     }
 }
 
-/// scrypt (RFC 7914): memory-hard password-based key derivation.
-public enum Scrypt {
-    /// Cost parameters: `n` (CPU/memory cost, a power of two), `r` (block size), `p` (parallelism).
-    public struct Parameters: Sendable, Hashable, Codable {
-        /// CPU/memory cost; a power of two greater than 1.
-        public var n: UInt64
-        /// Block size.
-        public var r: UInt64
-        /// Parallelism.
-        public var p: UInt64
-
-        /// Parameters; validated when used.
-        public init(n: UInt64, r: UInt64, p: UInt64) {
-            self.n = n
-            self.r = r
-            self.p = p
-        }
-
-        /// Memory scrypt needs, in bytes (128 · r · n · p, roughly).
-        public var memoryBytes: UInt64 { 128 &* r &* n &* max(p, 1) }
-    }
-
+extension Scrypt {
     /// Derives `outputByteCount` bytes from `password` and `salt`.
     public static func deriveKey(
         password: some ContiguousBytes,
@@ -108,3 +113,4 @@ public enum Scrypt {
         return SecretKey(output)
     }
 }
+#endif

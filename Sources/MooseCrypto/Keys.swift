@@ -1,8 +1,10 @@
+#if MooseLibCrypto
 internal import CLibCrypto
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
 public import Foundation
+#endif
 #endif
 
 /// The NIST curves JOSE uses for ECDSA (RFC 7518 §3.4).
@@ -69,6 +71,7 @@ public enum AsymmetricKeyType: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+#if MooseLibCrypto
 /// Owns an `EVP_PKEY`, freed in `deinit`.
 ///
 /// libcrypto allows concurrent signing/verification with one `EVP_PKEY` as long as it is not
@@ -481,6 +484,7 @@ public struct PrivateKey: Sendable {
         }
     }
 }
+#endif
 
 extension PublicKey {
     /// `true` when this is an RSA key with the ROCA fingerprint (CVE-2017-15361): a modulus made by

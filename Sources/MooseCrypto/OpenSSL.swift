@@ -1,3 +1,4 @@
+#if MooseLibCrypto
 internal import CLibCrypto
 
 /// Helpers that turn libcrypto's conventions into Swift ones.
@@ -165,12 +166,4 @@ enum Fetched {
         let hkdf = SharedHandle(EVP_KDF_fetch(nil, "HKDF", nil))
     }
 }
-
-/// A pointer to memory or a libcrypto object that nobody modifies once it is made (a fetched
-/// algorithm, a keyed MAC template, key bytes): libcrypto lets any number of threads read such an
-/// object at once, so the pointer may be shared. Never for a context an operation updates.
-// unchecked: a pointer is never Sendable; this one's target is immutable after init (the rule above)
-struct SharedHandle<Pointer>: @unchecked Sendable {
-    let pointer: Pointer
-    init(_ pointer: Pointer) { self.pointer = pointer }
-}
+#endif

@@ -1,10 +1,55 @@
+#if MooseLibCrypto
 internal import CLibCrypto
+#endif
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
 public import Foundation
 #endif
 
+/// The SHA-2 hash functions used by JOSE and OAuth.
+public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
+    /// SHA-256 (32-byte output).
+    case sha256 = "SHA-256"
+    /// SHA-384 (48-byte output).
+    case sha384 = "SHA-384"
+    /// SHA-512 (64-byte output).
+    case sha512 = "SHA-512"
+
+    /// The digest length in bytes.
+    public var outputByteCount: Int {
+        switch self {
+        case .sha256: 32
+        case .sha384: 48
+        case .sha512: 64
+        }
+    }
+}
+
+/// A symmetric key (HMAC secret, AES key), held in memory that is wiped when released.
+public struct SecretKey: Sendable {
+    let bytes: SecureBytes
+
+    /// A key with the given bytes (copied).
+    public init(_ bytes: some ContiguousBytes) {
+        self.bytes = SecureBytes(bytes)
+    }
+
+    /// A new random key of `byteCount` bytes (32 for AES-256).
+    public init(randomByteCount byteCount: Int = 32) throws(CryptographyError) {
+        bytes = try SecureBytes(randomCount: byteCount)
+    }
+
+    /// The key length in bytes.
+    public var byteCount: Int { bytes.count }
+
+    /// Gives `body` the raw key bytes. Do not let them escape.
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try bytes.withUnsafeBytes(body)
+    }
+}
+
+#if MooseLibCrypto
 @inline(__always)
 func constantTimeEquals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     precondition(a.count == b.count)
@@ -45,24 +90,7 @@ public enum SecureRandom {
     }
 }
 
-/// The SHA-2 hash functions used by JOSE and OAuth.
-public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
-    /// SHA-256 (32-byte output).
-    case sha256 = "SHA-256"
-    /// SHA-384 (48-byte output).
-    case sha384 = "SHA-384"
-    /// SHA-512 (64-byte output).
-    case sha512 = "SHA-512"
-
-    /// The digest length in bytes.
-    public var outputByteCount: Int {
-        switch self {
-        case .sha256: 32
-        case .sha384: 48
-        case .sha512: 64
-        }
-    }
-
+extension DigestAlgorithm {
     var md: OpaquePointer? {
         switch self {
         case .sha256: Fetched.sha256
@@ -105,29 +133,6 @@ public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// A symmetric key (HMAC secret, AES key), held in memory that is wiped when released.
-public struct SecretKey: Sendable {
-    let bytes: SecureBytes
-
-    /// A key with the given bytes (copied).
-    public init(_ bytes: some ContiguousBytes) {
-        self.bytes = SecureBytes(bytes)
-    }
-
-    /// A new random key of `byteCount` bytes (32 for AES-256).
-    public init(randomByteCount byteCount: Int = 32) throws(CryptographyError) {
-        bytes = try SecureBytes(randomCount: byteCount)
-    }
-
-    /// The key length in bytes.
-    public var byteCount: Int { bytes.count }
-
-    /// Gives `body` the raw key bytes. Do not let them escape.
-    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        try bytes.withUnsafeBytes(body)
-    }
-}
-
 /// Calls `body` with an OSSL_PARAM list holding one UTF-8 string parameter.
 func withStringParameter<R>(_ key: StaticString, _ value: String, _ body: (UnsafePointer<OSSL_PARAM>) -> R) -> R {
     do {
@@ -141,3 +146,4 @@ func withStringParameter<R>(_ key: StaticString, _ value: String, _ body: (Unsaf
         }
     }
 }
+#endif

@@ -1,4 +1,6 @@
+#if MooseLibCrypto
 internal import CLibCrypto
+#endif
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -32,6 +34,7 @@ public enum SignatureAlgorithm: Sendable, Hashable {
     }
 }
 
+#if MooseLibCrypto
 extension PublicKey {
     /// `true` when `signature` is a valid signature of `message` under this key.
     ///
@@ -123,6 +126,7 @@ func initialiseVerify(_ ctx: OpaquePointer, key: OpaquePointer, algorithm: Signa
     if ok, case .rsaPSS = algorithm { ok = (try? configurePSS(pctx)) != nil }
     return ok
 }
+#endif
 
 /// Strict conversion between JOSE's raw ECDSA signatures (`r‖s`, RFC 7518 §3.4) and DER
 /// (`SEQUENCE { INTEGER r, INTEGER s }`, SEC 1 / RFC 3279).

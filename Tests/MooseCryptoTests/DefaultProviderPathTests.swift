@@ -1,3 +1,5 @@
+// libcrypto's own fast path: only with the libcrypto backend.
+#if MooseLibCrypto
 import Foundation
 import MooseCrypto
 import MooseTestSupport
@@ -122,3 +124,4 @@ struct DefaultProviderPathTests {
         #expect(DefaultProviderPath.Opener(key: SecretKey([UInt8](repeating: 0, count: 20))) == nil)
     }
 }
+#endif

@@ -165,7 +165,13 @@ struct WycheproofTests {
         for group in try Self.load("aes_gcm_test.json", as: AEADGroup.self) {
             // OpenSSL 3.0's GCM accepts nonces of 1…128 bytes; Wycheproof's 2056-bit-nonce group is
             // outside that (documented in README). Moose itself always uses 96-bit nonces.
-            if group.ivSize > 1024 {
+            // swift-crypto's GCM takes nonces of 96 bits or more: with MooseCrypto on swift-crypto alone
+            // (trait MooseSwiftCrypto), a shorter nonce is refused as an invalid parameter (README).
+            var nonceRefused = group.ivSize > 1024
+            #if !MooseLibCrypto
+            nonceRefused = nonceRefused || group.ivSize < 96
+            #endif
+            if nonceRefused {
                 for test in group.tests {
                     let box = AESGCM.SealedBox(nonce: Self.hex(test.iv), ciphertext: Self.hex(test.ct), tag: Self.hex(test.tag))
                     #expect(throws: CryptographyError.self) { try AESGCM.open(box, using: SecretKey(Self.hex(test.key))) }
@@ -200,6 +206,10 @@ struct WycheproofTests {
                 count += 1
             }
         }
+        #if MooseLibCrypto
         #expect(count + skipped == 316 && skipped < 10)
+        #else
+        #expect(count + skipped == 316 && skipped < 50)
+        #endif
     }
 }
