@@ -44,6 +44,8 @@ let package = Package(
         .library(name: "MooseURLSession", targets: ["MooseURLSession"]),
         .library(name: "MooseOAuth", targets: ["MooseOAuth"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
+        // Verifying what clients present to a resource server (RFC 9068 tokens, RFC 9449 DPoP proofs).
+        .library(name: "MooseResourceServer", targets: ["MooseResourceServer"]),
         // The commands of `moose`, for a main of one's own (moose and moose-pg are two such mains).
         .library(name: "MooseCLI", targets: ["MooseCLI"]),
         .executable(name: "moose", targets: ["moose"]),
@@ -119,6 +121,8 @@ let package = Package(
         // Sessions in the SQLite file store (EncryptedSessionStorage): MooseOAuth links no SQLite.
         .target(name: "MooseSQLiteStorage", dependencies: ["MooseOAuth", "MooseSecretStore", "MooseSealing"]),
         .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth"]),
+        // The resource server's side: access tokens, DPoP proofs, challenges, RFC 9728 metadata.
+        .target(name: "MooseResourceServer", dependencies: ["MooseJWT", "MooseCrypto", "MooseHTTP", "MooseOAuth"]),
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
         .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP", "MooseJWT"], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSealing",
@@ -148,6 +152,9 @@ let package = Package(
         .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTestSupport"]),
+        .testTarget(name: "MooseResourceServerTests", dependencies: [
+            "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseTestSupport",
+        ]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTestSupport"]),
         .testTarget(name: "MooseCLITests", dependencies: [
             "MooseCLI", "moose", "moose-store-worker", "MooseTestSupport",
