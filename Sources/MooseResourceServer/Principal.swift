@@ -34,8 +34,8 @@ public struct VerifiedPrincipal: Sendable {
     public let scopes: [String]
     /// `authorization_details` (RFC 9396) as the token carries it, for the application to judge.
     public let authorizationDetails: JSONValue?
-    /// `exp`.
-    public let expiresAt: Date
+    /// `exp`; `nil` only for an introspected token whose answer had none (RFC 7662 §2.2).
+    public let expiresAt: Date?
     /// `iat`, when present.
     public let issuedAt: Date?
     /// `jti`, when present.

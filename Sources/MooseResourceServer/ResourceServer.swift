@@ -93,15 +93,20 @@ public struct ResourceServer: Sendable {
     private let keys: any AccessTokenKeySource
     private let replayCache: any DPoPReplayCache
     private let nonces: (any DPoPNonceSource)?
+    private let introspector: (any AccessTokenIntrospector)?
 
     /// A verifier taking the issuer's keys from `keys`, remembering proof `jti`s in `replayCache`
-    /// and, with `nonces`, requiring server nonces in proofs (RFC 9449 §9).
+    /// and, with `nonces`, requiring server nonces in proofs (RFC 9449 §9). With `introspector`,
+    /// tokens that are not JWTs (opaque ones) are checked by RFC 7662 introspection; JWTs are always
+    /// verified locally.
     public init(configuration: ResourceServerConfiguration, keys: any AccessTokenKeySource,
-                replayCache: any DPoPReplayCache = InMemoryDPoPReplayCache(), nonces: (any DPoPNonceSource)? = nil) {
+                replayCache: any DPoPReplayCache = InMemoryDPoPReplayCache(), nonces: (any DPoPNonceSource)? = nil,
+                introspector: (any AccessTokenIntrospector)? = nil) {
         self.configuration = configuration
         self.keys = keys
         self.replayCache = replayCache
         self.nonces = nonces
+        self.introspector = introspector
     }
 
     /// The nonce to send in `DPoP-Nonce` on successful responses too (RFC 9449 §9), when nonces are on.
@@ -136,8 +141,9 @@ public struct ResourceServer: Sendable {
             throw refusal(ResourceServerRefusal.invalidRequest, .dpop, "this resource does not accept DPoP")
         default: break
         }
-        let jwt = try await verifyToken(token, scheme: scheme)
-        let claims = jwt.claims
+        let claims: JWTClaims
+        let introspected = introspector != nil && !Self.isCompactJWS(token)
+        if introspected { claims = try await introspect(token, scheme: scheme) } else { claims = try await verifyToken(token, scheme: scheme).claims }
         var confirmation: JSONObject? = nil
         var thumbprint: String? = nil
         if let cnf = claims["cnf"] {
@@ -166,10 +172,14 @@ public struct ResourceServer: Sendable {
         if claims["scope"] != nil, claims["scope"]?.stringValue == nil {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "scope is not a string")
         }
-        guard let subject = claims.subject, let issuer = claims.issuer, let expiresAt = claims.expiresAt,
-              let clientID = claims["client_id"]?.stringValue else {
+        // An introspection answer may leave out sub (client credentials: the client is the subject), iss
+        // (the introspecting server's own tokens) and exp (RFC 7662 §2.2).
+        let subject = claims.subject ?? (introspected ? claims["username"]?.stringValue ?? claims["client_id"]?.stringValue : nil)
+        let issuer = claims.issuer ?? (introspected ? configuration.issuer : nil)
+        guard let subject, let issuer, introspected || claims.expiresAt != nil, let clientID = claims["client_id"]?.stringValue else {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "sub, iss, exp or client_id is missing or not a string")
         }
+        let expiresAt = claims.expiresAt
         let principal = VerifiedPrincipal(
             subject: subject, clientID: clientID, issuer: issuer, audiences: claims.audience ?? [], scopes: scopes,
             authorizationDetails: claims["authorization_details"], expiresAt: expiresAt, issuedAt: claims.issuedAt,
@@ -209,6 +219,33 @@ public struct ResourceServer: Sendable {
             // The code and field only: a JWTError's message may quote claims.
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
         }
+    }
+
+    // MARK: - Opaque tokens (RFC 7662)
+
+    private func introspect(_ token: String, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal) -> JWTClaims {
+        guard let introspector else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "no introspection configured") }
+        let answer: IntrospectionAnswer
+        do { answer = try await introspector.introspect(token) } catch {
+            throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                                        reason: "introspection failed: \((error as? IntrospectionError)?.message ?? "transport error")")
+        }
+        guard answer.active else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token is not active (introspection)") }
+        // The same checks as for a JWT, on what the answer says: iss and aud only when present.
+        let claims = answer.claims
+        let validation = ClaimValidation(issuer: claims.issuer == nil ? nil : configuration.issuer,
+                                         audiences: claims.audience == nil ? nil : [configuration.resource],
+                                         leeway: configuration.leeway, clock: configuration.clock)
+        do { try validation.validate(claims) } catch {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the introspected token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
+        }
+        return claims
+    }
+
+    /// Three non-empty base64url parts: a JWS, verified locally rather than introspected.
+    static func isCompactJWS(_ token: String) -> Bool {
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return parts.count == 3 && parts.prefix(2).allSatisfy { !$0.isEmpty }
     }
 
     // MARK: - The proof (RFC 9449 §4.3, §7.1)
