@@ -258,7 +258,8 @@ for target in package.targets where target.type != .system && target.name != "Mo
 if Context.environment["MOOSE_FUZZ"] == "1" {
     package.targets.append(.executableTarget(
         name: "MooseFuzz",
-        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSealing", "MooseCLI", "MooseMCP"],
+        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSealing", "MooseCLI", "MooseMCP",
+                       "MooseResourceServer"],
         path: "tools/fuzz/Sources/MooseFuzz",
         swiftSettings: strictSettings + [.unsafeFlags(["-parse-as-library"])]))
     package.products.append(.executable(name: "moose-fuzz", targets: ["MooseFuzz"]))

@@ -84,9 +84,9 @@ public enum DPoP {
         guard bytes.count <= maximumURILength else {
             throw JWTError(JWTError.malformed, "URI is \(bytes.count) bytes; the limit is \(maximumURILength)", field: "htu")
         }
-        // Printable ASCII only: no spaces, controls (CR/LF), or raw non-ASCII.
-        guard !bytes.isEmpty, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw JWTError(JWTError.malformed, "URI is empty or has bytes outside printable ASCII", field: "htu")
+        // RFC 3986 characters only: no spaces, controls (CR/LF), raw non-ASCII, or `"<>\\^`{|}`.
+        guard !bytes.isEmpty, bytes.allSatisfy(isURICharacter) else {
+            throw JWTError(JWTError.malformed, "URI is empty or has characters a URI cannot have", field: "htu")
         }
         // scheme ":" "//" authority path [ "?" query ] [ "#" fragment ]
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
@@ -112,7 +112,11 @@ public enum DPoP {
             host = Array(authority[..<lastColon])
             port = Array(authority[(lastColon + 1)...])
         }
-        guard !host.isEmpty else { throw JWTError(JWTError.malformed, "URI has an empty host", field: "htu") }
+        // An IP literal in brackets, or a reg-name (unreserved, percent-encoded, sub-delims): no ':' or '@' left.
+        let isIPLiteral = host.count > 2 && host.first == UInt8(ascii: "[") && host.last == UInt8(ascii: "]")
+            && host.dropFirst().dropLast().allSatisfy { isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }
+        let isRegName = !host.isEmpty && host.allSatisfy { isUnreserved($0) || isSubDelimiter($0) || $0 == UInt8(ascii: "%") }
+        guard isIPLiteral || isRegName else { throw JWTError(JWTError.malformed, "URI has an empty or invalid host", field: "htu") }
         var portText = ""
         if !port.isEmpty {
             // Bounded before converting: at most 5 digits, at most 65535.
@@ -129,7 +133,14 @@ public enum DPoP {
         }
         var path = try normalizedPercentEncoding(bytes[pathStart..<index])
         if path.isEmpty { path = [UInt8(ascii: "/")] }
-        let normalizedHost = try normalizedPercentEncoding(host[...]).map(lowercased)
+        // Case-insensitive (RFC 3986 §6.2.2.1): lower case, but percent-encodings stay upper case.
+        var normalizedHost = try normalizedPercentEncoding(host[...])
+        var position = 0
+        while position < normalizedHost.count {
+            if normalizedHost[position] == UInt8(ascii: "%") { position += 3; continue }
+            normalizedHost[position] = lowercased(normalizedHost[position])
+            position += 1
+        }
         return String(decoding: scheme, as: UTF8.self) + "://" + String(decoding: normalizedHost, as: UTF8.self) + portText
             + String(decoding: path, as: UTF8.self)
     }
@@ -146,7 +157,7 @@ public enum DPoP {
                 throw JWTError(JWTError.malformed, "URI has an invalid percent-encoding", field: "htu")
             }
             let decoded = high << 4 | low
-            if isAlpha(decoded) || isDigit(decoded) || decoded == 0x2D || decoded == 0x2E || decoded == 0x5F || decoded == 0x7E {
+            if isUnreserved(decoded) {
                 output.append(decoded)
             } else {
                 output.append(UInt8(ascii: "%"))
@@ -158,6 +169,19 @@ public enum DPoP {
         return output
     }
 
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        isAlpha(byte) || isDigit(byte) || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
+    }
+    /// `!$&'()*+,;=` (RFC 3986 §2.2).
+    private static func isSubDelimiter(_ byte: UInt8) -> Bool {
+        byte == 0x21 || byte == 0x24 || (0x26...0x2C).contains(byte) || byte == 0x3B || byte == 0x3D
+    }
+    /// Unreserved, reserved (`:/?#[]@` and sub-delims) or `%`.
+    private static func isURICharacter(_ byte: UInt8) -> Bool {
+        isUnreserved(byte) || isSubDelimiter(byte) || byte == 0x25 || byte == 0x3A || byte == 0x2F || byte == 0x3F || byte == 0x23
+            || byte == 0x5B || byte == 0x5D || byte == 0x40
+    }
+    private static func isHexDigit(_ byte: UInt8) -> Bool { hexValue(byte) != nil }
     private static func isAlpha(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
     private static func lowercased(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }

@@ -169,9 +169,12 @@ import Testing
         #expect(try DPoP.targetURI("HTTP://Example.COM:80") == "http://example.com/")
         #expect(try DPoP.targetURI("https://example.com:8443/a%2fb?q#f") == "https://example.com:8443/a%2Fb")
         #expect(try DPoP.targetURI("https://[::1]:443/x") == "https://[::1]/x")
+        #expect(try DPoP.targetURI("https://EX%41mple.com/%c3%a9") == "https://example.com/%C3%A9")
         #expect(try DPoP.targetURI("https://example.com/A/") == "https://example.com/A/")
         for bad in ["/relative", "https://user@example.com/", "https://example.com:99999/", "https://example.com/a b",
-                    "https://example.com/%zz", "https://example.com/\u{e9}", "mailto:x@example.com", ""] {
+                    "https://example.com/%zz", "https://example.com/\u{e9}", "mailto:x@example.com", "",
+                    // Found by the dpop-proof fuzz harness: a ':' left in the host broke idempotence.
+                    "HTTPS://API.Exam:ple.com:443/a", "https://example.com/a\"b", "https://[::1/x", "https://exa[mple.com/"] {
             #expect(throws: JWTError.self, "\(bad)") { try DPoP.targetURI(bad) }
         }
         #expect(throws: JWTError.self) { try DPoP.normalizedProofTarget("https://example.com/?q") }
