@@ -56,6 +56,7 @@ let package = Package(
         .library(name: "MooseOpenAPI", targets: ["MooseOpenAPI"]),
         .library(name: "MooseAsyncHTTPClient", targets: ["MooseAsyncHTTPClient"]),
         .library(name: "MooseObservability", targets: ["MooseObservability"]),
+        .library(name: "MooseHummingbird", targets: ["MooseHummingbird"]),
         // `moose` with PostgreSQL stores (trait MoosePostgres); `moose` execs it for a postgres:// store.
         .executable(name: "moose-pg", targets: ["moose-pg"]),
     ],
@@ -66,6 +67,7 @@ let package = Package(
         .trait(name: "MooseOpenAPI", description: "MooseOpenAPI: a swift-openapi-runtime ClientMiddleware."),
         .trait(name: "MooseAsyncHTTPClient", description: "MooseAsyncHTTPClient: an HTTPTransport on AsyncHTTPClient (swift-nio)."),
         .trait(name: "MooseObservability", description: "MooseObservability: swift-metrics counters and swift-distributed-tracing spans around provider requests and refreshes."),
+        .trait(name: "MooseHummingbird", description: "MooseHummingbird: a Hummingbird 2 middleware verifying access tokens and DPoP proofs (MooseResourceServer)."),
         .trait(name: "ExampleService", description: "Moose's own example service (Hummingbird) and its generated client, for Moose's tests.",
                enabledTraits: ["MooseOpenAPI", "MooseAsyncHTTPClient"]),
         .default(enabledTraits: []),
@@ -220,6 +222,17 @@ let package = Package(
         .testTarget(name: "MooseAsyncHTTPClientTests", dependencies: [
             "MooseAsyncHTTPClient", "MooseHTTP", "MooseTestSupport",
             adapted("AsyncHTTPClient", "async-http-client", ["MooseAsyncHTTPClient"]),
+        ]),
+        // A Hummingbird 2 middleware for resource servers (MooseResourceServer's verifier) and the RFC 9728 route.
+        .target(name: "MooseHummingbird", dependencies: [
+            "MooseResourceServer", "MooseHTTP",
+            adapted("Hummingbird", "hummingbird", ["MooseHummingbird"]),
+            adapted("NIOCore", "swift-nio", ["MooseHummingbird"]),
+        ]),
+        .testTarget(name: "MooseHummingbirdTests", dependencies: [
+            "MooseHummingbird", "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseHTTP",
+            adapted("Hummingbird", "hummingbird", ["MooseHummingbird"]),
+            adapted("HummingbirdTesting", "hummingbird", ["MooseHummingbird"]),
         ]),
         // The example service (trait ExampleService). The client swift-openapi-generator made from
         // tools/resource/openapi.yaml (see tools/example-service/regenerate, which wraps it in `#if ExampleService`).
