@@ -2,6 +2,7 @@ import Foundation
 import MooseCrypto
 import MooseHTTP
 import MooseJWT
+import MooseOAuth
 @testable import MooseResourceServer
 import Testing
 
@@ -107,6 +108,16 @@ import Testing
             case .twoProofsCombined: return try h.proof(for: token) + "," + h.proof(for: token)
             }
         }
+    }
+
+    /// The client side's proofs (MooseOAuth's DPoPKey, before it switches to the shared DPoP module) pass.
+    @Test(arguments: [JWTAlgorithm.es256, .eddsa, .rs256]) func theClientSidesProofsAreAccepted(_ algorithm: JWTAlgorithm) async throws {
+        let key = try DPoPKey.generate(algorithm)
+        let token = try harness.token(["cnf": .object(["jkt": .string(key.thumbprint)])])
+        let url = try #require(URL(string: "https://api.example.com/items?page=3"))
+        let proof = try key.proof(method: .get, url: url, accessToken: token, at: Harness.now)
+        let principal = try await verify(harness.server(), token: token, proof: proof, url: url.absoluteString)
+        #expect(principal.confirmationThumbprint == key.thumbprint)
     }
 
     @Test func aBoundTokenWithoutCnfIsNotAcceptedAsDPoP() async throws {
