@@ -33,8 +33,10 @@ public actor RotatingDPoPNonces: DPoPNonceSource {
         self.clock = clock
     }
 
+    /// The nonce of the current period (a new random one once `lifetime` has passed).
     public func currentNonce() async -> String { rotated().value }
 
+    /// `true` for the current nonce and the one before it, byte for byte.
     public func accepts(_ nonce: String) async -> Bool {
         let current = rotated()
         return nonce.utf8.elementsEqual(current.value.utf8) || (previous.map { nonce.utf8.elementsEqual($0.utf8) } ?? false)

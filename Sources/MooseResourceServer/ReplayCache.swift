@@ -41,6 +41,8 @@ public actor InMemoryDPoPReplayCache: DPoPReplayCache {
     /// The number of entries held (expired ones included until the next sweep).
     public var count: Int { entries.count }
 
+    /// Records `key` until `expiry`: `true` the first time, `false` while an earlier record of it lasts.
+    /// Throws `Full` when `capacity` unexpired entries are held.
     public func firstUse(of key: String, until expiry: Date) async throws -> Bool {
         let now = clock()
         let digest = DigestAlgorithm.sha256.hash(Array(key.utf8))
