@@ -44,6 +44,8 @@ let package = Package(
         .library(name: "MooseURLSession", targets: ["MooseURLSession"]),
         .library(name: "MooseOAuth", targets: ["MooseOAuth"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
+        // Verifying what clients present to a resource server (RFC 9068 tokens, RFC 9449 DPoP proofs).
+        .library(name: "MooseResourceServer", targets: ["MooseResourceServer"]),
         // The commands of `moose`, for a main of one's own (moose and moose-pg are two such mains).
         .library(name: "MooseCLI", targets: ["MooseCLI"]),
         .executable(name: "moose", targets: ["moose"]),
@@ -54,6 +56,7 @@ let package = Package(
         .library(name: "MooseOpenAPI", targets: ["MooseOpenAPI"]),
         .library(name: "MooseAsyncHTTPClient", targets: ["MooseAsyncHTTPClient"]),
         .library(name: "MooseObservability", targets: ["MooseObservability"]),
+        .library(name: "MooseHummingbird", targets: ["MooseHummingbird"]),
         // `moose` with PostgreSQL stores (trait MoosePostgres); `moose` execs it for a postgres:// store.
         .executable(name: "moose-pg", targets: ["moose-pg"]),
     ],
@@ -64,6 +67,7 @@ let package = Package(
         .trait(name: "MooseOpenAPI", description: "MooseOpenAPI: a swift-openapi-runtime ClientMiddleware.", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MooseAsyncHTTPClient", description: "MooseAsyncHTTPClient: an HTTPTransport on AsyncHTTPClient (swift-nio).", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MooseObservability", description: "MooseObservability: swift-metrics counters and swift-distributed-tracing spans around provider requests and refreshes.", enabledTraits: ["MooseLibCrypto"]),
+        .trait(name: "MooseHummingbird", description: "MooseHummingbird: a Hummingbird 2 middleware verifying access tokens and DPoP proofs (MooseResourceServer).", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "ExampleService", description: "Moose's own example service (Hummingbird) and its generated client, for Moose's tests.",
                enabledTraits: ["MooseOpenAPI", "MooseAsyncHTTPClient"]),
         // The cryptography backend of MooseCrypto: libcrypto (the default) and/or swift-crypto. With both
@@ -132,6 +136,8 @@ let package = Package(
         // Sessions in the SQLite file store (EncryptedSessionStorage): MooseOAuth links no SQLite.
         .target(name: "MooseSQLiteStorage", dependencies: ["MooseOAuth", "MooseSecretStore", "MooseSealing"]),
         .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth"]),
+        // The resource server's side: access tokens, DPoP proofs, challenges, RFC 9728 metadata.
+        .target(name: "MooseResourceServer", dependencies: ["MooseJWT", "MooseCrypto", "MooseHTTP", "MooseOAuth"]),
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
         .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP", "MooseJWT"], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSealing",
@@ -161,6 +167,9 @@ let package = Package(
         .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport"]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTestSupport"]),
+        .testTarget(name: "MooseResourceServerTests", dependencies: [
+            "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseTestSupport",
+        ]),
         .testTarget(name: "MooseJWTTests", dependencies: ["MooseJWT", "MooseCrypto", "MooseTestSupport"]),
         // Both backends in one binary (trait MooseSwiftCrypto beside the default MooseLibCrypto): the same
         // vectors on swift-crypto, and what one seals or signs the other opens or verifies.
@@ -232,6 +241,17 @@ let package = Package(
             "MooseAsyncHTTPClient", "MooseHTTP", "MooseTestSupport",
             adapted("AsyncHTTPClient", "async-http-client", ["MooseAsyncHTTPClient"]),
         ]),
+        // A Hummingbird 2 middleware for resource servers (MooseResourceServer's verifier) and the RFC 9728 route.
+        .target(name: "MooseHummingbird", dependencies: [
+            "MooseResourceServer", "MooseHTTP",
+            adapted("Hummingbird", "hummingbird", ["MooseHummingbird"]),
+            adapted("NIOCore", "swift-nio", ["MooseHummingbird"]),
+        ]),
+        .testTarget(name: "MooseHummingbirdTests", dependencies: [
+            "MooseHummingbird", "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseHTTP",
+            adapted("Hummingbird", "hummingbird", ["MooseHummingbird"]),
+            adapted("HummingbirdTesting", "hummingbird", ["MooseHummingbird"]),
+        ]),
         // The example service (trait ExampleService). The client swift-openapi-generator made from
         // tools/resource/openapi.yaml (see tools/example-service/regenerate, which wraps it in `#if ExampleService`).
         .target(name: "MooseExampleAPI", dependencies: [
@@ -269,7 +289,8 @@ for target in package.targets where target.type != .system && target.name != "Mo
 if Context.environment["MOOSE_FUZZ"] == "1" {
     package.targets.append(.executableTarget(
         name: "MooseFuzz",
-        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSealing", "MooseCLI", "MooseMCP"],
+        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSealing", "MooseCLI", "MooseMCP",
+                       "MooseResourceServer"],
         path: "tools/fuzz/Sources/MooseFuzz",
         swiftSettings: strictSettings + [.unsafeFlags(["-parse-as-library"])]))
     package.products.append(.executable(name: "moose-fuzz", targets: ["MooseFuzz"]))

@@ -11,6 +11,7 @@ import MooseOAuth
 import MooseCLI
 import MooseMCP
 import MooseSealing
+import MooseResourceServer
 
 /// The harnesses, by name.
 let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
@@ -21,6 +22,7 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "config-file": configFile,
     "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration, "sse": serverSentEvents,
     "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
+    "dpop-proof": dpopProof, "introspection": introspection,
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -484,5 +486,79 @@ func publicKeyPins(_ bytes: [UInt8]) {
             require(pin.hasPrefix("sha256//") && pin.utf8.count == 52, "a canonical pin: \(pin.utf8.count) bytes")
         }
         require(!pins.pins(for: pinned).isEmpty, "a pinned host has pins")
+    }
+}
+
+// MARK: - MooseResourceServer
+
+/// A client's DPoP key, made once at start (the harness stops at once if it cannot be).
+let (dpopClientSigner, dpopClientJWK): (JWTSigner, JWK) = {
+    do {
+        let key = try PrivateKey.generate(.ec(.p256))
+        return (try JWTSigner(key: JWTKey(privateKey: key), algorithm: .es256), try JWK(publicKey: key.publicKey()))
+    } catch {
+        fatalError("cannot make the harness's DPoP key: \(error)")
+    }
+}()
+let dpopNow = Date(timeIntervalSince1970: 1_800_000_000)
+let dpopVerifier = DPoPProofVerifier(clock: { dpopNow })
+
+/// DPoP proofs at a resource server (RFC 9449 §4.3). Byte 0 picks what the rest is:
+/// 0 — a proof from anyone: an accepted one is for GET https://api.example.com/items, its thumbprint
+///     is its jwk's, its jti bounded; 1 — a claim set signed by a client key with a proper header:
+///     accepted only when htm is GET, htu normalizes to the request's, iat is in the window;
+/// 2 — a URI: `DPoP.targetURI` is idempotent, printable ASCII, without query or fragment;
+/// 3 — a challenge parameter value: the header value has no CR, LF or stray quote.
+func dpopProof(_ bytes: [UInt8]) {
+    guard let mode = bytes.first else { return }
+    let rest = Array(bytes.dropFirst())
+    let url = "https://api.example.com/items"
+    switch mode % 4 {
+    case 0:
+        if let proof = try? dpopVerifier.verify(text(rest), method: "GET", url: url, accessToken: nil) {
+            require(proof.thumbprint == (try? proof.jwk.thumbprint()), "the thumbprint is the jwk's")
+            require(!proof.jti.isEmpty && proof.jti.utf8.count <= dpopVerifier.maximumJTILength, "jti is bounded")
+            require(abs(proof.issuedAt.timeIntervalSince(dpopNow)) <= 60, "iat is in the window")
+        }
+    case 1:
+        guard let signed = try? dpopClientSigner.sign(payload: rest, extraHeader: DPoP.proofHeader(publicJWK: dpopClientJWK)) else { return }
+        if let proof = try? dpopVerifier.verify(signed, method: "GET", url: url, accessToken: nil) {
+            require(proof.claims["htm"]?.stringValue == "GET", "htm is the method")
+            let htu = proof.claims["htu"]?.stringValue.flatMap { try? DPoP.normalizedProofTarget($0) }
+            require(htu == url, "htu normalizes to the request's URI")
+            require(proof.thumbprint == (try? dpopClientJWK.thumbprint()), "the key is the signer's")
+        }
+        // With an access token, a proof without the right ath never passes.
+        if (try? dpopVerifier.verify(signed, method: "GET", url: url, accessToken: "token")) != nil {
+            require((try? JSONValue(parsing: rest))?["ath"]?.stringValue == DPoP.accessTokenHash("token"), "ath is checked")
+        }
+    case 2:
+        guard let once = try? DPoP.targetURI(text(rest)) else { return }
+        require((try? DPoP.targetURI(once)) == once, "targetURI is idempotent")
+        require((try? DPoP.normalizedProofTarget(once)) == once, "a target URI is a valid htu")
+        require(once.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && !once.contains("?") && !once.contains("#"),
+                "printable ASCII, no query or fragment")
+    default:
+        let value = ResourceServerChallenge(scheme: "DPoP", parameters: [("error_description", text(rest))]).headerValue
+        require(!value.utf8.contains(0x0D) && !value.utf8.contains(0x0A), "no CR or LF")
+        require(value.utf8.filter { $0 == 0x22 }.count == 2, "exactly the two quotes around the value")
+    }
+}
+
+/// An RFC 7662 answer: byte 0 picks the status, the rest is the body. Properties: only a 200 with a
+/// JSON object whose `active` is the boolean true is active; an inactive answer carries no claims;
+/// an active one's registered claims have their types.
+func introspection(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let status = [200, 200, 200, 400, 401, 500][Int(first) % 6]
+    let body = Array(bytes.dropFirst())
+    guard let answer = try? IntrospectionAnswer.parse(status: status, body: body) else { return }
+    require(status == 200, "only a 200 answers")
+    let active = (try? JSONValue(parsing: body))?["active"]?.boolValue
+    require(active == answer.active, "active is the answer's boolean")
+    if !answer.active { require(answer.claims.fields.count == 0, "an inactive answer carries no claims") }
+    if answer.active {
+        require(answer.claims["iss"].map { $0.stringValue != nil } ?? true, "iss is a string")
+        require(answer.claims["exp"].map { $0.doubleValue.map(NumericDate.isInRange) == true } ?? true, "exp is a bounded NumericDate")
     }
 }

@@ -1,0 +1,29 @@
+public import MooseJWT
+public import MooseOAuth
+
+/// Where the issuer's signing keys come from. `JWKSCache` (MooseOAuth) is one: the issuer's
+/// `jwks_uri`, cached, refetched once per cooldown when a token names an unknown `kid` (key rotation).
+///
+/// ```swift
+/// let keys = JWKSCache(url: jwksURL, transport: CurlTransport())      // from the issuer's metadata
+/// let fixed = StaticAccessTokenKeys([try JWTKey(pem: pem, keyID: "k1")])
+/// ```
+public protocol AccessTokenKeySource: Sendable {
+    /// Keys that may verify a token whose header names `kid`. Throws when they cannot be had now
+    /// (the refusal is then `temporarilyUnavailable`, not `invalid_token`).
+    func keys(for kid: String?) async throws -> [JWTKey]
+}
+
+extension JWKSCache: AccessTokenKeySource {}
+
+/// A fixed set of keys (configuration files, tests).
+public struct StaticAccessTokenKeys: AccessTokenKeySource {
+    /// The keys.
+    public let keys: [JWTKey]
+
+    /// A source that always answers `keys`.
+    public init(_ keys: [JWTKey]) { self.keys = keys }
+
+    /// `keys`, whatever the `kid`.
+    public func keys(for kid: String?) async throws -> [JWTKey] { keys }
+}

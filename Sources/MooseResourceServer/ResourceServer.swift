@@ -1,0 +1,367 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import MooseJWT
+
+/// What a resource server accepts (RFC 9068 access tokens, RFC 6750 Bearer, RFC 9449 DPoP).
+///
+/// ```swift
+/// var configuration = ResourceServerConfiguration(issuer: "https://id.example.com",
+///                                                 resource: "https://api.example.com", algorithms: [.rs256, .es256])
+/// configuration.dpop = .required
+/// configuration.resourceMetadataURL = "https://api.example.com/.well-known/oauth-protected-resource"
+/// ```
+public struct ResourceServerConfiguration: Sendable {
+    /// Whether tokens may or must be DPoP-bound.
+    public enum DPoPMode: Sendable, Hashable {
+        /// Only Bearer; an `Authorization: DPoP` request is refused (and so is a bound token as Bearer).
+        case disabled
+        /// Bearer for unbound tokens, DPoP for bound ones (RFC 9449 §7.2: a bound token never as Bearer).
+        case allowed
+        /// Only DPoP-bound tokens with proofs.
+        case required
+    }
+
+    /// The exact `iss` accepted (byte for byte).
+    public var issuer: String
+    /// This resource's identifier (RFC 8707; RFC 9068 §4): `aud` must contain it, byte for byte.
+    public var resource: String
+    /// The algorithms access tokens may be signed with: no default, on purpose (RFC 8725 §3.1).
+    public var algorithms: Set<JWTAlgorithm>
+    /// Accepted `typ` headers (case-insensitive, `application/` optional). RFC 9068 §4 requires
+    /// `at+jwt`; add `JWT` only for a provider that sends that.
+    public var acceptedTokenTypes: [String]
+    /// Clock skew allowed on the token's `exp`, `nbf` and `iat`, in seconds.
+    public var leeway: TimeInterval
+    /// Claims a token must have. RFC 9068 §2.2: `iss exp aud sub client_id iat jti`.
+    public var requiredClaims: Set<String>
+    /// Bearer, DPoP or both.
+    public var dpop: DPoPMode
+    /// How DPoP proofs are checked (algorithms, `iat` window, sizes).
+    public var proofs: DPoPProofVerifier
+    /// `resource_metadata` (RFC 9728 §5.1) for every challenge, when set.
+    public var resourceMetadataURL: String?
+    /// `realm` for every challenge, when set.
+    public var realm: String?
+    /// The longest `Authorization` value accepted, in bytes (longer: `invalid_request`).
+    public var maximumAuthorizationLength: Int
+    /// The clock: returns "now".
+    public var clock: @Sendable () -> Date
+
+    /// A configuration: Bearer and DPoP both allowed, `at+jwt` only, 30 s leeway, RFC 9068's claims.
+    public init(issuer: String, resource: String, algorithms: Set<JWTAlgorithm>, acceptedTokenTypes: [String] = ["at+jwt"],
+                leeway: TimeInterval = 30, requiredClaims: Set<String> = ["iss", "exp", "aud", "sub", "client_id", "iat", "jti"],
+                dpop: DPoPMode = .allowed, proofs: DPoPProofVerifier = DPoPProofVerifier(), resourceMetadataURL: String? = nil,
+                realm: String? = nil, maximumAuthorizationLength: Int = 16 * 1024, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.issuer = issuer
+        self.resource = resource
+        self.algorithms = algorithms
+        self.acceptedTokenTypes = acceptedTokenTypes
+        self.leeway = leeway
+        self.requiredClaims = requiredClaims
+        self.dpop = dpop
+        self.proofs = proofs
+        self.resourceMetadataURL = resourceMetadataURL
+        self.realm = realm
+        self.maximumAuthorizationLength = maximumAuthorizationLength
+        self.clock = clock
+    }
+}
+
+/// Verifies what clients present to a resource server, framework-neutrally: give it a request's
+/// `Authorization` and `DPoP` header values, method and URL; get a `VerifiedPrincipal`, or a
+/// `ResourceServerRefusal` that carries the status and challenges to answer with.
+///
+/// ```swift
+/// let server = ResourceServer(
+///     configuration: ResourceServerConfiguration(issuer: issuer, resource: "https://api.example.com", algorithms: [.rs256]),
+///     keys: JWKSCache(url: jwksURI, transport: CurlTransport()))
+/// do {
+///     let who = try await server.verify(authorizationHeader: request.headers["Authorization"],
+///                                       dpopHeader: request.headers["DPoP"], method: "GET",
+///                                       url: "https://api.example.com/items?page=2", requiredScopes: ["api.read"])
+///     print(who.subject, who.scopes)
+/// } catch {
+///     respond(status: error.status, headers: error.headers)   // WWW-Authenticate, DPoP-Nonce
+/// }
+/// ```
+public struct ResourceServer: Sendable {
+    /// The rules.
+    public let configuration: ResourceServerConfiguration
+    private let keys: any AccessTokenKeySource
+    private let replayCache: any DPoPReplayCache
+    private let nonces: (any DPoPNonceSource)?
+    private let introspector: (any AccessTokenIntrospector)?
+
+    /// A verifier taking the issuer's keys from `keys`, remembering proof `jti`s in `replayCache`
+    /// and, with `nonces`, requiring server nonces in proofs (RFC 9449 §9). With `introspector`,
+    /// tokens that are not JWTs (opaque ones) are checked by RFC 7662 introspection; JWTs are always
+    /// verified locally.
+    public init(configuration: ResourceServerConfiguration, keys: any AccessTokenKeySource,
+                replayCache: any DPoPReplayCache = InMemoryDPoPReplayCache(), nonces: (any DPoPNonceSource)? = nil,
+                introspector: (any AccessTokenIntrospector)? = nil) {
+        self.configuration = configuration
+        self.keys = keys
+        self.replayCache = replayCache
+        self.nonces = nonces
+        self.introspector = introspector
+    }
+
+    /// The nonce to send in `DPoP-Nonce` on successful responses too (RFC 9449 §9), when nonces are on.
+    public func currentNonce() async -> String? { await nonces?.currentNonce() }
+
+    /// Verifies one request's credentials.
+    ///
+    /// - Parameters:
+    ///   - authorizationHeader: the `Authorization` value (`nil` when absent). Several values combined
+    ///     with commas are refused as malformed.
+    ///   - dpopHeader: the `DPoP` value (`nil` when absent); several combined with commas are refused.
+    ///   - method: the request's method, as received (`GET`).
+    ///   - url: the request's absolute URL as the client addressed it (behind a proxy: the external one).
+    ///   - requiredScopes: scopes the request needs; a token lacking one gets `insufficient_scope`.
+    /// - Throws: `ResourceServerRefusal`, with the answer to send.
+    public func verify(authorizationHeader: String?, dpopHeader: String?, method: String, url: String,
+                       requiredScopes: [String] = []) async throws(ResourceServerRefusal) -> VerifiedPrincipal {
+        guard let authorizationHeader else {
+            throw refusal(ResourceServerRefusal.missingCredentials, nil, "no Authorization header")
+        }
+        guard authorizationHeader.utf8.count <= configuration.maximumAuthorizationLength else {
+            throw refusal(ResourceServerRefusal.invalidRequest, nil,
+                          "Authorization is \(authorizationHeader.utf8.count) bytes; the limit is \(configuration.maximumAuthorizationLength)")
+        }
+        guard let (scheme, token) = Self.credentials(authorizationHeader) else {
+            throw refusal(ResourceServerRefusal.invalidRequest, nil, "Authorization is not `Bearer <token>` or `DPoP <token>`")
+        }
+        switch (scheme, configuration.dpop) {
+        case (.bearer, .required):
+            throw refusal(ResourceServerRefusal.invalidToken, .bearer, "this resource requires DPoP-bound tokens")
+        case (.dpop, .disabled):
+            throw refusal(ResourceServerRefusal.invalidRequest, .dpop, "this resource does not accept DPoP")
+        default: break
+        }
+        let claims: JWTClaims
+        let introspected = introspector != nil && !Self.isCompactJWS(token)
+        if introspected { claims = try await introspect(token, scheme: scheme) } else { claims = try await verifyToken(token, scheme: scheme).claims }
+        var confirmation: JSONObject? = nil
+        var thumbprint: String? = nil
+        if let cnf = claims["cnf"] {
+            guard let object = cnf.objectValue else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "cnf is not an object") }
+            confirmation = object
+            if let jkt = object["jkt"] {
+                guard let text = jkt.stringValue, !text.isEmpty else {
+                    throw refusal(ResourceServerRefusal.invalidToken, scheme, "cnf.jkt is not a string")
+                }
+                thumbprint = text
+            }
+        }
+        switch scheme {
+        case .bearer:
+            // RFC 9449 §7.2: a DPoP-bound token is never accepted as a bearer token.
+            if thumbprint != nil {
+                throw refusal(ResourceServerRefusal.invalidToken, .bearer, "a DPoP-bound token was presented as Bearer")
+            }
+        case .dpop:
+            guard let thumbprint else {
+                throw refusal(ResourceServerRefusal.invalidToken, .dpop, "the token is not DPoP-bound (no cnf.jkt)")
+            }
+            try await verifyProof(dpopHeader, method: method, url: url, token: token, thumbprint: thumbprint)
+        }
+        let scopes = claims["scope"]?.stringValue?.split(separator: " ", omittingEmptySubsequences: true).map(String.init) ?? []
+        if claims["scope"] != nil, claims["scope"]?.stringValue == nil {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "scope is not a string")
+        }
+        // An introspection answer may leave out sub (client credentials: the client is the subject), iss
+        // (the introspecting server's own tokens) and exp (RFC 7662 §2.2).
+        let subject = claims.subject ?? (introspected ? claims["username"]?.stringValue ?? claims["client_id"]?.stringValue : nil)
+        let issuer = claims.issuer ?? (introspected ? configuration.issuer : nil)
+        guard let subject, let issuer, introspected || claims.expiresAt != nil, let clientID = claims["client_id"]?.stringValue else {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "sub, iss, exp or client_id is missing or not a string")
+        }
+        let expiresAt = claims.expiresAt
+        let principal = VerifiedPrincipal(
+            subject: subject, clientID: clientID, issuer: issuer, audiences: claims.audience ?? [], scopes: scopes,
+            authorizationDetails: claims["authorization_details"], expiresAt: expiresAt, issuedAt: claims.issuedAt,
+            tokenID: claims.jwtID, confirmationThumbprint: thumbprint, confirmation: confirmation, scheme: scheme, claims: claims)
+        if !principal.hasScopes(requiredScopes) {
+            throw refusal(ResourceServerRefusal.insufficientScope, scheme, "the token lacks a required scope",
+                          scope: requiredScopes.joined(separator: " "))
+        }
+        return principal
+    }
+
+    // MARK: - The access token (RFC 9068 §4)
+
+    private func verifyToken(_ token: String, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal) -> JWT {
+        let jws: JWS
+        do { jws = try JWS(compact: token, maximumSize: configuration.maximumAuthorizationLength) } catch {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token is not a JWS: \(error.code)")
+        }
+        guard let type = jws.header.type, configuration.acceptedTokenTypes.contains(where: { Self.sameMediaType($0, type) }) else {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "typ is not one of \(configuration.acceptedTokenTypes.joined(separator: ", "))")
+        }
+        let keys: [JWTKey]
+        do { keys = try await self.keys.keys(for: jws.header.keyID) } catch {
+            throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                                        reason: "the issuer's keys could not be fetched")
+        }
+        let validation = ClaimValidation(issuer: configuration.issuer, audiences: [configuration.resource], leeway: configuration.leeway,
+                                         requiredClaims: configuration.requiredClaims, clock: configuration.clock)
+        let verifier = JWTVerifier(keys: keys, allowedAlgorithms: configuration.algorithms, validation: validation,
+                                   maximumTokenSize: configuration.maximumAuthorizationLength)
+        do {
+            try verifier.verifySignature(of: jws)
+            let jwt = try JWT(jws: jws)
+            try validation.validate(jwt.claims)
+            return jwt
+        } catch {
+            // The code and field only: a JWTError's message may quote claims.
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
+        }
+    }
+
+    // MARK: - Opaque tokens (RFC 7662)
+
+    private func introspect(_ token: String, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal) -> JWTClaims {
+        guard let introspector else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "no introspection configured") }
+        let answer: IntrospectionAnswer
+        do { answer = try await introspector.introspect(token) } catch {
+            throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                                        reason: "introspection failed: \((error as? IntrospectionError)?.message ?? "transport error")")
+        }
+        guard answer.active else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token is not active (introspection)") }
+        // The same checks as for a JWT, on what the answer says: iss and aud only when present.
+        let claims = answer.claims
+        let validation = ClaimValidation(issuer: claims.issuer == nil ? nil : configuration.issuer,
+                                         audiences: claims.audience == nil ? nil : [configuration.resource],
+                                         leeway: configuration.leeway, clock: configuration.clock)
+        do { try validation.validate(claims) } catch {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the introspected token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
+        }
+        return claims
+    }
+
+    /// Three non-empty base64url parts: a JWS, verified locally rather than introspected.
+    static func isCompactJWS(_ token: String) -> Bool {
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return parts.count == 3 && parts.prefix(2).allSatisfy { !$0.isEmpty }
+    }
+
+    // MARK: - The proof (RFC 9449 §4.3, §7.1)
+
+    private func verifyProof(_ header: String?, method: String, url: String, token: String,
+                             thumbprint: String) async throws(ResourceServerRefusal) {
+        guard let header, !header.isEmpty else {
+            throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "no DPoP proof")
+        }
+        let proof: DPoPProof
+        do { proof = try configuration.proofs.verify(header, method: method, url: url, accessToken: token) } catch {
+            throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "the proof failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
+        }
+        guard proof.thumbprint.utf8.elementsEqual(thumbprint.utf8) else {
+            throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "the proof's key is not the one the token is bound to (cnf.jkt)")
+        }
+        if let nonces {
+            guard let nonce = proof.nonce, await nonces.accepts(nonce) else {
+                throw ResourceServerRefusal(code: ResourceServerRefusal.useDPoPNonce, status: 401,
+                                            challenges: challenges(for: .dpop, error: ResourceServerRefusal.useDPoPNonce,
+                                                                   description: "Resource server requires nonce in DPoP proof"),
+                                            dpopNonce: await nonces.currentNonce(), reason: "the proof has no nonce or a stale one")
+            }
+        }
+        // Last, so that proofs refused above do not fill the cache. Keyed by key and jti (RFC 9449 §11.1).
+        let expiry = proof.issuedAt.addingTimeInterval(configuration.proofs.maximumAge + configuration.proofs.futureLeeway + 1)
+        let first: Bool
+        do { first = try await replayCache.firstUse(of: proof.thumbprint + " " + proof.jti, until: expiry) } catch {
+            throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                                        reason: "the DPoP replay cache could not answer")
+        }
+        guard first else { throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "the proof's jti was used before") }
+    }
+
+    // MARK: - Answers
+
+    /// The challenges for a refusal of `code` on a request that used `scheme` (`nil`: none or unreadable).
+    private func refusal(_ code: ResourceServerRefusal.Code, _ scheme: VerifiedPrincipal.Scheme?, _ reason: String,
+                         scope: String? = nil) -> ResourceServerRefusal {
+        let status: Int
+        switch code {
+        case ResourceServerRefusal.invalidRequest: status = 400
+        case ResourceServerRefusal.insufficientScope: status = 403
+        default: status = 401
+        }
+        let error: ResourceServerRefusal.Code? = code == ResourceServerRefusal.missingCredentials ? nil : code
+        return ResourceServerRefusal(code: code, status: status,
+                                     challenges: challenges(for: scheme, error: error, description: Self.describe(code), scope: scope),
+                                     reason: reason)
+    }
+
+    /// One challenge per accepted scheme; the error goes on the scheme the request used (or on all
+    /// when it used none readable), RFC 9449 §7.1.
+    func challenges(for scheme: VerifiedPrincipal.Scheme?, error: ResourceServerRefusal.Code?, description: String? = nil,
+                    scope: String? = nil) -> [ResourceServerChallenge] {
+        var schemes: [VerifiedPrincipal.Scheme] = []
+        if configuration.dpop != .required { schemes.append(.bearer) }
+        if configuration.dpop != .disabled { schemes.append(.dpop) }
+        return schemes.map { candidate in
+            var parameters: [(String, String)] = []
+            if let realm = configuration.realm { parameters.append(("realm", realm)) }
+            if let error, scheme == nil || scheme == candidate {
+                parameters.append(("error", error.name))
+                if let description { parameters.append(("error_description", description)) }
+                if let scope { parameters.append(("scope", scope)) }
+            }
+            if let metadata = configuration.resourceMetadataURL { parameters.append(("resource_metadata", metadata)) }
+            if candidate == .dpop {
+                let algorithms = configuration.proofs.allowedAlgorithms.filter { $0.keyFamily != .hmac }.map(\.rawValue).sorted()
+                parameters.append(("algs", algorithms.joined(separator: " ")))
+            }
+            return ResourceServerChallenge(scheme: candidate.rawValue, parameters: parameters)
+        }
+    }
+
+    /// Fixed descriptions: nothing from the request reaches a challenge.
+    static func describe(_ code: ResourceServerRefusal.Code) -> String? {
+        switch code {
+        case ResourceServerRefusal.invalidRequest: "The request is malformed"
+        case ResourceServerRefusal.invalidToken: "The access token is invalid"
+        case ResourceServerRefusal.insufficientScope: "The access token lacks a required scope"
+        case ResourceServerRefusal.invalidDPoPProof: "The DPoP proof is invalid"
+        default: nil
+        }
+    }
+
+    /// `Bearer <token68>` or `DPoP <token68>` (RFC 9110 §11.4, scheme case-insensitive; RFC 6750 §2.1).
+    static func credentials(_ value: String) -> (VerifiedPrincipal.Scheme, String)? {
+        let bytes = Array(value.utf8)
+        guard let space = bytes.firstIndex(of: 0x20) else { return nil }
+        let schemeName = String(decoding: bytes[..<space], as: UTF8.self).lowercased()
+        let scheme: VerifiedPrincipal.Scheme
+        switch schemeName {
+        case "bearer": scheme = .bearer
+        case "dpop": scheme = .dpop
+        default: return nil
+        }
+        var start = space
+        while start < bytes.count, bytes[start] == 0x20 { start += 1 }
+        let token = bytes[start...]
+        guard !token.isEmpty else { return nil }
+        // token68: ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/", then "=" padding only.
+        var seenPadding = false
+        for byte in token {
+            let isBody = (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A)
+                || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E || byte == 0x2B || byte == 0x2F
+            if byte == 0x3D { seenPadding = true } else if !isBody || seenPadding { return nil }
+        }
+        return (scheme, String(decoding: token, as: UTF8.self))
+    }
+
+    static func sameMediaType(_ expected: String, _ actual: String) -> Bool {
+        func bare(_ type: String) -> String {
+            let lower = type.lowercased()
+            return lower.hasPrefix("application/") ? String(lower.dropFirst("application/".count)) : lower
+        }
+        return bare(expected).utf8.elementsEqual(bare(actual).utf8)
+    }
+}
