@@ -80,33 +80,21 @@ public struct DPoPKey: Sendable, Codable, Hashable, CustomStringConvertible {
     /// `DPoPKey(ES256, jkt …)`: never the private key.
     public var description: String { "DPoPKey(\(algorithm), jkt \(thumbprint))" }
 
-    /// A DPoP proof JWT (RFC 9449 §4.2) for one request: header `typ: dpop+jwt`, `alg`, `jwk`; claims
-    /// `jti` (random), `htm`, `htu` (the URL without query and fragment), `iat`, `nonce` when the
-    /// server gave one, and `ath` (base64url SHA-256 of the access token) when presenting one to a
-    /// resource server.
+    /// A DPoP proof JWT (RFC 9449 §4.2) for one request, by the one DPoP module both sides share
+    /// (`MooseJWT`'s `DPoP`, whose proofs a `MooseResourceServer` verifies): header `typ: dpop+jwt`,
+    /// `alg`, `jwk`; claims `jti` (random), `htm`, `htu` (the URL without query and fragment, normalized
+    /// as RFC 9449 §4.3 compares it), `iat`, `nonce` when the server gave one, and `ath` (base64url
+    /// SHA-256 of the access token) when presenting one to a resource server.
+    ///
+    /// - Throws: `invalidConfiguration` for a URL a proof cannot name (relative, with user information).
     public func proof(method: HTTPRequest.Method, url: URL, accessToken: String? = nil, nonce: String? = nil,
                       at date: Date = Date()) throws -> String {
-        var claims: JSONObject = [
-            "jti": .string(Base64URL.encode(try SecureRandom.bytes(count: 16))),
-            "htm": .string(method.rawValue),
-            "htu": .string(try Self.htu(url)),
-            "iat": .number(JSONNumber(Int64(date.timeIntervalSince1970.rounded(.down)))),
-        ]
-        if let nonce { claims["nonce"] = .string(nonce) }
-        if let accessToken { claims["ath"] = .string(Base64URL.encode(DigestAlgorithm.sha256.hash(Array(accessToken.utf8)))) }
-        return try signer.sign(claims, extraHeader: ["typ": .string("dpop+jwt"), "jwk": .object(publicJWK.fields)])
-    }
-
-    /// RFC 9449 §4.2 `htu`: the target URI without query and fragment.
-    static func htu(_ url: URL) throws -> String {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false), components.scheme != nil,
-              components.host != nil else {
-            throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs an absolute URL")
+        do {
+            return try DPoP.proof(signer: signer, publicJWK: publicJWK, method: method.rawValue, url: url.absoluteString,
+                                  accessToken: accessToken, nonce: nonce, at: date)
+        } catch let error as JWTError where error.code == JWTError.malformed {
+            throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs an absolute URL (\(error.message))", underlying: error)
         }
-        components.query = nil
-        components.fragment = nil
-        guard let text = components.string else { throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs an absolute URL") }
-        return text
     }
 }
 
