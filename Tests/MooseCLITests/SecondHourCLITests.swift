@@ -135,4 +135,20 @@ struct SecondHourCLITests {
         let status = try await CLI.run(["status", "--profile", "lab", "--json"], environment: environment)
         #expect(status.stdout.contains("moose-cli"), "\(status.stdout)")
     }
+    /// §3: logging out of a client-credentials session offers no browser end-session URL (a service
+    /// has no browser session at the provider), while the provider has an end-session endpoint.
+    @Test func aServiceLogoutOffersNoBrowserEndSessionURL() async throws {
+        let (home, environment) = CLI.home("moose-service-logout")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let secretFile = home.appendingPathComponent("secret")
+        try Data("moose-service-secret\n".utf8).write(to: secretFile)
+        let login = try await CLI.run(["login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-service",
+                                       "--client-secret-file", secretFile.path], environment: environment)
+        #expect(login.status == 0, "\(login.stderr)")
+        let logout = try await CLI.run(["logout"], environment: environment)
+        #expect(logout.status == 0 && !logout.stdout.contains("browser session") && !logout.stdout.contains("end_session"),
+                "\(logout.stdout) \(logout.stderr)")
+        #expect(logout.stdout.contains("access token was revoked"), "\(logout.stdout)")
+    }
 }

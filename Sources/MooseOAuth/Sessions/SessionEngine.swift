@@ -226,6 +226,9 @@ public struct SessionEngine: Sendable {
         if let session = stored?.session {
             do {
                 result = try await client(session).logout(session.tokens, postLogoutRedirectURI: postLogoutRedirectURI)
+                // A session renewed without a person (client credentials, a workload) has no browser
+                // session at the provider to end: no end-session URL for it.
+                if session.renewsWithoutAPerson { result.endSessionURL = nil }
             } catch {
                 result.revocationError = error as? OAuthError
                     ?? OAuthError(OAuthError.transient, "the provider could not be reached to revoke the tokens", underlying: error)
