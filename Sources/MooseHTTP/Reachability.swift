@@ -204,31 +204,5 @@ public final class SystemReachability: Reachability {
         return .offline
     }
 }
-#elseif canImport(Network)
-import Network
-
-/// Apple platforms: `NWPathMonitor`.
-public final class SystemReachability: Reachability {
-    private let broadcaster = StatusBroadcaster(.online)
-    private let monitor = NWPathMonitor()
-    private let started = Mutex(false)
-
-    /// A monitor (call `start()`).
-    public init() {}
-
-    public var status: NetworkStatus { broadcaster.status }
-    public func updates() -> AsyncStream<NetworkStatus> { broadcaster.listen() }
-
-    public func start() {
-        guard started.withLock({ started in defer { started = true }; return !started }) else { return }
-        let broadcaster = self.broadcaster
-        monitor.pathUpdateHandler = { path in broadcaster.publish(path.status == .satisfied ? .online : .offline) }
-        monitor.start(queue: DispatchQueue(label: "moose.reachability"))
-    }
-
-    public func stop() {
-        monitor.cancel()
-        broadcaster.finish()
-    }
-}
 #endif
+// Apple platforms: SystemReachability on NWPathMonitor is in PathMonitorReachability.swift.

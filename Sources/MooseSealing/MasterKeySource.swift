@@ -36,6 +36,15 @@ public enum MasterKeySource: Sendable {
     /// run time; without it, without a session bus, or with the collection locked, opening fails and
     /// says why — never a silent fallback to another source.
     case secretService(String)
+#if canImport(Security)
+    /// Apple platforms only: a key kept in the Keychain as the generic password item with service
+    /// `moose` and account `NAME`, in the data protection keychain with
+    /// `kSecAttrAccessibleWhenUnlockedThisDeviceOnly` (never synced, never restored to another
+    /// device): 32 random bytes made on first use (when the store is created). A missing item, a
+    /// locked device (`errSecInteractionNotAllowed`) or a program without a keychain entitlement
+    /// fails and names the item — never a silent fallback to another source. See `KeychainMasterKey`.
+    case keychain(String)
+#endif
 
     /// A short description for messages (never the key).
     public var description: String {
@@ -45,6 +54,9 @@ public enum MasterKeySource: Sendable {
         case .passphrase: "passphrase"
         case .raw: "raw key"
         case .secretService(let name): "Secret Service key \(name)"
+#if canImport(Security)
+        case .keychain(let name): "Keychain key \(name)"
+#endif
         }
     }
 
@@ -72,6 +84,10 @@ public enum MasterKeySource: Sendable {
             return try KeyFile.load(path: path, create: create)
         case .secretService(let name):
             return try SecretServiceKey.load(name: name, create: create)
+#if canImport(Security)
+        case .keychain(let name):
+            return try KeychainMasterKey.load(name: name, create: create)
+#endif
         case .passphrase(let passphrase):
             guard !passphrase.isEmpty else {
                 throw SealingError(.keyUnavailable, "the passphrase is empty")
