@@ -32,4 +32,30 @@ enum FileSystem {
         var info = stat()
         return stat(path, &info) == 0 ? Int64(info.st_size) : nil
     }
+
+    /// Whether `path` was modified within the last `seconds` (by the clock; a file from the future
+    /// counts as young).
+    static func isYoung(_ path: String, seconds: Int = 10) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        #if canImport(Darwin)
+        let modified = Int(info.st_mtimespec.tv_sec)
+        #else
+        let modified = Int(info.st_mtim.tv_sec)
+        #endif
+        return time(nil) - modified < seconds
+    }
+
+    /// Waits (at most 5 s, polling every 20 ms) while `stillBeingMade()` holds for a young file at
+    /// `path`: another process that is creating the store has made the file but not yet its schema.
+    /// `true` once it no longer holds.
+    static func awaitCreator(of path: String, while stillBeingMade: () throws -> Bool) rethrows -> Bool {
+        var waited = 0
+        while try stillBeingMade() {
+            guard waited < 250, isYoung(path) else { return false }
+            usleep(20_000)
+            waited += 1
+        }
+        return true
+    }
 }

@@ -105,7 +105,9 @@ public final class SecretStore: Sendable {
             // An existing empty file (and no write-ahead log holding its pages) is a damaged store —
             // truncated, or left by a crash during `init` — never silently made anew: that would
             // hide the loss of every secret it held.
-            if FileSystem.size(path) == 0, !FileSystem.exists(path + "-wal") {
+            // A young empty file may be another process's store in the making (created, its schema not
+            // yet written): it is waited for, briefly, before it is called damaged.
+            if !FileSystem.awaitCreator(of: path, while: { FileSystem.size(path) == 0 && !FileSystem.exists(path + "-wal") }) {
                 throw SecretStoreError(SecretStoreError.corrupt,
                                        "\(path) is empty (0 bytes): the store was truncated or damaged; restore it from a backup, "
                                        + "or remove the file and run `moose store init` to start over")
@@ -144,6 +146,14 @@ public final class SecretStore: Sendable {
                              newKey: (master: SecretKey, kdf: KDFParameters?)?) throws(SecretStoreError) -> State {
         do {
             var version = try connection.pragmaInteger("user_version")
+            if version == 0, newKey == nil {
+                // Another process may be creating this store right now (its file exists, its schema not
+                // yet committed): a young file is waited for, briefly, before it is called foreign.
+                _ = try FileSystem.awaitCreator(of: connection.path) {
+                    version = try connection.pragmaInteger("user_version")
+                    return version == 0
+                }
+            }
             if version == 0 {
                 guard let newKey else {
                     throw SecretStoreError(SecretStoreError.corrupt, "\(connection.path) is not a Moose store (no schema)")
