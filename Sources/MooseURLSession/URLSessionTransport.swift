@@ -174,9 +174,9 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
                 // response is a refused redirect (a login form's 302) never completes.
                 var withBody = urlRequest
                 withBody.httpBody = body
-                (data, response) = try await session.data(for: withBody, delegate: taskDelegate)
+                (data, response) = try await OnceDataTask.data(session, for: withBody, delegate: taskDelegate)
             } else {
-                (data, response) = try await session.data(for: urlRequest, delegate: taskDelegate)
+                (data, response) = try await OnceDataTask.data(session, for: urlRequest, delegate: taskDelegate)
             }
             return try Self.response(response, body: data, for: request)
         } catch let error as URLError {
@@ -451,4 +451,74 @@ final class PinChecker: Sendable {
         return (.cancelAuthenticationChallenge, nil)
     }
     #endif
+}
+
+/// A data task awaited with a continuation resumed exactly once.
+///
+/// swift-corelibs-foundation's `URLSession.data(for:delegate:)` resumes its continuation a second time
+/// when the awaiting task is cancelled just as the request ends (its cancellation handler cancels the
+/// URLSession task, whose failure is delivered after the completion already was): the process traps
+/// ("SWIFT TASK CONTINUATION MISUSE … tried to resume its continuation more than once"), seen killing
+/// Moose's whole test run when an MCP client disconnected, 2026-11-28. Here the first outcome wins and
+/// a later one is dropped. Apple's URLSession keeps its own `data(for:delegate:)`.
+enum OnceDataTask {
+    /// The task, its outcome, and whether the awaiting task was cancelled before the task existed.
+    private final class State: Sendable {
+        private struct Fields: @unchecked Sendable {
+            var task: URLSessionDataTask?
+            var continuation: CheckedContinuation<(Data, URLResponse), any Error>?
+            var cancelled = false
+        }
+        private let fields = Mutex(Fields())
+
+        /// Keeps `task` to cancel, and cancels it now if the awaiting task already was.
+        func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
+            let cancelled = fields.withLock { fields in
+                fields.task = task
+                fields.continuation = continuation
+                return fields.cancelled
+            }
+            task.resume()
+            if cancelled { task.cancel() }
+        }
+
+        /// Resumes the awaiting task with the first outcome only.
+        func finish(_ data: Data?, _ response: URLResponse?, _ error: (any Error)?) {
+            guard let continuation = fields.withLock({ fields -> CheckedContinuation<(Data, URLResponse), any Error>? in
+                defer { fields.continuation = nil }
+                return fields.continuation
+            }) else { return }
+            if let response, error == nil {
+                continuation.resume(returning: (data ?? Data(), response))
+            } else {
+                continuation.resume(throwing: error ?? URLError(.badServerResponse))
+            }
+        }
+
+        /// The awaiting task was cancelled: cancel the URLSession task (its failure then finishes).
+        func cancel() {
+            let task = fields.withLock { fields -> URLSessionDataTask? in
+                fields.cancelled = true
+                return fields.task
+            }
+            task?.cancel()
+        }
+    }
+
+    static func data(_ session: URLSession, for request: URLRequest, delegate: (any URLSessionTaskDelegate)?) async throws -> (Data, URLResponse) {
+        #if canImport(FoundationNetworking)
+        let state = State()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: request) { data, response, error in state.finish(data, response, error) }
+                task.delegate = delegate
+                state.start(task, continuation: continuation)
+            }
+        } onCancel: {
+            state.cancel()
+        }
+        #else
+        return try await session.data(for: request, delegate: delegate)
+        #endif
+    }
 }
