@@ -156,35 +156,13 @@ public actor MooseMCPTransport: Transport {
     private func exchange(_ data: Data, operation: String?) async throws -> APIResponse {
         let maximumAttempts = max(1, authorizer?.maxAuthorizationAttempts ?? 1)
         var attempts = 0
-        var nonceRetried = false
         while true {
             let token = authorizer?.token(for: endpoint)
-            var request = APIRequest(method: .post, url: endpoint, body: data, timeout: requestTimeout)
-            request.headerFields[.accept] = "application/json, text/event-stream"
-            request.headerFields[.contentType] = "application/json"
-            if let sessionID { request.headerFields[Self.sessionIDField] = sessionID }
-            if let protocolVersion { request.headerFields[Self.protocolVersionField] = protocolVersion }
-            if let token {
-                do {
-                    request.headerFields.append(contentsOf: try token.authorizationFields(method: .post, url: endpoint))
-                } catch {
-                    throw MCPAuthorizationError(error as? OAuthError ?? OAuthError(OAuthError.unsafeValue, "the access token cannot be presented"))
-                }
-            }
-            let response: APIResponse
-            do {
-                response = try await http.send(request)
-            } catch let error as CancellationError {
-                throw error
-            } catch {
-                throw MCPError.internalError("the MCP request to \(endpoint.redactedForLogs) failed: \(error)")
-            }
-            if let token, token.isDPoPBound {
-                DPoPNonces.remember(response, from: endpoint)
-                if !nonceRetried, DPoPNonces.asksForNonce(response) {
-                    nonceRetried = true
-                    continue
-                }
+            // The one nonce rule (RFC 9449 §9) every Moose sender follows: a DPoP-bound token's request
+            // asked for a nonce is sent once more, with a proof carrying it.
+            let response = try await DPoPNonces.send(to: endpoint, canResend: token?.isDPoPBound == true, asksForNonce: DPoPNonces.asksForNonce,
+                                                     nonce: { $0.headerFields[.dpopNonce] }) {
+                try await post(data, token: token)
             }
             let status = response.status.code
             guard status == 401 || status == 403 else { return response }
@@ -196,6 +174,29 @@ public actor MooseMCPTransport: Transport {
                 continue
             }
             throw Self.refusal(status: status, wwwAuthenticate: values, tokenSent: token != nil, attempts: attempts)
+        }
+    }
+
+    /// One POST of `data` presenting `token` (a DPoP-bound one with a proof made now).
+    private func post(_ data: Data, token: AccessToken?) async throws -> APIResponse {
+        var request = APIRequest(method: .post, url: endpoint, body: data, timeout: requestTimeout)
+        request.headerFields[.accept] = "application/json, text/event-stream"
+        request.headerFields[.contentType] = "application/json"
+        if let sessionID { request.headerFields[Self.sessionIDField] = sessionID }
+        if let protocolVersion { request.headerFields[Self.protocolVersionField] = protocolVersion }
+        if let token {
+            do {
+                request.headerFields.append(contentsOf: try token.authorizationFields(method: .post, url: endpoint))
+            } catch {
+                throw MCPAuthorizationError(error as? OAuthError ?? OAuthError(OAuthError.unsafeValue, "the access token cannot be presented"))
+            }
+        }
+        do {
+            return try await http.send(request)
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw MCPError.internalError("the MCP request to \(endpoint.redactedForLogs) failed: \(error)")
         }
     }
 

@@ -15,7 +15,7 @@ import MooseJWT
 /// let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
 /// let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid", "profile"]))
 /// ```
-public struct AuthorizationCodeFlow: Authorizable {
+public struct AuthorizationCodeFlow: OAuthClientFlow {
     /// The client.
     public let client: OAuthClient
     /// The redirect URI sent (and registered).
@@ -187,9 +187,9 @@ public struct AuthorizationCodeFlow: Authorizable {
         return tokens
     }
 
-    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
-        try await client.refresh(tokens, validatingWith: idTokens)
-    }
+    /// The login's validator checks a refreshed ID token too.
+    public var refreshIDTokens: IDTokenValidator? { idTokens }
 
-    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
+    /// Only a person renews a session without a refresh token: log in again.
+    public func renewalParameters(for tokens: TokenSet) -> AuthorizationParameters? { nil }
 }

@@ -7,7 +7,7 @@ import MooseHTTP
 import MooseJWT
 
 /// The client credentials grant (RFC 6749 §4.4): a confidential client acting for itself.
-public struct ClientCredentialsFlow: Authorizable {
+public struct ClientCredentialsFlow: OAuthClientFlow {
     /// The client.
     public let client: OAuthClient
 
@@ -37,11 +37,9 @@ public struct ClientCredentialsFlow: Authorizable {
         return tokens
     }
 
-    /// Client credentials have no refresh token: a "refresh" is a new grant.
-    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
-        if tokens.refreshToken != nil { return try await client.refresh(tokens) }
-        return try await authorize(AuthorizationParameters(scopes: tokens.scopes.filter { $0 != "openid" }, resources: tokens.resource.map { [$0] } ?? []))
+    /// Client credentials have no refresh token: a "refresh" is a new grant, for the scopes granted
+    /// (without `openid`, which a provider may grant but which asks for no user).
+    public func renewalParameters(for tokens: TokenSet) -> AuthorizationParameters? {
+        AuthorizationParameters(scopes: tokens.scopes.filter { $0 != "openid" }, resources: tokens.resource.map { [$0] } ?? [])
     }
-
-    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
 }

@@ -14,7 +14,7 @@ import MooseJWT
 /// }
 /// let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
 /// ```
-public struct DeviceAuthorizationFlow: Authorizable {
+public struct DeviceAuthorizationFlow: OAuthClientFlow {
     /// The client (its metadata must have a device authorization endpoint, discovered or configured).
     public let client: OAuthClient
     /// Validates ID tokens when `openid` is requested.
@@ -108,10 +108,9 @@ public struct DeviceAuthorizationFlow: Authorizable {
         return tokens
     }
 
-    /// Refreshes, validating a new ID token the way the code flow does (OIDC Core §12.2).
-    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
-        try await client.refresh(tokens, validatingWith: idTokens)
-    }
+    /// A refreshed ID token is validated the way the code flow does (OIDC Core §12.2).
+    public var refreshIDTokens: IDTokenValidator? { idTokens }
 
-    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
+    /// Only a person renews a session without a refresh token: log in again.
+    public func renewalParameters(for tokens: TokenSet) -> AuthorizationParameters? { nil }
 }

@@ -74,7 +74,7 @@ public struct ExchangeToken: Sendable, Hashable {
 /// must be it; without one, only an access token (or a JWT sent as one) is accepted as the result,
 /// since that is what a session sends. A response without `issued_token_type` (required by §2.2.1;
 /// some servers leave it out) is read as an access token when its `token_type` is `Bearer` or `DPoP`.
-public struct TokenExchangeFlow: Authorizable {
+public struct TokenExchangeFlow: OAuthClientFlow {
     /// `urn:ietf:params:oauth:grant-type:token-exchange`.
     public static let grantType = "urn:ietf:params:oauth:grant-type:token-exchange"
 
@@ -138,15 +138,6 @@ public struct TokenExchangeFlow: Authorizable {
                              "the token exchange issued \(issued ?? "a token") of token_type \(tokens.tokenType): not an access token to send")
         }
     }
-
-    /// Refreshes with the refresh token when the exchange gave one; otherwise exchanges again (a
-    /// fresh subject token, the same scopes and resource).
-    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
-        if tokens.refreshToken != nil { return try await client.refresh(tokens) }
-        return try await authorize(AuthorizationParameters(scopes: tokens.scopes, resources: tokens.resource.map { [$0] } ?? []))
-    }
-
-    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
 }
 
 /// The JWT bearer grant (RFC 7523 §2.1): a signed assertion — a workload's identity token, or one
@@ -157,7 +148,7 @@ public struct TokenExchangeFlow: Authorizable {
 /// let flow = JWTBearerFlow(client: client) { try await workload.token(audience: tokenEndpoint) }
 /// let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["read"]))
 /// ```
-public struct JWTBearerFlow: Authorizable {
+public struct JWTBearerFlow: OAuthClientFlow {
     /// `urn:ietf:params:oauth:grant-type:jwt-bearer`.
     public static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
@@ -185,13 +176,6 @@ public struct JWTBearerFlow: Authorizable {
         return tokens
     }
 
-    /// Refreshes with the refresh token when the grant gave one; otherwise a new grant.
-    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
-        if tokens.refreshToken != nil { return try await client.refresh(tokens) }
-        return try await authorize(AuthorizationParameters(scopes: tokens.scopes, resources: tokens.resource.map { [$0] } ?? []))
-    }
-
-    public func logout(_ tokens: TokenSet) async throws -> LogoutResult { await client.logout(tokens) }
 }
 
 /// A grant's refusal because the provider does not offer the grant at all, said so: an

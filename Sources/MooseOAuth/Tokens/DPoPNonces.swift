@@ -62,21 +62,21 @@ public enum DPoPNonces {
 extension DPoPNonces {
     /// The one nonce rule of RFC 9449 (§8 at a token endpoint, §9 at a resource server), for every
     /// sender in Moose — OAuth requests, `AccessToken.send`, `TokenAuthorizer` (so `AuthMiddleware`
-    /// and `AccessTokenMiddleware`): `attempt` sends with a proof made now (carrying the nonce `url`'s
+    /// and `AccessTokenMiddleware`) and MooseMCP's transport: `attempt` sends with a proof made now (carrying the nonce `url`'s
     /// origin gave last); the nonce an answer carries is remembered for that origin; an answer that
     /// asks for a nonce is discarded and the request sent once more — once, never a loop — when the
     /// request can be sent again.
-    static func send<Response>(to url: URL, canResend: Bool = true, asksForNonce: (Response) -> Bool, nonce: (Response) -> String?,
+    package nonisolated(nonsending) static func send<Response>(to url: URL, canResend: Bool = true, asksForNonce: (Response) -> Bool, nonce: (Response) -> String?,
                                discard: (Response) async -> Void = { _ in },
                                _ attempt: () async throws -> Response) async throws -> Response {
-        func once() async throws -> Response {
-            let response = try await attempt()
-            if let nonce = nonce(response) { remember(nonce, from: url) }
-            return response
-        }
-        let first = try await once()
+        // Inline, not a nested function: this runs on the caller's actor (`nonisolated(nonsending)`),
+        // so an actor's `attempt` (MooseMCP's transport) is called where it lives.
+        let first = try await attempt()
+        if let value = nonce(first) { remember(value, from: url) }
         guard canResend, asksForNonce(first) else { return first }
         await discard(first)
-        return try await once()
+        let second = try await attempt()
+        if let value = nonce(second) { remember(value, from: url) }
+        return second
     }
 }
