@@ -55,6 +55,8 @@ enum DetachedRefresh {
         var status: Int?
         /// A `CLIError`'s exit status (with `message`).
         var exit: Int32?
+        /// The store fault under a `storeUnavailable` (`OAuthContext.storeCause`): the file and the next step.
+        var storeCause: String?
 
         static let success = Outcome(ok: true)
 
@@ -68,6 +70,7 @@ enum DetachedRefresh {
                 oauthError = error.oauthError
                 errorDescription = error.errorDescription
                 status = error.status
+                storeCause = OAuthContext.storeCause(error)
             } else if let error = error as? CLIError {
                 message = error.message
                 exit = error.status
@@ -81,7 +84,7 @@ enum DetachedRefresh {
         var error: any Error {
             if let code {
                 return OAuthError(OAuthError.Code(named: code), message ?? code, oauthError: oauthError, errorDescription: errorDescription,
-                                  status: status)
+                                  status: status, underlying: storeCause.map(StoreFault.init(text:)))
             }
             return CLIError(message: message ?? "the refresh failed", status: exit ?? 1)
         }

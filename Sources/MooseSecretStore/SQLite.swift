@@ -5,32 +5,48 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A SQLite failure: the primary result code, the extended code and SQLite's message.
+/// A SQLite failure: the primary result code, the extended code, SQLite's message and the file.
 struct SQLiteError: Error, CustomStringConvertible {
     let code: Int32
     let extendedCode: Int32
     let message: String
     let context: String
+    /// The store file the connection had open (or tried to open).
+    let path: String
 
     var description: String { "\(context): \(message) (SQLite \(extendedCode))" }
 
-    /// The store-level error this maps to. None of them changes or deletes data.
+    /// The store-level error this maps to: each names the file and what to do next. None of them
+    /// changes or deletes data.
     var storeError: SecretStoreError {
         switch code {
         case SQLITE_BUSY, SQLITE_LOCKED:
-            return SecretStoreError(SecretStoreError.busy, "the store is locked by another process (\(message))", underlying: description)
+            return SecretStoreError(SecretStoreError.busy,
+                                    "\(path) is locked by another process (\(message)); try again when it is done (`fuser \(path)` names it)",
+                                    underlying: description)
         case SQLITE_CORRUPT, SQLITE_NOTADB:
-            return SecretStoreError(SecretStoreError.corrupt, "the store file is damaged or not a Moose store (\(message))", underlying: description)
+            return SecretStoreError(SecretStoreError.corrupt,
+                                    "\(path) is damaged or not a Moose store (\(message)); restore it from a backup, "
+                                        + "or move it aside and run `moose store init` to start over",
+                                    underlying: description)
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
-            return SecretStoreError(SecretStoreError.permission, "the store is read-only or not permitted (\(message))", underlying: description)
+            return SecretStoreError(SecretStoreError.permission,
+                                    "\(path) cannot be written (\(message)); check the permissions of the file and its folder "
+                                        + "(`ls -l`), and whether the file is immutable (`lsattr`)",
+                                    underlying: description)
         case SQLITE_CANTOPEN:
-            return SecretStoreError(SecretStoreError.io, "cannot open the store file (\(message))", underlying: description)
+            return SecretStoreError(SecretStoreError.io,
+                                    "cannot open \(path) (\(message)); check that it is a file, and that its folder exists and can be "
+                                        + "written (SQLite keeps its journal beside the file)",
+                                    underlying: description)
         case SQLITE_FULL:
-            return SecretStoreError(SecretStoreError.io, "the disk is full (\(message))", underlying: description)
+            return SecretStoreError(SecretStoreError.io, "the disk holding \(path) is full (\(message)); free some space and try again",
+                                    underlying: description)
         case SQLITE_IOERR:
-            return SecretStoreError(SecretStoreError.io, "I/O error on the store file (\(message))", underlying: description)
+            return SecretStoreError(SecretStoreError.io, "I/O error on \(path) (\(message)); check the disk and the file's permissions",
+                                    underlying: description)
         default:
-            return SecretStoreError(SecretStoreError.io, "SQLite error (\(message))", underlying: description)
+            return SecretStoreError(SecretStoreError.io, "SQLite error on \(path) (\(message))", underlying: description)
         }
     }
 }
@@ -61,7 +77,7 @@ final class SQLiteConnection {
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(code: rc & 0xFF, extendedCode: rc, message: message, context: "open \(path)")
+            throw SQLiteError(code: rc & 0xFF, extendedCode: rc, message: message, context: "open", path: path)
         }
         handle = db
         sqlite3_busy_timeout(db, busyTimeout)
@@ -74,7 +90,7 @@ final class SQLiteConnection {
 
     func error(_ rc: Int32, _ context: String) -> SQLiteError {
         SQLiteError(code: rc & 0xFF, extendedCode: sqlite3_extended_errcode(handle),
-                    message: String(cString: sqlite3_errmsg(handle)), context: context)
+                    message: String(cString: sqlite3_errmsg(handle)), context: context, path: path)
     }
 
     /// Runs one or more statements without results (pragmas, DDL, BEGIN/COMMIT).

@@ -92,6 +92,8 @@ extension PostgresTests {
             #expect(list.status == 2 && list.output.contains("needs a file store"), "\(list.output)")
             let logout = b.moose(["logout"])
             #expect(logout.status == 0, "\(logout.output)")
+            // The second hour §2: the settings cannot be kept here (sessions only), so it says how to log in again.
+            #expect(logout.output.contains("moose login --issuer \(IdP.issuer) --client-id moose-cli logs in again"), "\(logout.output)")
             #expect(a.moose(["status", "--store", url]).output.contains("no sessions"))
             #expect(a.moose(["token", "--store", url]).status == 1)
         }

@@ -1,0 +1,108 @@
+import ArgumentParser
+import Dispatch
+import Synchronization
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseSecretStore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct LogoutCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "logout", abstract: "Revoke the tokens at the provider and wipe the local session (always).",
+        discussion: """
+            Prints the provider's end-session URL (open it to end the browser's session there) and whether \
+            the refresh token was revoked; the local session is wiped even when the provider is down.
+
+            """ + "\n" + HelpText.examples("moose logout", "moose logout --profile work"))
+    @OptionGroup var store: StoreOptions
+    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
+    /// Accepted for scripts written for earlier versions; the end-session URL is now always printed in full.
+    @Flag(name: .customLong("show-end-session-url"), help: .hidden)
+    var showEndSessionURL = false
+
+    func run() throws {
+        let resolved = try CLIConfig.resolve(self.profile, store: store)
+        let profile = resolved.name
+        let context = try OAuthContext(options: resolved.store, create: false)
+        // A damaged or undecryptable row is wiped too (the engine reports that nothing was revoked).
+        let exists: Bool
+        do { exists = try context.sessions.load(profile) != nil } catch { exists = true }
+        guard exists else { throw CLIError.failed("no session for profile \(profile)") }
+        // The session's plan outlives it (on a file store), so a plain `moose login` logs in again.
+        let plan = (try? context.loadOrFail(profile))?.map(\.profile)
+        // The session engine's logout: revoke, end-session URL, then wipe — whatever the provider said.
+        let engine = context.engine(profile)
+        let clients = context.clients
+        let name = profile
+        let result = try CLIBlocking.run {
+            await engine.logout(coordinator: nil) { stored in
+                try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
+            }
+        }
+        // The end-session URL first and in full: it is the one thing the wiped session cannot give
+        // back (it carries the ID token as id_token_hint, which ends with this session anyway).
+        if let url = result.endSessionURL {
+            Terminal.out("To end the provider's browser session too, open:\n  \(Terminal.safe(url.absoluteString))")
+        }
+        if let error = result.wipeError { throw OAuthContext.fail(error) }
+        Terminal.out("Logged out of profile \(profile): local session wiped.")
+        if let plan { Self.keep(plan, profile: profile, described: resolved.settings?.issuer != nil, in: context) }
+        // A damaged row had no tokens to revoke: removing it was the whole job.
+        if let error = result.revocationError, error.code != OAuthError.sessionDamaged {
+            Terminal.error("moose: \(Self.revocationReport(result))")
+            throw Status.failed
+        }
+        Terminal.out(Self.revocationReport(result))
+    }
+
+    /// Keeps a logged-out profile's settings where a plain `moose login` finds them (the file store),
+    /// and says so; where they cannot be kept (a PostgreSQL store holds sessions only), says how to log
+    /// in again instead. Nothing is said for a profile the config file describes: its settings are there.
+    static func keep(_ plan: Profile, profile: String, described: Bool, in context: OAuthContext) {
+        guard !described else { return }
+        if let store = context.sessions.fileStore {
+            if let data = try? JSONEncoder().encode(plan), (try? store.put(Array(data), namespace: LoginCommand.keptPlans, name: profile)) != nil {
+                Terminal.out("Its settings are kept: \(loginHint(profile)) logs in again.")
+            }
+            return
+        }
+        let config = (try? CLIConfig.path) ?? "the config file"
+        Terminal.out("Its settings went with the session (this store keeps sessions only): "
+                     + "\(loginHint(profile)) --issuer \(Terminal.safe(plan.issuer)) --client-id \(Terminal.safe(plan.clientID)) logs in again, "
+                     + "or describe the profile in \(Terminal.safe(config)) ([profiles.\(Terminal.safe(profile))]) so that a plain login does.")
+    }
+
+    /// One plain sentence on what the provider knows now: revoked, no revocation endpoint, refused,
+    /// or unreachable — then the refresh token is still valid there.
+    static func revocationReport(_ result: LogoutResult) -> String {
+        if let error = result.revocationError {
+            let reason = Terminal.safe(error.message)
+            switch error.code {
+            case OAuthError.transient, OAuthError.timedOut, OAuthError.offline, OAuthError.discovery:
+                return "The provider could not be reached (\(reason)): the refresh token is still valid there until it expires."
+            case OAuthError.storeUnavailable:
+                return "The stored session could not be read, so nothing was revoked at the provider (\(reason))."
+            case OAuthError.sessionDamaged:
+                return "The stored session was damaged (it could not be opened), so nothing was revoked at the provider; "
+                    + "its tokens stay valid there until they expire."
+            default:
+                return "The provider refused the revocation (\(reason)): the refresh token may still be valid there."
+            }
+        }
+        switch (result.refreshTokenRevoked, result.accessTokenRevoked) {
+        case (true?, _): return "The refresh token and access token were revoked at the provider."
+        case (nil, true?): return "The access token was revoked at the provider (the session had no refresh token)."
+        default: return "The provider has no revocation endpoint: the tokens stay valid there until they expire."
+        }
+    }
+}

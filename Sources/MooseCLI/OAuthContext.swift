@@ -1,0 +1,233 @@
+import ArgumentParser
+import Dispatch
+import Synchronization
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseSecretStore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Status {
+    /// The identity provider could not be reached (try again later).
+    static let unreachable = ExitCode(3)
+}
+
+/// A store fault as words only: what a detached `moose __refresh` reported of the `SecretStoreError`
+/// under its `storeUnavailable` (the error itself does not cross the process boundary).
+struct StoreFault: Error, Sendable {
+    /// The store's message and code, as `OAuthContext.storeCause` renders them.
+    let text: String
+}
+
+/// What every session command shares: the store, the transport, discovery and the flows.
+struct OAuthContext {
+    let sessions: CLISessions
+    let transport: any HTTPTransport = CLITransport.make(caFile: nil)
+
+    init(options: StoreOptions, create: Bool) throws {
+        sessions = try CLISessions(options: options, create: create)
+    }
+
+    init(sessions: CLISessions) {
+        self.sessions = sessions
+    }
+
+    /// The stored session of `profile` and its profile settings, if any; a store that cannot be
+    /// read is an error (exit 1), never "no session".
+    func loadOrFail(_ profile: String) throws -> (session: OAuthSession, profile: Profile)? {
+        let stored: StoredSession?
+        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
+        guard let stored else { return nil }
+        return (stored.session, Profile.of(stored.session, key: profile))
+    }
+
+    /// How this command's clients are made (Sendable: the coordinator's refresher makes one when,
+    /// and only when, it has to refresh — discovery never runs before the coordinator could adopt
+    /// another process's tokens).
+    var clients: CLIClients { CLIClients(transport: transport, fileStore: sessions.fileStore) }
+
+    /// The client of `profile` (discovery, then its own id and secret file, or — for a client Moose
+    /// registered (RFC 7591) — the registration kept with the session), for the synchronous commands.
+    func client(for profile: Profile, registration: RegisteredClient? = nil) throws -> OAuthClient {
+        let clients = self.clients
+        return try CLIBlocking.run { try await clients.client(for: profile, registration: registration) }
+    }
+
+    /// The ID-token validator for `client` (`SessionEngine`'s one factory), its JWKS kept in the file store.
+    func validator(for client: OAuthClient) -> IDTokenValidator? { clients.validator(for: client) }
+
+    /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the session
+    /// engine's coordinator, with the store's lease across processes; the refresh step discovers the
+    /// provider and makes the session's client only when a refresh is really needed.
+    func coordinator(for session: OAuthSession, profile: Profile) -> RefreshCoordinator {
+        let clients = self.clients
+        let name = profile.name
+        return engine(profile.name).coordinator(current: session, client: { stored in
+            let client = try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
+            return (client, clients.validator(for: client))
+        }, renew: { stored, client in
+            // A workload session is renewed by a new exchange of a fresh identity token.
+            let profile = Profile.of(stored, key: name)
+            guard profile.workload != nil else { return nil }
+            return try await WorkloadLogin.tokens(profile: profile, client: client)
+        })
+    }
+
+    /// The session engine for `profile` on this command's store.
+    func engine(_ profile: String) -> SessionEngine { SessionEngine(key: profile, storage: sessions.storage) }
+
+    /// Runs `body` on the coordinator and, before the process exits, writes any rotated tokens a
+    /// failed store write left in memory (the coordinator's background retry dies with the
+    /// process): a rotated refresh token is never dropped silently. If the store still refuses
+    /// them, the command fails and says so.
+    static func refreshing(_ coordinator: RefreshCoordinator,
+                           _ body: @escaping @Sendable (RefreshCoordinator) async throws -> AccessToken) throws {
+        let persisted = try CLIBlocking.run { () async throws -> Bool in
+            _ = try await body(coordinator)
+            guard await coordinator.hasPendingWrite else { return true }
+            return await coordinator.persistPendingWrite(timeout: 5)
+        }
+        guard persisted else {
+            throw CLIError.failed("the provider rotated the tokens but the store refused them for 5 s; "
+                                  + "the session may need a new login (check the store with moose store check)")
+        }
+    }
+
+    /// Maps library errors to the CLI's exit statuses and messages: plain words and the next step
+    /// first, the library's code last, in brackets (for a bug report or a search). `profile` names the
+    /// session concerned, for the next step's command line.
+    static func fail(_ error: any Error, profile: String? = nil) -> any Error {
+        if let error = error as? OAuthError {
+            if let failure = ConnectionFailure.cliError(error) { return failure }
+            if error.code == OAuthError.sessionDamaged {
+                let option = profile.map { " --profile \(Terminal.safe($0))" } ?? ""
+                return CLIError.failed(text(error, next: "run moose login\(option) to replace it, or moose logout\(option) to remove it "
+                                                  + "(other profiles are not affected)"))
+            }
+            if error.code == OAuthError.transient {
+                Terminal.error("moose: error: \(text(error, next: "check the network (or the provider's status) and try again"))")
+                return Status.unreachable
+            }
+            if error.code == OAuthError.invalidClient, !error.message.contains("credentials were refused") {
+                return CLIError.failed(text(error, next: "the client's credentials were refused: check the client id, its secret or key, and the key's kid"))
+            }
+            if error.code == OAuthError.storeUnavailable, let cause = storeCause(error) {
+                // The store's own words name the file and what to do; the session's words say what was kept.
+                return CLIError.failed(text(error, next: cause))
+            }
+            if error.code == OAuthError.renewalRefused {
+                return CLIError.failed(text(error, next: "check the workload's token source (or the client's credentials); the next moose token tries again"))
+            }
+            if error.code == OAuthError.tls, !error.message.contains("is not one of the pinned keys") {
+                return CLIError.failed(text(error, next: "if the provider's certificate comes from a private CA, pass --ca-file PEM "
+                                                    + "(or set SSL_CERT_FILE); otherwise its certificate is wrong or expired"))
+            }
+            return CLIError.failed(text(error))
+        }
+        if let error = error as? SecretStoreError { return StoreOptions.cliError(error) }
+        return error
+    }
+
+    /// The store fault under a `storeUnavailable` (the file store's `SecretStoreError`, which names
+    /// the file and the next step), however deep the storage contract wrapped it, with its code in
+    /// brackets; `nil` when the storage's own message says it all already (or it is not the file store).
+    static func storeCause(_ error: OAuthError) -> String? {
+        var next = error.underlying
+        for _ in 0..<4 {
+            switch next {
+            case let store as SecretStoreError: return error.message.contains(store.message) ? nil : "\(store.message) [\(store.code)]"
+            case let fault as StoreFault: return fault.text
+            case let wrapped as OAuthError: next = wrapped.underlying
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    /// `error` for a person: its message (and the provider's own error), then `next`, then the code.
+    static func text(_ error: OAuthError, next: String? = nil) -> String {
+        var text = error.message
+        if let oauthError = error.oauthError { text += " (\(oauthError)\(error.errorDescription.map { ": \($0)" } ?? ""))" }
+        if let next { text += "; \(next)" }
+        return text + " [\(error.code)]"
+    }
+}
+
+/// The CLI's HTTP transport: libcurl, trusting `--ca-file` (or a profile's `ca_file`), else
+/// `$SSL_CERT_FILE` (the variable OpenSSL, curl's tool, Python and Go read), else the system's CAs.
+enum CLITransport {
+    static func make(caFile: String?) -> CurlTransport {
+        let names: [String] = ["SSL_CERT_FILE", "CURL_CA_BUNDLE"]
+        let environment = names.lazy.compactMap { name in getenv(name).map { String(cString: $0) } }.first { !$0.isEmpty }
+        return CurlTransport(caFile: caFile ?? environment)
+    }
+
+    /// `path` checked as a readable file, made absolute (a profile is used from any directory later).
+    static func caFile(_ path: String, option: String = "--ca-file") throws -> String {
+        let absolute = LoginCommand.absolute(path)
+        guard access(absolute, R_OK) == 0 else {
+            throw CLIError.usage("\(option) \(path): no such readable file (a PEM file of the CA certificates to trust)")
+        }
+        return absolute
+    }
+}
+
+/// Makes a profile's client and ID-token validator; Sendable, so a coordinator's refresher can
+/// make them when it refreshes.
+struct CLIClients: Sendable {
+    let transport: any HTTPTransport
+    let fileStore: SecretStore?
+
+    /// How `profile`'s client authenticates, read afresh on every use (a rotated secret file or
+    /// variable is picked up): the plan's references resolved (`SessionPlan.clientAuthentication`), an
+    /// unreadable source a usage error.
+    static func authentication(for profile: Profile) throws -> ClientAuthentication {
+        do {
+            return try profile.clientAuthentication()
+        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
+            throw CLIError.usage(error.message)
+        }
+    }
+
+    func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
+        let transport = try CLITransport.make(for: profile) ?? self.transport
+        let metadata = try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
+        var authentication = try Self.authentication(for: profile)
+        if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
+           registration.issuer.utf8.elementsEqual(metadata.issuer.utf8) {
+            authentication = registration.authentication
+        }
+        var client = OAuthClient(metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
+        client.resource = profile.resource
+        return client
+    }
+
+    /// `SessionEngine`'s validator, its JWKS kept in a file store so a new process does not refetch it
+    /// while its keys still match (with a PostgreSQL store each process fetches it: the database holds
+    /// sessions only).
+    func validator(for client: OAuthClient) -> IDTokenValidator? {
+        guard let jwksURI = client.metadata.jwksURI else { return nil }
+        let name = jwksURI.absoluteString
+        let persistence = fileStore.map { store in JWKSCache.Persistence(
+            load: {
+                guard let bytes = try? store.get(namespace: "moose.jwks", name: name), bytes.count > 8 else { return nil }
+                let seconds = bytes.prefix(8).reduce(0) { $0 << 8 | Int64($1) }
+                return (Array(bytes.dropFirst(8)), Date(timeIntervalSince1970: TimeInterval(seconds)))
+            },
+            save: { document, fetchedAt in
+                let seconds = Int64(fetchedAt.timeIntervalSince1970)
+                let stamp = (0..<8).map { UInt8(truncatingIfNeeded: seconds >> (56 - 8 * $0)) }
+                try? store.put(stamp + document, namespace: "moose.jwks", name: name)
+            }) }
+        return SessionEngine.idTokenValidator(for: client, persistence: persistence)
+    }
+}

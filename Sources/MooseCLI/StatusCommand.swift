@@ -1,0 +1,88 @@
+import ArgumentParser
+import Dispatch
+import Synchronization
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseSecretStore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show sessions (never a token).",
+        discussion: HelpText.examples("moose status", "moose status --profile work --json"))
+    @OptionGroup var store: StoreOptions
+    @Option(help: "Only this profile.", completion: ProfileNames.completion) var profile: String?
+    @Flag(help: "One JSON array for scripts.") var json = false
+
+    func run() throws {
+        let resolved = try CLIConfig.resolve(profile, store: store)
+        let context = try OAuthContext(options: resolved.store, create: false)
+        let names: [String]
+        do { names = try profile.map { [$0] } ?? context.sessions.keys() } catch { throw OAuthContext.fail(error) }
+        var items: [JSONValue] = []
+        for name in names {
+            let loaded: (session: OAuthSession, profile: Profile)?
+            do {
+                loaded = try context.loadOrFail(name)
+            } catch {
+                // A damaged row is listed with the way out; the other sessions are shown as usual.
+                guard profile == nil, let damaged = Self.damaged(name, context: context) else { throw error }
+                if json { items.append(damaged.json) } else { Terminal.out(damaged.text) }
+                continue
+            }
+            guard let session = loaded?.session else {
+                if profile != nil { throw CLIError.failed("no session for profile \(name); run \(loginHint(name))") }
+                continue
+            }
+            let tokens = session.tokens
+            let summary = SessionSummary(key: name, session: session)
+            if json {
+                var object: JSONObject = ["profile": .string(name), "issuer": .string(session.issuer),
+                                          "client_id": .string(session.clientID), "state": .string(session.state.rawValue),
+                                          "subject": session.subject.map { .string($0) } ?? .null,
+                                          "display_name": summary.displayName.map { .string($0) } ?? .null,
+                                          "preferred_username": summary.preferredUsername.map { .string($0) } ?? .null,
+                                          "email": summary.email.map { .string($0) } ?? .null,
+                                          "name": summary.name.map { .string($0) } ?? .null,
+                                          "scopes": .array(tokens.scopes.map { .string($0) }),
+                                          "has_refresh_token": .bool(tokens.refreshToken != nil),
+                                          "resource": session.resource.map { .string($0) } ?? .null]
+                object["expires_at"] = tokens.expiresAt.map { .string(ISO8601.string(from: $0)) } ?? .null
+                items.append(.object(object))
+            } else {
+                let grant = session.renewsWithoutAPerson
+                let state = !session.canRenew ? "needs login" : tokens.isValid() ? "active" : grant ? "expired (renewed by a new grant on next use)" : "expired (refreshable)"
+                let resource = session.resource.map { " for \($0)" } ?? ""
+                let refresh = tokens.refreshToken != nil ? "yes" : grant ? "none (a new grant renews it)" : "none"
+                Terminal.out("\(name): \(summary.displayName ?? (grant ? "client \(session.clientID)" : "-")) at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
+                      + "refresh token \(refresh); scopes: \(tokens.scopes.joined(separator: " "))")
+            }
+        }
+        if json { Terminal.out(JSONValue.array(items).prettyPrinted()) } else if names.isEmpty { Terminal.out("no sessions; run moose login") }
+    }
+
+    /// How `status` shows a row that cannot be opened, or `nil` when `name`'s row is not damaged.
+    static func damaged(_ name: String, context: OAuthContext) -> (text: String, json: JSONValue)? {
+        do {
+            _ = try context.sessions.load(name)
+            return nil
+        } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
+            let safe = Terminal.safe(name)
+            let next = "run moose login --profile \(safe) to replace it, or moose logout --profile \(safe) to remove it"
+            return ("\(safe): damaged — the stored session cannot be opened (its sealed bytes do not authenticate); \(next)",
+                    .object(["profile": .string(name), "state": .string("damaged"), "next_step": .string(next)]))
+        } catch {
+            return nil
+        }
+    }
+}
