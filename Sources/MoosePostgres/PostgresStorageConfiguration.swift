@@ -264,75 +264,103 @@ enum URLParser {
             authority = rest[..<slash]
             pathText = rest[rest.index(after: slash)...]
         }
-        var username: String? = nil
-        var password: String? = nil
-        var hostPort = authority
-        if let at = authority.lastIndex(of: "@") {
-            let userInfo = authority[..<at]
-            hostPort = authority[authority.index(after: at)...]
-            if let colon = userInfo.firstIndex(of: ":") {
-                guard let user = decode(userInfo[..<colon]), let secret = decode(userInfo[userInfo.index(after: colon)...]) else {
-                    throw fail("the user name or password in the URL is not valid percent-encoded UTF-8")
-                }
-                username = user
-                password = secret
-            } else {
-                guard let user = decode(userInfo) else { throw fail("the user name in the URL is not valid percent-encoded UTF-8") }
-                username = user
-            }
-        }
-        var host: String? = nil
-        var port = 5432
-        if !hostPort.isEmpty {
-            var hostText = hostPort
-            var portText: Substring? = nil
-            if hostPort.hasPrefix("[") {
-                guard let close = hostPort.firstIndex(of: "]") else { throw fail("an IPv6 host needs its closing ]") }
-                hostText = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
-                let after = hostPort[hostPort.index(after: close)...]
-                if !after.isEmpty {
-                    guard after.hasPrefix(":") else { throw fail("unexpected text after the IPv6 host") }
-                    portText = after.dropFirst()
-                }
-            } else if let colon = hostPort.lastIndex(of: ":") {
-                hostText = hostPort[..<colon]
-                portText = hostPort[hostPort.index(after: colon)...]
-            }
-            if let portText {
-                guard portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText), (1...65535).contains(value) else {
-                    throw fail("the port must be a number 1…65535")
-                }
-                port = value
-            }
-            guard let decoded = decode(hostText), !decoded.isEmpty,
-                  decoded.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]".unicodeScalars.contains($0) }) else {
-                throw fail("the host is not a valid host name or IP address")
-            }
-            host = decoded
-        }
+        let (username, password, hostPort) = try userInfo(authority)
+        let (host, port) = try hostAndPort(hostPort)
         guard let database = decode(pathText), !pathText.contains("/") else {
             throw fail("the path must be one database name (postgres://USER@HOST/DATABASE)")
         }
-        var parameters: [(String, String)] = []
-        if !queryText.isEmpty {
-            for pair in queryText.split(separator: "&", omittingEmptySubsequences: true) {
-                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard parts.count == 2, let name = decode(parts[0]), let value = decode(parts[1]) else {
-                    throw fail("a URL parameter is not NAME=VALUE in valid percent-encoding")
-                }
-                parameters.append((name, value))
+        let options = try URLOptions(try queryParameters(queryText))
+        let endpoint: PostgresStorageConfiguration.Endpoint
+        if let socketFolder = options.socketFolder {
+            guard host == nil else { throw fail("give either a host in the URL or a host= socket folder, not both") }
+            endpoint = .unixSocket(path: socketFolder + (socketFolder.hasSuffix("/") ? "" : "/") + ".s.PGSQL.\(port)")
+        } else {
+            endpoint = .tcp(host: host ?? "localhost", port: port)
+        }
+        var configuration = PostgresStorageConfiguration(endpoint: endpoint, username: username ?? "", password: password,
+                                                         database: database, tls: options.tls)
+        for setting in options.settings { try setting(&configuration) }
+        if options.listenHost != nil || options.listenPort != nil {
+            switch endpoint {
+            case .tcp(let host, let port): configuration.listenEndpoint = .tcp(host: options.listenHost ?? host, port: options.listenPort ?? port)
+            case .unixSocket: configuration.listenEndpoint = .tcp(host: options.listenHost ?? "localhost", port: options.listenPort ?? 5432)
             }
         }
+        return try configuration.validated()
+    }
+
+    /// The user name and password before an authority's last `@` (percent-decoded), and the rest.
+    private static func userInfo(_ authority: Substring) throws(PostgresStorageError) -> (String?, String?, Substring) {
+        guard let at = authority.lastIndex(of: "@") else { return (nil, nil, authority) }
+        let userInfo = authority[..<at]
+        let hostPort = authority[authority.index(after: at)...]
+        guard let colon = userInfo.firstIndex(of: ":") else {
+            guard let user = decode(userInfo) else { throw fail("the user name in the URL is not valid percent-encoded UTF-8") }
+            return (user, nil, hostPort)
+        }
+        guard let user = decode(userInfo[..<colon]), let secret = decode(userInfo[userInfo.index(after: colon)...]) else {
+            throw fail("the user name or password in the URL is not valid percent-encoded UTF-8")
+        }
+        return (user, secret, hostPort)
+    }
+
+    /// The host (`nil` when the URL names none: a socket folder parameter may) and the port (5432 unless given).
+    private static func hostAndPort(_ hostPort: Substring) throws(PostgresStorageError) -> (String?, Int) {
+        guard !hostPort.isEmpty else { return (nil, 5432) }
+        var hostText = hostPort
+        var portText: Substring? = nil
+        if hostPort.hasPrefix("[") {
+            guard let close = hostPort.firstIndex(of: "]") else { throw fail("an IPv6 host needs its closing ]") }
+            hostText = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
+            let after = hostPort[hostPort.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw fail("unexpected text after the IPv6 host") }
+                portText = after.dropFirst()
+            }
+        } else if let colon = hostPort.lastIndex(of: ":") {
+            hostText = hostPort[..<colon]
+            portText = hostPort[hostPort.index(after: colon)...]
+        }
+        var port = 5432
+        if let portText {
+            guard portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText), (1...65535).contains(value) else {
+                throw fail("the port must be a number 1…65535")
+            }
+            port = value
+        }
+        guard let decoded = decode(hostText), !decoded.isEmpty,
+              decoded.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]".unicodeScalars.contains($0) }) else {
+            throw fail("the host is not a valid host name or IP address")
+        }
+        return (decoded, port)
+    }
+
+    /// The query's NAME=VALUE pairs, percent-decoded, in order.
+    private static func queryParameters(_ queryText: Substring) throws(PostgresStorageError) -> [(String, String)] {
+        var parameters: [(String, String)] = []
+        for pair in queryText.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let name = decode(parts[0]), let value = decode(parts[1]) else {
+                throw fail("a URL parameter is not NAME=VALUE in valid percent-encoding")
+            }
+            parameters.append((name, value))
+        }
+        return parameters
+    }
+
+    /// What the URL's parameters set: each known one checked, an unknown one (or a password) refused.
+    private struct URLOptions {
         var socketFolder: String? = nil
         var tls: PostgresStorageConfiguration.TLSMode? = nil
         var settings: [(inout PostgresStorageConfiguration) throws(PostgresStorageError) -> Void] = []
         var listenHost: String? = nil
         var listenPort: Int? = nil
-        for (name, value) in parameters {
-            func seconds(_ label: String) throws(PostgresStorageError) -> Double {
-                guard value.utf8.count <= 12, let number = Double(value), number.isFinite else { throw fail("\(label) must be a number of seconds") }
-                return number
-            }
+
+        init(_ parameters: [(String, String)]) throws(PostgresStorageError) {
+            for (name, value) in parameters { try set(name, value) }
+        }
+
+        private mutating func set(_ name: String, _ value: String) throws(PostgresStorageError) {
             switch name {
             case "sslmode":
                 guard let mode = PostgresStorageConfiguration.TLSMode(rawValue: value) else {
@@ -344,7 +372,7 @@ enum URLParser {
             case "schema":
                 settings.append { $0.schema = value }
             case "connect_timeout":
-                let number = try seconds("connect_timeout")
+                guard value.utf8.count <= 12, let number = Double(value), number.isFinite else { throw fail("connect_timeout must be a number of seconds") }
                 settings.append { $0.connectTimeout = number }
             case "pool_max":
                 guard value.utf8.count <= 4, let number = Int(value) else { throw fail("pool_max must be a number 1…500") }
@@ -372,23 +400,6 @@ enum URLParser {
                 throw fail("unknown URL parameter \"\(String(name.prefix(40)))\" (known: sslmode, sslrootcert, schema, connect_timeout, pool_max, listen, listen_host, listen_port, migrations, host, application_name)")
             }
         }
-        let endpoint: PostgresStorageConfiguration.Endpoint
-        if let socketFolder {
-            guard host == nil else { throw fail("give either a host in the URL or a host= socket folder, not both") }
-            endpoint = .unixSocket(path: socketFolder + (socketFolder.hasSuffix("/") ? "" : "/") + ".s.PGSQL.\(port)")
-        } else {
-            endpoint = .tcp(host: host ?? "localhost", port: port)
-        }
-        var configuration = PostgresStorageConfiguration(endpoint: endpoint, username: username ?? "", password: password,
-                                                         database: database, tls: tls)
-        for setting in settings { try setting(&configuration) }
-        if listenHost != nil || listenPort != nil {
-            switch endpoint {
-            case .tcp(let host, let port): configuration.listenEndpoint = .tcp(host: listenHost ?? host, port: listenPort ?? port)
-            case .unixSocket: configuration.listenEndpoint = .tcp(host: listenHost ?? "localhost", port: listenPort ?? 5432)
-            }
-        }
-        return try configuration.validated()
     }
 }
 #endif

@@ -195,42 +195,51 @@ extension RefreshCoordinator {
         do {
             try await storage.save(session, key: key, expectedGeneration: generation, lease: lease)
         } catch {
-            // Someone else's tokens landed first (our lease lapsed and another holder committed):
-            // theirs win, ours are dropped.
-            var reread: StoredSession?? = nil   // nil: the storage could not be read
-            do { reread = .some(try await storage.load(key)) } catch {}
-            switch reread {
-            case .some(.some(let other)) where Self.same(other.session.tokens.refreshToken, spent.refreshToken)
-                                               && other.generation != generation:
-                // Our lease lapsed and another holder took it, but nobody committed a successor of the
-                // refresh token we spent: the provider answered us first, so ours are the live tokens
-                // (the other refresh is refused, or its answer waits for ours). Written over the
-                // other holder's record, by compare-and-set alone.
-                switch await commitOverLapsedLease(session, spent: spent.refreshToken, over: other) {
-                case .committed: break
-                case .superseded(let winner) where winner.session.state == .active:
-                    return try adopt(winner.session.tokens, epoch: started, activity: .granted)
-                case .superseded: throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
-                case .loggedOut: throw OAuthError(OAuthError.needsLogin, "\(key) was logged out while a refresh ran")
-                case .unwritable(let written, let replacing):
-                    pendingWrite = (written, replacing)
-                    scheduleWriteRetry()
-                }
-            case .some(.some(let winner)) where winner.generation != generation:
-                // A grant was made here (its tokens lost the compare-and-set): counted as one.
-                if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started, activity: .granted) }
-                throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
-            case .some(.none):
-                // Logged out meanwhile: the session stays wiped and its tokens are not handed out.
-                throw OAuthError(OAuthError.needsLogin, "\(key) was logged out while a refresh ran")
-            default:
-                // Otherwise keep them, hand them out, and keep trying to write them (in the background,
-                // and before any further refresh): never drop a rotated refresh token.
-                pendingWrite = (session, generation)
-                scheduleWriteRetry()
-            }
+            if let theirs = try await commitRefused(session, spent: spent, generation: generation, epoch: started) { return theirs }
         }
         return try adopt(fresh, epoch: started, activity: .granted)
+    }
+
+    /// The commit of `session` (the refresh of `spent`, read at `generation`) was refused: the tokens
+    /// to hand out instead, or `nil` when ours stand (committed over a lapsed lease, or kept in memory
+    /// and written in the background — never a rotated refresh token dropped).
+    private func commitRefused(_ session: OAuthSession, spent: TokenSet, generation: Int64,
+                               epoch started: Int64) async throws -> AccessToken? {
+        // Someone else's tokens landed first (our lease lapsed and another holder committed):
+        // theirs win, ours are dropped.
+        var reread: StoredSession?? = nil   // nil: the storage could not be read
+        do { reread = .some(try await storage.load(key)) } catch {}
+        switch reread {
+        case .some(.some(let other)) where Self.same(other.session.tokens.refreshToken, spent.refreshToken)
+                                           && other.generation != generation:
+            // Our lease lapsed and another holder took it, but nobody committed a successor of the
+            // refresh token we spent: the provider answered us first, so ours are the live tokens
+            // (the other refresh is refused, or its answer waits for ours). Written over the
+            // other holder's record, by compare-and-set alone.
+            switch await commitOverLapsedLease(session, spent: spent.refreshToken, over: other) {
+            case .committed: break
+            case .superseded(let winner) where winner.session.state == .active:
+                return try adopt(winner.session.tokens, epoch: started, activity: .granted)
+            case .superseded: throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
+            case .loggedOut: throw OAuthError(OAuthError.needsLogin, "\(key) was logged out while a refresh ran")
+            case .unwritable(let written, let replacing):
+                pendingWrite = (written, replacing)
+                scheduleWriteRetry()
+            }
+        case .some(.some(let winner)) where winner.generation != generation:
+            // A grant was made here (its tokens lost the compare-and-set): counted as one.
+            if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started, activity: .granted) }
+            throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
+        case .some(.none):
+            // Logged out meanwhile: the session stays wiped and its tokens are not handed out.
+            throw OAuthError(OAuthError.needsLogin, "\(key) was logged out while a refresh ran")
+        default:
+            // Otherwise keep them, hand them out, and keep trying to write them (in the background,
+            // and before any further refresh): never drop a rotated refresh token.
+            pendingWrite = (session, generation)
+            scheduleWriteRetry()
+        }
+        return nil
     }
 
     /// What became of tokens written over a lapsed lease.
