@@ -148,6 +148,7 @@ let package = Package(
         // is chosen at start-up.
         .target(name: "MooseCLI", dependencies: [
             "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSealing", "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage",
+            "MooseResourceServer",   // `moose verify`
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // `moose` does not link SwiftNIO (linking it made `moose token` start 1.33x slower: BENCHMARKS.md);
