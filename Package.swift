@@ -64,7 +64,7 @@ let package = Package(
         .trait(name: "MooseCombine", description: "MooseCombine: publishers over the async API (OpenCombine where Combine is missing).", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MooseMCP", description: "MooseMCP: an HTTPClientAuthorizer for the MCP Swift SDK (modelcontextprotocol/swift-sdk).", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MoosePostgres", description: "MoosePostgres: sessions and leases in PostgreSQL (postgres-nio), and the moose-pg binary.", enabledTraits: ["MooseLibCrypto"]),
-        .trait(name: "MooseOpenAPI", description: "MooseOpenAPI: a swift-openapi-runtime ClientMiddleware.", enabledTraits: ["MooseLibCrypto"]),
+        .trait(name: "MooseOpenAPI", description: "MooseOpenAPI: a swift-openapi-runtime ClientMiddleware, and a ServerMiddleware for resource servers.", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MooseAsyncHTTPClient", description: "MooseAsyncHTTPClient: an HTTPTransport on AsyncHTTPClient (swift-nio).", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MooseObservability", description: "MooseObservability: swift-metrics counters and swift-distributed-tracing spans around provider requests and refreshes.", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MooseHummingbird", description: "MooseHummingbird: a Hummingbird 2 middleware verifying access tokens and DPoP proofs (MooseResourceServer).", enabledTraits: ["MooseLibCrypto"]),
@@ -148,6 +148,7 @@ let package = Package(
         // is chosen at start-up.
         .target(name: "MooseCLI", dependencies: [
             "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSealing", "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage",
+            "MooseResourceServer",   // `moose verify`
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // `moose` does not link SwiftNIO (linking it made `moose token` start 1.33x slower: BENCHMARKS.md);
@@ -222,9 +223,10 @@ let package = Package(
             "MoosePostgres", "MooseOAuth", "MooseSealing", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
             adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
         ]),
-        // A swift-openapi-runtime ClientMiddleware: the coordinator's token on every request, one refresh on a 401.
+        // A swift-openapi-runtime ClientMiddleware: the coordinator's token on every request, one refresh on a 401;
+        // and a ServerMiddleware verifying what clients present (MooseResourceServer).
         .target(name: "MooseOpenAPI", dependencies: [
-            "MooseOAuth", "MooseHTTP",
+            "MooseOAuth", "MooseHTTP", adapter("MooseResourceServer", ["MooseOpenAPI"]),
             adapted("OpenAPIRuntime", "swift-openapi-runtime", ["MooseOpenAPI"]),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
@@ -269,6 +271,7 @@ let package = Package(
         // The middleware against the example service's generated client: needs ExampleService.
         .testTarget(name: "MooseOpenAPITests", dependencies: [
             "MooseOpenAPI", "MooseOAuth", "MooseHTTP", "MooseCrypto", "MooseAsyncHTTPClient", "MooseExampleAPI", "MooseTestSupport",
+            "MooseResourceServer", "MooseJWT",
             adapted("AsyncHTTPClient", "async-http-client", ["ExampleService"]),
             adapted("OpenAPIRuntime", "swift-openapi-runtime", ["ExampleService"]),
             adapted("OpenAPIAsyncHTTPClient", "swift-openapi-async-http-client", ["ExampleService"]),

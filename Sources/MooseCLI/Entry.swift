@@ -20,7 +20,7 @@ struct MooseCommand: ParsableCommand {
                 "moose status",
                 "moose inspect --issuer https://id.example.com --aud my-api \"$(moose token)\""),
         version: "0.3.0",
-        subcommands: [InspectCommand.self, LoginCommand.self, StatusCommand.self, RefreshCommand.self, LogoutCommand.self, TokenCommand.self, ExchangeCommand.self, DPoPProofCommand.self,
+        subcommands: [InspectCommand.self, VerifyCommand.self, LoginCommand.self, StatusCommand.self, RefreshCommand.self, LogoutCommand.self, TokenCommand.self, ExchangeCommand.self, DPoPProofCommand.self,
                       StoreCommand.self, ProfileCommand.self, MCPCommand.self, GitCredentialCommand.self, DockerCredentialCommand.self, CompletionCommand.self,
                       RefreshWorkerCommand.self]
     )
