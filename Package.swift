@@ -203,7 +203,7 @@ let package = Package(
         ]),
         // The MCP Swift SDK's HTTPClientAuthorizer on Moose.
         .target(name: "MooseMCP", dependencies: [
-            "MooseOAuth", "MooseHTTP", "MooseURLSession", adapted("MCP", "swift-sdk", ["MooseMCP"]),
+            "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseResourceServer", "MooseJWT", adapted("MCP", "swift-sdk", ["MooseMCP"]),
         ]),
         // A child process for the two-process MCP test (not a product).
         .executableTarget(name: "moose-mcp-worker", dependencies: [
@@ -212,6 +212,10 @@ let package = Package(
         .testTarget(name: "MooseMCPTests", dependencies: [
             "MooseMCP", "MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport",
             "moose-mcp-worker", "moose", adapted("MCP", "swift-sdk", ["MooseMCP"]),
+            // The server-side tests host the SDK's server transport on swift-nio (which the SDK already
+            // brings): no Hummingbird for apps that enable MooseMCP.
+            "MooseResourceServer", "MooseJWT", "MooseCrypto", adapted("NIOCore", "swift-nio", ["MooseMCP"]),
+            adapted("NIOPosix", "swift-nio", ["MooseMCP"]), adapted("NIOHTTP1", "swift-nio", ["MooseMCP"]),
         ]),
         // PostgreSQL: sessions and leases on postgres-nio, for several replicas. Seals with MooseSealing: no SQLite.
         .target(name: "MoosePostgres", dependencies: [

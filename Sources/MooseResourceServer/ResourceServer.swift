@@ -49,6 +49,11 @@ public struct ResourceServerConfiguration: Sendable {
     public var maximumAuthorizationLength: Int
     /// The clock: returns "now".
     public var clock: @Sendable () -> Date
+    /// Whether an introspection answer without `aud` is refused. RFC 7662 makes `aud` optional, so by
+    /// default an answer without one is not audience-checked; a server that must only accept tokens issued
+    /// for it (the MCP authorization specification's rule) sets this, with an authorization server that
+    /// binds tokens to resources (RFC 8707) and says so in `aud`.
+    public var introspectedTokensNeedAudience = false
 
     /// A configuration: Bearer and DPoP both allowed, `at+jwt` only, 30 s leeway, RFC 9068's claims.
     public init(issuer: String, resource: String, algorithms: Set<JWTAlgorithm>, acceptedTokenTypes: [String] = ["at+jwt"],
@@ -124,6 +129,60 @@ public struct ResourceServer: Sendable {
     /// - Throws: `ResourceServerRefusal`, with the answer to send.
     public func verify(authorizationHeader: String?, dpopHeader: String?, method: String, url: String,
                        requiredScopes: [String] = []) async throws(ResourceServerRefusal) -> VerifiedPrincipal {
+        let (scheme, token) = try presented(authorizationHeader)
+        let claims: JWTClaims
+        let introspected = introspector != nil && !Self.isCompactJWS(token)
+        if introspected {
+            claims = try await introspect(token, scheme: scheme)
+        } else {
+            let jws = try parseToken(token, scheme: scheme)
+            let keys: [JWTKey]
+            do { keys = try await self.keys.keys(for: jws.header.keyID) } catch {
+                throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                                            reason: "the issuer's keys could not be fetched")
+            }
+            claims = try checkToken(jws, keys: keys, scheme: scheme).claims
+        }
+        let binding = try confirmation(of: claims, scheme: scheme)
+        if scheme == .dpop, let thumbprint = binding.thumbprint {
+            try await verifyProof(dpopHeader, method: method, url: url, token: token, thumbprint: thumbprint)
+        }
+        return try principal(claims, scheme: scheme, introspected: introspected, binding: binding, requiredScopes: requiredScopes)
+    }
+
+    /// `verify` for a caller that cannot wait — a synchronous request validator — given what the
+    /// asynchronous path would have fetched: `keys(kid)` answers from keys already at hand, and
+    /// `introspection(token)` from answers already at hand (`nil`: none for this token yet, refused as
+    /// `invalid_token`). Every check of `verify` is made, by the same code; Bearer only: a DPoP request is
+    /// refused as `invalid_request` (its proof's `jti` needs the replay cache, which is asynchronous).
+    ///
+    /// ```swift
+    /// let principal = try server.verifyBearer(authorizationHeader: auth, requiredScopes: ["mcp"],
+    ///                                         keys: { kid in snapshot.keys(for: kid) }, introspection: { _ in nil })
+    /// ```
+    public func verifyBearer(authorizationHeader: String?, requiredScopes: [String] = [], keys: (String?) -> [JWTKey],
+                             introspection: (String) -> IntrospectionAnswer?) throws(ResourceServerRefusal) -> VerifiedPrincipal {
+        let (scheme, token) = try presented(authorizationHeader)
+        guard scheme == .bearer else {
+            throw refusal(ResourceServerRefusal.invalidRequest, .dpop, "DPoP proofs are verified by the asynchronous verify only")
+        }
+        let claims: JWTClaims
+        let introspected = introspector != nil && !Self.isCompactJWS(token)
+        if introspected {
+            guard let answer = introspection(token) else {
+                throw refusal(ResourceServerRefusal.invalidToken, scheme, "no introspection answer for this token yet")
+            }
+            claims = try checkIntrospection(answer, scheme: scheme)
+        } else {
+            let jws = try parseToken(token, scheme: scheme)
+            claims = try checkToken(jws, keys: keys(jws.header.keyID), scheme: scheme).claims
+        }
+        let binding = try confirmation(of: claims, scheme: scheme)
+        return try principal(claims, scheme: scheme, introspected: introspected, binding: binding, requiredScopes: requiredScopes)
+    }
+
+    /// The scheme and token of `Authorization`, once its presence, size, syntax and the DPoP mode are checked.
+    private func presented(_ authorizationHeader: String?) throws(ResourceServerRefusal) -> (VerifiedPrincipal.Scheme, String) {
         guard let authorizationHeader else {
             throw refusal(ResourceServerRefusal.missingCredentials, nil, "no Authorization header")
         }
@@ -141,9 +200,13 @@ public struct ResourceServer: Sendable {
             throw refusal(ResourceServerRefusal.invalidRequest, .dpop, "this resource does not accept DPoP")
         default: break
         }
-        let claims: JWTClaims
-        let introspected = introspector != nil && !Self.isCompactJWS(token)
-        if introspected { claims = try await introspect(token, scheme: scheme) } else { claims = try await verifyToken(token, scheme: scheme).claims }
+        return (scheme, token)
+    }
+
+    /// `cnf` and `cnf.jkt`, checked against the scheme: a bound token never as Bearer (RFC 9449 §7.2),
+    /// an unbound one never as DPoP.
+    private func confirmation(of claims: JWTClaims, scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal)
+        -> (object: JSONObject?, thumbprint: String?) {
         var confirmation: JSONObject? = nil
         var thumbprint: String? = nil
         if let cnf = claims["cnf"] {
@@ -163,11 +226,17 @@ public struct ResourceServer: Sendable {
                 throw refusal(ResourceServerRefusal.invalidToken, .bearer, "a DPoP-bound token was presented as Bearer")
             }
         case .dpop:
-            guard let thumbprint else {
+            guard thumbprint != nil else {
                 throw refusal(ResourceServerRefusal.invalidToken, .dpop, "the token is not DPoP-bound (no cnf.jkt)")
             }
-            try await verifyProof(dpopHeader, method: method, url: url, token: token, thumbprint: thumbprint)
         }
+        return (confirmation, thumbprint)
+    }
+
+    /// The principal of checked claims, once its required members and `requiredScopes` are there.
+    private func principal(_ claims: JWTClaims, scheme: VerifiedPrincipal.Scheme, introspected: Bool,
+                           binding: (object: JSONObject?, thumbprint: String?),
+                           requiredScopes: [String]) throws(ResourceServerRefusal) -> VerifiedPrincipal {
         let scopes = claims["scope"]?.stringValue?.split(separator: " ", omittingEmptySubsequences: true).map(String.init) ?? []
         if claims["scope"] != nil, claims["scope"]?.stringValue == nil {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "scope is not a string")
@@ -179,11 +248,10 @@ public struct ResourceServer: Sendable {
         guard let subject, let issuer, introspected || claims.expiresAt != nil, let clientID = claims["client_id"]?.stringValue else {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "sub, iss, exp or client_id is missing or not a string")
         }
-        let expiresAt = claims.expiresAt
         let principal = VerifiedPrincipal(
             subject: subject, clientID: clientID, issuer: issuer, audiences: claims.audience ?? [], scopes: scopes,
-            authorizationDetails: claims["authorization_details"], expiresAt: expiresAt, issuedAt: claims.issuedAt,
-            tokenID: claims.jwtID, confirmationThumbprint: thumbprint, confirmation: confirmation, scheme: scheme, claims: claims)
+            authorizationDetails: claims["authorization_details"], expiresAt: claims.expiresAt, issuedAt: claims.issuedAt,
+            tokenID: claims.jwtID, confirmationThumbprint: binding.thumbprint, confirmation: binding.object, scheme: scheme, claims: claims)
         if !principal.hasScopes(requiredScopes) {
             throw refusal(ResourceServerRefusal.insufficientScope, scheme, "the token lacks a required scope",
                           scope: requiredScopes.joined(separator: " "))
@@ -193,7 +261,7 @@ public struct ResourceServer: Sendable {
 
     // MARK: - The access token (RFC 9068 §4)
 
-    private func verifyToken(_ token: String, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal) -> JWT {
+    private func parseToken(_ token: String, scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal) -> JWS {
         let jws: JWS
         do { jws = try JWS(compact: token, maximumSize: configuration.maximumAuthorizationLength) } catch {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token is not a JWS: \(error.code)")
@@ -201,11 +269,10 @@ public struct ResourceServer: Sendable {
         guard let type = jws.header.type, configuration.acceptedTokenTypes.contains(where: { Self.sameMediaType($0, type) }) else {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "typ is not one of \(configuration.acceptedTokenTypes.joined(separator: ", "))")
         }
-        let keys: [JWTKey]
-        do { keys = try await self.keys.keys(for: jws.header.keyID) } catch {
-            throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
-                                        reason: "the issuer's keys could not be fetched")
-        }
+        return jws
+    }
+
+    private func checkToken(_ jws: JWS, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal) -> JWT {
         let validation = ClaimValidation(issuer: configuration.issuer, audiences: [configuration.resource], leeway: configuration.leeway,
                                          requiredClaims: configuration.requiredClaims, clock: configuration.clock)
         let verifier = JWTVerifier(keys: keys, allowedAlgorithms: configuration.algorithms, validation: validation,
@@ -230,9 +297,17 @@ public struct ResourceServer: Sendable {
             throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
                                         reason: "introspection failed: \((error as? IntrospectionError)?.message ?? "transport error")")
         }
+        return try checkIntrospection(answer, scheme: scheme)
+    }
+
+    private func checkIntrospection(_ answer: IntrospectionAnswer, scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal) -> JWTClaims {
         guard answer.active else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token is not active (introspection)") }
-        // The same checks as for a JWT, on what the answer says: iss and aud only when present.
+        // The same checks as for a JWT, on what the answer says: iss and aud only when present (aud always
+        // with `introspectedTokensNeedAudience`).
         let claims = answer.claims
+        if configuration.introspectedTokensNeedAudience, claims.audience == nil {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the introspected token has no audience")
+        }
         let validation = ClaimValidation(issuer: claims.issuer == nil ? nil : configuration.issuer,
                                          audiences: claims.audience == nil ? nil : [configuration.resource],
                                          leeway: configuration.leeway, clock: configuration.clock)

@@ -1,0 +1,343 @@
+#if MooseMCP
+import Foundation
+import MCP
+import MooseCrypto
+import MooseHTTP
+import MooseJWT
+import MooseMCP
+import MooseOAuth
+import MooseResourceServer
+import MooseTestSupport
+import MooseURLSession
+import Synchronization
+import Testing
+
+/// A Swift MCP server (the SDK's `Server` on its `StatelessHTTPServerTransport`, hosted over HTTP on
+/// swift-nio) with one tool, protected by `MCPResourceGate` — tokens from the django-oauth-toolkit test
+/// IdP (opaque, RFC 8707-bound, checked by RFC 7662 introspection), presented by the Python MCP SDK's own
+/// OAuth client and by plain HTTP requests. And `ResourceServerValidator` in the SDK's synchronous
+/// pipeline, with JWTs whose keys are published over HTTP and rotated mid-test.
+@Suite(.serialized) struct MCPServerSideTests {
+    /// The IdP's endpoints (tools/idp; `$MOOSE_IDP_ISSUER` when tools/test started it).
+    struct IdP {
+        let issuer: String
+        let token: URL
+        let introspection: URL
+
+        static func discover(_ transport: URLSessionTransport) async throws -> IdP {
+            let issuer = TestIdentityProvider.issuer
+            let url = try #require(URL(string: issuer + "/.well-known/oauth-authorization-server"))
+            let metadata = try JSONValue(parsing: Array(try await transport.send(APIRequest(url: url)).body))
+            return IdP(issuer: issuer, token: try #require(metadata["token_endpoint"]?.stringValue.flatMap(URL.init(string:))),
+                       introspection: try #require(metadata["introspection_endpoint"]?.stringValue.flatMap(URL.init(string:))))
+        }
+
+        /// A client-credentials token of `moose-service`, bound to `resource` when given (RFC 8707).
+        func serviceToken(scope: String, resource: String?, _ transport: URLSessionTransport) async throws -> String {
+            var form = [("grant_type", "client_credentials"), ("scope", scope)]
+            if let resource { form.append(("resource", resource)) }
+            var request = APIRequest(method: .post, url: token, body: Data(RequestBuilder.encodeForm(form).utf8))
+            request.headerFields[.contentType] = "application/x-www-form-urlencoded"
+            request.headerFields[.authorization] = "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
+            let response = try await transport.send(request)
+            #expect(response.status.code == 200, "token endpoint: \(response.status.code)")
+            return try #require(try JSONValue(parsing: Array(response.body))["access_token"]?.stringValue)
+        }
+    }
+
+    /// The whole server: host, MCP server, gate. `resource` is `http://127.0.0.1:PORT/mcp`.
+    final class Deployment: Sendable {
+        let host: MCPTestHTTPHost
+        let gate: MCPResourceGate
+        let server: Server
+        let resource: String
+        let metadataURL: String
+
+        init(host: MCPTestHTTPHost, gate: MCPResourceGate, server: Server, resource: String, metadataURL: String) {
+            self.host = host
+            self.gate = gate
+            self.server = server
+            self.resource = resource
+            self.metadataURL = metadataURL
+        }
+
+        func stop() async {
+            await server.stop()
+            await host.stop()
+        }
+    }
+
+    /// A routing slot filled once the port (and so the resource identifier) is known.
+    final class Routes: Sendable {
+        let handler = Mutex<MCPTestHTTPHost.Handler?>(nil)
+        func handle(_ request: MCP.HTTPRequest) async -> MCP.HTTPResponse {
+            guard let handler = handler.withLock({ $0 }) else { return .error(statusCode: 503, .internalError("starting")) }
+            return await handler(request)
+        }
+    }
+
+    /// The `whoami` tool: the caller as the gate verified it, and whether the token reached the handler.
+    static func mcpServer(gate: @escaping @Sendable () -> MCPResourceGate?) async -> Server {
+        let server = Server(name: "moose-protected", version: "1.0", capabilities: .init(tools: .init()))
+        await server.withMethodHandler(ListTools.self) { _ in
+            ListTools.Result(tools: [Tool(name: "whoami", description: "Who the verified caller is", inputSchema: .object(["type": "object"]))])
+        }
+        await server.withMethodHandler(CallTool.self) { call in
+            let request = Server.currentHandlerContext?.httpContext
+            let caller = gate()?.principal(for: request)
+            let passedOn = request?.headers.keys.contains { $0.lowercased() == "authorization" } ?? false
+            let text = "\(caller?.subject ?? "nobody") via \(caller?.clientID ?? "-"); token passed on: \(passedOn ? "yes" : "no")"
+            return CallTool.Result(content: [.text(text: call.name == "whoami" ? text : "unknown tool", annotations: nil, _meta: nil)])
+        }
+        return server
+    }
+
+    /// Starts the protected MCP server for the IdP's tokens.
+    static func deploy(_ idp: IdP, transport: URLSessionTransport) async throws -> Deployment {
+        let routes = Routes()
+        let host = try await MCPTestHTTPHost.start { await routes.handle($0) }
+        let base = "http://127.0.0.1:\(host.port)"
+        let resource = base + "/mcp"
+        let document = ProtectedResourceDocument(resource: resource, authorizationServers: [idp.issuer], scopesSupported: ["read"],
+                                                 resourceName: "Moose test MCP server")
+        var configuration = ResourceServerConfiguration(issuer: idp.issuer, resource: resource, algorithms: [.rs256, .es256])
+        configuration.resourceMetadataURL = document.url
+        configuration.introspectedTokensNeedAudience = true
+        let introspector = TokenIntrospector(endpoint: idp.introspection, clientID: "moose-resource-server",
+                                             clientSecret: "moose-resource-server-secret", transport: transport)
+        // The IdP issues opaque tokens only: no JWT keys.
+        let verifier = ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector)
+        let gate = MCPResourceGate(server: verifier, document: document, publicBaseURL: base, requiredScopes: ["read"])
+        let mcp = await mcpServer { gate }
+        let mcpTransport = StatelessHTTPServerTransport()
+        try await mcp.start(transport: mcpTransport)
+        routes.handler.withLock { slot in
+            slot = { request in await gate.handle(request) { await mcpTransport.handleRequest($0) } }
+        }
+        return Deployment(host: host, gate: gate, server: mcp, resource: resource, metadataURL: document.url ?? "")
+    }
+
+    /// An MCP `initialize` POST with `authorization` (if any).
+    static func initialize(_ url: String, authorization: String?, _ transport: URLSessionTransport) async throws -> APIResponse {
+        let body = #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-like","version":"1"}}}"#
+        var request = APIRequest(method: .post, url: try #require(URL(string: url)), body: Data(body.utf8))
+        request.headerFields[.contentType] = "application/json"
+        request.headerFields[.accept] = "application/json, text/event-stream"
+        if let authorization { request.headerFields[.authorization] = authorization }
+        return try await transport.send(request)
+    }
+
+    static func wwwAuthenticate(_ response: APIResponse) -> String {
+        HTTPField.Name("WWW-Authenticate").flatMap { response.headerFields[$0] } ?? ""
+    }
+
+    /// tools/mcp's venv (mcp 2.3.0): `$MOOSE_MCP_VENV`, else the repository's, made by tools/mcp/start.
+    static var python: String {
+        if let venv = ProcessInfo.processInfo.environment["MOOSE_MCP_VENV"], !venv.isEmpty { return venv + "/bin/python" }
+        let venv = LocalServer.repositoryRoot + "/tools/mcp/.state/venv/bin/python"
+        if !FileManager.default.fileExists(atPath: venv) { _ = MCPTestServer.sse }   // its start builds the venv
+        return venv
+    }
+
+    // MARK: - (a) the challenge and the metadata
+
+    @Test func noTokenIsAnswered401WithResourceMetadataAndTheDocumentIsServed() async throws {
+        let transport = URLSessionTransport()
+        let idp = try await IdP.discover(transport)
+        let deployment = try await Self.deploy(idp, transport: transport)
+        defer { Task { await deployment.stop() } }
+
+        let refused = try await Self.initialize(deployment.resource, authorization: nil, transport)
+        #expect(refused.status.code == 401)
+        let challenge = Self.wwwAuthenticate(refused)
+        #expect(challenge.hasPrefix("Bearer "))
+        #expect(challenge.contains(#"resource_metadata="\#(deployment.metadataURL)""#), "\(challenge)")
+        #expect(!challenge.contains("error="), "no credentials: no error code (RFC 6750 §3.1)")
+        #expect(deployment.metadataURL == deployment.resource.replacingOccurrences(of: "/mcp", with: "/.well-known/oauth-protected-resource/mcp"))
+
+        let metadata = try await transport.send(APIRequest(url: try #require(URL(string: deployment.metadataURL))))
+        #expect(metadata.status.code == 200)
+        #expect(metadata.headerFields[.contentType] == "application/json")
+        let document = try JSONValue(parsing: Array(metadata.body))
+        #expect(document["resource"]?.stringValue == deployment.resource)
+        #expect(document["authorization_servers"]?.arrayValue?.compactMap(\.stringValue) == [idp.issuer])
+        #expect(document["scopes_supported"]?.arrayValue?.compactMap(\.stringValue) == ["read"])
+
+        // A made-up token: invalid_token, still with resource_metadata.
+        let forged = try await Self.initialize(deployment.resource, authorization: "Bearer not-a-token-\(UUID().uuidString)", transport)
+        #expect(forged.status.code == 401)
+        #expect(Self.wwwAuthenticate(forged).contains(#"error="invalid_token""#))
+        #expect(Self.wwwAuthenticate(forged).contains("resource_metadata="))
+    }
+
+    // MARK: - (b) the Python MCP SDK's OAuth client
+
+    @Test func thePythonSDKsOAuthClientDiscoversLogsInListsAndCallsTheTool() async throws {
+        let transport = URLSessionTransport()
+        let idp = try await IdP.discover(transport)
+        let deployment = try await Self.deploy(idp, transport: transport)
+        defer { Task { await deployment.stop() } }
+
+        let script = LocalServer.repositoryRoot + "/tools/mcp/swift_server_client.py"
+        let (status, output) = await runProcessOffThePool([Self.python, script, "oauth", deployment.resource])
+        #expect(status == 0, "\(output)")
+        let result = try JSONValue(parsing: Array(output.utf8))
+        #expect(result["tools"]?.arrayValue?.compactMap(\.stringValue) == ["whoami"])
+        // The principal reached the tool handler; the token did not.
+        #expect(result["whoami"]?.stringValue == "alice via moose-cli; token passed on: no", "\(output)")
+        #expect(result["isError"]?.boolValue == false)
+        // The SDK's own discovery, from the 401: RFC 9728, RFC 8414, the login, the token, the retry.
+        let requests = result["requests"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let origin = deployment.resource.replacingOccurrences(of: "/mcp", with: "")
+        #expect(requests.first == "POST \(deployment.resource) -> 401", "\(requests)")
+        #expect(requests.contains("GET \(origin)/.well-known/oauth-protected-resource/mcp -> 200"), "\(requests)")
+        #expect(requests.contains("GET \(idp.issuer)/.well-known/oauth-authorization-server -> 200"), "\(requests)")
+        #expect(requests.contains("POST \(idp.token.absoluteString) -> 200"), "\(requests)")
+        #expect(requests.filter { $0 == "POST \(deployment.resource) -> 200" }.count >= 2, "\(requests)")
+    }
+
+    // MARK: - (c) audience and scope
+
+    @Test func aTokenForAnotherAudienceIsRefusedAndOneForThisServerAccepted() async throws {
+        let transport = URLSessionTransport()
+        let idp = try await IdP.discover(transport)
+        let deployment = try await Self.deploy(idp, transport: transport)
+        defer { Task { await deployment.stop() } }
+
+        let elsewhere = try await idp.serviceToken(scope: "read", resource: "http://other.example/mcp", transport)
+        let refused = try await Self.initialize(deployment.resource, authorization: "Bearer \(elsewhere)", transport)
+        #expect(refused.status.code == 401)
+        #expect(Self.wwwAuthenticate(refused).contains(#"error="invalid_token""#))
+
+        // Not bound to any resource (no aud in the introspection answer): refused too.
+        let unbound = try await idp.serviceToken(scope: "read", resource: nil, transport)
+        #expect(try await Self.initialize(deployment.resource, authorization: "Bearer \(unbound)", transport).status.code == 401)
+
+        // The same client, the same scope, this server's resource: accepted, and the MCP server answers.
+        let here = try await idp.serviceToken(scope: "read", resource: deployment.resource, transport)
+        let accepted = try await Self.initialize(deployment.resource, authorization: "Bearer \(here)", transport)
+        #expect(accepted.status.code == 200)
+        #expect(try JSONValue(parsing: Array(accepted.body))["result"]?["serverInfo"]?["name"]?.stringValue == "moose-protected")
+
+        // This server's resource without the scope it requires: 403 insufficient_scope naming it.
+        let writer = try await idp.serviceToken(scope: "write", resource: deployment.resource, transport)
+        let forbidden = try await Self.initialize(deployment.resource, authorization: "Bearer \(writer)", transport)
+        #expect(forbidden.status.code == 403)
+        #expect(Self.wwwAuthenticate(forbidden).contains(#"error="insufficient_scope""#))
+        #expect(Self.wwwAuthenticate(forbidden).contains(#"scope="read""#))
+    }
+
+    // MARK: - (d) the synchronous validator
+
+    /// JWTs from the test's own issuer key, its JWKS served over HTTP (slowly, on demand), rotated mid-test.
+    @Test func theSynchronousValidatorRefusesAnUnknownKidAtOnceAndAcceptsItAfterTheBackgroundRefresh() async throws {
+        let issuer = "https://issuer.moose.test"
+        let first = try PrivateKey.generate(.ec(.p256))
+        let second = try PrivateKey.generate(.ec(.p256))
+        let published = Mutex<[JWK]>([try JWK(publicKey: first.publicKey(), keyID: "k1")])
+        let jwksDelay = Mutex<Duration>(.zero)
+        let routes = Routes()
+        let host = try await MCPTestHTTPHost.start { await routes.handle($0) }
+        let base = "http://127.0.0.1:\(host.port)"
+        let resource = base + "/mcp"
+
+        let transport = URLSessionTransport()
+        let keys = WarmAccessTokenKeys(source: JWKSCache(url: try #require(URL(string: base + "/jwks")), transport: transport, cooldown: 0),
+                                       unknownKeyCooldown: 0)
+        var configuration = ResourceServerConfiguration(issuer: issuer, resource: resource, algorithms: [.es256], dpop: .disabled)
+        configuration.resourceMetadataURL = base + "/.well-known/oauth-protected-resource/mcp"
+        let validator = ResourceServerValidator(server: ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([])),
+                                                keys: keys, requiredScopes: ["mcp"])
+        let mcp = await Self.mcpServer { nil }
+        let mcpTransport = StatelessHTTPServerTransport(validationPipeline: StandardValidationPipeline(validators: [
+            validator, OriginValidator.localhost(), AcceptHeaderValidator(mode: .jsonOnly), ContentTypeValidator(), ProtocolVersionValidator(),
+        ]))
+        try await mcp.start(transport: mcpTransport)
+        routes.handler.withLock { slot in
+            slot = { request in
+                guard request.path == "/jwks" else { return await mcpTransport.handleRequest(request) }
+                try? await Task.sleep(for: jwksDelay.withLock { $0 })
+                let document = JSONValue.object(["keys": .array(published.withLock { $0 }.map { .object($0.fields) })]).serialized()
+                return .data(Data(document.utf8), headers: ["Content-Type": "application/json"])
+            }
+        }
+        defer { Task { await mcp.stop(); await host.stop() } }
+
+        func token(_ key: PrivateKey, kid: String) throws -> String {
+            let now = Int64(Date().timeIntervalSince1970)
+            let claims: JSONObject = ["iss": .string(issuer), "sub": "bob", "aud": .string(resource), "client_id": "moose-app",
+                                      "exp": .number(JSONNumber(now + 300)), "iat": .number(JSONNumber(now)), "jti": .string(UUID().uuidString),
+                                      "scope": "mcp"]
+            return try JWTSigner(key: JWTKey(privateKey: key, keyID: kid), algorithm: .es256).sign(claims, extraHeader: ["typ": "at+jwt"])
+        }
+
+        try await keys.refresh()
+        let known = try await Self.initialize(resource, authorization: "Bearer \(try token(first, kid: "k1"))", transport)
+        #expect(known.status.code == 200)
+
+        // Rotation: k2 is published, and the JWKS now takes 1.5 s to answer.
+        let secondJWK = try JWK(publicKey: second.publicKey(), keyID: "k2")
+        published.withLock { $0.append(secondJWK) }
+        jwksDelay.withLock { $0 = .milliseconds(1500) }
+        let rotated = try token(second, kid: "k2")
+        let started = ContinuousClock.now
+        let refused = try await Self.initialize(resource, authorization: "Bearer \(rotated)", transport)
+        let waited = ContinuousClock.now - started
+        #expect(refused.status.code == 401)
+        #expect(Self.wwwAuthenticate(refused).contains(#"error="invalid_token""#))
+        #expect(Self.wwwAuthenticate(refused).contains("resource_metadata="))
+        #expect(waited < .milliseconds(1000), "the refusal waited \(waited) — for the 1.5 s JWKS fetch?")
+
+        var acceptedAfter: Duration? = nil
+        while ContinuousClock.now - started < .seconds(10) {
+            try await Task.sleep(for: .milliseconds(200))
+            if try await Self.initialize(resource, authorization: "Bearer \(rotated)", transport).status.code == 200 {
+                acceptedAfter = ContinuousClock.now - started
+                break
+            }
+        }
+        let after = try #require(acceptedAfter, "k2 was never accepted")
+        #expect(after >= .milliseconds(1500), "accepted before the JWKS answered: \(after)")
+
+        // A kid nobody published stays refused; the old key still passes.
+        #expect(try await Self.initialize(resource, authorization: "Bearer \(try token(second, kid: "k9"))", transport).status.code == 401)
+        #expect(try await Self.initialize(resource, authorization: "Bearer \(try token(first, kid: "k1"))", transport).status.code == 200)
+    }
+
+    /// Opaque IdP tokens through the synchronous validator: the first sight refused, the next answered
+    /// from the introspection done in the background.
+    @Test func theSynchronousValidatorAnswersOpaqueTokensFromIntrospectionDoneInTheBackground() async throws {
+        let transport = URLSessionTransport()
+        let idp = try await IdP.discover(transport)
+        let resource = "https://mcp.moose.test/mcp"
+        var configuration = ResourceServerConfiguration(issuer: idp.issuer, resource: resource, algorithms: [.rs256], dpop: .disabled)
+        configuration.resourceMetadataURL = "https://mcp.moose.test/.well-known/oauth-protected-resource/mcp"
+        configuration.introspectedTokensNeedAudience = true
+        let introspector = TokenIntrospector(endpoint: idp.introspection, clientID: "moose-resource-server",
+                                             clientSecret: "moose-resource-server-secret", transport: transport)
+        let answers = WarmIntrospectionAnswers(introspector: introspector)
+        let validator = ResourceServerValidator(
+            server: ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector),
+            keys: nil, introspection: answers, requiredScopes: ["read"])
+        let token = try await idp.serviceToken(scope: "read", resource: resource, transport)
+        let request = MCP.HTTPRequest(method: "POST", headers: ["Authorization": "Bearer \(token)"], path: "/mcp")
+        let context = HTTPValidationContext(httpMethod: "POST")
+
+        let first = validator.validate(request, context: context)
+        #expect(first?.statusCode == 401)
+        #expect(first?.headers["WWW-Authenticate"]?.contains(#"error="invalid_token""#) == true)
+        var passed = false
+        for _ in 0..<50 where !passed {
+            try await Task.sleep(for: .milliseconds(100))
+            passed = validator.validate(request, context: context) == nil
+        }
+        #expect(passed, "the introspection answer never arrived")
+        #expect(await introspector.requestCount == 1)
+
+        let elsewhere = try await idp.serviceToken(scope: "read", resource: "http://other.example/mcp", transport)
+        let other = MCP.HTTPRequest(method: "POST", headers: ["Authorization": "Bearer \(elsewhere)"], path: "/mcp")
+        try await answers.prefetch(elsewhere)
+        #expect(validator.validate(other, context: context)?.statusCode == 401)
+    }
+}
+#endif
