@@ -219,12 +219,13 @@ let package = Package(
         ]),
         // PostgreSQL: sessions and leases on postgres-nio, for several replicas. Seals with MooseSealing: no SQLite.
         .target(name: "MoosePostgres", dependencies: [
-            "MooseOAuth", "MooseSealing", "MooseCrypto",
+            "MooseOAuth", "MooseSealing", "MooseCrypto", "MooseResourceServer",   // PostgresDPoPReplayCache
             adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "MoosePostgresTests", dependencies: [
             "MoosePostgres", "MooseOAuth", "MooseSealing", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
+            "MooseResourceServer",
             adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
         ]),
         // A swift-openapi-runtime ClientMiddleware: the coordinator's token on every request, one refresh on a 401;
