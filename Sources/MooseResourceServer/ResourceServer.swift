@@ -233,13 +233,32 @@ public struct ResourceServer: Sendable {
         return (confirmation, thumbprint)
     }
 
+    /// The granted scopes: RFC 9068's `scope` (space-separated), else an `scp` array of strings (Azure
+    /// AD, Okta and others send that; RFC 8693's `scp` too); none when neither is there; `nil` when the
+    /// one present has the wrong shape (a `scope` that is not a string, an `scp` with a non-string). A
+    /// member that is JSON `null` counts as absent.
+    static func scopes(of claims: JWTClaims) -> [String]? {
+        // A member that is JSON null counts as absent.
+        if let scope = claims["scope"], scope != .null {
+            return scope.stringValue?.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        }
+        guard let scp = claims["scp"], scp != .null else { return [] }
+        if let single = scp.stringValue { return single.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        guard let items = scp.arrayValue, items.count <= 1_000 else { return nil }
+        var scopes: [String] = []
+        for item in items {
+            guard let scope = item.stringValue, !scope.isEmpty else { return nil }
+            scopes.append(scope)
+        }
+        return scopes
+    }
+
     /// The principal of checked claims, once its required members and `requiredScopes` are there.
     private func principal(_ claims: JWTClaims, scheme: VerifiedPrincipal.Scheme, introspected: Bool,
                            binding: (object: JSONObject?, thumbprint: String?),
                            requiredScopes: [String]) throws(ResourceServerRefusal) -> VerifiedPrincipal {
-        let scopes = claims["scope"]?.stringValue?.split(separator: " ", omittingEmptySubsequences: true).map(String.init) ?? []
-        if claims["scope"] != nil, claims["scope"]?.stringValue == nil {
-            throw refusal(ResourceServerRefusal.invalidToken, scheme, "scope is not a string")
+        guard let scopes = Self.scopes(of: claims) else {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "scope is not a string (or scp not an array of strings)")
         }
         // An introspection answer may leave out sub (client credentials: the client is the subject), iss
         // (the introspecting server's own tokens) and exp (RFC 7662 §2.2).

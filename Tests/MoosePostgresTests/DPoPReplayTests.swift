@@ -85,6 +85,18 @@ extension PostgresTests {
             }
         }
 
+        /// docs/resource-server.md's replicas example is this code, word for word.
+        @Test func theResourceServerPageQuotesTheCompiledExample() throws {
+            let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            let page = try String(contentsOf: here.appendingPathComponent("../../docs/resource-server.md").standardizedFileURL, encoding: .utf8)
+            let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+            let begin = try #require(source.range(of: "    // docs/resource-server.md replicas begins\n"))
+            let end = try #require(source.range(of: "    // docs/resource-server.md replicas ends", range: begin.upperBound..<source.endIndex))
+            let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
+                .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
+            #expect(page.contains("```swift\n" + example + "```"), "docs/resource-server.md's replicas example differs from DPoPReplayTests.swift")
+        }
+
         /// Runs `body` while `caches`' pools run.
         static func running(_ caches: [PostgresDPoPReplayCache], _ body: () async throws -> Void) async throws {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -94,5 +106,15 @@ extension PostgresTests {
             }
         }
     }
+}
+
+/// The page's example, compiled (never run: it names a database that is not here).
+func replicasExample(configuration: ResourceServerConfiguration, keys: any AccessTokenKeySource) throws -> ResourceServer {
+    // docs/resource-server.md replicas begins
+    let replays = try PostgresDPoPReplayCache(url: "postgres://api@db.internal/api?sslmode=verify-full")
+    Task { await replays.run() }   // the connection pool, for as long as the server runs
+    let server = ResourceServer(configuration: configuration, keys: keys, replayCache: replays)
+    // docs/resource-server.md replicas ends
+    return server
 }
 #endif

@@ -109,6 +109,27 @@ import Testing
         #expect(bearer["error"] == "insufficient_scope" && bearer["scope"] == "api.read api.write")
     }
 
+    /// Scopes as an `scp` array (Azure AD, Okta) when there is no `scope`; `scope` wins when both are
+    /// there; a wrong shape is `invalid_token`, never "no scopes".
+    @Test func scopesAsAnSCPArrayAreRead() async throws {
+        let server = harness.server()
+        func verify(_ changes: JSONObject, needing scopes: [String]) async throws -> ResourceServerRefusal? {
+            let token = try harness.token(changes)
+            return try await refusal {
+                try await server.verify(authorizationHeader: "Bearer \(token)", dpopHeader: nil, method: "GET", url: Harness.url,
+                                        requiredScopes: scopes)
+            }
+        }
+        let both = try await verify(["scope": .null, "scp": .array(["api.read", "api.write"])], needing: ["api.read", "api.write"])
+        #expect(both == nil, "\(String(describing: both))")
+        let one = try await verify(["scope": .null, "scp": .array(["api.read"])], needing: ["api.write"])
+        #expect(one?.code == ResourceServerRefusal.insufficientScope, "\(String(describing: one))")
+        #expect(try await verify(["scp": .array(["api.write"])], needing: ["api.write"])?.code == ResourceServerRefusal.insufficientScope,
+                "scope (api.read profile) is the one read when both are there")
+        #expect(try await verify(["scope": .null, "scp": .array(["api.read", 7])], needing: [])?.code == ResourceServerRefusal.invalidToken)
+        #expect(try await verify(["scope": .array(["api.read"])], needing: [])?.code == ResourceServerRefusal.invalidToken)
+    }
+
     @Test(arguments: ["Bearer", "Bearer ", "Basic YWxpY2U6c2VjcmV0", "Bearer a b", "Bearer a\"b", "Bearer a==b", "Bearer\ttoken",
                       "Bearer a\r\nX-Injected: 1", "Token abc"])
     func malformedAuthorizationIsInvalidRequest(_ header: String) async throws {

@@ -55,7 +55,7 @@ func strictResourceServer(jwksURI: URL, introspectionEndpoint: URL, introspectio
     let server = ResourceServer(
         configuration: configuration,
         keys: JWKSCache(url: jwksURI, transport: transport),
-        replayCache: InMemoryDPoPReplayCache(capacity: 100_000),   // one process; replicas need a shared store
+        replayCache: InMemoryDPoPReplayCache(capacity: 100_000),   // one process; replicas: PostgresDPoPReplayCache(url:)
         nonces: RotatingDPoPNonces(lifetime: 300),                 // proofs must carry the server's DPoP-Nonce
         introspector: TokenIntrospector(endpoint: introspectionEndpoint, clientID: "api",
                                         clientSecret: introspectionSecret, transport: transport))   // opaque tokens only
