@@ -216,6 +216,12 @@ if mode == "all" || mode == "adapters" {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     try await AdapterBench.run(root: root)
 }
+if mode == "all" || mode == "resource-server" {
+    // `moose-bench resource-server`: these rows alone (MOOSE_BENCH_NO_HUMMINGBIRD=1 skips the HTTP one).
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    try await ResourceServerBench.run(root: root)
+}
 if mode == "all" || mode == "store" {
     let sqlcipher = ProcessInfo.processInfo.environment["SQLCIPHER_BENCH"]
     try StoreBench.run(rows: 10_000, sqlcipher: sqlcipher)
