@@ -3,6 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+import Synchronization
 
 extension JWTError {
     /// A DPoP proof failed one of RFC 9449 §4.3's checks (`field` names the header parameter or claim).
@@ -57,6 +58,8 @@ public struct DPoPProofVerifier: Sendable {
     public var maximumJTILength: Int
     /// The clock: returns "now".
     public var clock: @Sendable () -> Date
+    /// Proof keys already imported (shared by copies of this verifier).
+    private let recentKeys = ProofKeyCache()
 
     /// The asymmetric algorithms MooseJWT verifies; the default allow-list.
     public static let asymmetricAlgorithms: Set<JWTAlgorithm> = [.rs256, .rs384, .rs512, .ps256, .ps384, .ps512,
@@ -96,14 +99,22 @@ public struct DPoPProofVerifier: Sendable {
         for name in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where members[name] != nil {
             throw Self.refusal("jwk carries the private member \"\(name)\"", field: "jwk")
         }
+        // A client sends the same key with every proof, and importing it costs as much as checking a
+        // signature: keys already imported are taken from `recentKeys`, by their jwk's exact JSON.
+        let cacheKey = JSONValue.object(members).serialized()
         let jwk: JWK
         let key: JWTKey
-        do throws(JWTError) {
-            jwk = try JWK(members)
-            guard jwk.keyType != "oct" else { throw Self.refusal("jwk is a symmetric key", field: "jwk") }
-            key = try jwk.verificationKey()
-        } catch {
-            throw Self.refusal("jwk is not a usable public key: \(error.message)", field: "jwk")
+        if let known = recentKeys.key(for: cacheKey) {
+            (jwk, key) = known
+        } else {
+            do throws(JWTError) {
+                jwk = try JWK(members)
+                guard jwk.keyType != "oct" else { throw Self.refusal("jwk is a symmetric key", field: "jwk") }
+                key = try jwk.verificationKey()
+            } catch {
+                throw Self.refusal("jwk is not a usable public key: \(error.message)", field: "jwk")
+            }
+            recentKeys.remember(jwk, key, for: cacheKey)
         }
         if let mismatch = key.mismatch(for: algorithm) { throw Self.refusal(mismatch.message, field: "jwk") }
         if let weakness = key.weakness(for: algorithm) { throw Self.refusal(weakness.message, field: "jwk") }
@@ -167,5 +178,23 @@ public struct DPoPProofVerifier: Sendable {
 
     static func refusal(_ message: String, field: String?) -> JWTError {
         JWTError(JWTError.invalidDPoPProof, message, field: field)
+    }
+}
+
+/// Public keys of recent DPoP proofs, by their `jwk`'s exact JSON text (a key and its members, `alg`
+/// included, byte for byte): at most `capacity` of them, forgotten all at once when full. A cached key
+/// goes through every check a fresh one does except its import (`alg` fit, strength, the signature).
+final class ProofKeyCache: Sendable {
+    static let capacity = 1_024
+    private let entries = Mutex<[String: (JWK, JWTKey)]>([:])
+
+    func key(for text: String) -> (JWK, JWTKey)? { entries.withLock { $0[text] } }
+
+    func remember(_ jwk: JWK, _ key: JWTKey, for text: String) {
+        guard text.utf8.count <= 4_096 else { return }
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[text] = (jwk, key)
+        }
     }
 }
