@@ -57,6 +57,7 @@ let package = Package(
         .library(name: "MooseAsyncHTTPClient", targets: ["MooseAsyncHTTPClient"]),
         .library(name: "MooseObservability", targets: ["MooseObservability"]),
         .library(name: "MooseHummingbird", targets: ["MooseHummingbird"]),
+        .library(name: "MooseVapor", targets: ["MooseVapor"]),
         // `moose` with PostgreSQL stores (trait MoosePostgres); `moose` execs it for a postgres:// store.
         .executable(name: "moose-pg", targets: ["moose-pg"]),
     ],
@@ -68,6 +69,7 @@ let package = Package(
         .trait(name: "MooseAsyncHTTPClient", description: "MooseAsyncHTTPClient: an HTTPTransport on AsyncHTTPClient (swift-nio).", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MooseObservability", description: "MooseObservability: swift-metrics counters and swift-distributed-tracing spans around provider requests and refreshes.", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "MooseHummingbird", description: "MooseHummingbird: a Hummingbird 2 middleware verifying access tokens and DPoP proofs (MooseResourceServer).", enabledTraits: ["MooseLibCrypto"]),
+        .trait(name: "MooseVapor", description: "MooseVapor: a Vapor 4 middleware verifying access tokens and DPoP proofs (MooseResourceServer).", enabledTraits: ["MooseLibCrypto"]),
         .trait(name: "ExampleService", description: "Moose's own example service (Hummingbird) and its generated client, for Moose's tests.",
                enabledTraits: ["MooseOpenAPI", "MooseAsyncHTTPClient"]),
         // The cryptography backend of MooseCrypto: libcrypto (the default) and/or swift-crypto. With both
@@ -93,6 +95,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
         // The example service (tools/example-service) and its tests only.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
@@ -258,6 +261,14 @@ let package = Package(
             "MooseHummingbird", "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseHTTP",
             adapted("Hummingbird", "hummingbird", ["MooseHummingbird"]),
             adapted("HummingbirdTesting", "hummingbird", ["MooseHummingbird"]),
+        ]),
+        // A Vapor 4 middleware for resource servers (MooseResourceServer's verifier) and the RFC 9728 route.
+        .target(name: "MooseVapor", dependencies: [
+            "MooseResourceServer", adapted("Vapor", "vapor", ["MooseVapor"]),
+        ]),
+        .testTarget(name: "MooseVaporTests", dependencies: [
+            "MooseVapor", "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
+            adapted("Vapor", "vapor", ["MooseVapor"]), adapted("VaporTesting", "vapor", ["MooseVapor"]),
         ]),
         // The example service (trait ExampleService). The client swift-openapi-generator made from
         // tools/resource/openapi.yaml (see tools/example-service/regenerate, which wraps it in `#if ExampleService`).
