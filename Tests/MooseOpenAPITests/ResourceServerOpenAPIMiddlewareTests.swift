@@ -50,23 +50,7 @@ struct ResourceServerOpenAPIMiddlewareTests {
 
     /// A client-credentials token from Glewlwyd; with `dpop`, bound to that key (answering its nonce demand).
     static func accessToken(_ provider: Provider, dpop: (signer: JWTSigner, jwk: JWK)? = nil) async throws -> String {
-        let transport = CurlTransport()
-        var nonce: String? = nil
-        for _ in 0..<3 {
-            var request = APIRequest(method: .post, url: provider.tokenEndpoint,
-                                     body: Data("grant_type=client_credentials&scope=api.read&resource=https%3A%2F%2Fapi.moose.test".utf8))
-            request.headerFields[.contentType] = "application/x-www-form-urlencoded"
-            request.headerFields[.authorization] = "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
-            if let dpop {
-                request.headerFields[.dpop] = try DPoP.proof(signer: dpop.signer, publicJWK: dpop.jwk, method: "POST",
-                                                             url: provider.tokenEndpoint.absoluteString, nonce: nonce)
-            }
-            let response = try await transport.send(request)
-            if response.status.code == 400, let fresh = response.headerFields[.dpopNonce] { nonce = fresh; continue }
-            #expect(response.status.code == 200, "token endpoint: \(response.status.code)")
-            return try #require(try JSONValue(parsing: Array(response.body))["access_token"]?.stringValue)
-        }
-        throw CancellationError()
+        try await Glewlwyd.serviceAccessToken(tokenEndpoint: provider.tokenEndpoint, transport: CurlTransport(), dpop: dpop).token
     }
 
     static func middleware(_ provider: Provider, resource: String = resource, nonces: (any DPoPNonceSource)? = nil)

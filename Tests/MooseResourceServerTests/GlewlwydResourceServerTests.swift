@@ -33,23 +33,7 @@ import Testing
     /// Client credentials; with `dpop`, a proof (and the nonce Glewlwyd then asks for).
     static func accessToken(_ provider: Provider, transport: URLSessionTransport,
                             dpop: (signer: JWTSigner, jwk: JWK)? = nil) async throws -> (token: String, type: String) {
-        var nonce: String? = nil
-        for _ in 0..<3 {
-            var request = APIRequest(method: .post, url: provider.tokenEndpoint,
-                                     body: Data("grant_type=client_credentials&scope=api.read&resource=https%3A%2F%2Fapi.moose.test".utf8))
-            request.headerFields[.contentType] = "application/x-www-form-urlencoded"
-            request.headerFields[.authorization] = "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
-            if let dpop {
-                request.headerFields[.dpop] = try DPoP.proof(signer: dpop.signer, publicJWK: dpop.jwk, method: "POST",
-                                                             url: provider.tokenEndpoint.absoluteString, nonce: nonce)
-            }
-            let response = try await transport.send(request)
-            if response.status.code == 400, let fresh = response.headerFields[.dpopNonce] { nonce = fresh; continue }
-            #expect(response.status.code == 200, "token endpoint: \(response.status.code)")
-            let body = try JSONValue(parsing: Array(response.body))
-            return (try #require(body["access_token"]?.stringValue), body["token_type"]?.stringValue ?? "")
-        }
-        throw CancellationError()
+        try await Glewlwyd.serviceAccessToken(tokenEndpoint: provider.tokenEndpoint, transport: transport, dpop: dpop)
     }
 
     static func server(_ provider: Provider) -> MooseResourceServer.ResourceServer {

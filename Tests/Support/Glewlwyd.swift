@@ -1,4 +1,6 @@
 public import Foundation
+public import MooseHTTP
+public import MooseJWT
 
 /// The second, independent test identity provider: Glewlwyd 2.7.5 (tools/glewlwyd), with DPoP
 /// (nonces mandatory), PAR, RFC 9207 `iss`, registration and `resource`.
@@ -68,5 +70,32 @@ extension Glewlwyd {
         func release() {
             if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
         }
+    }
+}
+
+extension Glewlwyd {
+    /// A client-credentials access token of `moose-service` for `https://api.moose.test` (scope
+    /// `api.read`) from `tokenEndpoint`, and its `token_type`; with `dpop`, bound to that key (answering
+    /// Glewlwyd's nonce demand, up to three tries). Throws `SpawnError` naming what the endpoint answered.
+    public static func serviceAccessToken(tokenEndpoint: URL, transport: any HTTPTransport,
+                                          dpop: (signer: JWTSigner, jwk: JWK)? = nil) async throws -> (token: String, type: String) {
+        var nonce: String? = nil
+        for _ in 0..<3 {
+            var request = APIRequest(method: .post, url: tokenEndpoint,
+                                     body: Data("grant_type=client_credentials&scope=api.read&resource=https%3A%2F%2Fapi.moose.test".utf8))
+            request.headerFields[.contentType] = "application/x-www-form-urlencoded"
+            request.headerFields[.authorization] = "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
+            if let dpop {
+                request.headerFields[.dpop] = try DPoP.proof(signer: dpop.signer, publicJWK: dpop.jwk, method: "POST",
+                                                             url: tokenEndpoint.absoluteString, nonce: nonce)
+            }
+            let response = try await transport.send(request)
+            if response.status.code == 400, let fresh = response.headerFields[.dpopNonce] { nonce = fresh; continue }
+            guard response.status.code == 200 else { throw SpawnError("Glewlwyd's token endpoint answered \(response.status.code)") }
+            let body = try JSONValue(parsing: Array(response.body))
+            guard let token = body["access_token"]?.stringValue else { throw SpawnError("Glewlwyd's token answer has no access_token") }
+            return (token, body["token_type"]?.stringValue ?? "")
+        }
+        throw SpawnError("Glewlwyd asked for a new DPoP nonce three times")
     }
 }
