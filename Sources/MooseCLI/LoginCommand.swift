@@ -99,7 +99,7 @@ struct LoginCommand: ParsableCommand {
             group.addTask { try await body() }
             group.addTask {
                 try await Task.sleep(nanoseconds: UInt64(min(max(seconds, 0), 86_400) * 1e9))
-                throw CLIError.failed("no approval within \(DurationText.describe(seconds)) (--timeout); run moose login again")
+                throw CLIError.failed("no approval within \(DurationText.describe(seconds)) (--timeout); run the same moose login --device command again (a new code)")
             }
             defer { group.cancelAll() }
             guard let first = try await group.next() else { throw CancellationError() }

@@ -15,6 +15,8 @@ struct DeviceLoginCLITests {
                                       environment: environment, timeout: 30)
         #expect(login.status == 1, "\(login.status) \(login.stdout) \(login.stderr)")
         #expect(login.stderr.contains("no approval within 3s"), "\(login.stderr)")
+        // The next step repeats this command (a plain `moose login` would open a browser login instead).
+        #expect(login.stderr.contains("run the same moose login --device command again"), "\(login.stderr)")
         #expect(Date().timeIntervalSince(started) < 20, "--timeout 3 was not applied to --device")
     }
 
