@@ -8,7 +8,7 @@ for Tests/MooseMCPTests/MCPServerSideTests.swift. Run with tools/mcp's venv (mcp
 `oauth`: the SDK's own OAuth client starts from the server's 401, reads `resource_metadata` (RFC 9728), the
 authorization server's metadata (RFC 8414), and logs in with the authorization code flow (PKCE, state,
 RFC 9207 iss, RFC 8707 resource) as the test IdP's user alice (tools/idp), through the IdP's login form
-like tools/idp/headless_browser.py. The IdP has no dynamic client registration, so the client information
+with tools/idp/headless_browser.py. The IdP has no dynamic client registration, so the client information
 of its pre-registered public client `moose-cli` is put in the SDK's token storage beforehand — the SDK then
 skips registration, as it does for any pre-registered client.
 
@@ -18,10 +18,8 @@ Test support only.
 import json
 import os
 import sys
-import urllib.error
+import subprocess
 import urllib.parse
-import urllib.request
-from http.cookiejar import CookieJar
 
 import anyio
 import httpx2
@@ -30,8 +28,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "idp"))
-from headless_browser import FormParser, NoRedirect  # noqa: E402  (the IdP's own scripted login)
+BROWSER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "idp", "headless_browser.py")
 
 REDIRECT_URI = "http://127.0.0.1/callback"
 
@@ -59,29 +56,14 @@ class Storage:
 
 
 def log_in(authorization_url):
-    """Signs in as alice through the IdP's form and returns the redirect's query (code, state, iss)."""
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()), NoRedirect)
-    url, data = authorization_url, None
-    for _ in range(12):
-        if url.startswith(REDIRECT_URI):
-            return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
-        try:
-            response = opener.open(urllib.request.Request(url, data=data), timeout=10)
-            status, headers, body = response.status, response.headers, response.read().decode()
-        except urllib.error.HTTPError as error:
-            status, headers, body = error.code, error.headers, error.read().decode()
-        data = None
-        if 300 <= status < 400:
-            url = urllib.parse.urljoin(url, headers["Location"])
-            continue
-        form = FormParser()
-        form.feed(body)
-        if status != 200 or form.action is None:
-            raise RuntimeError(f"login: HTTP {status} at {url.split('?')[0]} with no form")
-        fields = [(k, "alice" if k == "username" else "wonderland-42" if k == "password" else v) for k, v in form.fields]
-        url = urllib.parse.urljoin(url, form.action or url)
-        data = urllib.parse.urlencode(fields).encode()
-    raise RuntimeError("login: too many steps")
+    """Signs in as alice with tools/idp/headless_browser.py (the IdP's own scripted login, which prints the
+    address the browser ends on) and returns the redirect's query (code, state, iss)."""
+    result = subprocess.run([sys.executable, BROWSER, authorization_url], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "MOOSE_BROWSER_PRINT_REDIRECT": "1"})
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"login: {result.stderr.strip() or 'the headless browser printed no redirect'}")
+    return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(lines[-1]).query).items()}
 
 
 async def main():
