@@ -74,8 +74,10 @@ public struct HTTPClientTransport: FileTransferTransport {
         let response = try await execute(prepared, request, deadline: deadline)
         let maximum = maximumResponseSize
         if let length = response.headers.first(name: "content-length").flatMap({ Int($0) }), length > maximum {
-            throw HTTPRequestError(HTTPRequestError.responseTooLarge, "the response body has \(length) bytes (at most \(maximum) accepted)",
-                                   method: request.method, url: request.redactedURL)
+            throw HTTPRequestError(
+                HTTPRequestError.responseTooLarge,
+                "the response body has \(length) bytes (at most \(maximum) accepted)",
+                method: request.method, url: request.redactedURL)
         }
         // No race of our own around the body (it cost a task group and a timer per request, ~10% of a
         // loopback request): AsyncHTTPClient's read timeout ends a stalled body, and APIClient — which
@@ -95,7 +97,8 @@ public struct HTTPClientTransport: FileTransferTransport {
             let response = try await execute(prepared, request, deadline: Self.deadline(request.timeout))
             let total = response.headers.first(name: "content-length").flatMap { Int64($0) }
             let partial = destination.deletingLastPathComponent()
-                .appendingPathComponent(".\(destination.lastPathComponent).moose-partial-\(UInt64.random(in: 0...UInt64.max))")
+                .appendingPathComponent(
+                    ".\(destination.lastPathComponent).moose-partial-\(UInt64.random(in: 0...UInt64.max))")
             let file = try OpenFile(writingNew: partial.path, request)
             var written: Int64 = 0
             do {
@@ -108,7 +111,8 @@ public struct HTTPClientTransport: FileTransferTransport {
                 }
                 file.closeFile()
                 guard rename(partial.path, destination.path) == 0 else {
-                    throw HTTPRequestError.transportFailure("cannot save the download to \(destination.path) (errno \(errno))", request)
+                    throw HTTPRequestError.transportFailure(
+                        "cannot save the download to \(destination.path) (errno \(errno))", request)
                 }
             } catch {
                 file.closeFile()
@@ -125,7 +129,9 @@ public struct HTTPClientTransport: FileTransferTransport {
     /// progress counted in bytes handed to the connection.
     public func upload(_ request: APIRequest, fromFile file: URL) throws(HTTPRequestError) -> Transfer {
         let (stream, progress) = AsyncStream<TransferProgress>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        let prepared = try prepare(request, bodyFile: file) { sent, total in progress.yield(TransferProgress(completed: sent, total: total)) }
+        let prepared = try prepare(request, bodyFile: file) { sent, total in
+            progress.yield(TransferProgress(completed: sent, total: total))
+        }
         let maximum = maximumResponseSize
         let task = Task<APIResponse, any Error> {
             defer { progress.finish() }
@@ -140,11 +146,14 @@ public struct HTTPClientTransport: FileTransferTransport {
 
     /// The AsyncHTTPClient request for `request`: checked URL, HTTP/1.1 header lines, the body as a
     /// one-shot stream (see "Redirects").
-    func prepare(_ request: APIRequest, bodyFile: URL?,
-                 progress: (@Sendable (Int64, Int64?) -> Void)?) throws(HTTPRequestError) -> HTTPClientRequest {
+    func prepare(
+        _ request: APIRequest, bodyFile: URL?,
+        progress: (@Sendable (Int64, Int64?) -> Void)?
+    ) throws(HTTPRequestError) -> HTTPClientRequest {
         guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw HTTPRequestError(HTTPRequestError.invalidRequest, "only http and https URLs are supported: \(request.redactedURL)",
-                                   method: request.method, url: request.redactedURL)
+            throw HTTPRequestError(
+                HTTPRequestError.invalidRequest, "only http and https URLs are supported: \(request.redactedURL)",
+                method: request.method, url: request.redactedURL)
         }
         var prepared = HTTPClientRequest(url: url.absoluteString)
         prepared.method = HTTPMethod(rawValue: request.method.rawValue)
@@ -152,23 +161,28 @@ public struct HTTPClientTransport: FileTransferTransport {
         if let bodyFile {
             var info = stat()
             guard stat(bodyFile.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-                throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot read the body file \(bodyFile.path)",
-                                       method: request.method, url: request.redactedURL)
+                throw HTTPRequestError(
+                    HTTPRequestError.invalidRequest, "cannot read the body file \(bodyFile.path)",
+                    method: request.method, url: request.redactedURL)
             }
             let size = Int64(info.st_size)
-            prepared.body = .stream(FileChunks(path: bodyFile.path, chunkSize: fileChunkSize, size: size, progress: progress),
-                                    length: .known(size))
+            prepared.body = .stream(
+                FileChunks(path: bodyFile.path, chunkSize: fileChunkSize, size: size, progress: progress),
+                length: .known(size))
         } else if let body = request.body {
             prepared.body = .stream(OneChunk(buffer: ByteBuffer(bytes: body)), length: .known(Int64(body.count)))
         }
         return prepared
     }
 
-    func execute(_ prepared: HTTPClientRequest, _ request: APIRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
+    func execute(_ prepared: HTTPClientRequest, _ request: APIRequest, deadline: NIODeadline) async throws
+        -> HTTPClientResponse
+    {
         let response = try await Self.map(request) { try await client.execute(prepared, deadline: deadline) }
         guard response.history.count <= 1 else {
             throw HTTPRequestError.transportFailure(
-                "the HTTPClient followed a redirect (make it with redirectConfiguration: .disallow; Moose refuses redirects for token traffic)", request)
+                "the HTTPClient followed a redirect (make it with redirectConfiguration: .disallow; Moose refuses redirects for token traffic)",
+                request)
         }
         return response
     }
@@ -188,14 +202,16 @@ public struct HTTPClientTransport: FileTransferTransport {
         } catch let error as HTTPClientError {
             if Task.isCancelled || error == .cancelled { throw CancellationError() }
             switch error {
-            case .deadlineExceeded, .readTimeout, .writeTimeout, .connectTimeout, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
+            case .deadlineExceeded, .readTimeout, .writeTimeout, .connectTimeout, .tlsHandshakeTimeout,
+                .getConnectionFromPoolTimeout:
                 throw HTTPRequestError.timeout("timed out (\(error)) after at most \(request.timeout) s", request)
             default:
                 throw HTTPRequestError.transportFailure("\(error)", request)
             }
         } catch is NIOTooManyBytesError {
-            throw HTTPRequestError(HTTPRequestError.responseTooLarge, "the response body is larger than allowed",
-                                   method: request.method, url: request.redactedURL)
+            throw HTTPRequestError(
+                HTTPRequestError.responseTooLarge, "the response body is larger than allowed",
+                method: request.method, url: request.redactedURL)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw HTTPRequestError.transportFailure("\(error)", request)
@@ -206,7 +222,8 @@ public struct HTTPClientTransport: FileTransferTransport {
     /// input), header names that are not RFC 9110 tokens dropped, at most 256 fields.
     static func response(_ response: HTTPClientResponse, body: Data, for request: APIRequest) throws -> APIResponse {
         guard let code = Int(exactly: response.status.code), let status = APIResponse.status(code: code) else {
-            throw HTTPRequestError.transportFailure("the status line has no valid code (\(response.status.code))", request)
+            throw HTTPRequestError.transportFailure(
+                "the status line has no valid code (\(response.status.code))", request)
         }
         var fields = HTTPFields()
         var count = 0
@@ -258,7 +275,8 @@ struct FileChunks: AsyncSequence, Sendable {
             }
             guard count > 0 else {
                 file.closeFile()
-                throw HTTPRequestError(HTTPRequestError.invalidRequest, "the body file ended early (\(sent) of \(size) bytes)")
+                throw HTTPRequestError(
+                    HTTPRequestError.invalidRequest, "the body file ended early (\(sent) of \(size) bytes)")
             }
             sent += Int64(count)
             progress?(sent, size)
@@ -279,13 +297,17 @@ final class OpenFile: Sendable {
     init(reading path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         descriptor = Mutex(fd)
-        guard fd >= 0 else { throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot open the body file \(path)") }
+        guard fd >= 0 else {
+            throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot open the body file \(path)")
+        }
     }
 
     init(writingNew path: String, _ request: APIRequest) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         descriptor = Mutex(fd)
-        guard fd >= 0 else { throw HTTPRequestError.transportFailure("cannot create \(path) (errno \(errno))", request) }
+        guard fd >= 0 else {
+            throw HTTPRequestError.transportFailure("cannot create \(path) (errno \(errno))", request)
+        }
     }
 
     deinit { closeFile() }
@@ -305,7 +327,9 @@ final class OpenFile: Sendable {
         while true {
             let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count >= 0 { return count }
-            if errno != EINTR { throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot read the body file (errno \(errno))") }
+            if errno != EINTR {
+                throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot read the body file (errno \(errno))")
+            }
         }
     }
 

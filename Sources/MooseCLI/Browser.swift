@@ -84,7 +84,9 @@ private func startBrowser(_ commands: [String], url: String) {
     // The default signal mask and dispositions, not those of the thread that starts it (a concurrency
     // pool thread blocks every signal): a browser or wrapper that kept them would ignore TERM and INT.
     guard ChildProcess.closeInheritedDescriptors(&actions, &attributes), ChildProcess.defaultSignals(&attributes) else {
-        Terminal.error("moose: not starting the browser (this C library cannot close moose's descriptors in it); open the URL above by hand")
+        Terminal.error(
+            "moose: not starting the browser (this C library cannot close moose's descriptors in it); open the URL above by hand"
+        )
         return
     }
     let name = Terminal.safe(words[0])

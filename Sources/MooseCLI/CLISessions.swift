@@ -20,15 +20,20 @@ enum PostgresHandoff {
     static func exec() throws -> Never {
         var path = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/self/exe", &path, path.count - 1)
-        let own = length > 0 ? String(decoding: path.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        let own =
+            length > 0
+            ? String(decoding: path.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            : CommandLine.arguments[0]
         let folder = own.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let sibling = (folder.isEmpty ? "." : folder) + "/moose-pg"
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(sibling)] + CommandLine.arguments.dropFirst().map { strdup($0) } + [nil]
+        let argv: [UnsafeMutablePointer<CChar>?] =
+            [strdup(sibling)] + CommandLine.arguments.dropFirst().map { strdup($0) } + [nil]
         execv(sibling, argv)
-        execvp("moose-pg", argv)   // not next to moose: on the PATH, then
+        execvp("moose-pg", argv) // not next to moose: on the PATH, then
         for pointer in argv { free(pointer) }
-        throw CLIError.usage("--store names a PostgreSQL database, which needs moose-pg next to moose (\(sibling): \(String(cString: strerror(errno)))); "
-                             + "build it with swift build --product moose-pg --traits MoosePostgres, or give a file store")
+        throw CLIError.usage(
+            "--store names a PostgreSQL database, which needs moose-pg next to moose (\(sibling): \(String(cString: strerror(errno)))); "
+                + "build it with swift build --product moose-pg --traits MoosePostgres, or give a file store")
     }
 }
 
@@ -70,7 +75,8 @@ final class CLISessions {
             // First contact: no store yet means nobody logged in — say what to do, not how stores work.
             let path = try options.resolvedStorePath
             if !create, !FileManager.default.fileExists(atPath: path) {
-                throw CLIError.failed("not logged in (no store at \(path) yet); run moose login --issuer URL --client-id ID")
+                throw CLIError.failed(
+                    "not logged in (no store at \(path) yet); run moose login --issuer URL --client-id ID")
             }
             backend = .file(EncryptedSessionStorage(store: try options.open(create: create)))
         }
@@ -110,7 +116,8 @@ final class CLISessions {
     @discardableResult
     func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?) throws -> Int64 {
         switch backend {
-        case .file(let sessions): try sessions.saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: nil)
+        case .file(let sessions):
+            try sessions.saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: nil)
         case .registered(let other): try other.save(session, key: key, expectedGeneration: expectedGeneration)
         }
     }

@@ -64,13 +64,17 @@ package struct ConfigFile: Sendable, Equatable {
 
     /// Parses the file's bytes.
     package init(parsing bytes: [UInt8]) throws(ParseError) {
-        guard bytes.count <= Self.maximumSize else { throw ParseError(line: 0, message: "the file is larger than \(Self.maximumSize) bytes") }
+        guard bytes.count <= Self.maximumSize else {
+            throw ParseError(line: 0, message: "the file is larger than \(Self.maximumSize) bytes")
+        }
         let tables = try TOMLSubset.parse(bytes)
         for (path, entries) in tables {
             switch path.count {
             case 0:
                 for (key, entry) in entries {
-                    guard key == "default" else { throw ParseError(line: entry.line, message: "unknown top-level key \"\(key)\"") }
+                    guard key == "default" else {
+                        throw ParseError(line: entry.line, message: "unknown top-level key \"\(key)\"")
+                    }
                     defaultProfile = try entry.string(key)
                 }
             case 1 where path[0] == "hosts":
@@ -115,17 +119,25 @@ package struct ConfigFile: Sendable, Equatable {
             guard let settings = profiles[name] else { continue }
             lines.append("")
             lines.append("[profiles.\(TOMLSubset.key(name))]")
-            let fields: [(String, String?)] = [("issuer", settings.issuer), ("client_id", settings.clientID),
-                                               ("resource", settings.resource), ("store", settings.store), ("dpop", settings.dpop),
-                                               ("client_secret_file", settings.clientSecretFile), ("ca_file", settings.caFile)]
+            let fields: [(String, String?)] = [
+                ("issuer", settings.issuer), ("client_id", settings.clientID),
+                ("resource", settings.resource), ("store", settings.store), ("dpop", settings.dpop),
+                ("client_secret_file", settings.clientSecretFile), ("ca_file", settings.caFile)
+            ]
             for (key, value) in fields { if let value { lines.append("\(key) = \(TOMLSubset.quote(value))") } }
-            if let scopes = settings.scopes { lines.append("scopes = [" + scopes.map(TOMLSubset.quote).joined(separator: ", ") + "]") }
-            if let pins = settings.publicKeyPins { lines.append("public_key_pins = [" + pins.map(TOMLSubset.quote).joined(separator: ", ") + "]") }
+            if let scopes = settings.scopes {
+                lines.append("scopes = [" + scopes.map(TOMLSubset.quote).joined(separator: ", ") + "]")
+            }
+            if let pins = settings.publicKeyPins {
+                lines.append("public_key_pins = [" + pins.map(TOMLSubset.quote).joined(separator: ", ") + "]")
+            }
         }
         if !hosts.isEmpty {
             lines.append("")
             lines.append("[hosts]")
-            for host in hosts.keys.sorted() { lines.append("\(TOMLSubset.key(host)) = \(TOMLSubset.quote(hosts[host] ?? ""))") }
+            for host in hosts.keys.sorted() {
+                lines.append("\(TOMLSubset.key(host)) = \(TOMLSubset.quote(hosts[host] ?? ""))")
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -142,15 +154,21 @@ package enum TOMLSubset {
         package let line: Int
 
         func string(_ key: String) throws(ConfigFile.ParseError) -> String {
-            guard case .string(let text) = value else { throw ConfigFile.ParseError(line: line, message: "\(key) must be a string") }
+            guard case .string(let text) = value else {
+                throw ConfigFile.ParseError(line: line, message: "\(key) must be a string")
+            }
             return text
         }
 
         func strings(_ key: String) throws(ConfigFile.ParseError) -> [String] {
-            guard case .array(let items) = value else { throw ConfigFile.ParseError(line: line, message: "\(key) must be an array of strings") }
+            guard case .array(let items) = value else {
+                throw ConfigFile.ParseError(line: line, message: "\(key) must be an array of strings")
+            }
             var strings: [String] = []
             for item in items {
-                guard case .string(let text) = item else { throw ConfigFile.ParseError(line: line, message: "\(key) must be an array of strings") }
+                guard case .string(let text) = item else {
+                    throw ConfigFile.ParseError(line: line, message: "\(key) must be an array of strings")
+                }
                 strings.append(text)
             }
             return strings
@@ -173,7 +191,9 @@ package enum TOMLSubset {
             let number = index + 1
             var line = Array(rawLine)
             if line.last == 0x0D { line.removeLast() }
-            guard line.count <= maximumLineLength else { throw ConfigFile.ParseError(line: number, message: "the line is too long") }
+            guard line.count <= maximumLineLength else {
+                throw ConfigFile.ParseError(line: number, message: "the line is too long")
+            }
             var cursor = Cursor(bytes: line, line: number)
             cursor.skipSpace()
             if cursor.atEnd || cursor.peek == UInt8(ascii: "#") { continue }
@@ -185,7 +205,9 @@ package enum TOMLSubset {
                 guard cursor.peek == UInt8(ascii: "]") else { throw cursor.error("expected ] after the table name") }
                 cursor.advance()
                 try cursor.endOfLine()
-                guard tables[path] == nil || path.isEmpty else { throw cursor.error("table [\(path.joined(separator: "."))] is defined twice") }
+                guard tables[path] == nil || path.isEmpty else {
+                    throw cursor.error("table [\(path.joined(separator: "."))] is defined twice")
+                }
                 tables[path] = tables[path] ?? [:]
                 current = path
                 continue
@@ -252,7 +274,8 @@ package enum TOMLSubset {
         }
 
         static func isBareKeyByte(_ byte: UInt8) -> Bool {
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D
+                || byte == 0x5F
         }
 
         mutating func keyPath() throws(ConfigFile.ParseError) -> [String] {
@@ -292,7 +315,9 @@ package enum TOMLSubset {
                     guard items.count <= 1024 else { throw error("the array is too long") }
                     skipSpace()
                     if peek == UInt8(ascii: ",") { advance(); continue }
-                    guard peek == UInt8(ascii: "]") else { throw error("expected , or ] in the array (arrays must fit on one line)") }
+                    guard peek == UInt8(ascii: "]") else {
+                        throw error("expected , or ] in the array (arrays must fit on one line)")
+                    }
                 }
             case UInt8(ascii: "t"), UInt8(ascii: "f"):
                 for (word, flag) in [("true", true), ("false", false)] where bytes[index...].starts(with: word.utf8) {
@@ -305,7 +330,9 @@ package enum TOMLSubset {
                 if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { advance() }
                 while let digit = peek, (0x30...0x39).contains(digit) || digit == UInt8(ascii: "_") { advance() }
                 let digits = String(decoding: bytes[start..<index].filter { $0 != UInt8(ascii: "_") }, as: UTF8.self)
-                guard index > start, let number = Int64(digits) else { throw error("expected a string, integer, boolean or array") }
+                guard index > start, let number = Int64(digits) else {
+                    throw error("expected a string, integer, boolean or array")
+                }
                 return .integer(number)
             }
         }
@@ -320,7 +347,9 @@ package enum TOMLSubset {
                 guard let byte = peek else { throw error("the string is not closed") }
                 advance()
                 if byte == quote { break }
-                if byte < 0x20 && byte != 0x09 || byte == 0x7F { throw error("control characters must be escaped in strings") }
+                if byte < 0x20 && byte != 0x09 || byte == 0x7F {
+                    throw error("control characters must be escaped in strings")
+                }
                 guard quote == UInt8(ascii: "\""), byte == UInt8(ascii: "\\") else { out.append(byte); continue }
                 guard let escape = peek else { throw error("the string is not closed") }
                 advance()
@@ -335,9 +364,12 @@ package enum TOMLSubset {
                 case UInt8(ascii: "u"), UInt8(ascii: "U"):
                     let length = escape == UInt8(ascii: "u") ? 4 : 8
                     guard index + length <= bytes.count,
-                          bytes[index..<(index + length)].allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }),
-                          let value = UInt32(String(decoding: bytes[index..<(index + length)], as: UTF8.self), radix: 16),
-                          let scalar = Unicode.Scalar(value) else { throw error("bad \\u escape") }
+                        bytes[index..<(index + length)].allSatisfy({
+                            (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0)
+                        }),
+                        let value = UInt32(String(decoding: bytes[index..<(index + length)], as: UTF8.self), radix: 16),
+                        let scalar = Unicode.Scalar(value)
+                    else { throw error("bad \\u escape") }
                     index += length
                     out.append(contentsOf: Array(String(Character(scalar)).utf8))
                 default: throw error("unknown escape in a string")

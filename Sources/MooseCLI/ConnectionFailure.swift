@@ -21,12 +21,14 @@ enum ConnectionFailure {
     static func cliError(_ cause: HTTPRequestError, context: String? = nil) -> CLIError? {
         let prefix = context.map { "\($0): " } ?? ""
         if cause.code == HTTPRequestError.nameNotResolved {
-            return CLIError.failed("\(prefix)\(cause.message): check the host name (a typo in the URL?) and this machine's DNS "
-                                   + "[\(cause.code)]")
+            return CLIError.failed(
+                "\(prefix)\(cause.message): check the host name (a typo in the URL?) and this machine's DNS "
+                    + "[\(cause.code)]")
         }
         if cause.code == HTTPRequestError.notTLS {
-            return CLIError.failed("\(prefix)\(cause.message): that port answers without TLS (plain http?); check the URL's scheme "
-                                   + "and port — trusting another certificate would not help [\(cause.code)]")
+            return CLIError.failed(
+                "\(prefix)\(cause.message): that port answers without TLS (plain http?); check the URL's scheme "
+                    + "and port — trusting another certificate would not help [\(cause.code)]")
         }
         return nil
     }
@@ -42,7 +44,10 @@ enum IssuerOption {
 
     /// What is wrong with `issuer` (see `check`), or `nil`.
     static func problem(_ issuer: String, option: String = "--issuer") -> String? {
-        guard let url = URL(string: issuer), url.scheme?.lowercased() == "http", !TransportSecurity.permits(url) else { return nil }
-        return "\(option) \(issuer) is plain http to another machine: use https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+        guard let url = URL(string: issuer), url.scheme?.lowercased() == "http", !TransportSecurity.permits(url) else {
+            return nil
+        }
+        return
+            "\(option) \(issuer) is plain http to another machine: use https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
     }
 }

@@ -83,8 +83,10 @@ enum DetachedRefresh {
         /// The error the caller throws for a failed outcome.
         var error: any Error {
             if let code {
-                return OAuthError(OAuthError.Code(named: code), message ?? code, oauthError: oauthError, errorDescription: errorDescription,
-                                  status: status, underlying: storeCause.map(StoreFault.init(text:)))
+                return OAuthError(
+                    OAuthError.Code(named: code), message ?? code, oauthError: oauthError,
+                    errorDescription: errorDescription,
+                    status: status, underlying: storeCause.map(StoreFault.init(text:)))
             }
             return CLIError(message: message ?? "the refresh failed", status: exit ?? 1)
         }
@@ -93,7 +95,8 @@ enum DetachedRefresh {
     /// Runs `request` for `profile` in a detached `moose __refresh`, and returns when it reported; throws
     /// what it reported. `false`: no child could be started here (the caller runs the refresh itself).
     static func run(_ request: Request, profile: String, store: StoreOptions) throws -> Bool {
-        guard ProcessInfo.processInfo.environment["MOOSE_REFRESH_IN_PROCESS"] != "1", let executable = ownExecutable() else { return false }
+        guard ProcessInfo.processInfo.environment["MOOSE_REFRESH_IN_PROCESS"] != "1", let executable = ownExecutable()
+        else { return false }
         let arguments = [executable, "__refresh", "--profile", profile] + store.commandLine
         guard let child = try spawn(arguments) else { return false }
         let input = (try? JSONEncoder().encode(request)).map { Array($0) } ?? []
@@ -104,9 +107,11 @@ enum DetachedRefresh {
         var status: Int32 = 0
         while waitpid(child.pid, &status, 0) < 0, errno == EINTR {}
         guard let line = answer.split(separator: UInt8(ascii: "\n")).first,
-              let outcome = try? JSONDecoder().decode(Outcome.self, from: Data(line)) else {
-            throw CLIError.failed("the refresh process ended without an answer (status \(status)); the session is as the store holds it: "
-                                  + "try again (moose status shows it)")
+            let outcome = try? JSONDecoder().decode(Outcome.self, from: Data(line))
+        else {
+            throw CLIError.failed(
+                "the refresh process ended without an answer (status \(status)); the session is as the store holds it: "
+                    + "try again (moose status shows it)")
         }
         if !outcome.ok { throw outcome.error }
         return true
@@ -154,7 +159,8 @@ enum DetachedRefresh {
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         var pid = pid_t()
-        let started = ChildProcess.closeInheritedDescriptors(&actions, &attributes)
+        let started =
+            ChildProcess.closeInheritedDescriptors(&actions, &attributes)
             && ChildProcess.detach(&attributes) && ChildProcess.defaultSignals(&attributes)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
@@ -186,8 +192,9 @@ enum DetachedRefresh {
 /// `moose __refresh --profile P [store options]`: the detached refresher (`DetachedRefresh`). Not for
 /// people: it reads its request on stdin and answers one JSON line on stdout.
 struct RefreshWorkerCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "__refresh", abstract: "The detached refresher (internal).",
-                                                    shouldDisplay: false)
+    static let configuration = CommandConfiguration(
+        commandName: "__refresh", abstract: "The detached refresher (internal).",
+        shouldDisplay: false)
     @OptionGroup var store: StoreOptions
     @Option var profile: String
 
@@ -225,8 +232,10 @@ struct RefreshWorkerCommand: ParsableCommand {
 extension OAuthContext {
     /// Runs `request` on `session`'s coordinator in this process (the detached child, or a caller that
     /// cannot start one).
-    static func refreshInProcess(_ request: DetachedRefresh.Request, context: OAuthContext, session: OAuthSession,
-                                 settings: Profile) throws {
+    static func refreshInProcess(
+        _ request: DetachedRefresh.Request, context: OAuthContext, session: OAuthSession,
+        settings: Profile
+    ) throws {
         let coordinator = context.coordinator(for: session, profile: settings)
         switch request.mode {
         case .accessToken:
@@ -241,8 +250,10 @@ extension OAuthContext {
     }
 
     /// Runs `request` for `profile` — detached when this system can start the child, else here.
-    static func renew(_ request: DetachedRefresh.Request, profile: String, store: StoreOptions, context: OAuthContext,
-                      session: OAuthSession, settings: Profile) throws {
+    static func renew(
+        _ request: DetachedRefresh.Request, profile: String, store: StoreOptions, context: OAuthContext,
+        session: OAuthSession, settings: Profile
+    ) throws {
         if try DetachedRefresh.run(request, profile: profile, store: store) { return }
         try refreshInProcess(request, context: context, session: session, settings: settings)
     }

@@ -14,15 +14,20 @@ struct MooseCommand: ParsableCommand {
             error); 2 usage or input error; 3 the provider could not be reached (network, timeout, HTTP 5xx): \
             try again later.
 
-            """ + "\n" + HelpText.examples(
-                "moose login --issuer https://id.example.com --client-id my-cli",
-                "curl -H \"Authorization: Bearer $(moose token)\" https://api.example.com/",
-                "moose status",
-                "moose inspect --issuer https://id.example.com --aud my-api \"$(moose token)\""),
+            """ + "\n"
+                + HelpText.examples(
+                    "moose login --issuer https://id.example.com --client-id my-cli",
+                    "curl -H \"Authorization: Bearer $(moose token)\" https://api.example.com/",
+                    "moose status",
+                    "moose inspect --issuer https://id.example.com --aud my-api \"$(moose token)\""),
         version: "0.3.0",
-        subcommands: [InspectCommand.self, VerifyCommand.self, LoginCommand.self, StatusCommand.self, RefreshCommand.self, LogoutCommand.self, TokenCommand.self, ExchangeCommand.self, DPoPProofCommand.self,
-                      StoreCommand.self, ProfileCommand.self, MCPCommand.self, GitCredentialCommand.self, DockerCredentialCommand.self, CompletionCommand.self,
-                      RefreshWorkerCommand.self]
+        subcommands: [
+            InspectCommand.self, VerifyCommand.self, LoginCommand.self, StatusCommand.self, RefreshCommand.self,
+            LogoutCommand.self, TokenCommand.self, ExchangeCommand.self, DPoPProofCommand.self,
+            StoreCommand.self, ProfileCommand.self, MCPCommand.self, GitCredentialCommand.self,
+            DockerCredentialCommand.self, CompletionCommand.self,
+            RefreshWorkerCommand.self
+        ]
     )
 
     /// Parses the arguments. `inspect` (the start-up-sensitive command) is parsed directly by its own
@@ -94,7 +99,9 @@ struct MooseCommand: ParsableCommand {
     /// when `word` is no subcommand and no option.
     static func suggestion(for word: String) -> String? {
         guard !word.hasPrefix("-"), word.utf8.count <= 64 else { return nil }
-        let names = configuration.subcommands.filter { $0.configuration.shouldDisplay }.compactMap { $0.configuration.commandName }
+        let names = configuration.subcommands.filter { $0.configuration.shouldDisplay }.compactMap {
+            $0.configuration.commandName
+        }
         guard !names.contains(word) else { return nil }
         let typed = Array(word.lowercased().utf8)
         let prefixed = names.filter { $0.utf8.starts(with: typed) }

@@ -20,41 +20,76 @@ struct ExchangeCommand: ParsableCommand {
             --requested-token-type the issued_token_type must be that type; without, an access token.
 
             Exit status: 0 printed; 1 refused (the provider's error is named); 2 usage; 3 unreachable.
-            """ + "\n" + HelpText.examples(
-                "moose exchange --issuer https://sts.example.com --client-id ci \\",
-                "    --subject-token-env CI_ID_TOKEN --audience https://api.example.com",
-                "moose exchange --issuer https://sts.example.com --client-id ci \\",
-                "    --workload github --format json"))
+            """ + "\n"
+                + HelpText.examples(
+                    "moose exchange --issuer https://sts.example.com --client-id ci \\",
+                    "    --subject-token-env CI_ID_TOKEN --audience https://api.example.com",
+                    "moose exchange --issuer https://sts.example.com --client-id ci \\",
+                    "    --workload github --format json"))
 
-    @Option(help: ArgumentHelp("The provider's issuer (its discovery document names the token endpoint).", valueName: "URL")) var issuer: String
+    @Option(
+        help: ArgumentHelp("The provider's issuer (its discovery document names the token endpoint).", valueName: "URL")
+    ) var issuer: String
     @Option(name: .customLong("client-id"), help: "The client id.") var clientID: String
-    @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
+    @Option(
+        name: .customLong("client-secret-file"),
+        help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
     var clientSecretFile: String?
-    @Option(name: .customLong("client-secret-env"), help: ArgumentHelp("An environment variable holding the client secret.", valueName: "VAR"))
+    @Option(
+        name: .customLong("client-secret-env"),
+        help: ArgumentHelp("An environment variable holding the client secret.", valueName: "VAR"))
     var clientSecretEnv: String?
-    @Option(name: .customLong("subject-token-file"), help: ArgumentHelp("Read the subject token from this file (- for standard input).", valueName: "FILE"))
+    @Option(
+        name: .customLong("subject-token-file"),
+        help: ArgumentHelp("Read the subject token from this file (- for standard input).", valueName: "FILE"))
     var subjectTokenFile: String?
-    @Option(name: .customLong("subject-token-env"), help: ArgumentHelp("Read the subject token from this environment variable.", valueName: "VAR"))
+    @Option(
+        name: .customLong("subject-token-env"),
+        help: ArgumentHelp("Read the subject token from this environment variable.", valueName: "VAR"))
     var subjectTokenEnv: String?
-    @Option(help: ArgumentHelp("Use the workload's own identity token as the subject (as moose login --workload).", valueName: "SOURCE"))
+    @Option(
+        help: ArgumentHelp(
+            "Use the workload's own identity token as the subject (as moose login --workload).", valueName: "SOURCE"))
     var workload: String?
-    @Option(name: .customLong("workload-audience"), help: ArgumentHelp("The audience to ask the workload's platform for (default: the issuer).", valueName: "AUDIENCE"))
+    @Option(
+        name: .customLong("workload-audience"),
+        help: ArgumentHelp(
+            "The audience to ask the workload's platform for (default: the issuer).", valueName: "AUDIENCE"))
     var workloadAudience: String?
-    @Option(name: .customLong("subject-token-type"), help: ArgumentHelp("The subject token's type: id_token, jwt, access_token, refresh_token or a URI.", valueName: "TYPE"))
+    @Option(
+        name: .customLong("subject-token-type"),
+        help: ArgumentHelp(
+            "The subject token's type: id_token, jwt, access_token, refresh_token or a URI.", valueName: "TYPE"))
     var subjectTokenType = "id_token"
-    @Option(name: .customLong("actor-token-file"), help: ArgumentHelp("Delegation (RFC 8693 §1.1): read the actor token — who acts for the subject — from this file.", valueName: "FILE"))
+    @Option(
+        name: .customLong("actor-token-file"),
+        help: ArgumentHelp(
+            "Delegation (RFC 8693 §1.1): read the actor token — who acts for the subject — from this file.",
+            valueName: "FILE"))
     var actorTokenFile: String?
-    @Option(name: .customLong("actor-token-env"), help: ArgumentHelp("Delegation: read the actor token from this environment variable.", valueName: "VAR"))
+    @Option(
+        name: .customLong("actor-token-env"),
+        help: ArgumentHelp("Delegation: read the actor token from this environment variable.", valueName: "VAR"))
     var actorTokenEnv: String?
-    @Option(name: .customLong("actor-token-type"), help: ArgumentHelp("The actor token's type: id_token, jwt, access_token (default), refresh_token or a URI.", valueName: "TYPE"))
+    @Option(
+        name: .customLong("actor-token-type"),
+        help: ArgumentHelp(
+            "The actor token's type: id_token, jwt, access_token (default), refresh_token or a URI.", valueName: "TYPE")
+    )
     var actorTokenType = "access_token"
-    @Option(name: .customLong("requested-token-type"), help: ArgumentHelp("The type to ask for (the answer's issued_token_type must match).", valueName: "TYPE"))
+    @Option(
+        name: .customLong("requested-token-type"),
+        help: ArgumentHelp("The type to ask for (the answer's issued_token_type must match).", valueName: "TYPE"))
     var requestedTokenType: String?
-    @Option(help: ArgumentHelp("An audience for the issued token (repeatable).", valueName: "AUDIENCE")) var audience: [String] = []
-    @Option(help: ArgumentHelp("A resource for the issued token (RFC 8707; repeatable).", valueName: "URL")) var resource: [String] = []
+    @Option(help: ArgumentHelp("An audience for the issued token (repeatable).", valueName: "AUDIENCE")) var audience:
+        [String] = []
+    @Option(help: ArgumentHelp("A resource for the issued token (RFC 8707; repeatable).", valueName: "URL"))
+    var resource: [String] = []
     @Option(help: "A scope to ask for (repeatable).") var scope: [String] = []
     @Option(help: "token prints the issued token alone; json adds its type and expiry.") var format = "token"
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file for the provider.", valueName: "PEM"))
+    @Option(
+        name: .customLong("ca-file"),
+        help: ArgumentHelp("Trust the CA certificates in this PEM file for the provider.", valueName: "PEM"))
     var caFile: String?
 
     func validate() throws {
@@ -65,14 +100,18 @@ struct ExchangeCommand: ParsableCommand {
         guard ExchangeToken.type(named: subjectTokenType) != nil else {
             throw ValidationError("--subject-token-type takes id_token, jwt, access_token, refresh_token or a URI")
         }
-        guard actorTokenFile == nil || actorTokenEnv == nil else { throw ValidationError("give one of --actor-token-file and --actor-token-env") }
+        guard actorTokenFile == nil || actorTokenEnv == nil else {
+            throw ValidationError("give one of --actor-token-file and --actor-token-env")
+        }
         guard ExchangeToken.type(named: actorTokenType) != nil else {
             throw ValidationError("--actor-token-type takes id_token, jwt, access_token, refresh_token or a URI")
         }
         if let requestedTokenType, ExchangeToken.type(named: requestedTokenType) == nil {
             throw ValidationError("--requested-token-type takes id_token, jwt, access_token, refresh_token or a URI")
         }
-        guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http", URL(string: issuer)?.host != nil else {
+        guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http",
+            URL(string: issuer)?.host != nil
+        else {
             throw ValidationError("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
         }
         if let problem = IssuerOption.problem(issuer) { throw ValidationError(problem) }
@@ -96,7 +135,9 @@ struct ExchangeCommand: ParsableCommand {
             let text: String
             if let file = subjectTokenFile {
                 if file == "-" {
-                    guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else { throw CLIError.usage("standard input is larger than 1 MiB") }
+                    guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
+                        throw CLIError.usage("standard input is larger than 1 MiB")
+                    }
                     text = String(decoding: bytes, as: UTF8.self)
                 } else {
                     text = String(decoding: try KeyLoading.readFile(file, what: "subject token file"), as: UTF8.self)
@@ -115,12 +156,16 @@ struct ExchangeCommand: ParsableCommand {
         var actor: ExchangeToken? = nil
         if let file = actorTokenFile {
             let text = String(decoding: try KeyLoading.readFile(file, what: "actor token file"), as: UTF8.self)
-            actor = ExchangeToken(text.trimmingASCIIWhitespace(), type: ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType)
+            actor = ExchangeToken(
+                text.trimmingASCIIWhitespace(),
+                type: ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType)
         } else if let variable = actorTokenEnv {
             guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
                 throw CLIError.usage("the environment variable \(variable) (the actor token) is not set")
             }
-            actor = ExchangeToken(value.trimmingASCIIWhitespace(), type: ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType)
+            actor = ExchangeToken(
+                value.trimmingASCIIWhitespace(),
+                type: ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType)
         }
         let actorSource: (@Sendable () async throws -> ExchangeToken)? = actor.map { token in { @Sendable in token } }
         let clients = CLIClients(transport: transport, fileStore: nil)
@@ -131,8 +176,10 @@ struct ExchangeCommand: ParsableCommand {
         do {
             tokens = try CLIBlocking.run {
                 let client = try await clients.client(for: client, registration: nil)
-                let flow = TokenExchangeFlow(client: client, requestedTokenType: requested, audiences: audiences,
-                                             actor: actorSource) {
+                let flow = TokenExchangeFlow(
+                    client: client, requestedTokenType: requested, audiences: audiences,
+                    actor: actorSource
+                ) {
                     ExchangeToken(try await subject(), type: subjectType)
                 }
                 return try await flow.authorize(parameters)
@@ -141,10 +188,13 @@ struct ExchangeCommand: ParsableCommand {
             throw OAuthContext.fail(error)
         }
         if format == "json" {
-            var object: JSONObject = ["token": .string(tokens.accessToken), "token_type": .string(tokens.tokenType),
-                                      "issued_token_type": tokens.issuedTokenType.map { .string($0) } ?? .null]
+            var object: JSONObject = [
+                "token": .string(tokens.accessToken), "token_type": .string(tokens.tokenType),
+                "issued_token_type": tokens.issuedTokenType.map { .string($0) } ?? .null
+            ]
             // As `moose token --format json`: Unix seconds.
-            object["expires_at"] = tokens.expiresAt.map { .number(JSONNumber(Int64(saturating: $0.timeIntervalSince1970))) } ?? .null
+            object["expires_at"] =
+                tokens.expiresAt.map { .number(JSONNumber(Int64(saturating: $0.timeIntervalSince1970))) } ?? .null
             object["scopes"] = .array(tokens.scopes.map { .string($0) })
             Terminal.out(JSONValue.object(object).serialized())
         } else {

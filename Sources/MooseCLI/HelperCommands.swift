@@ -52,7 +52,9 @@ enum CLIConfig {
         let name = option ?? config.defaultProfile ?? "default"
         let settings = config.profiles[name]
         var store = store
-        if store.storePath == nil, getenv("MOOSE_STORE") == nil, let path = settings?.store, !path.isEmpty { store.storePath = path }
+        if store.storePath == nil, getenv("MOOSE_STORE") == nil, let path = settings?.store, !path.isEmpty {
+            store.storePath = path
+        }
         return ResolvedProfile(name: name, settings: settings, store: store)
     }
 }
@@ -71,12 +73,14 @@ struct ResolvedProfile {
 struct ProfileCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "profile", abstract: "List, show and choose profiles (config file and stored sessions).",
-        discussion: "Profiles live in $XDG_CONFIG_HOME/moose/config.toml ([profiles.NAME]) and in the store (one per login).\n\n"
+        discussion:
+            "Profiles live in $XDG_CONFIG_HOME/moose/config.toml ([profiles.NAME]) and in the store (one per login).\n\n"
             + HelpText.examples("moose profile list", "moose profile show work", "moose profile use work"),
         subcommands: [List.self, Show.self, Use.self])
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Profiles in the config file and sessions in the store.")
+        static let configuration = CommandConfiguration(
+            abstract: "Profiles in the config file and sessions in the store.")
         @OptionGroup var store: StoreOptions
 
         func run() throws {
@@ -87,8 +91,9 @@ struct ProfileCommand: ParsableCommand {
             let names = Set(config.profiles.keys).union(sessions).sorted()
             if names.isEmpty {
                 // First contact (no config file, no store): none yet, and how to make one — not an error.
-                Terminal.out("no profiles yet: moose login --issuer URL --client-id ID makes one (profile default), "
-                             + "or add a [profiles.NAME] section to \(try CLIConfig.path)")
+                Terminal.out(
+                    "no profiles yet: moose login --issuer URL --client-id ID makes one (profile default), "
+                        + "or add a [profiles.NAME] section to \(try CLIConfig.path)")
             }
             for name in names {
                 let marker = name.utf8.elementsEqual(active.utf8) ? "*" : " "
@@ -110,25 +115,32 @@ struct ProfileCommand: ParsableCommand {
             let settings = resolved.settings
             let store = resolved.store
             let stored = (try? CLISessions(options: store, create: false)).flatMap { try? $0.load(name) }?.session
-            guard settings != nil || stored != nil else { throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session") }
+            guard settings != nil || stored != nil else {
+                throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
+            }
             var object: JSONObject = ["name": .string(name)]
             let saved = stored.map { Profile.of($0, key: name) }
             object["issuer"] = (settings?.issuer ?? saved?.issuer).map { .string($0) } ?? .null
             object["client_id"] = (settings?.clientID ?? saved?.clientID).map { .string($0) } ?? .null
             // What a login of this profile asks for: the config's scopes, the session's, else Moose's default.
-            object["scopes"] = .array((settings?.scopes ?? saved?.scopes ?? LoginCommand.defaultScopes).map { .string($0) })
+            object["scopes"] = .array(
+                (settings?.scopes ?? saved?.scopes ?? LoginCommand.defaultScopes).map { .string($0) })
             object["resource"] = (settings?.resource ?? saved?.resource).map { .string($0) } ?? .null
             object["store"] = .string(try store.resolvedStorePath)
             object["dpop"] = (settings?.dpop ?? saved?.dpop).map { .string($0) } ?? .null
             object["ca_file"] = (settings?.caFile ?? saved?.caFile).map { .string($0) } ?? .null
             object["session"] = stored.map { .string($0.state == .active ? "active" : "needs login") } ?? .null
-            object["hosts"] = .array(try CLIConfig.load().hosts.filter { $0.value.utf8.elementsEqual(name.utf8) }.keys.sorted().map { .string($0) })
+            object["hosts"] = .array(
+                try CLIConfig.load().hosts.filter { $0.value.utf8.elementsEqual(name.utf8) }.keys.sorted().map {
+                    .string($0)
+                })
             Terminal.out(JSONValue.object(object).serialized())
         }
     }
 
     struct Use: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Make a profile the default (writes the config file).")
+        static let configuration = CommandConfiguration(
+            abstract: "Make a profile the default (writes the config file).")
         @Argument(help: "The profile.", completion: ProfileNames.completion) var name: String
 
         func run() throws {
@@ -138,18 +150,24 @@ struct ProfileCommand: ParsableCommand {
             var config = try CLIConfig.load()
             // Only a profile that exists: in the config file, or as a session in the store.
             if config.profiles[name] == nil {
-                let sessions = (try? CLISessions(options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
-                                                 create: false)).flatMap { try? $0.keys() } ?? []
+                let sessions =
+                    (try? CLISessions(
+                        options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
+                        create: false)).flatMap { try? $0.keys() } ?? []
                 guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
                     let known = Set(config.profiles.keys).union(sessions).sorted()
-                    throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session of that name"
-                                          + (known.isEmpty ? "; log in with moose login --profile \(name) first" : " (profiles: \(known.joined(separator: ", ")))"))
+                    throw CLIError.failed(
+                        "no profile \(name) in \(try CLIConfig.path) and no session of that name"
+                            + (known.isEmpty
+                                ? "; log in with moose login --profile \(name) first"
+                                : " (profiles: \(known.joined(separator: ", ")))"))
                 }
             }
             config.defaultProfile = name
             let path = try CLIConfig.path
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try Data(config.serialized.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
             Terminal.out("Default profile: \(name) (\(path))")
         }
@@ -160,14 +178,17 @@ struct ProfileCommand: ParsableCommand {
 struct CompletionCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "completion", abstract: "Print a shell completion script.",
-        discussion: "Completes commands, options, their values and profile names.\n\n" + HelpText.examples(
-            "source <(moose completion bash)                     # bash",
-            "moose completion zsh > \"${fpath[1]}/_moose\"         # zsh",
-            "moose completion fish > ~/.config/fish/completions/moose.fish"))
+        discussion: "Completes commands, options, their values and profile names.\n\n"
+            + HelpText.examples(
+                "source <(moose completion bash)                     # bash",
+                "moose completion zsh > \"${fpath[1]}/_moose\"         # zsh",
+                "moose completion fish > ~/.config/fish/completions/moose.fish"))
     @Argument(help: "bash, zsh or fish") var shell: String
 
     func run() throws {
-        guard let kind = CompletionShell(rawValue: shell) else { throw CLIError.usage("moose completion takes bash, zsh or fish") }
+        guard let kind = CompletionShell(rawValue: shell) else {
+            throw CLIError.usage("moose completion takes bash, zsh or fish")
+        }
         Terminal.outPreSanitized(MooseCommand.completionScript(for: kind))
     }
 }
@@ -185,7 +206,11 @@ enum CredentialInput {
             guard !line.contains(0), let equals = line.firstIndex(of: UInt8(ascii: "=")) else {
                 throw CLIError.usage("credential input lines are key=value")
             }
-            attributes.append((String(decoding: line[..<equals], as: UTF8.self), String(decoding: line[(equals + 1)...], as: UTF8.self)))
+            attributes.append(
+                (
+                    String(decoding: line[..<equals], as: UTF8.self),
+                    String(decoding: line[(equals + 1)...], as: UTF8.self)
+                ))
             guard attributes.count <= 256 else { throw CLIError.usage("too many credential attributes") }
         }
         return attributes
@@ -219,11 +244,17 @@ struct GitCredentialCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "git-credential", abstract: "A git credential helper.",
         discussion: "git asks it for the token of the profile the config file's [hosts] maps the remote's host to.\n\n"
-            + HelpText.examples("git config --global credential.https://git.example.com.helper \\",
-                                "    '!moose git-credential'"))
+            + HelpText.examples(
+                "git config --global credential.https://git.example.com.helper \\",
+                "    '!moose git-credential'"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the one the config file maps the remote's host to).", completion: ProfileNames.completion) var profile: String?
-    @Option(help: "The username git sends with the token, as the host expects it: x-access-token for GitHub, oauth2 for GitLab.") var username = "x-access-token"
+    @Option(
+        help: "The profile (default: the one the config file maps the remote's host to).",
+        completion: ProfileNames.completion) var profile: String?
+    @Option(
+        help:
+            "The username git sends with the token, as the host expects it: x-access-token for GitHub, oauth2 for GitLab."
+    ) var username = "x-access-token"
     @Argument(help: "get, store or erase") var action: String
 
     func run() throws {
@@ -235,15 +266,18 @@ struct GitCredentialCommand: ParsableCommand {
         } else if let mapped = try CLIConfig.load().profile(forHost: host) {
             name = mapped
         } else {
-            return   // not ours: no answer, git asks its next helper
+            return // not ours: no answer, git asks its next helper
         }
         switch action {
         case "get":
             let tokens = try TokenCommand.validTokens(store: store, profile: name, minimumValidity: 30)
             guard TokenCharacters.isB64Token(tokens.accessToken) else {
-                throw CLIError.failed("the access token has characters outside RFC 6750's b64token set; not handing it to git")
+                throw CLIError.failed(
+                    "the access token has characters outside RFC 6750's b64token set; not handing it to git")
             }
-            guard !tokens.isDPoPBound else { throw CLIError.failed("profile \(name) has DPoP-bound tokens, which git cannot present") }
+            guard !tokens.isDPoPBound else {
+                throw CLIError.failed("profile \(name) has DPoP-bound tokens, which git cannot present")
+            }
             let capabilities = attributes.filter { $0.0.utf8.elementsEqual("capability[]".utf8) }.map(\.1)
             var lines: [String] = []
             if capabilities.contains(where: { $0.utf8.elementsEqual("authtype".utf8) }) {
@@ -251,14 +285,18 @@ struct GitCredentialCommand: ParsableCommand {
             } else {
                 lines += ["username=\(username.filter { $0 != "\n" && $0 != "\r" })", "password=\(tokens.accessToken)"]
             }
-            if let expiresAt = tokens.expiresAt { lines.append("password_expiry_utc=\(Int64(saturating: expiresAt.timeIntervalSince1970))") }
+            if let expiresAt = tokens.expiresAt {
+                lines.append("password_expiry_utc=\(Int64(saturating: expiresAt.timeIntervalSince1970))")
+            }
             Terminal.outPreSanitized(lines.joined(separator: "\n"))
         case "store":
-            return   // the session lives in moose's store; nothing of git's to keep
+            return // the session lives in moose's store; nothing of git's to keep
         case "erase":
             // git got a 401 with this password: refresh, but only if it is still the current token —
             // never wipe the session (another remote may still accept it).
-            guard let rejected = CredentialInput.value("password", in: attributes) ?? CredentialInput.value("credential", in: attributes)
+            guard
+                let rejected = CredentialInput.value("password", in: attributes)
+                    ?? CredentialInput.value("credential", in: attributes)
             else { return }
             try RefreshCommand.refresh(store: store, profile: name, rejecting: rejected)
         default:
@@ -277,11 +315,15 @@ struct DockerCredentialCommand: ParsableCommand {
             Put a docker-credential-moose script on PATH and name it in ~/.docker/config.json: \
             "credHelpers": {"registry.example.com": "moose"}.
 
-            """ + "\n" + HelpText.examples("printf '#!/bin/sh\\nexec moose docker-credential \"$@\"\\n' \\",
-                                    "    > ~/bin/docker-credential-moose",
-                                    "chmod +x ~/bin/docker-credential-moose"))
+            """ + "\n"
+                + HelpText.examples(
+                    "printf '#!/bin/sh\\nexec moose docker-credential \"$@\"\\n' \\",
+                    "    > ~/bin/docker-credential-moose",
+                    "chmod +x ~/bin/docker-credential-moose"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the one the config file maps the registry's host to).", completion: ProfileNames.completion) var profile: String?
+    @Option(
+        help: "The profile (default: the one the config file maps the registry's host to).",
+        completion: ProfileNames.completion) var profile: String?
     @Option(help: "The username sent with the token.") var username = "oauth2accesstoken"
     @Argument(help: "get, store, erase or list") var action: String
 
@@ -291,7 +333,8 @@ struct DockerCredentialCommand: ParsableCommand {
     /// `bytes` without leading and trailing ASCII spaces, tabs, CR and LF (on bytes: "\r\n" is one Swift Character).
     static func trimmed(_ bytes: [UInt8]) -> String {
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
+        else { return "" }
         return String(decoding: bytes[first...last], as: UTF8.self)
     }
 
@@ -312,8 +355,12 @@ struct DockerCredentialCommand: ParsableCommand {
                 throw ExitCode(1)
             }
             let tokens = try TokenCommand.validTokens(store: store, profile: name, minimumValidity: 30)
-            guard TokenCharacters.isB64Token(tokens.accessToken) else { throw CLIError.failed("the access token is not a b64token") }
-            let answer: JSONObject = ["ServerURL": .string(serverURL), "Username": .string(username), "Secret": .string(tokens.accessToken)]
+            guard TokenCharacters.isB64Token(tokens.accessToken) else {
+                throw CLIError.failed("the access token is not a b64token")
+            }
+            let answer: JSONObject = [
+                "ServerURL": .string(serverURL), "Username": .string(username), "Secret": .string(tokens.accessToken)
+            ]
             Terminal.outPreSanitized(JSONValue.object(answer).serialized())
         case "list":
             var answer: JSONObject = [:]

@@ -25,12 +25,13 @@ struct InspectCommand: ParsableCommand {
             without --aud or --any-audience), 2 unusable input or usage. Decoding alone (no key, issuer \
             or audience given) shows an expired token as such and exits 0.
 
-            """ + "\n" + HelpText.examples(
-                "moose inspect \"$(moose token)\"",
-                "moose inspect token.jwt --issuer https://id.example.com --aud my-api",
-                "moose inspect --jwks jwks.json --aud my-api < token.jwt",
-                "moose inspect --key public.pem --json token.jwt",
-                "moose inspect --session --profile work")
+            """ + "\n"
+                + HelpText.examples(
+                    "moose inspect \"$(moose token)\"",
+                    "moose inspect token.jwt --issuer https://id.example.com --aud my-api",
+                    "moose inspect --jwks jwks.json --aud my-api < token.jwt",
+                    "moose inspect --key public.pem --json token.jwt",
+                    "moose inspect --session --profile work")
     )
 
     @Argument(help: "The token, a file holding it, or - for standard input.")
@@ -39,14 +40,18 @@ struct InspectCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Verify with the keys of a JWKS file or URL.", valueName: "FILE|URL"))
     var jwks: String?
 
-    @Option(help: ArgumentHelp("Verify through this issuer's discovery document and JWKS (and require it as iss).", valueName: "URL"))
+    @Option(
+        help: ArgumentHelp(
+            "Verify through this issuer's discovery document and JWKS (and require it as iss).", valueName: "URL"))
     var issuer: String?
 
-    @Option(help: ArgumentHelp("Verify with a PEM public key, certificate, private key, or a JWK file.", valueName: "FILE"))
+    @Option(
+        help: ArgumentHelp("Verify with a PEM public key, certificate, private key, or a JWK file.", valueName: "FILE"))
     var key: String?
 
-    @Option(name: .customLong("secret-file"),
-            help: ArgumentHelp("Verify an HMAC token with this file's bytes, used as they are.", valueName: "FILE"))
+    @Option(
+        name: .customLong("secret-file"),
+        help: ArgumentHelp("Verify an HMAC token with this file's bytes, used as they are.", valueName: "FILE"))
     var secretFile: String?
 
     @Option(help: "Require this exact issuer (iss).")
@@ -55,8 +60,9 @@ struct InspectCommand: ParsableCommand {
     @Option(help: "Require this audience (repeatable: any one of them).")
     var aud: [String] = []
 
-    @Flag(name: .customLong("any-audience"),
-          help: "Accept the token whatever its aud says (RFC 7519 §4.1.3 wants it refused when no --aud is given).")
+    @Flag(
+        name: .customLong("any-audience"),
+        help: "Accept the token whatever its aud says (RFC 7519 §4.1.3 wants it refused when no --aud is given).")
     var anyAudience = false
 
     @Option(help: ArgumentHelp("Allow this algorithm (repeatable).", valueName: "ALG"))
@@ -71,22 +77,29 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Print one JSON object (header, claims, verdict, reasons) for scripts.")
     var json = false
 
-    @Option(name: .customLong("ca-file"),
-            help: ArgumentHelp("Trust the CA certificates in this PEM file for --jwks and --issuer URLs (default: $SSL_CERT_FILE, else the system's).",
-                               valueName: "PEM"))
+    @Option(
+        name: .customLong("ca-file"),
+        help: ArgumentHelp(
+            "Trust the CA certificates in this PEM file for --jwks and --issuer URLs (default: $SSL_CERT_FILE, else the system's).",
+            valueName: "PEM"))
     var caFile: String?
 
-    @Flag(help: "Inspect the stored session's own access and ID tokens (of --profile; never refreshed, never printed raw).")
+    @Flag(
+        help:
+            "Inspect the stored session's own access and ID tokens (of --profile; never refreshed, never printed raw).")
     var session = false
 
-    @Option(help: "With --session: the profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion)
+    @Option(
+        help: "With --session: the profile (default: the config file's default, else \"default\").",
+        completion: ProfileNames.completion)
     var profile: String?
 
     /// The command line as plain values.
     var values: Values {
-        Values(token: token, jwks: jwks, issuer: issuer, key: key, secretFile: secretFile, iss: iss, aud: aud,
-               anyAudience: anyAudience, alg: alg, leeway: leeway, now: now, json: json, caFile: caFile,
-               session: session, profile: profile)
+        Values(
+            token: token, jwks: jwks, issuer: issuer, key: key, secretFile: secretFile, iss: iss, aud: aud,
+            anyAudience: anyAudience, alg: alg, leeway: leeway, now: now, json: json, caFile: caFile,
+            session: session, profile: profile)
     }
 
     func validate() throws { try values.validate() }
@@ -114,9 +127,13 @@ struct InspectCommand: ParsableCommand {
         var profile: String? = nil
 
         func validate() throws {
-            guard leeway >= 0, leeway.isFinite else { throw ValidationError("--leeway must be a non-negative number of seconds") }
+            guard leeway >= 0, leeway.isFinite else {
+                throw ValidationError("--leeway must be a non-negative number of seconds")
+            }
             for name in alg where JWTAlgorithm(rawValue: name) == nil {
-                if name.lowercased() == "none" { throw ValidationError("--alg none: unsigned tokens are never accepted") }
+                if name.lowercased() == "none" {
+                    throw ValidationError("--alg none: unsigned tokens are never accepted")
+                }
                 let known = JWTAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
                 throw ValidationError("--alg \(name) is not a supported algorithm (\(known))")
             }
@@ -152,7 +169,8 @@ struct InspectCommand: ParsableCommand {
                 acceptsAnyAudience: anyAudience || !verifies, clock: { instant })
             var verifier: JWTVerifier? = nil
             if !keys.isEmpty {
-                let allowed = alg.isEmpty
+                let allowed =
+                    alg.isEmpty
                     ? keys.reduce(into: Set<JWTAlgorithm>()) { $0.formUnion(KeyLoading.algorithms(for: $1)) }
                     : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
                 verifier = JWTVerifier(keys: keys, allowedAlgorithms: allowed, validation: validation)
@@ -163,8 +181,9 @@ struct InspectCommand: ParsableCommand {
                 if json, !session { Terminal.out(InspectOutput.unusable(error)) }
                 // No dots at all: an opaque token (only its issuer can say what it is), not a broken JWT.
                 if !text.utf8.contains(UInt8(ascii: ".")), error.code != JWTError.tokenTooLarge {
-                    throw CLIError.usage("not a JWT: this looks like an opaque token (no header.payload.signature); "
-                                         + "only its issuer can tell what it means (token introspection, RFC 7662)")
+                    throw CLIError.usage(
+                        "not a JWT: this looks like an opaque token (no header.payload.signature); "
+                            + "only its issuer can tell what it means (token introspection, RFC 7662)")
                 }
                 throw CLIError.usage("token is unusable: \(error.message)")
             }
@@ -172,7 +191,8 @@ struct InspectCommand: ParsableCommand {
 
         private func show(_ report: TokenInspection, at instant: Date) {
             // The report's outside parts are made safe inside `human`; its own colors stay.
-            Terminal.outPreSanitized(InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal, decodeOnly: !verifies))
+            Terminal.outPreSanitized(
+                InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal, decodeOnly: !verifies))
             if !verifies {
                 Terminal.out("  audience not checked: decoded only, exit 0 (--aud, --key, --jwks or --issuer verify)")
             }
@@ -190,17 +210,26 @@ struct InspectCommand: ParsableCommand {
         /// `--session`: the stored session's own access and ID tokens (the store as every command
         /// finds it: `$MOOSE_STORE`, else the default), decoded — never refreshed, never printed raw.
         private func runSession() throws {
-            guard token == nil else { throw CLIError.usage("--session inspects the stored session's tokens: give no TOKEN with it") }
-            let resolved = try CLIConfig.resolve(profile, store: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil))
+            guard token == nil else {
+                throw CLIError.usage("--session inspects the stored session's tokens: give no TOKEN with it")
+            }
+            let resolved = try CLIConfig.resolve(
+                profile, store: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil))
             let sessions = try CLISessions(options: resolved.store, create: false)
             let stored: StoredSession?
-            do { stored = try sessions.load(resolved.name) } catch { throw OAuthContext.fail(error, profile: resolved.name) }
-            guard let stored else { throw CLIError.failed("no session for profile \(resolved.name); run \(loginHint(resolved.name))") }
+            do { stored = try sessions.load(resolved.name) } catch {
+                throw OAuthContext.fail(error, profile: resolved.name)
+            }
+            guard let stored else {
+                throw CLIError.failed("no session for profile \(resolved.name); run \(loginHint(resolved.name))")
+            }
             let instant = now.flatMap(parseTime) ?? Date()
             var object: JSONObject = ["profile": .string(resolved.name)]
             var failure: (any Error)? = nil
-            for (label, key, value) in [("access token", "access_token", stored.session.tokens.accessToken),
-                                        ("ID token", "id_token", stored.session.tokens.idToken)] {
+            for (label, key, value) in [
+                ("access token", "access_token", stored.session.tokens.accessToken),
+                ("ID token", "id_token", stored.session.tokens.idToken)
+            ] {
                 guard let value, !value.isEmpty else {
                     if json { object[key] = .null } else { Terminal.out("\(label): none in this session") }
                     continue
@@ -211,11 +240,18 @@ struct InspectCommand: ParsableCommand {
                     report = try inspect(value, at: instant)
                 } catch let error as CLIError where !value.utf8.contains(UInt8(ascii: ".")) {
                     _ = error
-                    if json { object[key] = .object(["opaque": .bool(true)]) } else { Terminal.out("  opaque (not a JWT): only its issuer can tell what it means") }
+                    if json {
+                        object[key] = .object(["opaque": .bool(true)])
+                    } else {
+                        Terminal.out("  opaque (not a JWT): only its issuer can tell what it means")
+                    }
                     continue
                 }
                 if json {
-                    object[key] = (try? JSONValue(parsing: Array(InspectOutput.json(report, now: instant, decodeOnly: !verifies).utf8))) ?? .null
+                    object[key] =
+                        (try? JSONValue(
+                            parsing: Array(InspectOutput.json(report, now: instant, decodeOnly: !verifies).utf8)))
+                        ?? .null
                 } else {
                     show(report, at: instant)
                 }
@@ -282,15 +318,21 @@ struct InspectCommand: ParsableCommand {
                     let transport = try transport()
                     metadata = try CLIBlocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
                 } catch let error as OAuthError {
-                    if let failure = ConnectionFailure.cliError(error, context: "cannot use issuer \(issuer)") { throw failure }
+                    if let failure = ConnectionFailure.cliError(error, context: "cannot use issuer \(issuer)") {
+                        throw failure
+                    }
                     throw CLIError.failed("cannot use issuer \(issuer): \(OAuthContext.text(error))")
                 } catch let error as CLIError {
                     throw error
                 } catch {
                     throw CLIError.failed("cannot use issuer \(issuer): \(error)")
                 }
-                guard let jwksURI = metadata.jwksURI else { throw CLIError.failed("issuer \(issuer) publishes no jwks_uri") }
-                keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwksURI.absoluteString, transport: try transport()), source: jwksURI.absoluteString)
+                guard let jwksURI = metadata.jwksURI else {
+                    throw CLIError.failed("issuer \(issuer) publishes no jwks_uri")
+                }
+                keys += try KeyLoading.jwks(
+                    try JWKSDownload.fetch(jwksURI.absoluteString, transport: try transport()),
+                    source: jwksURI.absoluteString)
             }
             if let key { keys += try KeyLoading.keyFile(key) }
             if let secretFile {

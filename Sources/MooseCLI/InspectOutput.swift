@@ -23,12 +23,16 @@ enum InspectOutput {
 
     /// The checks that count only when a verification was asked for: decoding alone shows them
     /// ("● decoded: token expired …") but does not fail on them (exit 0).
-    static let judgedOnlyWhenVerifying = [JWTError.expired, JWTError.notYetValid, JWTError.issuedInFuture, JWTError.audienceNotChecked]
+    static let judgedOnlyWhenVerifying = [
+        JWTError.expired, JWTError.notYetValid, JWTError.issuedInFuture, JWTError.audienceNotChecked
+    ]
 
     /// The problems that make the verdict: all of them when verifying; in decode-only mode, only
     /// those that no one may accept (alg none, claims that are not an object, a date out of range).
     static func failing(_ report: TokenInspection, decodeOnly: Bool) -> [JWTError] {
-        report.problems.filter { problem in !decodeOnly || !judgedOnlyWhenVerifying.contains(where: { $0 == problem.code }) }
+        report.problems.filter { problem in
+            !decodeOnly || !judgedOnlyWhenVerifying.contains(where: { $0 == problem.code })
+        }
     }
 
     /// The verdict in one vocabulary for both modes: `invalid` only for what fails.
@@ -64,10 +68,13 @@ enum InspectOutput {
             verdictLine = paint("✔ valid", "32") + ": signature verified, every check passed"
         case .decoded where !report.problems.isEmpty:
             // Decode only: what a verification would refuse is said, without a verdict of "invalid".
-            verdictLine = paint("● decoded", "33") + ": " + report.problems.map(said).joined(separator: "; ")
+            verdictLine =
+                paint("● decoded", "33") + ": " + report.problems.map(said).joined(separator: "; ")
                 + " (not verified: decoded only)"
         case .decoded:
-            verdictLine = paint("● decoded", "33") + ": claims checked, signature NOT verified (give --jwks, --key or --secret-file)"
+            verdictLine =
+                paint("● decoded", "33")
+                + ": claims checked, signature NOT verified (give --jwks, --key or --secret-file)"
         case .invalid:
             // Only an unchecked audience: the token may be fine, but nothing said whom it must be for.
             let label = failing.allSatisfy { $0.code == JWTError.audienceNotChecked } ? "✘ not accepted" : "✘ invalid"
@@ -93,7 +100,8 @@ enum InspectOutput {
         case .notChecked: return "\(report.jws.header.algorithm), \(size) bytes, not checked"
         case .verified(let kid, let algorithm):
             return "\(algorithm), \(size) bytes, verified" + (kid.map { " with key \"\($0)\"" } ?? "")
-        case .failed: return "\(report.jws.header.algorithm), \(size) bytes, FAILED: \(report.problems.first?.message ?? "")"
+        case .failed:
+            return "\(report.jws.header.algorithm), \(size) bytes, FAILED: \(report.problems.first?.message ?? "")"
         }
     }
 
@@ -137,8 +145,10 @@ enum InspectOutput {
         for name in timeClaims {
             guard let seconds = report.claims?[name]?.doubleValue else { continue }
             let date = Date(timeIntervalSince1970: seconds)
-            times[name] = .object(["unix": .number(JSONNumber(seconds)), "iso8601": .string(ISO8601.string(from: date)),
-                                   "relative": .string(relative(name, date, now: now))])
+            times[name] = .object([
+                "unix": .number(JSONNumber(seconds)), "iso8601": .string(ISO8601.string(from: date)),
+                "relative": .string(relative(name, date, now: now))
+            ])
         }
         object["times"] = .object(times)
         object["now"] = .string(ISO8601.string(from: now))
@@ -152,7 +162,9 @@ enum InspectOutput {
     }
 
     static func reason(_ error: JWTError, audience: [String]? = nil) -> JSONValue {
-        var object: JSONObject = ["code": .string(error.code.description), "message": .string(message(error, audience: audience))]
+        var object: JSONObject = [
+            "code": .string(error.code.description), "message": .string(message(error, audience: audience))
+        ]
         if let field = error.field { object["field"] = .string(field) }
         if let position = error.position { object["position"] = .number(JSONNumber(Int64(position))) }
         return .object(object)
@@ -162,20 +174,26 @@ enum InspectOutput {
 /// Fetches a JWKS over HTTP(S) for `moose inspect --jwks URL`.
 enum JWKSDownload {
     static func fetch(_ text: String, transport: CurlTransport) throws -> [UInt8] {
-        guard let url = URL(string: text), url.host != nil else { throw CLIError.usage("--jwks \(text) is not a valid URL") }
+        guard let url = URL(string: text), url.host != nil else {
+            throw CLIError.usage("--jwks \(text) is not a valid URL")
+        }
         // Keys decide what "verified" means: never fetched in clear text from another machine.
         guard TransportSecurity.permits(url) else {
-            throw CLIError.usage("--jwks \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+            throw CLIError.usage(
+                "--jwks \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+            )
         }
-        let request = APIRequest(url: url, headerFields: [.accept: "application/jwk-set+json, application/json"], timeout: 15)
+        let request = APIRequest(
+            url: url, headerFields: [.accept: "application/jwk-set+json, application/json"], timeout: 15)
         let response: APIResponse
         do {
             response = try transport.sendBlocking(request)
         } catch let error as HTTPRequestError where ConnectionFailure.cliError(error) != nil {
             throw ConnectionFailure.cliError(error, context: "cannot fetch the JWKS") ?? error
         } catch let error as HTTPRequestError where error.code == HTTPRequestError.tls {
-            throw CLIError.failed("cannot fetch the JWKS: the TLS connection to \(url.redactedForLogs) failed (\(error.message)); "
-                                  + "if its certificate comes from a private CA, pass --ca-file PEM (or set SSL_CERT_FILE) [tls]")
+            throw CLIError.failed(
+                "cannot fetch the JWKS: the TLS connection to \(url.redactedForLogs) failed (\(error.message)); "
+                    + "if its certificate comes from a private CA, pass --ca-file PEM (or set SSL_CERT_FILE) [tls]")
         } catch {
             throw CLIError.failed("cannot fetch the JWKS: \(error)")
         }

@@ -56,9 +56,10 @@ enum LeanCommandLine {
         var values = TokenValues()
         guard scan(arguments, options: tokenOptions, positional: nil, into: &values) else { return nil }
         return TokenCommand.Values(
-            store: StoreOptions(storePath: values.storePath, keyFile: values.keyFile,
-                                keyEnvironment: values.keyEnvironment, passphraseFile: values.passphraseFile,
-                                keySecretService: values.keySecretService),
+            store: StoreOptions(
+                storePath: values.storePath, keyFile: values.keyFile,
+                keyEnvironment: values.keyEnvironment, passphraseFile: values.passphraseFile,
+                keySecretService: values.keySecretService),
             profile: values.profile, minValidity: values.minValidity, idToken: values.idToken, format: values.format,
             url: values.url, method: values.method, nonce: values.nonce)
     }
@@ -87,8 +88,10 @@ enum LeanCommandLine {
     }
 
     /// Reads `arguments` into `values`; `false` as soon as something is outside the subset.
-    static func scan<Values>(_ arguments: ArraySlice<String>, options: [Option<Values>],
-                             positional: ((inout Values, String) -> Void)?, into values: inout Values) -> Bool {
+    static func scan<Values>(
+        _ arguments: ArraySlice<String>, options: [Option<Values>],
+        positional: ((inout Values, String) -> Void)?, into values: inout Values
+    ) -> Bool {
         var seen = [Bool](repeating: false, count: options.count)
         var sawPositional = false
         var index = arguments.startIndex
@@ -121,7 +124,8 @@ enum LeanCommandLine {
                 value = String(attached)
             } else {
                 guard index < arguments.endIndex, isPlainValue(arguments[index]),
-                      !arguments[index].utf8.elementsEqual("help".utf8) else { return false }
+                    !arguments[index].utf8.elementsEqual("help".utf8)
+                else { return false }
                 value = arguments[index]
                 index += 1
             }
@@ -132,23 +136,45 @@ enum LeanCommandLine {
 
     /// `moose inspect`'s options (`InspectCommand`).
     static let inspectOptions: [Option<InspectCommand.Values>] = [
-        Option(name: "--jwks", kind: .single) { $0.jwks = $1; return true },
-        Option(name: "--issuer", kind: .single) { $0.issuer = $1; return true },
-        Option(name: "--key", kind: .single) { $0.key = $1; return true },
-        Option(name: "--secret-file", kind: .single) { $0.secretFile = $1; return true },
-        Option(name: "--iss", kind: .single) { $0.iss = $1; return true },
-        Option(name: "--aud", kind: .repeatable) { $0.aud.append($1); return true },
-        Option(name: "--any-audience", kind: .flag) { values, _ in values.anyAudience = true; return true },
-        Option(name: "--alg", kind: .repeatable) { $0.alg.append($1); return true },
+        Option(name: "--jwks", kind: .single) {
+            $0.jwks = $1; return true
+        },
+        Option(name: "--issuer", kind: .single) {
+            $0.issuer = $1; return true
+        },
+        Option(name: "--key", kind: .single) {
+            $0.key = $1; return true
+        },
+        Option(name: "--secret-file", kind: .single) {
+            $0.secretFile = $1; return true
+        },
+        Option(name: "--iss", kind: .single) {
+            $0.iss = $1; return true
+        },
+        Option(name: "--aud", kind: .repeatable) {
+            $0.aud.append($1); return true
+        },
+        Option(name: "--any-audience", kind: .flag) { values, _ in
+            values.anyAudience = true; return true
+        },
+        Option(name: "--alg", kind: .repeatable) {
+            $0.alg.append($1); return true
+        },
         Option(name: "--leeway", kind: .single) { values, text in
             // argument-parser's Double: `Double(String)`.
             guard let seconds = Double(text) else { return false }
             values.leeway = seconds
             return true
         },
-        Option(name: "--now", kind: .single) { $0.now = $1; return true },
-        Option(name: "--ca-file", kind: .single) { $0.caFile = $1; return true },
-        Option(name: "--json", kind: .flag) { values, _ in values.json = true; return true },
+        Option(name: "--now", kind: .single) {
+            $0.now = $1; return true
+        },
+        Option(name: "--ca-file", kind: .single) {
+            $0.caFile = $1; return true
+        },
+        Option(name: "--json", kind: .flag) { values, _ in
+            values.json = true; return true
+        }
     ]
 
     /// `moose token`'s options, its `StoreOptions` as plain strings (a `StoreOptions` is made once, at
@@ -170,22 +196,44 @@ enum LeanCommandLine {
 
     /// `moose token`'s options (`TokenCommand` and its `StoreOptions`).
     static let tokenOptions: [Option<TokenValues>] = [
-        Option(name: "--store", kind: .single) { $0.storePath = $1; return true },
-        Option(name: "--key-file", kind: .single) { $0.keyFile = $1; return true },
-        Option(name: "--key-env", kind: .single) { $0.keyEnvironment = $1; return true },
-        Option(name: "--passphrase-file", kind: .single) { $0.passphraseFile = $1; return true },
-        Option(name: "--key-secret-service", kind: .single) { $0.keySecretService = $1; return true },
-        Option(name: "--profile", kind: .single) { $0.profile = $1; return true },
-        Option(name: "--min-validity", kind: .single) { $0.minValidity = $1; return true },
-        Option(name: "--id-token", kind: .flag) { values, _ in values.idToken = true; return true },
+        Option(name: "--store", kind: .single) {
+            $0.storePath = $1; return true
+        },
+        Option(name: "--key-file", kind: .single) {
+            $0.keyFile = $1; return true
+        },
+        Option(name: "--key-env", kind: .single) {
+            $0.keyEnvironment = $1; return true
+        },
+        Option(name: "--passphrase-file", kind: .single) {
+            $0.passphraseFile = $1; return true
+        },
+        Option(name: "--key-secret-service", kind: .single) {
+            $0.keySecretService = $1; return true
+        },
+        Option(name: "--profile", kind: .single) {
+            $0.profile = $1; return true
+        },
+        Option(name: "--min-validity", kind: .single) {
+            $0.minValidity = $1; return true
+        },
+        Option(name: "--id-token", kind: .flag) { values, _ in
+            values.idToken = true; return true
+        },
         Option(name: "--format", kind: .single) { values, text in
             // argument-parser's RawRepresentable enum: `init(rawValue:)`.
             guard let format = TokenCommand.Format(rawValue: text) else { return false }
             values.format = format
             return true
         },
-        Option(name: "--url", kind: .single) { $0.url = $1; return true },
-        Option(name: "--method", kind: .single) { $0.method = $1; return true },
-        Option(name: "--nonce", kind: .single) { $0.nonce = $1; return true },
+        Option(name: "--url", kind: .single) {
+            $0.url = $1; return true
+        },
+        Option(name: "--method", kind: .single) {
+            $0.method = $1; return true
+        },
+        Option(name: "--nonce", kind: .single) {
+            $0.nonce = $1; return true
+        }
     ]
 }

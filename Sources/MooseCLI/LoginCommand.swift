@@ -28,63 +28,130 @@ struct LoginCommand: ParsableCommand {
             Register this redirect URI with the provider: http://127.0.0.1/callback, any port (RFC 8252 §7.3; \
             a provider that wants the exact URI: http://127.0.0.1:PORT/callback with --port PORT).
 
-            """ + "\n" + HelpText.examples(
-                "moose login --issuer https://id.example.com --client-id my-cli",
-                "moose login --device --issuer https://id.example.com --client-id tv",
-                "moose login --profile work --scope openid --scope offline_access",
-                "moose login --client-credentials --issuer https://id.example.com \\",
-                "    --client-id svc --client-secret-env SVC_SECRET"))
+            """ + "\n"
+                + HelpText.examples(
+                    "moose login --issuer https://id.example.com --client-id my-cli",
+                    "moose login --device --issuer https://id.example.com --client-id tv",
+                    "moose login --profile work --scope openid --scope offline_access",
+                    "moose login --client-credentials --issuer https://id.example.com \\",
+                    "    --client-id svc --client-secret-env SVC_SECRET"))
 
     // --issuer and --client-id first: what a first login needs is what `login --help` shows first.
     @Option(help: "The issuer (required the first time, unless --resource discovers it).") var issuer: String?
     @Option(name: .customLong("client-id"), help: "The client id (required the first time).") var clientID: String?
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile to create or update (default: \"default\"; with --resource alone, the resource URL).",
-            completion: ProfileNames.completion)
+    @Option(
+        help: "The profile to create or update (default: \"default\"; with --resource alone, the resource URL).",
+        completion: ProfileNames.completion)
     var profile: String?
-    @Option(help: ArgumentHelp("The RFC 8707 resource (an MCP server, an API) the tokens are for. Without --issuer, everything is discovered from its RFC 9728 metadata and the client is registered when needed.", valueName: "URL"))
+    @Option(
+        help: ArgumentHelp(
+            "The RFC 8707 resource (an MCP server, an API) the tokens are for. Without --issuer, everything is discovered from its RFC 9728 metadata and the client is registered when needed.",
+            valueName: "URL"))
     var resource: String?
-    @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
+    @Option(
+        name: .customLong("client-secret-file"),
+        help: ArgumentHelp("A file with the client secret (confidential clients).", valueName: "FILE"))
     var clientSecretFile: String?
-    @Option(help: "A scope to request (repeatable; default: the profile's, else openid profile email).") var scope: [String] = []
+    @Option(help: "A scope to request (repeatable; default: the profile's, else openid profile email).") var scope:
+        [String] = []
     @Flag(help: "Use the device authorization grant.") var device = false
-    @Flag(name: .customLong("client-credentials"),
-          help: "Log in as the client itself (a service, a CI job): the client credentials grant, no browser. The session has no refresh token; moose token gets a new one by the same single flight when it nears expiry.")
+    @Flag(
+        name: .customLong("client-credentials"),
+        help:
+            "Log in as the client itself (a service, a CI job): the client credentials grant, no browser. The session has no refresh token; moose token gets a new one by the same single flight when it nears expiry."
+    )
     var clientCredentials = false
-    @Option(name: .customLong("client-secret-env"), help: ArgumentHelp("An environment variable holding the client secret (read on every grant; nothing on disk).", valueName: "VAR"))
+    @Option(
+        name: .customLong("client-secret-env"),
+        help: ArgumentHelp(
+            "An environment variable holding the client secret (read on every grant; nothing on disk).",
+            valueName: "VAR"))
     var clientSecretEnv: String?
-    @Option(name: .customLong("client-auth"), help: ArgumentHelp("How the secret is sent: basic (client_secret_basic, default) or post (client_secret_post).", valueName: "METHOD"))
+    @Option(
+        name: .customLong("client-auth"),
+        help: ArgumentHelp(
+            "How the secret is sent: basic (client_secret_basic, default) or post (client_secret_post).",
+            valueName: "METHOD"))
     var clientAuth: String?
-    @Option(name: .customLong("private-key"), help: ArgumentHelp("Authenticate with private_key_jwt (RFC 7523): a private key in PEM, or a private JWK whose kid is used (RS256, ES256 or EdDSA).", valueName: "FILE"))
+    @Option(
+        name: .customLong("private-key"),
+        help: ArgumentHelp(
+            "Authenticate with private_key_jwt (RFC 7523): a private key in PEM, or a private JWK whose kid is used (RS256, ES256 or EdDSA).",
+            valueName: "FILE"))
     var privateKey: String?
-    @Option(name: .customLong("key-id"), help: ArgumentHelp("The kid to name in the private_key_jwt assertion (a PEM has none; many providers need it).", valueName: "KID"))
+    @Option(
+        name: .customLong("key-id"),
+        help: ArgumentHelp(
+            "The kid to name in the private_key_jwt assertion (a PEM has none; many providers need it).",
+            valueName: "KID"))
     var keyID: String?
-    @Option(help: ArgumentHelp("The audience a client-credentials grant names (for providers that want one).", valueName: "AUDIENCE"))
+    @Option(
+        help: ArgumentHelp(
+            "The audience a client-credentials grant names (for providers that want one).", valueName: "AUDIENCE"))
     var audience: String?
-    @Option(help: ArgumentHelp("Log in as a workload (a CI job, a pod): its own identity token, from github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM, exchanged at the provider; renewed by exchanging again.", valueName: "SOURCE"))
+    @Option(
+        help: ArgumentHelp(
+            "Log in as a workload (a CI job, a pod): its own identity token, from github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM, exchanged at the provider; renewed by exchanging again.",
+            valueName: "SOURCE"))
     var workload: String?
-    @Option(name: .customLong("workload-audience"), help: ArgumentHelp("The audience to ask the workload's platform for (GitHub Actions; default: the issuer).", valueName: "AUDIENCE"))
+    @Option(
+        name: .customLong("workload-audience"),
+        help: ArgumentHelp(
+            "The audience to ask the workload's platform for (GitHub Actions; default: the issuer).",
+            valueName: "AUDIENCE"))
     var workloadAudience: String?
-    @Option(name: .customLong("workload-grant"), help: ArgumentHelp("How the workload's token is used: token-exchange (RFC 8693, default) or jwt-bearer (RFC 7523).", valueName: "GRANT"))
+    @Option(
+        name: .customLong("workload-grant"),
+        help: ArgumentHelp(
+            "How the workload's token is used: token-exchange (RFC 8693, default) or jwt-bearer (RFC 7523).",
+            valueName: "GRANT"))
     var workloadGrant: String?
-    @Option(name: .customLong("subject-token-type"), help: ArgumentHelp("The token exchange's subject_token_type: id_token (default), jwt, access_token, or a URI.", valueName: "TYPE"))
+    @Option(
+        name: .customLong("subject-token-type"),
+        help: ArgumentHelp(
+            "The token exchange's subject_token_type: id_token (default), jwt, access_token, or a URI.",
+            valueName: "TYPE"))
     var subjectTokenType: String?
-    @Option(name: .customLong("device-endpoint"), help: ArgumentHelp("The device authorization endpoint, when discovery does not list it.", valueName: "URL"))
+    @Option(
+        name: .customLong("device-endpoint"),
+        help: ArgumentHelp("The device authorization endpoint, when discovery does not list it.", valueName: "URL"))
     var deviceEndpoint: String?
     @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
-    @Flag(help: "Also take the address the browser ends on, pasted here (a shell on another machine than the browser: ssh, a container). On by default with --no-browser at a terminal.")
+    @Flag(
+        help:
+            "Also take the address the browser ends on, pasted here (a shell on another machine than the browser: ssh, a container). On by default with --no-browser at a terminal."
+    )
     var paste = false
     @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16?
-    @Flag(help: "Bind the tokens to a new DPoP key (RFC 9449), kept with the session; proofs are then sent with every request.")
+    @Flag(
+        help:
+            "Bind the tokens to a new DPoP key (RFC 9449), kept with the session; proofs are then sent with every request."
+    )
     var dpop = false
-    @Option(name: .customLong("dpop-alg"), help: ArgumentHelp("The DPoP key's algorithm: ES256 (default), EdDSA or RS256.", valueName: "ALG"))
+    @Option(
+        name: .customLong("dpop-alg"),
+        help: ArgumentHelp("The DPoP key's algorithm: ES256 (default), EdDSA or RS256.", valueName: "ALG"))
     var dpopAlgorithm: String?
-    @Flag(name: .customLong("no-par"), help: "Never push the authorization request (RFC 9126), even when the provider offers it.")
+    @Flag(
+        name: .customLong("no-par"),
+        help: "Never push the authorization request (RFC 9126), even when the provider offers it.")
     var noPAR = false
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file for the provider (a private CA), kept with the profile (default: $SSL_CERT_FILE, else the system's).", valueName: "PEM"))
+    @Option(
+        name: .customLong("ca-file"),
+        help: ArgumentHelp(
+            "Trust the CA certificates in this PEM file for the provider (a private CA), kept with the profile (default: $SSL_CERT_FILE, else the system's).",
+            valueName: "PEM"))
     var caFile: String?
-    @Option(name: .customLong("pin-public-key"), help: ArgumentHelp("Accept the issuer's host only with this server key (SHA-256 of its SubjectPublicKeyInfo, base64; repeat for a backup key), kept with the profile.", valueName: "sha256//BASE64")) var pinPublicKey: [String] = []
-    @Option(help: ArgumentHelp("Seconds to wait for the user: for the browser's redirect (default 300), or with --device for the approval (default: the device code's own lifetime).", valueName: "SECONDS"))
+    @Option(
+        name: .customLong("pin-public-key"),
+        help: ArgumentHelp(
+            "Accept the issuer's host only with this server key (SHA-256 of its SubjectPublicKeyInfo, base64; repeat for a backup key), kept with the profile.",
+            valueName: "sha256//BASE64")) var pinPublicKey: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to wait for the user: for the browser's redirect (default 300), or with --device for the approval (default: the device code's own lifetime).",
+            valueName: "SECONDS"))
     var timeout: Double?
 
     /// `path` made absolute (a profile is used from any directory later).
@@ -93,13 +160,17 @@ struct LoginCommand: ParsableCommand {
     }
 
     /// `body`, given up after `seconds` (none: no limit of ours) with "no approval within …".
-    static func within<T: Sendable>(_ seconds: Double?, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    static func within<T: Sendable>(_ seconds: Double?, _ body: @escaping @Sendable () async throws -> T) async throws
+        -> T
+    {
         guard let seconds else { return try await body() }
         return try await withThrowingTaskGroup(of: T.self) { group in
             group.addTask { try await body() }
             group.addTask {
                 try await Task.sleep(nanoseconds: UInt64(min(max(seconds, 0), 86_400) * 1e9))
-                throw CLIError.failed("no approval within \(DurationText.describe(seconds)) (--timeout); run the same moose login --device command again (a new code)")
+                throw CLIError.failed(
+                    "no approval within \(DurationText.describe(seconds)) (--timeout); run the same moose login --device command again (a new code)"
+                )
             }
             defer { group.cancelAll() }
             guard let first = try await group.next() else { throw CancellationError() }
@@ -113,10 +184,13 @@ struct LoginCommand: ParsableCommand {
     func run() throws {
         // The config file first: its profile settings and store count for every command, and a
         // file that does not parse is an error before anything else happens.
-        let resolved = try CLIConfig.resolve(self.profile ?? (resource != nil && issuer == nil ? resource : nil), store: store)
+        let resolved = try CLIConfig.resolve(
+            self.profile ?? (resource != nil && issuer == nil ? resource : nil), store: store)
         if let resource, issuer == nil, resolved.settings?.issuer == nil {
-            try ResourceLogin(store: resolved.store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
-                              noBrowser: noBrowser, port: port ?? 0, timeout: timeout ?? 300).run()
+            try ResourceLogin(
+                store: resolved.store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
+                noBrowser: noBrowser, port: port ?? 0, timeout: timeout ?? 300
+            ).run()
             return
         }
         let settings = try plan(resolved)
@@ -128,13 +202,19 @@ struct LoginCommand: ParsableCommand {
             if noPAR { client.pushedAuthorization = .never }
             var request = AuthorizationParameters(scopes: settings.scopes)
             if let audience = settings.audience { request.extra.append(("audience", audience)) }
-            let tokens = try obtainTokens(settings, client: client, validator: context.validator(for: client), parameters: request)
+            let tokens = try obtainTokens(
+                settings, client: client, validator: context.validator(for: client), parameters: request)
             try keep(tokens, settings: settings, client: client, in: context)
-        } catch let error as OAuthError where error.code == OAuthError.invalidClient && settings.clientSecretFile == nil
-                    && settings.clientSecretEnv == nil && settings.privateKeyFile == nil {
+        } catch let error as OAuthError
+            where error.code == OAuthError.invalidClient && settings.clientSecretFile == nil
+            && settings.clientSecretEnv == nil && settings.privateKeyFile == nil
+        {
             // A confidential client logged in as a public one: the token endpoint wants its credentials.
-            throw CLIError.failed(OAuthContext.text(error, next: "the provider wants this client's credentials: give --client-secret-file FILE "
-                                                        + "(or --client-secret-env VARIABLE, or --private-key FILE)"))
+            throw CLIError.failed(
+                OAuthContext.text(
+                    error,
+                    next: "the provider wants this client's credentials: give --client-secret-file FILE "
+                        + "(or --client-secret-env VARIABLE, or --private-key FILE)"))
         } catch {
             throw OAuthContext.fail(error, profile: settings.name)
         }
@@ -150,17 +230,25 @@ struct LoginCommand: ParsableCommand {
         let existing = (try? OAuthContext(options: resolved.store, create: false)).flatMap { context in
             (try? context.loadOrFail(profile)?.profile) ?? Self.keptPlan(profile, in: context)
         }
-        guard let issuer = issuer ?? config?.issuer ?? existing?.issuer, let clientID = clientID ?? config?.clientID ?? existing?.clientID else {
-            throw CLIError.usage("the first login of profile \(profile) needs --issuer URL and --client-id ID "
-                                 + "(or a [profiles.\(profile)] section with issuer and client_id in \(try CLIConfig.path), or --resource alone to discover both)")
+        guard let issuer = issuer ?? config?.issuer ?? existing?.issuer,
+            let clientID = clientID ?? config?.clientID ?? existing?.clientID
+        else {
+            throw CLIError.usage(
+                "the first login of profile \(profile) needs --issuer URL and --client-id ID "
+                    + "(or a [profiles.\(profile)] section with issuer and client_id in \(try CLIConfig.path), or --resource alone to discover both)"
+            )
         }
-        guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http", URL(string: issuer)?.host != nil else {
+        guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http",
+            URL(string: issuer)?.host != nil
+        else {
             throw CLIError.usage("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
         }
         try IssuerOption.check(issuer)
         var endpoints = existing?.endpoints ?? EndpointOverrides()
         if let deviceEndpoint {
-            guard let url = URL(string: deviceEndpoint) else { throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL") }
+            guard let url = URL(string: deviceEndpoint) else {
+                throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL")
+            }
             endpoints.deviceAuthorizationEndpoint = url
         }
         guard [clientCredentials, device, workload != nil].filter({ $0 }).count <= 1 else {
@@ -168,17 +256,29 @@ struct LoginCommand: ParsableCommand {
         }
         let isService = clientCredentials || workload != nil
         // A service asks for what it is configured to (no OpenID scopes: there is no user).
-        let scopes = scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? (isService ? [] : Self.defaultScopes)) : scope
-        var settings = Profile(name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
-                               grant: clientCredentials ? .clientCredentials : workload != nil ? .workload : device ? .deviceCode : .authorizationCode,
-                               clientSecretFile: clientSecretFile ?? config?.clientSecretFile ?? existing?.clientSecretFile, endpoints: endpoints)
+        let scopes =
+            scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? (isService ? [] : Self.defaultScopes)) : scope
+        var settings = Profile(
+            name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
+            grant: clientCredentials
+                ? .clientCredentials : workload != nil ? .workload : device ? .deviceCode : .authorizationCode,
+            clientSecretFile: clientSecretFile ?? config?.clientSecretFile ?? existing?.clientSecretFile,
+            endpoints: endpoints)
         try credentials(into: &settings, existing: existing)
-        if let file = caFile ?? config?.caFile { settings.caFile = try CLITransport.caFile(file) } else { settings.caFile = existing?.caFile }
-        settings.publicKeyPins = try CLITransport.pins(pinPublicKey.isEmpty ? config?.publicKeyPins : pinPublicKey, issuer: issuer) ?? existing?.publicKeyPins
+        if let file = caFile ?? config?.caFile {
+            settings.caFile = try CLITransport.caFile(file)
+        } else {
+            settings.caFile = existing?.caFile
+        }
+        settings.publicKeyPins =
+            try CLITransport.pins(pinPublicKey.isEmpty ? config?.publicKeyPins : pinPublicKey, issuer: issuer)
+            ?? existing?.publicKeyPins
         try workloadSource(into: &settings)
         settings.dpop = dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : (config?.dpop ?? existing?.dpop))
         if let resource = resource ?? config?.resource {
-            do { settings.resource = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
+            do { settings.resource = try ResourceIdentifier.canonical(resource) } catch {
+                throw CLIError.usage("--resource: \(error)")
+            }
         } else {
             settings.resource = existing?.resource
         }
@@ -188,19 +288,28 @@ struct LoginCommand: ParsableCommand {
     /// The client's authentication (by reference: a file, a variable or a key file) and the audience;
     /// what the options leave unsaid comes from the earlier login.
     func credentials(into settings: inout Profile, existing: Profile?) throws {
-        if let clientAuth, clientAuth != "basic", clientAuth != "post" { throw CLIError.usage("--client-auth takes basic or post") }
+        if let clientAuth, clientAuth != "basic", clientAuth != "post" {
+            throw CLIError.usage("--client-auth takes basic or post")
+        }
         guard [clientSecretFile != nil, clientSecretEnv != nil, privateKey != nil].filter({ $0 }).count <= 1 else {
             throw CLIError.usage("give one of --client-secret-file, --client-secret-env and --private-key")
         }
         if clientSecretEnv != nil || privateKey != nil { settings.clientSecretFile = clientSecretFile }
-        settings.clientSecretEnv = clientSecretEnv ?? (clientSecretFile == nil && privateKey == nil ? existing?.clientSecretEnv : nil)
-        settings.privateKeyFile = privateKey.map(Self.absolute) ?? (clientSecretFile == nil && clientSecretEnv == nil ? existing?.privateKeyFile : nil)
+        settings.clientSecretEnv =
+            clientSecretEnv ?? (clientSecretFile == nil && privateKey == nil ? existing?.clientSecretEnv : nil)
+        settings.privateKeyFile =
+            privateKey.map(Self.absolute)
+            ?? (clientSecretFile == nil && clientSecretEnv == nil ? existing?.privateKeyFile : nil)
         settings.privateKeyID = keyID ?? existing?.privateKeyID
         settings.clientAuth = clientAuth ?? existing?.clientAuth
         settings.audience = audience ?? existing?.audience
         if let file = settings.clientSecretFile { settings.clientSecretFile = Self.absolute(file) }
-        if clientCredentials, settings.clientSecretFile == nil, settings.clientSecretEnv == nil, settings.privateKeyFile == nil {
-            throw CLIError.usage("--client-credentials needs the client's credentials: --client-secret-file FILE, --client-secret-env VAR or --private-key FILE")
+        if clientCredentials, settings.clientSecretFile == nil, settings.clientSecretEnv == nil,
+            settings.privateKeyFile == nil
+        {
+            throw CLIError.usage(
+                "--client-credentials needs the client's credentials: --client-secret-file FILE, --client-secret-env VAR or --private-key FILE"
+            )
         }
     }
 
@@ -234,7 +343,9 @@ struct LoginCommand: ParsableCommand {
     }
 
     /// Runs the plan's grant: a workload's, client credentials, the device flow or the browser.
-    func obtainTokens(_ settings: Profile, client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters) throws -> TokenSet {
+    func obtainTokens(
+        _ settings: Profile, client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters
+    ) throws -> TokenSet {
         if settings.workload != nil {
             return try CLIBlocking.run { try await WorkloadLogin.tokens(profile: settings, client: client) }
         }
@@ -242,18 +353,25 @@ struct LoginCommand: ParsableCommand {
             let flow = ClientCredentialsFlow(client: client)
             return try CLIBlocking.run { try await flow.authorize(parameters) }
         }
-        if device { return try deviceTokens(client: client, validator: validator, parameters: parameters, issuer: settings.issuer) }
+        if device {
+            return try deviceTokens(
+                client: client, validator: validator, parameters: parameters, issuer: settings.issuer)
+        }
         return try browserTokens(client: client, validator: validator, parameters: parameters)
     }
 
     /// The device flow (RFC 8628): the code and how long it lives on the terminal, the page in the browser.
-    func deviceTokens(client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters, issuer: String) throws -> TokenSet {
+    func deviceTokens(
+        client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters, issuer: String
+    ) throws -> TokenSet {
         let progress = Mutex<Progress?>(nil)
         let noBrowser = self.noBrowser
         let flow = DeviceAuthorizationFlow(client: client, idTokens: validator) { device in
-            for line in DeviceCodeBanner.lines(userCode: device.userCode, verificationURI: device.verificationURI.absoluteString,
-                                               complete: device.verificationURIComplete?.absoluteString,
-                                               expiresIn: device.expiresAt.timeIntervalSinceNow) {
+            for line in DeviceCodeBanner.lines(
+                userCode: device.userCode, verificationURI: device.verificationURI.absoluteString,
+                complete: device.verificationURIComplete?.absoluteString,
+                expiresIn: device.expiresAt.timeIntervalSinceNow)
+            {
                 Terminal.outPreSanitizedError(line)
             }
             // The browser opens the page (with the code, when the provider gives that URI), as for
@@ -271,13 +389,16 @@ struct LoginCommand: ParsableCommand {
         do {
             return try CLIBlocking.run { try await Self.within(limit) { try await flow.authorize(parameters) } }
         } catch let error as OAuthError where error.code == OAuthError.missingEndpoint {
-            throw CLIError.failed("\(Terminal.safe(issuer))'s discovery document lists no device authorization endpoint; "
-                                  + "name it with --device-endpoint URL (the provider's documentation gives it)")
+            throw CLIError.failed(
+                "\(Terminal.safe(issuer))'s discovery document lists no device authorization endpoint; "
+                    + "name it with --device-endpoint URL (the provider's documentation gives it)")
         }
     }
 
     /// Authorization code + PKCE through the browser and the loopback redirect, or a pasted address.
-    func browserTokens(client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters) throws -> TokenSet {
+    func browserTokens(client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters) throws
+        -> TokenSet
+    {
         let noBrowser = self.noBrowser
         let timeout = self.timeout ?? 300
         let progress = Mutex<Progress?>(nil)
@@ -290,23 +411,31 @@ struct LoginCommand: ParsableCommand {
             Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
             if !noBrowser { openBrowser(url) }
             if pasting, requiresAddress {
-                Terminal.error("If the browser is on another machine, sign in there, then paste the whole address it ends on "
-                               + "(http://127.0.0.1:…/callback?code=…&iss=…; that page does not load there), and press Enter. "
-                               + "The whole address, not only the code: \(provider) names itself in it (RFC 9207 iss), "
-                               + "and a code alone cannot prove which provider sent it:")
+                Terminal.error(
+                    "If the browser is on another machine, sign in there, then paste the whole address it ends on "
+                        + "(http://127.0.0.1:…/callback?code=…&iss=…; that page does not load there), and press Enter. "
+                        + "The whole address, not only the code: \(provider) names itself in it (RFC 9207 iss), "
+                        + "and a code alone cannot prove which provider sent it:")
             } else if pasting {
                 // No spinner: it would write over what the person types.
-                Terminal.error("If the browser is on another machine, sign in there, then paste the address it ends on "
-                               + "(http://127.0.0.1:…/callback?code=…; that page does not load there) or only the code, and press Enter:")
+                Terminal.error(
+                    "If the browser is on another machine, sign in there, then paste the address it ends on "
+                        + "(http://127.0.0.1:…/callback?code=…; that page does not load there) or only the code, and press Enter:"
+                )
             } else if Progress.isInteractive {
-                progress.withLock { $0 = Progress("Waiting for the browser to come back to 127.0.0.1 (Ctrl-C to cancel)", until: deadline) }
+                progress.withLock {
+                    $0 = Progress(
+                        "Waiting for the browser to come back to 127.0.0.1 (Ctrl-C to cancel)", until: deadline)
+                }
             } else {
                 Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
             }
         }
         defer { progress.withLock { $0?.stop() } }
-        let userAgent: any ExternalUserAgent = pasting ? PasteUserAgent(loopback: agent, requiresAddress: requiresAddress) : agent
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: userAgent, idTokens: validator)
+        let userAgent: any ExternalUserAgent =
+            pasting ? PasteUserAgent(loopback: agent, requiresAddress: requiresAddress) : agent
+        let flow = AuthorizationCodeFlow(
+            client: client, redirectURI: agent.redirectURI, userAgent: userAgent, idTokens: validator)
         return try CLIBlocking.run { try await flow.authorize(parameters) }
     }
 
@@ -323,12 +452,19 @@ struct LoginCommand: ParsableCommand {
         let session = try CLIBlocking.run {
             try await engine.completeLogin(issuedTokens, client: client, grant: grant, attributes: attributes)
         }
-        let binding = tokens.dpopKey.map { tokens.isDPoPBound ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens" } ?? ""
-        let who = clientCredentials ? "client \(settings.clientID)"
+        let binding =
+            tokens.dpopKey.map {
+                tokens.isDPoPBound
+                    ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens"
+            } ?? ""
+        let who =
+            clientCredentials
+            ? "client \(settings.clientID)"
             : settings.workload.map { "workload \($0.split(separator: ":").first.map(String.init) ?? $0)" }
-            ?? SessionSummary(key: settings.name, session: session).displayName ?? "(no ID token)"
-        Terminal.out("Logged in to \(settings.issuer) as \(who) (profile \(settings.name)); access token \(expiryText(tokens)); "
-                     + "scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
+                ?? SessionSummary(key: settings.name, session: session).displayName ?? "(no ID token)"
+        Terminal.out(
+            "Logged in to \(settings.issuer) as \(who) (profile \(settings.name)); access token \(expiryText(tokens)); "
+                + "scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
     }
 }
 
@@ -340,7 +476,8 @@ extension LoginCommand {
     /// The plan a logout of `profile` kept, if any.
     static func keptPlan(_ profile: String, in context: OAuthContext) -> Profile? {
         guard let store = context.sessions.fileStore, let bytes = try? store.get(namespace: keptPlans, name: profile),
-              var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes)) else { return nil }
+            var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes))
+        else { return nil }
         plan.name = profile
         return plan
     }

@@ -25,7 +25,9 @@ struct LogoutCommand: ParsableCommand {
 
             """ + "\n" + HelpText.examples("moose logout", "moose logout --profile work"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
+    @Option(
+        help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion
+    ) var profile: String?
     /// Accepted for scripts written for earlier versions; the end-session URL is now always printed in full.
     @Flag(name: .customLong("show-end-session-url"), help: .hidden)
     var showEndSessionURL = false
@@ -71,15 +73,19 @@ struct LogoutCommand: ParsableCommand {
     static func keep(_ plan: Profile, profile: String, described: Bool, in context: OAuthContext) {
         guard !described else { return }
         if let store = context.sessions.fileStore {
-            if let data = try? JSONEncoder().encode(plan), (try? store.put(Array(data), namespace: LoginCommand.keptPlans, name: profile)) != nil {
+            if let data = try? JSONEncoder().encode(plan),
+                (try? store.put(Array(data), namespace: LoginCommand.keptPlans, name: profile)) != nil
+            {
                 Terminal.out("Its settings are kept: \(loginHint(profile)) logs in again.")
             }
             return
         }
         let config = (try? CLIConfig.path) ?? "the config file"
-        Terminal.out("Its settings went with the session (this store keeps sessions only): "
-                     + "\(loginHint(profile)) --issuer \(Terminal.safe(plan.issuer)) --client-id \(Terminal.safe(plan.clientID)) logs in again, "
-                     + "or describe the profile in \(Terminal.safe(config)) ([profiles.\(Terminal.safe(profile))]) so that a plain login does.")
+        Terminal.out(
+            "Its settings went with the session (this store keeps sessions only): "
+                + "\(loginHint(profile)) --issuer \(Terminal.safe(plan.issuer)) --client-id \(Terminal.safe(plan.clientID)) logs in again, "
+                + "or describe the profile in \(Terminal.safe(config)) ([profiles.\(Terminal.safe(profile))]) so that a plain login does."
+        )
     }
 
     /// One plain sentence on what the provider knows now: revoked, no revocation endpoint, refused,
@@ -89,11 +95,13 @@ struct LogoutCommand: ParsableCommand {
             let reason = Terminal.safe(error.message)
             switch error.code {
             case OAuthError.transient, OAuthError.timedOut, OAuthError.offline, OAuthError.discovery:
-                return "The provider could not be reached (\(reason)): the refresh token is still valid there until it expires."
+                return
+                    "The provider could not be reached (\(reason)): the refresh token is still valid there until it expires."
             case OAuthError.storeUnavailable:
                 return "The stored session could not be read, so nothing was revoked at the provider (\(reason))."
             case OAuthError.sessionDamaged:
-                return "The stored session was damaged (it could not be opened), so nothing was revoked at the provider; "
+                return
+                    "The stored session was damaged (it could not be opened), so nothing was revoked at the provider; "
                     + "its tokens stay valid there until they expire."
             default:
                 return "The provider refused the revocation (\(reason)): the refresh token may still be valid there."

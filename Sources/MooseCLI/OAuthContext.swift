@@ -71,15 +71,19 @@ struct OAuthContext {
     func coordinator(for session: OAuthSession, profile: Profile) -> RefreshCoordinator {
         let clients = self.clients
         let name = profile.name
-        return engine(profile.name).coordinator(current: session, client: { stored in
-            let client = try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
-            return (client, clients.validator(for: client))
-        }, renew: { stored, client in
-            // A workload session is renewed by a new exchange of a fresh identity token.
-            let profile = Profile.of(stored, key: name)
-            guard profile.workload != nil else { return nil }
-            return try await WorkloadLogin.tokens(profile: profile, client: client)
-        })
+        return engine(profile.name).coordinator(
+            current: session,
+            client: { stored in
+                let client = try await clients.client(
+                    for: Profile.of(stored, key: name), registration: stored.registration)
+                return (client, clients.validator(for: client))
+            },
+            renew: { stored, client in
+                // A workload session is renewed by a new exchange of a fresh identity token.
+                let profile = Profile.of(stored, key: name)
+                guard profile.workload != nil else { return nil }
+                return try await WorkloadLogin.tokens(profile: profile, client: client)
+            })
     }
 
     /// The session engine for `profile` on this command's store.
@@ -89,16 +93,19 @@ struct OAuthContext {
     /// failed store write left in memory (the coordinator's background retry dies with the
     /// process): a rotated refresh token is never dropped silently. If the store still refuses
     /// them, the command fails and says so.
-    static func refreshing(_ coordinator: RefreshCoordinator,
-                           _ body: @escaping @Sendable (RefreshCoordinator) async throws -> AccessToken) throws {
+    static func refreshing(
+        _ coordinator: RefreshCoordinator,
+        _ body: @escaping @Sendable (RefreshCoordinator) async throws -> AccessToken
+    ) throws {
         let persisted = try CLIBlocking.run { () async throws -> Bool in
             _ = try await body(coordinator)
             guard await coordinator.hasPendingWrite else { return true }
             return await coordinator.persistPendingWrite(timeout: 5)
         }
         guard persisted else {
-            throw CLIError.failed("the provider rotated the tokens but the store refused them for 5 s; "
-                                  + "the session may need a new login (check the store with moose store check)")
+            throw CLIError.failed(
+                "the provider rotated the tokens but the store refused them for 5 s; "
+                    + "the session may need a new login (check the store with moose store check)")
         }
     }
 
@@ -110,26 +117,43 @@ struct OAuthContext {
             if let failure = ConnectionFailure.cliError(error) { return failure }
             if error.code == OAuthError.sessionDamaged {
                 let option = profile.map { " --profile \(Terminal.safe($0))" } ?? ""
-                return CLIError.failed(text(error, next: "run moose login\(option) to replace it, or moose logout\(option) to remove it "
-                                                  + "(other profiles are not affected)"))
+                return CLIError.failed(
+                    text(
+                        error,
+                        next: "run moose login\(option) to replace it, or moose logout\(option) to remove it "
+                            + "(other profiles are not affected)"))
             }
             if error.code == OAuthError.transient {
-                Terminal.error("moose: error: \(text(error, next: "check the network (or the provider's status) and try again"))")
+                Terminal.error(
+                    "moose: error: \(text(error, next: "check the network (or the provider's status) and try again"))")
                 return Status.unreachable
             }
             if error.code == OAuthError.invalidClient, !error.message.contains("credentials were refused") {
-                return CLIError.failed(text(error, next: "the client's credentials were refused: check the client id, its secret or key, and the key's kid"))
+                return CLIError.failed(
+                    text(
+                        error,
+                        next:
+                            "the client's credentials were refused: check the client id, its secret or key, and the key's kid"
+                    ))
             }
             if error.code == OAuthError.storeUnavailable, let cause = storeCause(error) {
                 // The store's own words name the file and what to do; the session's words say what was kept.
                 return CLIError.failed(text(error, next: cause))
             }
             if error.code == OAuthError.renewalRefused {
-                return CLIError.failed(text(error, next: "check the workload's token source (or the client's credentials); the next moose token tries again"))
+                return CLIError.failed(
+                    text(
+                        error,
+                        next:
+                            "check the workload's token source (or the client's credentials); the next moose token tries again"
+                    ))
             }
             if error.code == OAuthError.tls, !error.message.contains("is not one of the pinned keys") {
-                return CLIError.failed(text(error, next: "if the provider's certificate comes from a private CA, pass --ca-file PEM "
-                                                    + "(or set SSL_CERT_FILE); otherwise its certificate is wrong or expired"))
+                return CLIError.failed(
+                    text(
+                        error,
+                        next: "if the provider's certificate comes from a private CA, pass --ca-file PEM "
+                            + "(or set SSL_CERT_FILE); otherwise its certificate is wrong or expired"))
             }
             return CLIError.failed(text(error))
         }
@@ -144,7 +168,8 @@ struct OAuthContext {
         var next = error.underlying
         for _ in 0..<4 {
             switch next {
-            case let store as SecretStoreError: return error.message.contains(store.message) ? nil : "\(store.message) [\(store.code)]"
+            case let store as SecretStoreError:
+                return error.message.contains(store.message) ? nil : "\(store.message) [\(store.code)]"
             case let fault as StoreFault: return fault.text
             case let wrapped as OAuthError: next = wrapped.underlying
             default: return nil
@@ -156,7 +181,9 @@ struct OAuthContext {
     /// `error` for a person: its message (and the provider's own error), then `next`, then the code.
     static func text(_ error: OAuthError, next: String? = nil) -> String {
         var text = error.message
-        if let oauthError = error.oauthError { text += " (\(oauthError)\(error.errorDescription.map { ": \($0)" } ?? ""))" }
+        if let oauthError = error.oauthError {
+            text += " (\(oauthError)\(error.errorDescription.map { ": \($0)" } ?? ""))"
+        }
         if let next { text += "; \(next)" }
         return text + " [\(error.code)]"
     }
@@ -167,7 +194,9 @@ struct OAuthContext {
 enum CLITransport {
     static func make(caFile: String?) -> CurlTransport {
         let names: [String] = ["SSL_CERT_FILE", "CURL_CA_BUNDLE"]
-        let environment = names.lazy.compactMap { name in getenv(name).map { String(cString: $0) } }.first { !$0.isEmpty }
+        let environment = names.lazy.compactMap { name in getenv(name).map { String(cString: $0) } }.first {
+            !$0.isEmpty
+        }
         return CurlTransport(caFile: caFile ?? environment)
     }
 
@@ -175,7 +204,8 @@ enum CLITransport {
     static func caFile(_ path: String, option: String = "--ca-file") throws -> String {
         let absolute = LoginCommand.absolute(path)
         guard access(absolute, R_OK) == 0 else {
-            throw CLIError.usage("\(option) \(path): no such readable file (a PEM file of the CA certificates to trust)")
+            throw CLIError.usage(
+                "\(option) \(path): no such readable file (a PEM file of the CA certificates to trust)")
         }
         return absolute
     }
@@ -200,13 +230,16 @@ struct CLIClients: Sendable {
 
     func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
         let transport = try CLITransport.make(for: profile) ?? self.transport
-        let metadata = try await Discovery(transport: transport).metadata(for: profile.issuer, overrides: profile.endpoints)
+        let metadata = try await Discovery(transport: transport).metadata(
+            for: profile.issuer, overrides: profile.endpoints)
         var authentication = try Self.authentication(for: profile)
         if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
-           registration.issuer.utf8.elementsEqual(metadata.issuer.utf8) {
+            registration.issuer.utf8.elementsEqual(metadata.issuer.utf8)
+        {
             authentication = registration.authentication
         }
-        var client = OAuthClient(metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
+        var client = OAuthClient(
+            metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
         client.resource = profile.resource
         return client
     }
@@ -217,17 +250,21 @@ struct CLIClients: Sendable {
     func validator(for client: OAuthClient) -> IDTokenValidator? {
         guard let jwksURI = client.metadata.jwksURI else { return nil }
         let name = jwksURI.absoluteString
-        let persistence = fileStore.map { store in JWKSCache.Persistence(
-            load: {
-                guard let bytes = try? store.get(namespace: "moose.jwks", name: name), bytes.count > 8 else { return nil }
-                let seconds = bytes.prefix(8).reduce(0) { $0 << 8 | Int64($1) }
-                return (Array(bytes.dropFirst(8)), Date(timeIntervalSince1970: TimeInterval(seconds)))
-            },
-            save: { document, fetchedAt in
-                let seconds = Int64(fetchedAt.timeIntervalSince1970)
-                let stamp = (0..<8).map { UInt8(truncatingIfNeeded: seconds >> (56 - 8 * $0)) }
-                try? store.put(stamp + document, namespace: "moose.jwks", name: name)
-            }) }
+        let persistence = fileStore.map { store in
+            JWKSCache.Persistence(
+                load: {
+                    guard let bytes = try? store.get(namespace: "moose.jwks", name: name), bytes.count > 8 else {
+                        return nil
+                    }
+                    let seconds = bytes.prefix(8).reduce(0) { $0 << 8 | Int64($1) }
+                    return (Array(bytes.dropFirst(8)), Date(timeIntervalSince1970: TimeInterval(seconds)))
+                },
+                save: { document, fetchedAt in
+                    let seconds = Int64(fetchedAt.timeIntervalSince1970)
+                    let stamp = (0..<8).map { UInt8(truncatingIfNeeded: seconds >> (56 - 8 * $0)) }
+                    try? store.put(stamp + document, namespace: "moose.jwks", name: name)
+                })
+        }
         return SessionEngine.idTokenValidator(for: client, persistence: persistence)
     }
 }

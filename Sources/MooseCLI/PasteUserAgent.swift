@@ -31,24 +31,31 @@ struct PasteUserAgent: ExternalUserAgent {
     /// How many pasted lines are read before the login gives up.
     static let maximumTries = 5
 
-    init(loopback: LoopbackUserAgent, requiresAddress: Bool = false,
-         readLine: @escaping @Sendable () -> String? = { Swift.readLine(strippingNewline: true) }) {
+    init(
+        loopback: LoopbackUserAgent, requiresAddress: Bool = false,
+        readLine: @escaping @Sendable () -> String? = { Swift.readLine(strippingNewline: true) }
+    ) {
         self.loopback = loopback
         self.requiresAddress = requiresAddress
         self.readLine = readLine
     }
 
     func authorize(url: URL, redirectURI: URL) async throws -> URL {
-        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?
+            .value
         return try await authorize(url: url, redirectURI: redirectURI, expectedState: state ?? "")
     }
 
     func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
         let loopback = self.loopback, readLine = self.readLine, requiresAddress = self.requiresAddress
         return try await withThrowingTaskGroup(of: URL.self) { group in
-            group.addTask { try await loopback.authorize(url: url, redirectURI: redirectURI, expectedState: expectedState) }
             group.addTask {
-                try await Self.pasted(redirectURI: redirectURI, expectedState: expectedState, requiresAddress: requiresAddress, readLine: readLine)
+                try await loopback.authorize(url: url, redirectURI: redirectURI, expectedState: expectedState)
+            }
+            group.addTask {
+                try await Self.pasted(
+                    redirectURI: redirectURI, expectedState: expectedState, requiresAddress: requiresAddress,
+                    readLine: readLine)
             }
             defer { group.cancelAll() }
             guard let first = try await group.next() else { throw CancellationError() }
@@ -61,26 +68,33 @@ struct PasteUserAgent: ExternalUserAgent {
     /// Reads lines until one is a usable redirect, at most `maximumTries`; then an input error (exit
     /// 2). At end of input (nothing more will be typed) it waits for cancellation: the loopback
     /// listener may still bring the redirect.
-    static func pasted(redirectURI: URL, expectedState: String, requiresAddress: Bool = false,
-                       readLine: @escaping @Sendable () -> String?) async throws -> URL {
+    static func pasted(
+        redirectURI: URL, expectedState: String, requiresAddress: Bool = false,
+        readLine: @escaping @Sendable () -> String?
+    ) async throws -> URL {
         var refused = 0
         while true {
             guard let line = try await nextLine(readLine) else {
                 try await Task.sleep(nanoseconds: UInt64(86_400) * 1_000_000_000)
                 throw CancellationError()
             }
-            switch PastedRedirect.parse(line, redirectURI: redirectURI, expectedState: expectedState, requiresAddress: requiresAddress) {
+            switch PastedRedirect.parse(
+                line, redirectURI: redirectURI, expectedState: expectedState, requiresAddress: requiresAddress)
+            {
             case .success(let url):
                 return url
             case .failure(let refusal):
                 refused += 1
                 let left = maximumTries - refused
                 guard left > 0 else {
-                    throw CLIError.usage("\(refusal.message); \(maximumTries) pasted lines were refused, "
-                                         + "so the login stopped: run moose login again and paste the whole address the browser ends on")
+                    throw CLIError.usage(
+                        "\(refusal.message); \(maximumTries) pasted lines were refused, "
+                            + "so the login stopped: run moose login again and paste the whole address the browser ends on"
+                    )
                 }
                 let what = requiresAddress ? "the whole address" : "the whole address (or only the code)"
-                Terminal.error("moose: \(refusal.message); paste \(what) again (\(left) \(left == 1 ? "try" : "tries") left)")
+                Terminal.error(
+                    "moose: \(refusal.message); paste \(what) again (\(left) \(left == 1 ? "try" : "tries") left)")
             }
         }
     }
@@ -92,7 +106,9 @@ struct PasteUserAgent: ExternalUserAgent {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 slot.withLock { $0 = continuation }
-                if Task.isCancelled, let pending = slot.withLock({ $0.take() }) { pending.resume(throwing: CancellationError()) }
+                if Task.isCancelled, let pending = slot.withLock({ $0.take() }) {
+                    pending.resume(throwing: CancellationError())
+                }
                 DispatchQueue.global().async {
                     let line = readLine()
                     slot.withLock { $0.take() }?.resume(returning: line)
@@ -114,42 +130,63 @@ package enum PastedRedirect {
     /// The redirect URL a pasted line stands for, or why it is refused. With `requiresAddress` (the
     /// provider promises RFC 9207 `iss`), a bare code and an address with a code but no `iss` are
     /// refused: the flow could not use them.
-    package static func parse(_ line: String, redirectURI: URL, expectedState: String, requiresAddress: Bool = false) -> Result<URL, Refusal> {
+    package static func parse(_ line: String, redirectURI: URL, expectedState: String, requiresAddress: Bool = false)
+        -> Result<URL, Refusal>
+    {
         let text = line.trimmingASCIIWhitespace()
         guard !text.isEmpty else { return .failure(Refusal(message: "nothing was pasted")) }
         guard text.utf8.count <= 8192, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            return .failure(Refusal(message: "that is not an address or a code (spaces, control or non-ASCII characters, or over 8 KiB)"))
+            return .failure(
+                Refusal(
+                    message: "that is not an address or a code (spaces, control or non-ASCII characters, or over 8 KiB)"
+                ))
         }
         let lowered = text.lowercased()
         guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
             guard !requiresAddress else {
-                return .failure(Refusal(message: "that is not an address (only a code?): this provider names itself in the address (RFC 9207 iss) "
-                                        + "and a code alone cannot prove which provider sent it; copy the whole address from the address bar"))
+                return .failure(
+                    Refusal(
+                        message:
+                            "that is not an address (only a code?): this provider names itself in the address (RFC 9207 iss) "
+                            + "and a code alone cannot prove which provider sent it; copy the whole address from the address bar"
+                    ))
             }
             // A bare code: this login's redirect with this login's state.
             var components = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false)
-            components?.queryItems = [URLQueryItem(name: "code", value: text), URLQueryItem(name: "state", value: expectedState)]
+            components?.queryItems = [
+                URLQueryItem(name: "code", value: text), URLQueryItem(name: "state", value: expectedState)
+            ]
             guard let url = components?.url else { return .failure(Refusal(message: "that code cannot be used")) }
             return .success(url)
         }
-        guard let pasted = URLComponents(string: text), let expected = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false) else {
+        guard let pasted = URLComponents(string: text),
+            let expected = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false)
+        else {
             return .failure(Refusal(message: "that is not a valid address"))
         }
         func same(_ a: String?, _ b: String?) -> Bool { (a ?? "").utf8.elementsEqual((b ?? "").utf8) }
         guard same(pasted.scheme?.lowercased(), expected.scheme), same(pasted.host?.lowercased(), expected.host),
-              pasted.port == expected.port, same(pasted.percentEncodedPath, expected.percentEncodedPath) else {
-            return .failure(Refusal(message: "that address is not this login's redirect (\(redirectURI.absoluteString)…)"))
+            pasted.port == expected.port, same(pasted.percentEncodedPath, expected.percentEncodedPath)
+        else {
+            return .failure(
+                Refusal(message: "that address is not this login's redirect (\(redirectURI.absoluteString)…)"))
         }
         let items = pasted.queryItems ?? []
         guard items.contains(where: { $0.name == "code" || $0.name == "error" }) else {
-            return .failure(Refusal(message: "that address has no code (copy it from the address bar after signing in)"))
+            return .failure(
+                Refusal(message: "that address has no code (copy it from the address bar after signing in)"))
         }
-        guard let state = items.first(where: { $0.name == "state" })?.value, state.utf8.elementsEqual(expectedState.utf8) else {
+        guard let state = items.first(where: { $0.name == "state" })?.value,
+            state.utf8.elementsEqual(expectedState.utf8)
+        else {
             return .failure(Refusal(message: "that address belongs to another login (its state is not this one's)"))
         }
         if requiresAddress, items.contains(where: { $0.name == "code" }), !items.contains(where: { $0.name == "iss" }) {
-            return .failure(Refusal(message: "that address has no iss (the provider's name, RFC 9207), which this provider always sends: "
-                                    + "was it cut short? Copy the whole address from the address bar"))
+            return .failure(
+                Refusal(
+                    message:
+                        "that address has no iss (the provider's name, RFC 9207), which this provider always sends: "
+                        + "was it cut short? Copy the whole address from the address bar"))
         }
         guard let url = pasted.url else { return .failure(Refusal(message: "that is not a valid address")) }
         return .success(url)

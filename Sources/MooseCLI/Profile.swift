@@ -34,13 +34,16 @@ extension CLITransport {
     /// written canonically (`sha256//BASE64`); nil when none are given.
     static func pins(_ pins: [String]?, issuer: String) throws -> [String]? {
         guard let pins, !pins.isEmpty else { return nil }
-        guard let host = URL(string: issuer)?.host else { throw CLIError.usage("--pin-public-key needs an issuer URL with a host") }
+        guard let host = URL(string: issuer)?.host else {
+            throw CLIError.usage("--pin-public-key needs an issuer URL with a host")
+        }
         do {
             return try PublicKeyPins([host: pins]).pins(for: host)
         } catch {
-            throw CLIError.usage("--pin-public-key: \(error.message) (a pin is sha256// and the base64 SHA-256 of the server's "
-                                 + "SubjectPublicKeyInfo: openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform DER "
-                                 + "| openssl dgst -sha256 -binary | base64)")
+            throw CLIError.usage(
+                "--pin-public-key: \(error.message) (a pin is sha256// and the base64 SHA-256 of the server's "
+                    + "SubjectPublicKeyInfo: openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform DER "
+                    + "| openssl dgst -sha256 -binary | base64)")
         }
     }
 }
@@ -50,7 +53,9 @@ extension LoginCommand {
     /// alone refuses it rather than log in unpinned.
     func validate() throws {
         if !pinPublicKey.isEmpty, resource != nil, issuer == nil {
-            throw ValidationError("--pin-public-key pins the issuer's host: give --issuer with it (a login by --resource alone is not pinned)")
+            throw ValidationError(
+                "--pin-public-key pins the issuer's host: give --issuer with it (a login by --resource alone is not pinned)"
+            )
         }
     }
 }

@@ -58,7 +58,8 @@ final class Progress: Sendable {
 /// letters in a box on a terminal, the plain code on its own line otherwise; and, on a terminal or
 /// not, how long the code lives (`expiresIn` seconds, the provider's `expires_in`, RFC 8628 §3.2).
 enum DeviceCodeBanner {
-    static func lines(userCode: String, verificationURI: String, complete: String?, expiresIn: TimeInterval) -> [String] {
+    static func lines(userCode: String, verificationURI: String, complete: String?, expiresIn: TimeInterval) -> [String]
+    {
         let code = Terminal.safe(userCode, keepNewlines: false)
         var lines = ["To sign in, open \(Terminal.safe(verificationURI, keepNewlines: false)) and enter the code:"]
         if Progress.isInteractive {
@@ -68,8 +69,12 @@ enum DeviceCodeBanner {
         } else {
             lines.append(code)
         }
-        if let complete { lines.append("(or open \(Terminal.safe(complete, keepNewlines: false)), which carries the code)") }
-        lines.append("The code expires in \(DurationText.describe(max(0, expiresIn).rounded())): approve before then, or run moose login --device again.")
+        if let complete {
+            lines.append("(or open \(Terminal.safe(complete, keepNewlines: false)), which carries the code)")
+        }
+        lines.append(
+            "The code expires in \(DurationText.describe(max(0, expiresIn).rounded())): approve before then, or run moose login --device again."
+        )
         return lines
     }
 }

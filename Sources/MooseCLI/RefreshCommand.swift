@@ -22,25 +22,40 @@ struct RefreshCommand: ParsableCommand {
         discussion: "moose token refreshes by itself when it has to; this forces one now.\n\n"
             + HelpText.examples("moose refresh", "moose refresh --profile work"))
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
+    @Option(
+        help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion
+    ) var profile: String?
 
     func run() throws {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
         let context = try OAuthContext(options: resolved.store, create: false)
-        guard let (session, settings) = try context.loadOrFail(profile) else { throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))") }
-        guard session.canRenew else { throw CLIError.failed("profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile)") }
+        guard let (session, settings) = try context.loadOrFail(profile) else {
+            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
+        }
+        guard session.canRenew else {
+            throw CLIError.failed(
+                "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile)"
+            )
+        }
         do {
             // The coordinator: lease, writable-store check before the refresh token is spent,
             // fenced write — the same guarantees `moose token` has.
-            try OAuthContext.renew(DetachedRefresh.Request(mode: .refreshNow), profile: profile, store: resolved.store, context: context,
-                                   session: session, settings: settings)
+            try OAuthContext.renew(
+                DetachedRefresh.Request(mode: .refreshNow), profile: profile, store: resolved.store, context: context,
+                session: session, settings: settings)
             let fresh = try context.sessions.load(profile)?.session.tokens ?? session.tokens
-            let rotated = fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
-            Terminal.out("Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")")
-        } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
-            throw CLIError.failed("the refresh token was refused: \(Terminal.safe(error.message)) (\(error.oauthError ?? "invalid_grant")); "
-                                  + "run moose login --profile \(profile)")
+            let rotated =
+                fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
+            Terminal.out(
+                "Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")"
+            )
+        } catch let error as OAuthError
+            where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin
+        {
+            throw CLIError.failed(
+                "the refresh token was refused: \(Terminal.safe(error.message)) (\(error.oauthError ?? "invalid_grant")); "
+                    + "run moose login --profile \(profile)")
         } catch {
             throw OAuthContext.fail(error)
         }
@@ -53,10 +68,12 @@ extension RefreshCommand {
     static func refresh(store: StoreOptions, profile: String, rejecting rejected: String) throws {
         let context = try OAuthContext(options: store, create: false)
         guard let (session, settings) = try context.loadOrFail(profile), session.canRenew,
-              session.tokens.accessToken.utf8.elementsEqual(rejected.utf8) else { return }
+            session.tokens.accessToken.utf8.elementsEqual(rejected.utf8)
+        else { return }
         do {
-            try OAuthContext.renew(DetachedRefresh.Request(mode: .rejecting, rejected: rejected), profile: profile, store: store,
-                                   context: context, session: session, settings: settings)
+            try OAuthContext.renew(
+                DetachedRefresh.Request(mode: .rejecting, rejected: rejected), profile: profile, store: store,
+                context: context, session: session, settings: settings)
         } catch {
             throw OAuthContext.fail(error)
         }

@@ -23,16 +23,20 @@ struct ResourceLogin {
 
     func run() throws {
         let canonical: String
-        do { canonical = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
+        do { canonical = try ResourceIdentifier.canonical(resource) } catch {
+            throw CLIError.usage("--resource: \(error)")
+        }
         // Without --profile, the resource URL names the profile: one session per resource.
         let profile = self.profile ?? canonical
         let context = try OAuthContext(options: store, create: true)
         let existing = try context.loadOrFail(profile)
-        let identity: ResourceTokenManager.ClientIdentity = clientID.map { .preRegistered($0) } ?? .dynamic(clientName: "moose")
+        let identity: ResourceTokenManager.ClientIdentity =
+            clientID.map { .preRegistered($0) } ?? .dynamic(clientName: "moose")
         let manager: ResourceTokenManager
         do {
-            manager = try ResourceTokenManager(resource: canonical, client: identity, storage: context.sessions.storage, key: profile,
-                                               transport: context.transport, scopes: scopes.isEmpty ? nil : scopes, requireS256: true)
+            manager = try ResourceTokenManager(
+                resource: canonical, client: identity, storage: context.sessions.storage, key: profile,
+                transport: context.transport, scopes: scopes.isEmpty ? nil : scopes, requireS256: true)
         } catch {
             throw OAuthContext.fail(error)
         }
@@ -45,17 +49,23 @@ struct ResourceLogin {
         do {
             let summary = try CLIBlocking.run { try await manager.login(with: method) }
             // The profile settings go into the session's row, so token, refresh and logout find them.
-            guard let stored = try context.sessions.load(profile) else { throw CLIError.failed("the new session of \(profile) was not stored") }
+            guard let stored = try context.sessions.load(profile) else {
+                throw CLIError.failed("the new session of \(profile) was not stored")
+            }
             var session = stored.session
-            var settings = Profile(name: profile, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
+            var settings = Profile(
+                name: profile, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
             settings.resource = session.resource
             settings.dpop = nil
-            if let old = existing?.profile, old.issuer.utf8.elementsEqual(settings.issuer.utf8) { settings.endpoints = old.endpoints }
+            if let old = existing?.profile, old.issuer.utf8.elementsEqual(settings.issuer.utf8) {
+                settings.endpoints = old.endpoints
+            }
             session.attributes = settings.stored(in: session.attributes)
             try context.sessions.save(session, key: profile, expectedGeneration: stored.generation)
             let registered = session.registration.map { _ in "; client registered at the provider" } ?? ""
-            Terminal.out("Logged in to \(summary.issuer) for \(summary.resource ?? canonical) (profile \(profile)); access token "
-                         + "\(expiryText(session.tokens)); scopes: \(summary.scopes.joined(separator: " "))\(registered)")
+            Terminal.out(
+                "Logged in to \(summary.issuer) for \(summary.resource ?? canonical) (profile \(profile)); access token "
+                    + "\(expiryText(session.tokens)); scopes: \(summary.scopes.joined(separator: " "))\(registered)")
         } catch let error as CLIError {
             throw error
         } catch {
@@ -67,13 +77,16 @@ struct ResourceLogin {
     /// only one, or an error that says what to do.
     static func profile(for resource: String, store: StoreOptions) throws -> String {
         let canonical: String
-        do { canonical = try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
+        do { canonical = try ResourceIdentifier.canonical(resource) } catch {
+            throw CLIError.usage("--resource: \(error)")
+        }
         let sessions = try CLISessions(options: store, create: false)
         var matches: [String] = []
         do {
             for key in try sessions.keys() {
                 guard let session = try sessions.load(key)?.session, let stored = session.resource,
-                      stored.utf8.elementsEqual(canonical.utf8) else { continue }
+                    stored.utf8.elementsEqual(canonical.utf8)
+                else { continue }
                 matches.append(key)
             }
         } catch {
@@ -83,7 +96,9 @@ struct ResourceLogin {
             throw CLIError.failed("no session for resource \(canonical); run moose login --resource \(canonical)")
         }
         guard matches.count == 1 else {
-            throw CLIError.usage("several profiles hold sessions for \(canonical) (\(matches.joined(separator: ", "))): choose one with --profile")
+            throw CLIError.usage(
+                "several profiles hold sessions for \(canonical) (\(matches.joined(separator: ", "))): choose one with --profile"
+            )
         }
         return first
     }
@@ -103,21 +118,31 @@ struct MCPCommand: ParsableCommand {
                 moose there (RFC 7591) unless --client-id is given, and logs in with PKCE S256, RFC 8707 resource and \
                 RFC 9207 iss. Then: moose token --resource SERVER_URL.
 
-                """ + "\n" + HelpText.examples("moose mcp login https://mcp.example.com/mcp",
-                                        "moose token --resource https://mcp.example.com/mcp"))
+                """ + "\n"
+                    + HelpText.examples(
+                        "moose mcp login https://mcp.example.com/mcp",
+                        "moose token --resource https://mcp.example.com/mcp"))
         @OptionGroup var store: StoreOptions
-        @Argument(help: ArgumentHelp("The MCP server's URL (its endpoint, e.g. https://mcp.example.com/mcp).", valueName: "SERVER_URL"))
+        @Argument(
+            help: ArgumentHelp(
+                "The MCP server's URL (its endpoint, e.g. https://mcp.example.com/mcp).", valueName: "SERVER_URL"))
         var serverURL: String
-        @Option(help: "The profile (default: the server's URL).", completion: ProfileNames.completion) var profile: String?
-        @Option(name: .customLong("client-id"), help: "A client id registered beforehand (default: register one).") var clientID: String?
-        @Option(help: "A scope to request (repeatable; default: the server's challenge, else its scopes_supported).") var scope: [String] = []
-        @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser = false
+        @Option(help: "The profile (default: the server's URL).", completion: ProfileNames.completion) var profile:
+            String?
+        @Option(name: .customLong("client-id"), help: "A client id registered beforehand (default: register one).")
+        var clientID: String?
+        @Option(help: "A scope to request (repeatable; default: the server's challenge, else its scopes_supported).")
+        var scope: [String] = []
+        @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser =
+            false
         @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16?
         @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
 
         func run() throws {
-            try ResourceLogin(store: store, resource: serverURL, profile: profile, clientID: clientID, scopes: scope,
-                              noBrowser: noBrowser, port: port ?? 0, timeout: timeout).run()
+            try ResourceLogin(
+                store: store, resource: serverURL, profile: profile, clientID: clientID, scopes: scope,
+                noBrowser: noBrowser, port: port ?? 0, timeout: timeout
+            ).run()
         }
     }
 }

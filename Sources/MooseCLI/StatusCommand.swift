@@ -47,28 +47,39 @@ struct StatusCommand: ParsableCommand {
             let tokens = session.tokens
             let summary = SessionSummary(key: name, session: session)
             if json {
-                var object: JSONObject = ["profile": .string(name), "issuer": .string(session.issuer),
-                                          "client_id": .string(session.clientID), "state": .string(session.state.rawValue),
-                                          "subject": session.subject.map { .string($0) } ?? .null,
-                                          "display_name": summary.displayName.map { .string($0) } ?? .null,
-                                          "preferred_username": summary.preferredUsername.map { .string($0) } ?? .null,
-                                          "email": summary.email.map { .string($0) } ?? .null,
-                                          "name": summary.name.map { .string($0) } ?? .null,
-                                          "scopes": .array(tokens.scopes.map { .string($0) }),
-                                          "has_refresh_token": .bool(tokens.refreshToken != nil),
-                                          "resource": session.resource.map { .string($0) } ?? .null]
+                var object: JSONObject = [
+                    "profile": .string(name), "issuer": .string(session.issuer),
+                    "client_id": .string(session.clientID), "state": .string(session.state.rawValue),
+                    "subject": session.subject.map { .string($0) } ?? .null,
+                    "display_name": summary.displayName.map { .string($0) } ?? .null,
+                    "preferred_username": summary.preferredUsername.map { .string($0) } ?? .null,
+                    "email": summary.email.map { .string($0) } ?? .null,
+                    "name": summary.name.map { .string($0) } ?? .null,
+                    "scopes": .array(tokens.scopes.map { .string($0) }),
+                    "has_refresh_token": .bool(tokens.refreshToken != nil),
+                    "resource": session.resource.map { .string($0) } ?? .null
+                ]
                 object["expires_at"] = tokens.expiresAt.map { .string(ISO8601.string(from: $0)) } ?? .null
                 items.append(.object(object))
             } else {
                 let grant = session.renewsWithoutAPerson
-                let state = !session.canRenew ? "needs login" : tokens.isValid() ? "active" : grant ? "expired (renewed by a new grant on next use)" : "expired (refreshable)"
+                let state =
+                    !session.canRenew
+                    ? "needs login"
+                    : tokens.isValid()
+                        ? "active" : grant ? "expired (renewed by a new grant on next use)" : "expired (refreshable)"
                 let resource = session.resource.map { " for \($0)" } ?? ""
                 let refresh = tokens.refreshToken != nil ? "yes" : grant ? "none (a new grant renews it)" : "none"
-                Terminal.out("\(name): \(summary.displayName ?? (grant ? "client \(session.clientID)" : "-")) at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
-                      + "refresh token \(refresh); scopes: \(tokens.scopes.joined(separator: " "))")
+                Terminal.out(
+                    "\(name): \(summary.displayName ?? (grant ? "client \(session.clientID)" : "-")) at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
+                        + "refresh token \(refresh); scopes: \(tokens.scopes.joined(separator: " "))")
             }
         }
-        if json { Terminal.out(JSONValue.array(items).prettyPrinted()) } else if names.isEmpty { Terminal.out("no sessions; run moose login") }
+        if json {
+            Terminal.out(JSONValue.array(items).prettyPrinted())
+        } else if names.isEmpty {
+            Terminal.out("no sessions; run moose login")
+        }
     }
 
     /// How `status` shows a row that cannot be opened, or `nil` when `name`'s row is not damaged.
@@ -79,8 +90,10 @@ struct StatusCommand: ParsableCommand {
         } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
             let safe = Terminal.safe(name)
             let next = "run moose login --profile \(safe) to replace it, or moose logout --profile \(safe) to remove it"
-            return ("\(safe): damaged — the stored session cannot be opened (its sealed bytes do not authenticate); \(next)",
-                    .object(["profile": .string(name), "state": .string("damaged"), "next_step": .string(next)]))
+            return (
+                "\(safe): damaged — the stored session cannot be opened (its sealed bytes do not authenticate); \(next)",
+                .object(["profile": .string(name), "state": .string("damaged"), "next_step": .string(next)])
+            )
         } catch {
             return nil
         }

@@ -16,23 +16,34 @@ import Darwin
 
 /// Where the store and its master key are, shared by every command that opens the store.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .customLong("store"), help: ArgumentHelp(
-        "The store: a file (default: $MOOSE_STORE, else $XDG_DATA_HOME/moose/store.sqlite) or a postgres://USER@HOST/DB URL shared by several machines.",
-        valueName: "PATH|URL"))
+    @Option(
+        name: .customLong("store"),
+        help: ArgumentHelp(
+            "The store: a file (default: $MOOSE_STORE, else $XDG_DATA_HOME/moose/store.sqlite) or a postgres://USER@HOST/DB URL shared by several machines.",
+            valueName: "PATH|URL"))
     var storePath: String?
 
-    @Option(name: .customLong("key-file"), help: ArgumentHelp("Master key file, 32 bytes, mode 0600 (default: $XDG_CONFIG_HOME/moose/store.key).", valueName: "PATH"))
+    @Option(
+        name: .customLong("key-file"),
+        help: ArgumentHelp(
+            "Master key file, 32 bytes, mode 0600 (default: $XDG_CONFIG_HOME/moose/store.key).", valueName: "PATH"))
     var keyFile: String?
 
-    @Option(name: .customLong("key-env"), help: ArgumentHelp("Read the master key (base64) from this environment variable.", valueName: "VAR"))
+    @Option(
+        name: .customLong("key-env"),
+        help: ArgumentHelp("Read the master key (base64) from this environment variable.", valueName: "VAR"))
     var keyEnvironment: String?
 
-    @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("Derive the master key from the passphrase in this file (scrypt).", valueName: "FILE"))
+    @Option(
+        name: .customLong("passphrase-file"),
+        help: ArgumentHelp("Derive the master key from the passphrase in this file (scrypt).", valueName: "FILE"))
     var passphraseFile: String?
 
-    @Option(name: .customLong("key-secret-service"), help: ArgumentHelp(
-        "Keep the master key in the freedesktop Secret Service (GNOME Keyring, KWallet…) as the item NAME (made with the store; needs libsecret and an unlocked keyring).",
-        valueName: "NAME"))
+    @Option(
+        name: .customLong("key-secret-service"),
+        help: ArgumentHelp(
+            "Keep the master key in the freedesktop Secret Service (GNOME Keyring, KWallet…) as the item NAME (made with the store; needs libsecret and an unlocked keyring).",
+            valueName: "NAME"))
     var keySecretService: String?
 
     /// `$HOME` when it names an absolute folder; `nil` when it is unset, empty or relative.
@@ -46,14 +57,19 @@ struct StoreOptions: ParsableArguments {
     static func xdg(_ variable: String, fallback: String) throws -> String {
         if let value = getenv(variable).map({ String(cString: $0) }), value.hasPrefix("/") { return value }
         guard let home = home() else {
-            let next = "moose keeps its store, key and config under your home folder and will not put secrets in the current directory; "
+            let next =
+                "moose keeps its store, key and config under your home folder and will not put secrets in the current directory; "
             let value = getenv("HOME").map { String(cString: $0) } ?? ""
             if !value.isEmpty {
                 // Set, but relative: said as it is (a relative HOME would be the current directory's).
-                throw CLIError.usage("HOME is not an absolute path (HOME=\(value)), nor is \(variable) set to one: " + next
-                                     + "set HOME to your home folder's absolute path, or give --store and --key-file (or MOOSE_STORE, MOOSE_CONFIG)")
+                throw CLIError.usage(
+                    "HOME is not an absolute path (HOME=\(value)), nor is \(variable) set to one: " + next
+                        + "set HOME to your home folder's absolute path, or give --store and --key-file (or MOOSE_STORE, MOOSE_CONFIG)"
+                )
             }
-            throw CLIError.usage("HOME is not set (nor \(variable)): " + next + "set HOME, or give --store and --key-file (or MOOSE_STORE, MOOSE_CONFIG)")
+            throw CLIError.usage(
+                "HOME is not set (nor \(variable)): " + next
+                    + "set HOME, or give --store and --key-file (or MOOSE_STORE, MOOSE_CONFIG)")
         }
         return home + "/" + fallback
     }
@@ -76,8 +92,12 @@ struct StoreOptions: ParsableArguments {
     }
 
     func keySource() throws -> MasterKeySource {
-        let chosen = [keyFile != nil, keyEnvironment != nil, passphraseFile != nil, keySecretService != nil].filter { $0 }.count
-        guard chosen <= 1 else { throw CLIError.usage("give only one of --key-file, --key-env, --passphrase-file, --key-secret-service") }
+        let chosen = [keyFile != nil, keyEnvironment != nil, passphraseFile != nil, keySecretService != nil].filter {
+            $0
+        }.count
+        guard chosen <= 1 else {
+            throw CLIError.usage("give only one of --key-file, --key-env, --passphrase-file, --key-secret-service")
+        }
         if let keyEnvironment { return .environment(keyEnvironment) }
         if let keySecretService { return .secretService(keySecretService) }
         if let passphraseFile {
@@ -92,8 +112,10 @@ struct StoreOptions: ParsableArguments {
 
     func open(create: Bool = false) throws -> SecretStore {
         guard try !isPostgres else {
-            throw CLIError.usage("this command needs a file store; --store (or MOOSE_STORE) names a PostgreSQL database, "
-                                 + "where moose store init, check and rotate-key work, and sessions are managed with login, status, token, refresh and logout")
+            throw CLIError.usage(
+                "this command needs a file store; --store (or MOOSE_STORE) names a PostgreSQL database, "
+                    + "where moose store init, check and rotate-key work, and sessions are managed with login, status, token, refresh and logout"
+            )
         }
         do {
             return try SecretStore(path: try resolvedStorePath, masterKey: try keySource(), create: create)
@@ -103,7 +125,8 @@ struct StoreOptions: ParsableArguments {
     }
 
     static func cliError(_ error: SecretStoreError) -> CLIError {
-        error.code == SecretStoreError.invalidArgument ? .usage(error.message) : .failed("\(error.code): \(error.message)")
+        error.code == SecretStoreError.invalidArgument
+            ? .usage(error.message) : .failed("\(error.code): \(error.message)")
     }
 
     /// Any error of a store operation as the CLI reports it.
@@ -118,7 +141,10 @@ extension StoreOptions {
     /// The options as given, without argument-parser: for the lean command line of `moose token`
     /// (`LeanCommandLine`, which must know each option's name). Sets every option above — one left
     /// unset would stop the program when read.
-    init(storePath: String?, keyFile: String?, keyEnvironment: String?, passphraseFile: String?, keySecretService: String? = nil) {
+    init(
+        storePath: String?, keyFile: String?, keyEnvironment: String?, passphraseFile: String?,
+        keySecretService: String? = nil
+    ) {
         self.init()
         self.storePath = storePath
         self.keyFile = keyFile
@@ -141,13 +167,15 @@ struct StoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Manage the encrypted secret store.",
-        discussion: HelpText.examples("moose store init", "printf %s \"$SECRET\" | moose store put --namespace ci deploy-key",
-                                      "moose store get --namespace ci deploy-key", "moose store check"),
+        discussion: HelpText.examples(
+            "moose store init", "printf %s \"$SECRET\" | moose store put --namespace ci deploy-key",
+            "moose store get --namespace ci deploy-key", "moose store check"),
         subcommands: [Init.self, Put.self, Get.self, List.self, Remove.self, RotateKey.self, Check.self]
     )
 
     struct Init: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "init", abstract: "Create the store (and its key file) if missing.")
+        static let configuration = CommandConfiguration(
+            commandName: "init", abstract: "Create the store (and its key file) if missing.")
         @OptionGroup var options: StoreOptions
 
         func run() throws {
@@ -188,7 +216,8 @@ struct StoreCommand: ParsableCommand {
     }
 
     struct Get: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a value (exactly as stored).")
+        static let configuration = CommandConfiguration(
+            commandName: "get", abstract: "Print a value (exactly as stored).")
         @OptionGroup var options: StoreOptions
         @Option(help: "The namespace.") var namespace = "default"
         @Argument(help: "The value's name.") var name: String
@@ -216,12 +245,16 @@ struct StoreCommand: ParsableCommand {
             do { entries = try store.list(namespace: namespace) } catch { throw StoreOptions.cliError(error) }
             if json {
                 let items: [JSONValue] = entries.map {
-                    .object(["namespace": .string($0.namespace), "name": .string($0.name),
-                             "updated": .string(ISO8601Text.string($0.updatedAt))])
+                    .object([
+                        "namespace": .string($0.namespace), "name": .string($0.name),
+                        "updated": .string(ISO8601Text.string($0.updatedAt))
+                    ])
                 }
                 Terminal.out(JSONValue.array(items).serialized())
             } else {
-                for entry in entries { Terminal.out("\(entry.namespace)/\(entry.name)\t\(ISO8601Text.string(entry.updatedAt))") }
+                for entry in entries {
+                    Terminal.out("\(entry.namespace)/\(entry.name)\t\(ISO8601Text.string(entry.updatedAt))")
+                }
             }
         }
     }
@@ -235,7 +268,9 @@ struct StoreCommand: ParsableCommand {
         func run() throws {
             let store = try options.open()
             let removed: Bool
-            do { removed = try store.delete(namespace: namespace, name: name) } catch { throw StoreOptions.cliError(error) }
+            do { removed = try store.delete(namespace: namespace, name: name) } catch {
+                throw StoreOptions.cliError(error)
+            }
             guard removed else { throw CLIError.failed("no value \(namespace)/\(name)") }
         }
     }
@@ -251,16 +286,24 @@ struct StoreCommand: ParsableCommand {
                 """)
         @OptionGroup var options: StoreOptions
         @Flag(help: "Rotate the master key instead of the data key.") var master = false
-        @Option(name: .customLong("to-key-env"), help: ArgumentHelp("New master key from this environment variable.", valueName: "VAR"))
+        @Option(
+            name: .customLong("to-key-env"),
+            help: ArgumentHelp("New master key from this environment variable.", valueName: "VAR"))
         var toKeyEnvironment: String?
-        @Option(name: .customLong("to-passphrase-file"), help: ArgumentHelp("New master key from this passphrase file.", valueName: "FILE"))
+        @Option(
+            name: .customLong("to-passphrase-file"),
+            help: ArgumentHelp("New master key from this passphrase file.", valueName: "FILE"))
         var toPassphraseFile: String?
-        @Option(name: .customLong("to-secret-service"), help: ArgumentHelp("New master key made and kept in the Secret Service as the item NAME.", valueName: "NAME"))
+        @Option(
+            name: .customLong("to-secret-service"),
+            help: ArgumentHelp(
+                "New master key made and kept in the Secret Service as the item NAME.", valueName: "NAME"))
         var toSecretService: String?
 
         /// The new master key a --to-… option names; `nil` for none.
         func newKeySource() throws -> MasterKeySource? {
-            guard [toKeyEnvironment != nil, toPassphraseFile != nil, toSecretService != nil].filter({ $0 }).count <= 1 else {
+            guard [toKeyEnvironment != nil, toPassphraseFile != nil, toSecretService != nil].filter({ $0 }).count <= 1
+            else {
                 throw CLIError.usage("give only one of --to-key-env, --to-passphrase-file, --to-secret-service")
             }
             if let toKeyEnvironment { return .environment(toKeyEnvironment) }
@@ -286,13 +329,16 @@ struct StoreCommand: ParsableCommand {
                     try store.rotateMasterKey(to: newKey)
                 } else {
                     guard case .keyFile(let path) = try options.keySource() else {
-                        throw CLIError.usage("--master without a key file needs --to-key-env, --to-passphrase-file or --to-secret-service")
+                        throw CLIError.usage(
+                            "--master without a key file needs --to-key-env, --to-passphrase-file or --to-secret-service"
+                        )
                     }
                     let fresh = path + ".new"
                     unlink(fresh)
                     try store.rotateMasterKey(to: .keyFile(fresh))
                     guard rename(fresh, path) == 0 else {
-                        throw CLIError.failed("the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
+                        throw CLIError.failed(
+                            "the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
                     }
                 }
                 Terminal.out("master key rotated")
@@ -315,7 +361,8 @@ struct StoreCommand: ParsableCommand {
                 newKey = named
             } else {
                 guard case .keyFile(let path) = try options.keySource() else {
-                    throw CLIError.usage("--master without a key file needs --to-key-env, --to-passphrase-file or --to-secret-service")
+                    throw CLIError.usage(
+                        "--master without a key file needs --to-key-env, --to-passphrase-file or --to-secret-service")
                 }
                 unlink(path + ".new")
                 newKey = .keyFile(path + ".new")

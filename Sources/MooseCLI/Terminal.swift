@@ -54,7 +54,8 @@ enum Terminal {
             if value == 0x09 || (value == 0x0A && keepNewlines) {
                 out.unicodeScalars.append(scalar)
             } else if value < 0x20 || (0x7F...0x9F).contains(value) || (0x2028...0x2029).contains(value)
-                        || JSONValue.isBidiControl(value) {
+                || JSONValue.isBidiControl(value)
+            {
                 out += "\\u{" + String(value, radix: 16) + "}"
             } else {
                 out.unicodeScalars.append(scalar)

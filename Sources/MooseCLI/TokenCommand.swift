@@ -26,11 +26,12 @@ struct TokenCommand: ParsableCommand {
 
             Exit status: 0 ok, 1 the session needs `moose login`, 2 usage, 3 the provider is unreachable.
 
-            """ + "\n" + HelpText.examples(
-                "curl -H \"$(moose token --format header)\" https://api.example.com/me",
-                "eval \"$(moose token --format env)\"",
-                "moose token --id-token --format exec-credential",
-                "moose token --profile work --min-validity 120"))
+            """ + "\n"
+                + HelpText.examples(
+                    "curl -H \"$(moose token --format header)\" https://api.example.com/me",
+                    "eval \"$(moose token --format env)\"",
+                    "moose token --id-token --format exec-credential",
+                    "moose token --profile work --min-validity 120"))
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
         case token, header, env, json
@@ -39,20 +40,30 @@ struct TokenCommand: ParsableCommand {
     }
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
-    @Option(name: .customLong("min-validity"),
-            help: ArgumentHelp("How long the token must still be valid: seconds, or a duration like 90s, 2m, 1h (default: 30s; at most a quarter of the provider's token lifetime).",
-                               valueName: "DURATION"))
+    @Option(
+        help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion
+    ) var profile: String?
+    @Option(
+        name: .customLong("min-validity"),
+        help: ArgumentHelp(
+            "How long the token must still be valid: seconds, or a duration like 90s, 2m, 1h (default: 30s; at most a quarter of the provider's token lifetime).",
+            valueName: "DURATION"))
     var minValidity: String?
     @Flag(name: .customLong("id-token"), help: "Print the ID token instead.") var idToken = false
     @Option(help: "token | header | env | json") var format: Format = .token
-    @Option(help: ArgumentHelp("For a DPoP-bound session with --format header: the request's URL (the proof's htu).", valueName: "URL"))
+    @Option(
+        help: ArgumentHelp(
+            "For a DPoP-bound session with --format header: the request's URL (the proof's htu).", valueName: "URL"))
     var url: String?
-    @Option(help: ArgumentHelp("For a DPoP-bound session with --format header: the request's method.", valueName: "METHOD"))
+    @Option(
+        help: ArgumentHelp("For a DPoP-bound session with --format header: the request's method.", valueName: "METHOD"))
     var method = "GET"
     @Option(help: ArgumentHelp("A DPoP nonce the resource server sent (its DPoP-Nonce header).", valueName: "NONCE"))
     var nonce: String?
-    @Option(help: ArgumentHelp("The token of the session for this resource (an MCP server, an API; see moose login --resource).", valueName: "URL"))
+    @Option(
+        help: ArgumentHelp(
+            "The token of the session for this resource (an MCP server, an API; see moose login --resource).",
+            valueName: "URL"))
     var resource: String?
 
     /// The ID token's expiry (`exp`, read without verifying: it was validated when it was stored), nil
@@ -65,7 +76,9 @@ struct TokenCommand: ParsableCommand {
     /// Whether the ID token is valid for `minimum` seconds, capped (as every margin) at a share of its
     /// own lifetime (`exp` − `iat`).
     static func idTokenIsValid(_ tokens: TokenSet, for minimum: TimeInterval) -> Bool {
-        guard let id = tokens.idToken, let claims = try? JWT(compact: id).claims, let expiry = claims.expiresAt else { return false }
+        guard let id = tokens.idToken, let claims = try? JWT(compact: id).claims, let expiry = claims.expiresAt else {
+            return false
+        }
         var margin = minimum
         if let issued = claims.issuedAt, expiry > issued {
             margin = min(margin, expiry.timeIntervalSince(issued) * TokenSet.defaultMaximumMarginFraction)
@@ -77,8 +90,10 @@ struct TokenCommand: ParsableCommand {
     /// coordinator's rule): read from the store (no network, no concurrency runtime when the cached
     /// token is fine), else refreshed in the detached refresher — once, however many processes ask.
     /// Every command and credential helper gets tokens here.
-    static func validTokens(store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval,
-                            idToken: Bool = false) throws -> TokenSet {
+    static func validTokens(
+        store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval,
+        idToken: Bool = false
+    ) throws -> TokenSet {
         func valid(_ tokens: TokenSet) -> Bool {
             tokens.isValidLongEnough(minimum) && (!idToken || idTokenIsValid(tokens, for: minimum))
         }
@@ -87,16 +102,22 @@ struct TokenCommand: ParsableCommand {
         // an error, another process using the store — takes the ordinary path below, which reads again
         // and reports exactly as before.
         if let source = try? store.keySource(),
-           let stored = try? EncryptedSessionStorage.loadSnapshot(path: try store.resolvedStorePath, masterKey: source, key: profile),
-           stored.session.state == .active, valid(stored.session.tokens) {
+            let stored = try? EncryptedSessionStorage.loadSnapshot(
+                path: try store.resolvedStorePath, masterKey: source, key: profile),
+            stored.session.state == .active, valid(stored.session.tokens)
+        {
             return stored.session.tokens
         }
         let sessions = try CLISessions(options: store, create: false)
         defer { sessions.close() }
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))") }
-        guard session.canRenew else { throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)") }
+        guard let session = stored?.session else {
+            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
+        }
+        guard session.canRenew else {
+            throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)")
+        }
         var tokens = session.tokens
         if !valid(tokens) {
             // Slow path: the network, through the one refresh path every command shares. An ID token
@@ -105,21 +126,28 @@ struct TokenCommand: ParsableCommand {
             let accessValid = tokens.isValidLongEnough(minimum)
             do {
                 // In a detached process of its own: this one may be killed mid-refresh (DetachedRefresh).
-                let request = accessValid ? DetachedRefresh.Request(mode: .refreshNow)
+                let request =
+                    accessValid
+                    ? DetachedRefresh.Request(mode: .refreshNow)
                     : DetachedRefresh.Request(mode: .accessToken, minimumValidity: minimum)
-                try OAuthContext.renew(request, profile: profile, store: store, context: OAuthContext(sessions: sessions),
-                                       session: session, settings: Profile.of(session, key: profile))
-            } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin {
-                throw CLIError.failed("the session of profile \(profile) needs a new login: \(Terminal.safe(error.message)) "
-                                      + "(\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
+                try OAuthContext.renew(
+                    request, profile: profile, store: store, context: OAuthContext(sessions: sessions),
+                    session: session, settings: Profile.of(session, key: profile))
+            } catch let error as OAuthError
+                where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin
+            {
+                throw CLIError.failed(
+                    "the session of profile \(profile) needs a new login: \(Terminal.safe(error.message)) "
+                        + "(\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
             } catch {
                 throw OAuthContext.fail(error)
             }
             tokens = try sessions.load(profile)?.session.tokens ?? tokens
             if idToken, tokens.idToken != nil, !idTokenIsValid(tokens, for: 0) {
                 let when = idTokenExpiry(tokens).map { " at \(HTTPDate.format($0))" } ?? ""
-                throw CLIError.failed("profile \(profile)'s ID token expired\(when) and the provider's refresh brought no new one; "
-                                      + "run moose login --profile \(profile) for a new ID token")
+                throw CLIError.failed(
+                    "profile \(profile)'s ID token expired\(when) and the provider's refresh brought no new one; "
+                        + "run moose login --profile \(profile) for a new ID token")
             }
         }
         return tokens
@@ -127,8 +155,9 @@ struct TokenCommand: ParsableCommand {
 
     /// The command line as plain values.
     var values: Values {
-        Values(store: store, profile: profile, minValidity: minValidity, idToken: idToken, format: format,
-               url: url, method: method, nonce: nonce, resource: resource)
+        Values(
+            store: store, profile: profile, minValidity: minValidity, idToken: idToken, format: format,
+            url: url, method: method, nonce: nonce, resource: resource)
     }
 
     func run() throws { try values.run() }
@@ -150,7 +179,9 @@ struct TokenCommand: ParsableCommand {
 
         func run() throws {
             guard let minimum = minValidity.map(DurationText.parse) ?? 30 else {
-                throw CLIError.usage("--min-validity \(minValidity ?? ""): expected a duration of at most a year, like 60, 90s, 2m or 1h")
+                throw CLIError.usage(
+                    "--min-validity \(minValidity ?? ""): expected a duration of at most a year, like 60, 90s, 2m or 1h"
+                )
             }
             let profile: String
             let store: StoreOptions
@@ -162,17 +193,22 @@ struct TokenCommand: ParsableCommand {
                 profile = resolved.name
                 store = resolved.store
             }
-            let tokens = try TokenCommand.validTokens(store: store, profile: profile, minimumValidity: minimum, idToken: idToken)
+            let tokens = try TokenCommand.validTokens(
+                store: store, profile: profile, minimumValidity: minimum, idToken: idToken)
             // Asked for more than the provider's tokens live: say so (the token printed is the freshest there is).
             if minValidity != nil, let lifetime = tokens.lifetime, minimum > lifetime {
-                Terminal.error("moose: note: --min-validity \(DurationText.describe(minimum)) is longer than the provider's tokens live "
-                               + "(\(DurationText.describe(lifetime))); printing a token valid for \(DurationText.describe(max(tokens.expiresAt?.timeIntervalSinceNow ?? 0, 0)))")
+                Terminal.error(
+                    "moose: note: --min-validity \(DurationText.describe(minimum)) is longer than the provider's tokens live "
+                        + "(\(DurationText.describe(lifetime))); printing a token valid for \(DurationText.describe(max(tokens.expiresAt?.timeIntervalSinceNow ?? 0, 0)))"
+                )
             }
             // A token goes only to the resource it was issued for.
             if let resource, self.profile != nil {
                 let canonical = (try? ResourceIdentifier.canonical(resource)) ?? resource
                 guard let stored = tokens.resource, stored.utf8.elementsEqual(canonical.utf8) else {
-                    throw CLIError.failed("profile \(profile)'s tokens are not for \(canonical)\(tokens.resource.map { " (they are for \($0))" } ?? "")")
+                    throw CLIError.failed(
+                        "profile \(profile)'s tokens are not for \(canonical)\(tokens.resource.map { " (they are for \($0))" } ?? "")"
+                    )
                 }
             }
             let value: String
@@ -188,11 +224,13 @@ struct TokenCommand: ParsableCommand {
             // a header; it is refused, not escaped into something that might still be pasted raw.
             if format != .json {
                 guard TokenCharacters.isB64Token(value) else {
-                    throw CLIError.failed("the \(idToken ? "ID" : "access") token has characters outside RFC 6750's b64token set; "
-                                          + "refusing to print it as shell or header text (--format json shows it JSON-escaped)")
+                    throw CLIError.failed(
+                        "the \(idToken ? "ID" : "access") token has characters outside RFC 6750's b64token set; "
+                            + "refusing to print it as shell or header text (--format json shows it JSON-escaped)")
                 }
                 guard TokenCharacters.isHTTPToken(tokenType) else {
-                    throw CLIError.failed("the token type is not an HTTP token (RFC 9110); refusing to print it as shell or header text")
+                    throw CLIError.failed(
+                        "the token type is not an HTTP token (RFC 9110); refusing to print it as shell or header text")
                 }
             }
             // The printed token's own expiry: the ID token's `exp` with --id-token.
@@ -205,17 +243,23 @@ struct TokenCommand: ParsableCommand {
                 // RFC 9449 §7.1: a DPoP-bound token goes with a proof for this very request.
                 if tokens.isDPoPBound, !idToken {
                     guard let url else {
-                        throw CLIError.usage("profile \(profile) has DPoP-bound tokens: --format header needs --url (and --method unless GET) for the proof")
+                        throw CLIError.usage(
+                            "profile \(profile) has DPoP-bound tokens: --format header needs --url (and --method unless GET) for the proof"
+                        )
                     }
-                    Terminal.out("DPoP: \(try DPoPProofCommand.proof(tokens: tokens, method: method, url: url, nonce: nonce, accessTokenHash: true))")
+                    Terminal.out(
+                        "DPoP: \(try DPoPProofCommand.proof(tokens: tokens, method: method, url: url, nonce: nonce, accessTokenHash: true))"
+                    )
                 }
             case .env:
                 Terminal.out("export MOOSE_ACCESS_TOKEN=\(Shell.quote(value))")
                 Terminal.out("export MOOSE_TOKEN_TYPE=\(Shell.quote(tokenType))")
                 Terminal.out("export MOOSE_TOKEN_EXPIRES_AT=\(Shell.quote(expiresAt.map(String.init) ?? ""))")
             case .json:
-                var object: JSONObject = ["token": .string(value), "token_type": .string(tokenType),
-                                          "scopes": .array(tokens.scopes.map { .string($0) })]
+                var object: JSONObject = [
+                    "token": .string(value), "token_type": .string(tokenType),
+                    "scopes": .array(tokens.scopes.map { .string($0) })
+                ]
                 object["expires_at"] = expiresAt.map { .number(JSONNumber($0)) } ?? .null
                 Terminal.out(JSONValue.object(object).serialized())
             case .execCredential:
@@ -246,17 +290,22 @@ struct DPoPProofCommand: ParsableCommand {
         discussion: """
             The proof carries ath (the access token's hash) unless --no-ath; a nonce when --nonce is given.
 
-            """ + "\n" + HelpText.examples(
-                "url=https://api.example.com/me",
-                "curl -H \"Authorization: DPoP $(moose token)\" \\",
-                "     -H \"DPoP: $(moose dpop-proof --url $url)\" \"$url\""))
+            """ + "\n"
+                + HelpText.examples(
+                    "url=https://api.example.com/me",
+                    "curl -H \"Authorization: DPoP $(moose token)\" \\",
+                    "     -H \"DPoP: $(moose dpop-proof --url $url)\" \"$url\""))
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion) var profile: String?
+    @Option(
+        help: "The profile (default: the config file's default, else \"default\").", completion: ProfileNames.completion
+    ) var profile: String?
     @Option(help: ArgumentHelp("The request's method, its htm claim.", valueName: "METHOD")) var method = "GET"
-    @Option(help: ArgumentHelp("The request's URL (htu: query and fragment are dropped).", valueName: "URL")) var url: String
+    @Option(help: ArgumentHelp("The request's URL (htu: query and fragment are dropped).", valueName: "URL")) var url:
+        String
     @Option(help: ArgumentHelp("The server's DPoP-Nonce.", valueName: "NONCE")) var nonce: String?
-    @Flag(name: .customLong("no-ath"), help: "Leave out ath (a proof for a token endpoint rather than a resource).") var noAccessTokenHash = false
+    @Flag(name: .customLong("no-ath"), help: "Leave out ath (a proof for a token endpoint rather than a resource).")
+    var noAccessTokenHash = false
 
     func run() throws {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
@@ -264,25 +313,39 @@ struct DPoPProofCommand: ParsableCommand {
         let sessions = try CLISessions(options: resolved.store, create: false)
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session else { throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))") }
-        Terminal.out(try Self.proof(tokens: session.tokens, method: method, url: url, nonce: nonce, accessTokenHash: !noAccessTokenHash))
+        guard let session = stored?.session else {
+            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
+        }
+        Terminal.out(
+            try Self.proof(
+                tokens: session.tokens, method: method, url: url, nonce: nonce, accessTokenHash: !noAccessTokenHash))
     }
 
     /// A proof with the key kept with `tokens`.
-    static func proof(tokens: TokenSet, method: String, url: String, nonce: String?, accessTokenHash: Bool) throws -> String {
+    static func proof(tokens: TokenSet, method: String, url: String, nonce: String?, accessTokenHash: Bool) throws
+        -> String
+    {
         guard let key = tokens.dpopKey else {
             throw CLIError.failed("the session has no DPoP key (log in with moose login --dpop)")
         }
-        guard let target = URL(string: url), let scheme = target.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              target.host != nil else {
+        guard let target = URL(string: url), let scheme = target.scheme?.lowercased(),
+            scheme == "https" || scheme == "http",
+            target.host != nil
+        else {
             throw CLIError.usage("--url \(url) is not an absolute http(s) URL")
         }
-        guard let htm = HTTPRequest.Method(method.uppercased()) else { throw CLIError.usage("--method \(method) is not an HTTP method") }
-        if let nonce, nonce.isEmpty || !nonce.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }) {
+        guard let htm = HTTPRequest.Method(method.uppercased()) else {
+            throw CLIError.usage("--method \(method) is not an HTTP method")
+        }
+        if let nonce,
+            nonce.isEmpty
+                || !nonce.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
+        {
             throw CLIError.usage("--nonce has characters a DPoP nonce cannot have (RFC 9449 §8.1)")
         }
         do {
-            return try key.proof(method: htm, url: target, accessToken: accessTokenHash ? tokens.accessToken : nil, nonce: nonce)
+            return try key.proof(
+                method: htm, url: target, accessToken: accessTokenHash ? tokens.accessToken : nil, nonce: nonce)
         } catch {
             throw OAuthContext.fail(error)
         }
@@ -298,22 +361,28 @@ enum ExecCredential {
     /// An `ExecCredential` with `status.token` and `status.expirationTimestamp` (RFC 3339), in the
     /// API version `KUBERNETES_EXEC_INFO` names (v1 when absent). kubectl calls the plugin again once
     /// the timestamp has passed — so it never holds an expired token, and never triggers a refresh early.
-    static func document(token: String, expiresAt: Date?, execInfo: String? = environmentValue("KUBERNETES_EXEC_INFO")) throws -> String {
+    static func document(token: String, expiresAt: Date?, execInfo: String? = environmentValue("KUBERNETES_EXEC_INFO"))
+        throws -> String
+    {
         var apiVersion = versions[0]
         if let info = execInfo, !info.isEmpty {
-            guard info.utf8.count <= 64 * 1024, case .object(let object)? = try? JSONValue(parsing: Array(info.utf8)) else {
+            guard info.utf8.count <= 64 * 1024, case .object(let object)? = try? JSONValue(parsing: Array(info.utf8))
+            else {
                 throw CLIError.usage("KUBERNETES_EXEC_INFO is not a JSON object")
             }
             if let asked = object["apiVersion"]?.stringValue {
                 guard let known = versions.first(where: { $0.utf8.elementsEqual(asked.utf8) }) else {
-                    throw CLIError.failed("kubectl asks for \(asked); moose speaks \(versions.joined(separator: " and "))")
+                    throw CLIError.failed(
+                        "kubectl asks for \(asked); moose speaks \(versions.joined(separator: " and "))")
                 }
                 apiVersion = known
             }
         }
         var status: JSONObject = ["token": .string(token)]
         if let expiresAt { status["expirationTimestamp"] = .string(ISO8601.string(from: expiresAt)) }
-        let document: JSONObject = ["apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)]
+        let document: JSONObject = [
+            "apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)
+        ]
         return JSONValue.object(document).serialized()
     }
 }

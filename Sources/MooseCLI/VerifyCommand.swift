@@ -30,79 +30,118 @@ struct VerifyCommand: ParsableCommand {
             standard error), or the issuer's answer unusable; 2 usage; 3 the issuer, its keys or its \
             introspection endpoint could not be reached: try again later.
 
-            """ + "\n" + HelpText.examples(
-                "moose token | moose verify --issuer https://id.example.com \\",
-                "    --audience https://api.example.com --scope api.read -",
-                "moose verify --issuer https://id.example.com --audience my-api \\",
-                "    --token-env TOKEN --json",
-                "moose verify --issuer https://id.example.com --audience my-api \\",
-                "    --introspect --client-id my-api --client-secret-env SECRET -"))
+            """ + "\n"
+                + HelpText.examples(
+                    "moose token | moose verify --issuer https://id.example.com \\",
+                    "    --audience https://api.example.com --scope api.read -",
+                    "moose verify --issuer https://id.example.com --audience my-api \\",
+                    "    --token-env TOKEN --json",
+                    "moose verify --issuer https://id.example.com --audience my-api \\",
+                    "    --introspect --client-id my-api --client-secret-env SECRET -"))
 
     @Argument(help: "The access token, or - for standard input (the default when input is piped).")
     var token: String?
 
-    @Option(name: .customLong("token-env"), help: ArgumentHelp("Read the token from this environment variable.", valueName: "VAR"))
+    @Option(
+        name: .customLong("token-env"),
+        help: ArgumentHelp("Read the token from this environment variable.", valueName: "VAR"))
     var tokenEnv: String?
 
-    @Option(help: ArgumentHelp("The issuer the token must come from (iss, exactly); its discovery document is read.", valueName: "URL"))
+    @Option(
+        help: ArgumentHelp(
+            "The issuer the token must come from (iss, exactly); its discovery document is read.", valueName: "URL"))
     var issuer: String
 
-    @Option(help: ArgumentHelp("This resource's identifier (RFC 8707): the token's aud must contain it.", valueName: "RESOURCE"))
+    @Option(
+        help: ArgumentHelp(
+            "This resource's identifier (RFC 8707): the token's aud must contain it.", valueName: "RESOURCE"))
     var audience: String
 
     @Option(help: ArgumentHelp("A scope the token must grant (repeatable).", valueName: "SCOPE"))
     var scope: [String] = []
 
-    @Option(help: ArgumentHelp("Accept this signing algorithm (repeatable; default: every asymmetric one).", valueName: "ALG"))
+    @Option(
+        help: ArgumentHelp(
+            "Accept this signing algorithm (repeatable; default: every asymmetric one).", valueName: "ALG"))
     var alg: [String] = []
 
-    @Option(name: .customLong("token-type"),
-            help: ArgumentHelp("Accept this typ (repeatable; default at+jwt, RFC 9068; JWT for providers that send that).", valueName: "TYP"))
+    @Option(
+        name: .customLong("token-type"),
+        help: ArgumentHelp(
+            "Accept this typ (repeatable; default at+jwt, RFC 9068; JWT for providers that send that).",
+            valueName: "TYP"))
     var tokenType: [String] = []
 
     @Option(help: "Clock-skew tolerance for exp, nbf and iat, in seconds.")
     var leeway: Double = 30
 
-    @Flag(help: "Check opaque tokens by introspection (RFC 7662) at the issuer's introspection_endpoint (needs --client-id).")
+    @Flag(
+        help:
+            "Check opaque tokens by introspection (RFC 7662) at the issuer's introspection_endpoint (needs --client-id)."
+    )
     var introspect = false
 
     @Option(name: .customLong("client-id"), help: "With --introspect: the resource server's client id at the issuer.")
     var clientID: String?
 
-    @Option(name: .customLong("client-secret-env"), help: ArgumentHelp("With --introspect: a variable holding the client secret.", valueName: "VAR"))
+    @Option(
+        name: .customLong("client-secret-env"),
+        help: ArgumentHelp("With --introspect: a variable holding the client secret.", valueName: "VAR"))
     var clientSecretEnv: String?
 
-    @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("With --introspect: a file holding the client secret.", valueName: "FILE"))
+    @Option(
+        name: .customLong("client-secret-file"),
+        help: ArgumentHelp("With --introspect: a file holding the client secret.", valueName: "FILE"))
     var clientSecretFile: String?
 
-    @Option(name: .customLong("client-auth"), help: ArgumentHelp("With --introspect: basic (client_secret_basic) or post.", valueName: "basic|post"))
+    @Option(
+        name: .customLong("client-auth"),
+        help: ArgumentHelp("With --introspect: basic (client_secret_basic) or post.", valueName: "basic|post"))
     var clientAuth = "basic"
 
-    @Flag(help: "Print one JSON object (valid, subject, client_id, scopes, expires_at… or error and reason) on standard output.")
+    @Flag(
+        help:
+            "Print one JSON object (valid, subject, client_id, scopes, expires_at… or error and reason) on standard output."
+    )
     var json = false
 
-    @Option(name: .customLong("ca-file"),
-            help: ArgumentHelp("Trust the CA certificates in this PEM file for the issuer (default: $SSL_CERT_FILE, else the system's).",
-                               valueName: "PEM"))
+    @Option(
+        name: .customLong("ca-file"),
+        help: ArgumentHelp(
+            "Trust the CA certificates in this PEM file for the issuer (default: $SSL_CERT_FILE, else the system's).",
+            valueName: "PEM"))
     var caFile: String?
 
     func validate() throws {
-        guard let url = URL(string: issuer), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", url.host != nil else {
-            throw ValidationError("--issuer \(Terminal.safe(issuer)) is not an absolute https URL (like https://id.example.com)")
+        guard let url = URL(string: issuer), let scheme = url.scheme?.lowercased(),
+            scheme == "https" || scheme == "http", url.host != nil
+        else {
+            throw ValidationError(
+                "--issuer \(Terminal.safe(issuer)) is not an absolute https URL (like https://id.example.com)")
         }
         if let problem = IssuerOption.problem(issuer) { throw ValidationError(problem) }
-        guard !audience.isEmpty else { throw ValidationError("--audience is empty: name this resource (https://api.example.com)") }
-        guard leeway >= 0, leeway.isFinite, leeway <= 3600 else { throw ValidationError("--leeway must be 0 to 3600 seconds") }
-        for name in alg where JWTAlgorithm(rawValue: name)?.keyFamily ?? .hmac == .hmac {
-            throw ValidationError("--alg \(Terminal.safe(name)): access tokens are accepted only with an asymmetric algorithm "
-                                  + "(RS256…RS512, PS256…PS512, ES256…ES512, EdDSA)")
+        guard !audience.isEmpty else {
+            throw ValidationError("--audience is empty: name this resource (https://api.example.com)")
         }
-        guard token == nil || tokenEnv == nil else { throw ValidationError("give the token once: as TOKEN (or -) or with --token-env") }
-        guard clientAuth == "basic" || clientAuth == "post" else { throw ValidationError("--client-auth takes basic or post") }
+        guard leeway >= 0, leeway.isFinite, leeway <= 3600 else {
+            throw ValidationError("--leeway must be 0 to 3600 seconds")
+        }
+        for name in alg where JWTAlgorithm(rawValue: name)?.keyFamily ?? .hmac == .hmac {
+            throw ValidationError(
+                "--alg \(Terminal.safe(name)): access tokens are accepted only with an asymmetric algorithm "
+                    + "(RS256…RS512, PS256…PS512, ES256…ES512, EdDSA)")
+        }
+        guard token == nil || tokenEnv == nil else {
+            throw ValidationError("give the token once: as TOKEN (or -) or with --token-env")
+        }
+        guard clientAuth == "basic" || clientAuth == "post" else {
+            throw ValidationError("--client-auth takes basic or post")
+        }
         let secrets = [clientSecretEnv, clientSecretFile].compactMap { $0 }.count
         if introspect {
             guard clientID != nil, secrets == 1 else {
-                throw ValidationError("--introspect needs --client-id and one of --client-secret-env and --client-secret-file")
+                throw ValidationError(
+                    "--introspect needs --client-id and one of --client-secret-env and --client-secret-file")
             }
         } else if clientID != nil || secrets > 0 {
             throw ValidationError("--client-id and its secret are for --introspect")
@@ -118,8 +157,10 @@ struct VerifyCommand: ParsableCommand {
         let scopes = scope
         let result: Result<VerifiedPrincipal, ResourceServerRefusal> = try CLIBlocking.run {
             do throws(ResourceServerRefusal) {
-                return .success(try await server.verify(authorizationHeader: "Bearer " + text, dpopHeader: nil, method: "GET",
-                                                        url: Self.requestURL, requiredScopes: scopes))
+                return .success(
+                    try await server.verify(
+                        authorizationHeader: "Bearer " + text, dpopHeader: nil, method: "GET",
+                        url: Self.requestURL, requiredScopes: scopes))
             } catch {
                 return .failure(error)
             }
@@ -144,7 +185,8 @@ struct VerifyCommand: ParsableCommand {
             raw = Array(value.utf8)
         } else if token == nil || token == "-" {
             if token == nil, Terminal.stdinIsTerminal {
-                throw CLIError.usage("no token: pipe it in (-), name a variable with --token-env, or pass it as an argument")
+                throw CLIError.usage(
+                    "no token: pipe it in (-), name a variable with --token-env, or pass it as an argument")
             }
             guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
                 throw CLIError.usage("standard input is larger than 1 MiB; that is not an access token")
@@ -171,42 +213,53 @@ struct VerifyCommand: ParsableCommand {
             let context = "cannot use issuer \(issuer)"
             if let failure = ConnectionFailure.cliError(error, context: context) { throw failure }
             if error.code == OAuthError.transient {
-                Terminal.error("moose: error: \(context): \(OAuthContext.text(error, next: "check the network (or the issuer's status) and try again"))")
+                Terminal.error(
+                    "moose: error: \(context): \(OAuthContext.text(error, next: "check the network (or the issuer's status) and try again"))"
+                )
                 throw Status.unreachable
             }
             // The CLI's words for the rest (a TLS error names --ca-file), after what was being done.
             let mapped = OAuthContext.fail(error)
-            if let failure = mapped as? CLIError { throw CLIError(message: "\(context): \(failure.message)", status: failure.status) }
+            if let failure = mapped as? CLIError {
+                throw CLIError(message: "\(context): \(failure.message)", status: failure.status)
+            }
             throw mapped
         }
     }
 
     /// The verifier a resource server for `--audience` at this issuer would run.
     func resourceServer(_ metadata: ProviderMetadata, transport: CurlTransport) throws -> ResourceServer {
-        let algorithms = alg.isEmpty
+        let algorithms =
+            alg.isEmpty
             ? Set(JWTAlgorithm.allCases.filter { $0.keyFamily != .hmac })
             : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
-        let configuration = ResourceServerConfiguration(issuer: metadata.issuer, resource: audience, algorithms: algorithms,
-                                                        acceptedTokenTypes: tokenType.isEmpty ? ["at+jwt"] : tokenType, leeway: leeway)
+        let configuration = ResourceServerConfiguration(
+            issuer: metadata.issuer, resource: audience, algorithms: algorithms,
+            acceptedTokenTypes: tokenType.isEmpty ? ["at+jwt"] : tokenType, leeway: leeway)
         let keys: any AccessTokenKeySource
         if let jwksURI = metadata.jwksURI {
             keys = JWKSCache(url: jwksURI, transport: transport)
         } else if introspect {
-            keys = StaticAccessTokenKeys([])   // opaque tokens only: a JWT finds no key and is refused
+            keys = StaticAccessTokenKeys([]) // opaque tokens only: a JWT finds no key and is refused
         } else {
-            throw CLIError.failed("issuer \(metadata.issuer) publishes no jwks_uri: its JWT access tokens cannot be verified "
-                                  + "(opaque tokens: --introspect)")
+            throw CLIError.failed(
+                "issuer \(metadata.issuer) publishes no jwks_uri: its JWT access tokens cannot be verified "
+                    + "(opaque tokens: --introspect)")
         }
         guard introspect, let clientID else { return ResourceServer(configuration: configuration, keys: keys) }
         guard let endpoint = metadata.introspectionEndpoint else {
-            throw CLIError.failed("issuer \(metadata.issuer) publishes no introspection_endpoint (RFC 7662); --introspect cannot be used")
+            throw CLIError.failed(
+                "issuer \(metadata.issuer) publishes no introspection_endpoint (RFC 7662); --introspect cannot be used")
         }
         guard TransportSecurity.permits(endpoint) else {
-            throw CLIError.failed("the introspection endpoint \(endpoint.absoluteString) is plain http to another machine; refusing to send the secret")
+            throw CLIError.failed(
+                "the introspection endpoint \(endpoint.absoluteString) is plain http to another machine; refusing to send the secret"
+            )
         }
         // Neither the secret nor the token is kept: one process, one check.
-        let introspector = TokenIntrospector(endpoint: endpoint, clientID: clientID, clientSecret: try clientSecret(),
-                                             authentication: clientAuth == "post" ? .post : .basic, transport: transport)
+        let introspector = TokenIntrospector(
+            endpoint: endpoint, clientID: clientID, clientSecret: try clientSecret(),
+            authentication: clientAuth == "post" ? .post : .basic, transport: transport)
         return ResourceServer(configuration: configuration, keys: keys, introspector: introspector)
     }
 
@@ -215,12 +268,14 @@ struct VerifyCommand: ParsableCommand {
         let text: String
         if let variable = clientSecretEnv {
             guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
-                throw CLIError.usage("the environment variable \(Terminal.safe(variable)) (the client secret) is not set")
+                throw CLIError.usage(
+                    "the environment variable \(Terminal.safe(variable)) (the client secret) is not set")
             }
             text = value
         } else {
             let path = clientSecretFile ?? ""
-            text = String(decoding: try KeyLoading.readFile(path, what: "client secret file", limit: 64 * 1024), as: UTF8.self)
+            text = String(
+                decoding: try KeyLoading.readFile(path, what: "client secret file", limit: 64 * 1024), as: UTF8.self)
         }
         let secret = text.trimmingASCIIWhitespace()
         guard !secret.isEmpty else { throw CLIError.usage("the client secret is empty") }
@@ -243,28 +298,37 @@ extension VerifyCommand {
     func report(_ principal: VerifiedPrincipal, introspected: Bool) {
         let checkedBy = introspected ? "introspection" : "jwt"
         if json {
-            var object: JSONObject = ["valid": true, "subject": .string(principal.subject), "client_id": .string(principal.clientID),
-                                      "issuer": .string(principal.issuer), "audiences": .array(principal.audiences.map { .string($0) }),
-                                      "scopes": .array(principal.scopes.map { .string($0) }), "checked_by": .string(checkedBy)]
-            object["expires_at"] = principal.expiresAt.map { .number(JSONNumber(Int64(saturating: $0.timeIntervalSince1970))) } ?? .null
+            var object: JSONObject = [
+                "valid": true, "subject": .string(principal.subject), "client_id": .string(principal.clientID),
+                "issuer": .string(principal.issuer), "audiences": .array(principal.audiences.map { .string($0) }),
+                "scopes": .array(principal.scopes.map { .string($0) }), "checked_by": .string(checkedBy)
+            ]
+            object["expires_at"] =
+                principal.expiresAt.map { .number(JSONNumber(Int64(saturating: $0.timeIntervalSince1970))) } ?? .null
             object["token_id"] = principal.tokenID.map { .string($0) } ?? .null
             object["confirmation_thumbprint"] = principal.confirmationThumbprint.map { .string($0) } ?? .null
             object["claims"] = .object(principal.claims.fields)
             Terminal.out(JSONValue.object(object).serialized())
             return
         }
-        var lines = ["valid: the token is accepted for \(audience)",
-                     "  subject   \(principal.subject)",
-                     "  client    \(principal.clientID)",
-                     "  scopes    \(principal.scopes.isEmpty ? "(none)" : principal.scopes.joined(separator: " "))"]
+        var lines = [
+            "valid: the token is accepted for \(audience)",
+            "  subject   \(principal.subject)",
+            "  client    \(principal.clientID)",
+            "  scopes    \(principal.scopes.isEmpty ? "(none)" : principal.scopes.joined(separator: " "))"
+        ]
         if let expiresAt = principal.expiresAt {
             let left = expiresAt.timeIntervalSinceNow.rounded(.down)
-            lines.append("  expires   \(ISO8601.string(from: expiresAt)) (\(left > 0 ? "valid for \(DurationText.describe(left))" : "within the leeway"))")
+            lines.append(
+                "  expires   \(ISO8601.string(from: expiresAt)) (\(left > 0 ? "valid for \(DurationText.describe(left))" : "within the leeway"))"
+            )
         } else {
             lines.append("  expires   not said (the introspection answer has no exp)")
         }
         lines.append("  issuer    \(principal.issuer)")
-        lines.append("  checked   \(introspected ? "by introspection at the issuer" : "signature and claims (RFC 9068), keys from jwks_uri")")
+        lines.append(
+            "  checked   \(introspected ? "by introspection at the issuer" : "signature and claims (RFC 9068), keys from jwks_uri")"
+        )
         Terminal.out(lines.joined(separator: "\n"))
     }
 
@@ -272,22 +336,29 @@ extension VerifyCommand {
     /// 1; a token that could not be checked now (keys or introspection unreachable), exit 3.
     func report(_ refusal: ResourceServerRefusal) throws {
         if json {
-            let object: JSONObject = ["valid": false, "error": .string(refusal.code.description),
-                                      "status": .number(JSONNumber(Int64(refusal.status))), "reason": .string(refusal.reason)]
+            let object: JSONObject = [
+                "valid": false, "error": .string(refusal.code.description),
+                "status": .number(JSONNumber(Int64(refusal.status))), "reason": .string(refusal.reason)
+            ]
             Terminal.out(JSONValue.object(object).serialized())
         }
         if refusal.code == ResourceServerRefusal.temporarilyUnavailable {
             // The endpoint refusing this command's own client (HTTP 4xx) is no outage: exit 1, what to check.
             if refusal.reason.contains("introspection endpoint answered HTTP 4") {
-                Terminal.error("moose: error: the token could not be checked: \(refusal.reason); the issuer refused the introspection "
-                               + "client: check --client-id, its secret and --client-auth [\(refusal.code)]")
+                Terminal.error(
+                    "moose: error: the token could not be checked: \(refusal.reason); the issuer refused the introspection "
+                        + "client: check --client-id, its secret and --client-auth [\(refusal.code)]")
                 throw Status.failed
             }
-            Terminal.error("moose: error: the token could not be checked now: \(refusal.reason); try again later [\(refusal.code)]")
+            Terminal.error(
+                "moose: error: the token could not be checked now: \(refusal.reason); try again later [\(refusal.code)]"
+            )
             throw Status.unreachable
         }
         var line = "moose: refused: \(refusal.code): \(refusal.reason)"
-        if refusal.code == ResourceServerRefusal.insufficientScope { line += " (needed: \(scope.joined(separator: " ")))" }
+        if refusal.code == ResourceServerRefusal.insufficientScope {
+            line += " (needed: \(scope.joined(separator: " ")))"
+        }
         Terminal.error(line)
         throw Status.failed
     }

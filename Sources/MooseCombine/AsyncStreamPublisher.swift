@@ -21,7 +21,8 @@ public struct AsyncStreamPublisher<Output: Sendable>: Publisher, Sendable {
     public init(_ makeStream: @escaping @Sendable () -> AsyncStream<Output>) { self.makeStream = makeStream }
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
-        subscriber.receive(subscription: StreamSubscription(subscriber: AnySubscriber(subscriber), stream: makeStream()))
+        subscriber.receive(
+            subscription: StreamSubscription(subscriber: AnySubscriber(subscriber), stream: makeStream()))
     }
 }
 
@@ -66,11 +67,13 @@ private final class StreamSubscription<Output: Sendable>: Subscription, Sendable
     }
 
     private func deliver(_ value: Output) {
-        guard let subscriber = state.withLock({ state -> S? in
-            guard state.demand > .none, let subscriber = state.subscriber else { return nil }
-            state.demand -= 1
-            return subscriber
-        }) else { return }
+        guard
+            let subscriber = state.withLock({ state -> S? in
+                guard state.demand > .none, let subscriber = state.subscriber else { return nil }
+                state.demand -= 1
+                return subscriber
+            })
+        else { return }
         let more = subscriber.receive(value)
         state.withLock { $0.demand += more }
     }

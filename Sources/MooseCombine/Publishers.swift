@@ -16,7 +16,9 @@ extension RefreshCoordinator {
     /// A valid access token (`accessToken(minimumValidity:)`): the cached one, or the one shared
     /// refresh — 100 subscribers on an expired token cause one refresh. Cancelling a subscription
     /// cancels only that subscriber's wait.
-    public nonisolated func accessTokenPublisher(minimumValidity: TimeInterval? = nil) -> AnyPublisher<AccessToken, any Error> {
+    public nonisolated func accessTokenPublisher(minimumValidity: TimeInterval? = nil) -> AnyPublisher<
+        AccessToken, any Error
+    > {
         TaskPublisher { try await self.accessToken(minimumValidity: minimumValidity) }.eraseToAnyPublisher()
     }
 
@@ -41,7 +43,9 @@ extension TokenManager {
     }
 
     /// `login(with:parameters:)`: the session summary once the user signed in.
-    public func loginPublisher(with method: LoginMethod, parameters: AuthorizationParameters? = nil) -> AnyPublisher<SessionSummary, any Error> {
+    public func loginPublisher(with method: LoginMethod, parameters: AuthorizationParameters? = nil) -> AnyPublisher<
+        SessionSummary, any Error
+    > {
         TaskPublisher { try await self.login(with: method, parameters: parameters) }.eraseToAnyPublisher()
     }
 
@@ -83,8 +87,10 @@ extension APIClient {
     /// The endpoint's response decoded as `T` — or, for a non-2xx answer, the endpoint's own server
     /// error (`serverError(for:)`), else `HTTPRequestError`. The request runs through the client's
     /// middleware chain (auth, retry, logging) once per subscription.
-    public func publisher<T: Decodable & Sendable>(for endpoint: some Endpoint, as type: T.Type,
-                                                    decoder: JSONDecoder = JSONDecoder()) -> AnyPublisher<T, any Error> {
+    public func publisher<T: Decodable & Sendable>(
+        for endpoint: some Endpoint, as type: T.Type,
+        decoder: JSONDecoder = JSONDecoder()
+    ) -> AnyPublisher<T, any Error> {
         let client = self
         return TaskPublisher { try await client.decode(T.self, from: endpoint, decoder: decoder) }.eraseToAnyPublisher()
     }

@@ -70,10 +70,12 @@ private final class TaskSubscription<Output: Sendable>: Subscription, Sendable {
     }
 
     private func finish(with result: Result<Output, any Error>) {
-        guard let subscriber = state.withLock({ state -> S? in
-            defer { state.subscriber = nil; state.task = nil }
-            return state.subscriber
-        }) else { return }   // cancelled meanwhile: nothing is delivered
+        guard
+            let subscriber = state.withLock({ state -> S? in
+                defer { state.subscriber = nil; state.task = nil }
+                return state.subscriber
+            })
+        else { return } // cancelled meanwhile: nothing is delivered
         switch result {
         case .success(let value):
             _ = subscriber.receive(value)

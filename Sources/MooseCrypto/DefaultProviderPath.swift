@@ -38,9 +38,10 @@ package enum DefaultProviderPath {
     package static func hmacSHA256(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: 32)
         let ok = out.withUnsafeMutableBufferPointer { output in
-            moose_ossl_direct_hmac_sha256(key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count,
-                                          message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count,
-                                          output.baseAddress)
+            moose_ossl_direct_hmac_sha256(
+                key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count,
+                message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count,
+                output.baseAddress)
         }
         return ok == 1 ? out : nil
     }
@@ -51,9 +52,11 @@ package enum DefaultProviderPath {
 
         /// `nil` when the path is not available or the key size has no direct implementation.
         package init?(key: SecretKey) {
-            guard let context = key.withUnsafeBytes({ bytes in
-                moose_ossl_direct_gcm_new(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-            }) else { return nil }
+            guard
+                let context = key.withUnsafeBytes({ bytes in
+                    moose_ossl_direct_gcm_new(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+                })
+            else { return nil }
             self.context = context
         }
 
@@ -61,18 +64,24 @@ package enum DefaultProviderPath {
 
         /// Checks the 16-byte `tag` and decrypts; throws `authenticationFailure` when anything changed
         /// (the plaintext is wiped), `libraryFailure` when the provider failed.
-        package func open(nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
-                          aad: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
+        package func open(
+            nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+            aad: UnsafeRawBufferPointer
+        ) throws(CryptographyError) -> [UInt8] {
             guard tag.count == AESGCM.tagByteCount else {
-                throw CryptographyError(CryptographyError.authenticationFailure, "GCM tag must be \(AESGCM.tagByteCount) bytes, got \(tag.count)")
+                throw CryptographyError(
+                    CryptographyError.authenticationFailure,
+                    "GCM tag must be \(AESGCM.tagByteCount) bytes, got \(tag.count)")
             }
             guard nonce.count == AESGCM.nonceByteCount else {
-                throw CryptographyError(CryptographyError.invalidParameter, "the direct AES-GCM path takes 12-byte nonces only")
+                throw CryptographyError(
+                    CryptographyError.invalidParameter, "the direct AES-GCM path takes 12-byte nonces only")
             }
             var output = [UInt8](repeating: 0, count: ciphertext.count)
             let result = output.withUnsafeMutableBufferPointer { out in
-                moose_ossl_direct_gcm_open(context, bytes(nonce), nonce.count, bytes(aad), aad.count,
-                                           bytes(ciphertext), ciphertext.count, bytes(tag), tag.count, out.baseAddress)
+                moose_ossl_direct_gcm_open(
+                    context, bytes(nonce), nonce.count, bytes(aad), aad.count,
+                    bytes(ciphertext), ciphertext.count, bytes(tag), tag.count, out.baseAddress)
             }
             switch result {
             case 1: return output

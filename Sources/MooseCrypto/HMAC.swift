@@ -77,7 +77,8 @@ public struct HMACAuthenticator: Sendable {
     /// `true` when `code` is the MAC of `message`; compared in constant time. A truncated code is rejected.
     public func isValidAuthenticationCode(_ code: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
         guard code.count == hash.outputByteCount,
-              let expected = try? authenticationCode(for: message) else { return false }
+            let expected = try? authenticationCode(for: message)
+        else { return false }
         return expected.withUnsafeBytes { constantTimeEquals($0, code) }
     }
 }

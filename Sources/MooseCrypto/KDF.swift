@@ -47,8 +47,9 @@ public enum HKDFDerivation {
         hash: DigestAlgorithm = .sha256
     ) throws(CryptographyError) -> SecretKey {
         guard outputByteCount > 0, outputByteCount <= 255 * hash.outputByteCount else {
-            throw CryptographyError(CryptographyError.invalidParameter,
-                              "HKDF output must be 1…\(255 * hash.outputByteCount) bytes, asked for \(outputByteCount)")
+            throw CryptographyError(
+                CryptographyError.invalidParameter,
+                "HKDF output must be 1…\(255 * hash.outputByteCount) bytes, asked for \(outputByteCount)")
         }
         guard let ctx = EVP_KDF_CTX_new(Fetched.hkdf) else {
             throw OpenSSL.error(CryptographyError.libraryFailure, "EVP_KDF_CTX_new failed")
@@ -64,10 +65,13 @@ public enum HKDFDerivation {
                         return digestName.withUnsafeMutableBufferPointer { digestValue in
                             var params = [
                                 OSSL_PARAM_construct_utf8_string(cName("digest"), digestValue.baseAddress, 0),
-                                OSSL_PARAM_construct_octet_string(cName("key"), UnsafeMutableRawPointer(mutating: base(ikm)), ikm.count),
-                                OSSL_PARAM_construct_octet_string(cName("salt"), UnsafeMutableRawPointer(mutating: base(salt)), salt.count),
-                                OSSL_PARAM_construct_octet_string(cName("info"), UnsafeMutableRawPointer(mutating: base(info)), info.count),
-                                OSSL_PARAM_construct_end(),
+                                OSSL_PARAM_construct_octet_string(
+                                    cName("key"), UnsafeMutableRawPointer(mutating: base(ikm)), ikm.count),
+                                OSSL_PARAM_construct_octet_string(
+                                    cName("salt"), UnsafeMutableRawPointer(mutating: base(salt)), salt.count),
+                                OSSL_PARAM_construct_octet_string(
+                                    cName("info"), UnsafeMutableRawPointer(mutating: base(info)), info.count),
+                                OSSL_PARAM_construct_end()
                             ]
                             return output.withUnsafeMutableBufferPointer { out in
                                 params.withUnsafeMutableBufferPointer {
@@ -94,7 +98,8 @@ extension Scrypt {
     ) throws(CryptographyError) -> SecretKey {
         let n = parameters.n
         guard n > 1, n & (n - 1) == 0, parameters.r > 0, parameters.p > 0, outputByteCount > 0 else {
-            throw CryptographyError(CryptographyError.invalidParameter, "scrypt needs n a power of two > 1, r > 0, p > 0")
+            throw CryptographyError(
+                CryptographyError.invalidParameter, "scrypt needs n a power of two > 1, r > 0, p > 0")
         }
         var output = [UInt8](repeating: 0, count: outputByteCount)
         defer { output.withUnsafeMutableBytes { cleanse($0) } }
@@ -103,8 +108,9 @@ extension Scrypt {
             withBytes(salt) { salt in
                 output.withUnsafeMutableBufferPointer { out in
                     password.withMemoryRebound(to: CChar.self) { pw in
-                        EVP_PBE_scrypt(pw.baseAddress, pw.count, base(salt), salt.count,
-                                       n, parameters.r, parameters.p, maxMemory, out.baseAddress, out.count)
+                        EVP_PBE_scrypt(
+                            pw.baseAddress, pw.count, base(salt), salt.count,
+                            n, parameters.r, parameters.p, maxMemory, out.baseAddress, out.count)
                     }
                 }
             }

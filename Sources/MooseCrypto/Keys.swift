@@ -96,14 +96,16 @@ final class EVPKey: @unchecked Sendable {
             let groupName = String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             guard ok == 1, let curve = EllipticCurve(openSSLName: groupName) else {
                 EVP_PKEY_free(pointer)
-                throw OpenSSL.error(CryptographyError.invalidKey, "unsupported EC curve \(groupName.isEmpty ? "(unknown)" : groupName)")
+                throw OpenSSL.error(
+                    CryptographyError.invalidKey, "unsupported EC curve \(groupName.isEmpty ? "(unknown)" : groupName)")
             }
             type = .ec(curve)
         case EVP_PKEY_ED25519:
             type = .ed25519
         default:
             EVP_PKEY_free(pointer)
-            throw CryptographyError(CryptographyError.invalidKey, "unsupported key type (only RSA, EC P-256/384/521 and Ed25519)")
+            throw CryptographyError(
+                CryptographyError.invalidKey, "unsupported key type (only RSA, EC P-256/384/521 and Ed25519)")
         }
         let algorithms: [SignatureAlgorithm]
         switch type {
@@ -113,7 +115,9 @@ final class EVPKey: @unchecked Sendable {
         }
         var templates: [SignatureAlgorithm: DigestContext] = [:]
         for algorithm in algorithms {
-            guard let context = try? DigestContext(), initialiseVerify(context.pointer, key: pointer, algorithm: algorithm) else {
+            guard let context = try? DigestContext(),
+                initialiseVerify(context.pointer, key: pointer, algorithm: algorithm)
+            else {
                 OpenSSL.clearErrors()
                 continue
             }
@@ -233,8 +237,9 @@ final class EVPKey: @unchecked Sendable {
         }
         for (name, value) in octets {
             let buffer = keep(value)
-            try OpenSSL.check(OSSL_PARAM_BLD_push_octet_string(builder, cName(name), buffer.baseAddress, value.count),
-                              "cannot set \(name)")
+            try OpenSSL.check(
+                OSSL_PARAM_BLD_push_octet_string(builder, cName(name), buffer.baseAddress, value.count),
+                "cannot set \(name)")
         }
         for (name, value) in strings {
             let buffer = keep(Array(value.utf8) + [0])
@@ -274,8 +279,9 @@ final class EVPKey: @unchecked Sendable {
             throw CryptographyError(CryptographyError.invalidKey, "an Ed25519 key is 32 bytes, got \(bytes.count)")
         }
         let pkey = bytes.withUnsafeBufferPointer {
-            isPrivate ? EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
-                      : EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
+            isPrivate
+                ? EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
+                : EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
         }
         guard let pkey else { throw OpenSSL.error(CryptographyError.invalidKey, "invalid Ed25519 key") }
         return try EVPKey(takingOwnershipOf: pkey)
@@ -314,8 +320,9 @@ public struct PublicKey: Sendable {
         guard !modulus.isEmpty, !exponent.isEmpty else {
             throw CryptographyError(CryptographyError.invalidKey, "RSA modulus and exponent must not be empty")
         }
-        key = try EVPKey.fromParameters(type: "RSA", selection: moose_selection_public_key(),
-                                        bigNumbers: [("n", modulus), ("e", exponent)])
+        key = try EVPKey.fromParameters(
+            type: "RSA", selection: moose_selection_public_key(),
+            bigNumbers: [("n", modulus), ("e", exponent)])
     }
 
     /// An EC public key from its affine coordinates (JWK `x`, `y`), each exactly the curve's size.
@@ -323,11 +330,13 @@ public struct PublicKey: Sendable {
     public init(curve: EllipticCurve, x: [UInt8], y: [UInt8]) throws(CryptographyError) {
         let size = curve.coordinateByteCount
         guard x.count == size, y.count == size else {
-            throw CryptographyError(CryptographyError.invalidKey,
-                              "\(curve.rawValue) coordinates must be \(size) bytes each, got \(x.count) and \(y.count)")
+            throw CryptographyError(
+                CryptographyError.invalidKey,
+                "\(curve.rawValue) coordinates must be \(size) bytes each, got \(x.count) and \(y.count)")
         }
-        key = try EVPKey.fromParameters(type: "EC", selection: moose_selection_public_key(), bigNumbers: [],
-                                        octets: [("pub", [0x04] + x + y)], strings: [("group", curve.openSSLName)])
+        key = try EVPKey.fromParameters(
+            type: "EC", selection: moose_selection_public_key(), bigNumbers: [],
+            octets: [("pub", [0x04] + x + y)], strings: [("group", curve.openSSLName)])
         try key.checkPublic()
     }
 
@@ -413,10 +422,12 @@ public struct PrivateKey: Sendable {
     public init(curve: EllipticCurve, d: [UInt8], x: [UInt8], y: [UInt8]) throws(CryptographyError) {
         let size = curve.coordinateByteCount
         guard d.count == size, x.count == size, y.count == size else {
-            throw CryptographyError(CryptographyError.invalidKey, "\(curve.rawValue) key components must be \(size) bytes each")
+            throw CryptographyError(
+                CryptographyError.invalidKey, "\(curve.rawValue) key components must be \(size) bytes each")
         }
-        key = try EVPKey.fromParameters(type: "EC", selection: moose_selection_keypair(), bigNumbers: [("priv", d)],
-                                        octets: [("pub", [0x04] + x + y)], strings: [("group", curve.openSSLName)])
+        key = try EVPKey.fromParameters(
+            type: "EC", selection: moose_selection_keypair(), bigNumbers: [("priv", d)],
+            octets: [("pub", [0x04] + x + y)], strings: [("group", curve.openSSLName)])
         try key.checkPublic()
     }
 
@@ -441,7 +452,8 @@ public struct PrivateKey: Sendable {
         switch spec {
         case .rsa(let bits):
             guard bits >= 2048, bits <= 16384 else {
-                throw CryptographyError(CryptographyError.invalidParameter, "RSA keys must be 2048–16384 bits, asked for \(bits)")
+                throw CryptographyError(
+                    CryptographyError.invalidParameter, "RSA keys must be 2048–16384 bits, asked for \(bits)")
             }
             pkey = moose_keygen_rsa(bits)
         case .ec(let curve): pkey = moose_keygen_ec(curve.openSSLName)
@@ -459,8 +471,9 @@ public struct PrivateKey: Sendable {
     /// Unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). Handle with care: this is the secret.
     public func pemRepresentation() throws(CryptographyError) -> String {
         let bio = try MemoryBIO()
-        try OpenSSL.check(PEM_write_bio_PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil),
-                          "PEM_write_bio_PrivateKey failed")
+        try OpenSSL.check(
+            PEM_write_bio_PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil),
+            "PEM_write_bio_PrivateKey failed")
         return bio.string()
     }
 
@@ -468,8 +481,10 @@ public struct PrivateKey: Sendable {
     public var privateComponents: [String: [UInt8]] {
         switch type {
         case .rsa:
-            let names = [("d", "d"), ("p", "rsa-factor1"), ("q", "rsa-factor2"),
-                         ("dp", "rsa-exponent1"), ("dq", "rsa-exponent2"), ("qi", "rsa-coefficient1")]
+            let names = [
+                ("d", "d"), ("p", "rsa-factor1"), ("q", "rsa-factor2"),
+                ("dp", "rsa-exponent1"), ("dq", "rsa-exponent2"), ("qi", "rsa-coefficient1")
+            ]
             var result: [String: [UInt8]] = [:]
             for (jwk, ossl) in names { result[jwk] = key.bigNumber(ossl) }
             return result
@@ -494,8 +509,10 @@ extension PublicKey {
     /// multiplicative subgroup generated by 65537; a random modulus fails this almost surely.
     public var hasROCAFingerprint: Bool {
         guard let modulus = rsaComponents?.modulus else { return false }
-        let primes: [UInt32] = [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79,
-                                83, 89, 97, 101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167]
+        let primes: [UInt32] = [
+            3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79,
+            83, 89, 97, 101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167
+        ]
         for p in primes {
             var remainder: UInt32 = 0
             for byte in modulus { remainder = (remainder << 8 | UInt32(byte)) % p }

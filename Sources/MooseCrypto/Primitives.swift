@@ -85,8 +85,9 @@ public enum SecureRandom {
         guard buffer.count <= Int(Int32.max) else {
             throw CryptographyError(CryptographyError.invalidParameter, "too many random bytes requested at once")
         }
-        try OpenSSL.check(RAND_bytes(address.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)),
-                          "RAND_bytes failed")
+        try OpenSSL.check(
+            RAND_bytes(address.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)),
+            "RAND_bytes failed")
     }
 }
 
@@ -140,7 +141,7 @@ func withStringParameter<R>(_ key: StaticString, _ value: String, _ body: (Unsaf
         return mutableValue.withUnsafeMutableBufferPointer { v in
             var params = [
                 OSSL_PARAM_construct_utf8_string(cName(key), v.baseAddress, 0),
-                OSSL_PARAM_construct_end(),
+                OSSL_PARAM_construct_end()
             ]
             return params.withUnsafeMutableBufferPointer { body(UnsafePointer($0.baseAddress!)) }
         }

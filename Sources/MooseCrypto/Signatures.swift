@@ -67,20 +67,26 @@ extension PublicKey {
 
 extension PrivateKey {
     /// Signs `message`. ECDSA signatures come back as raw `r‖s` (JOSE form).
-    public func signature(for message: some ContiguousBytes, algorithm: SignatureAlgorithm) throws(CryptographyError) -> [UInt8] {
+    public func signature(for message: some ContiguousBytes, algorithm: SignatureAlgorithm) throws(CryptographyError)
+        -> [UInt8]
+    {
         try withBytes(message) { (msg) throws(CryptographyError) in try signature(for: msg, algorithm: algorithm) }
     }
 
     /// Signs the bytes in `message`.
-    public func signature(for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm) throws(CryptographyError) -> [UInt8] {
+    public func signature(for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm) throws(CryptographyError)
+        -> [UInt8]
+    {
         try algorithm.check(type)
         let ctx = try DigestContext()
         var pctx: OpaquePointer? = nil
-        try OpenSSL.check(EVP_DigestSignInit_ex(ctx.pointer, &pctx, algorithm.hash?.cDigestName, nil, nil, key.pointer, nil),
-                          "EVP_DigestSignInit_ex failed")
+        try OpenSSL.check(
+            EVP_DigestSignInit_ex(ctx.pointer, &pctx, algorithm.hash?.cDigestName, nil, nil, key.pointer, nil),
+            "EVP_DigestSignInit_ex failed")
         if case .rsaPSS = algorithm { try configurePSS(pctx) }
         var length = 0
-        try OpenSSL.check(EVP_DigestSign(ctx.pointer, nil, &length, base(message), message.count), "EVP_DigestSign (size) failed")
+        try OpenSSL.check(
+            EVP_DigestSign(ctx.pointer, nil, &length, base(message), message.count), "EVP_DigestSign (size) failed")
         var output = [UInt8](repeating: 0, count: length)
         let ok = output.withUnsafeMutableBufferPointer {
             EVP_DigestSign(ctx.pointer, $0.baseAddress, &length, base(message), message.count)
@@ -89,7 +95,8 @@ extension PrivateKey {
         output.removeSubrange(length...)
         if case .ec(let curve) = type {
             guard let raw = ECDSASignature.raw(fromDER: output, curve: curve) else {
-                throw CryptographyError(CryptographyError.libraryFailure, "libcrypto produced an unparseable ECDSA signature")
+                throw CryptographyError(
+                    CryptographyError.libraryFailure, "libcrypto produced an unparseable ECDSA signature")
             }
             return raw
         }
@@ -99,7 +106,8 @@ extension PrivateKey {
 
 private func configurePSS(_ pctx: OpaquePointer?) throws(CryptographyError) {
     try OpenSSL.check(EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING), "setting PSS padding failed")
-    try OpenSSL.check(EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST), "setting the PSS salt length failed")
+    try OpenSSL.check(
+        EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST), "setting the PSS salt length failed")
 }
 
 private func digestVerify(
@@ -154,7 +162,9 @@ public enum ECDSASignature {
             var reader = DERReader(bytes: Array(buffer))
             guard let sequence = reader.read(tag: 0x30), reader.isAtEnd else { return nil }
             var inner = DERReader(bytes: sequence)
-            guard let r = inner.readUnsignedInteger(), let s = inner.readUnsignedInteger(), inner.isAtEnd else { return nil }
+            guard let r = inner.readUnsignedInteger(), let s = inner.readUnsignedInteger(), inner.isAtEnd else {
+                return nil
+            }
             let size = curve.coordinateByteCount
             guard r.count <= size, s.count <= size, !r.isEmpty, !s.isEmpty else { return nil }
             return [UInt8](repeating: 0, count: size - r.count) + r + [UInt8](repeating: 0, count: size - s.count) + s
@@ -212,9 +222,9 @@ struct DERReader {
     /// A non-negative INTEGER in minimal encoding, returned without its sign octet.
     mutating func readUnsignedInteger() -> [UInt8]? {
         guard let value = read(tag: 0x02), let first = value.first else { return nil }
-        if first & 0x80 != 0 { return nil }                       // negative
-        if value.count > 1, first == 0, value[1] & 0x80 == 0 { return nil }   // non-minimal
+        if first & 0x80 != 0 { return nil } // negative
+        if value.count > 1, first == 0, value[1] & 0x80 == 0 { return nil } // non-minimal
         let magnitude = first == 0 ? Array(value.dropFirst()) : value
-        return magnitude.isEmpty ? nil : magnitude                 // zero is not a valid r or s
+        return magnitude.isEmpty ? nil : magnitude // zero is not a valid r or s
     }
 }

@@ -33,9 +33,11 @@ public struct APIClient: Sendable {
     public var reachability: (any Reachability)?
 
     /// A client; `logger` is the caller's (default: none).
-    public init(transport: any HTTPTransport, builder: RequestBuilder = RequestBuilder(),
-                middlewares: [any HTTPMiddleware] = [], retryPolicy: RetryPolicy = RetryPolicy(),
-                logger: Logger? = nil, reachability: (any Reachability)? = nil) {
+    public init(
+        transport: any HTTPTransport, builder: RequestBuilder = RequestBuilder(),
+        middlewares: [any HTTPMiddleware] = [], retryPolicy: RetryPolicy = RetryPolicy(),
+        logger: Logger? = nil, reachability: (any Reachability)? = nil
+    ) {
         self.transport = transport
         self.builder = builder
         self.middlewares = middlewares
@@ -52,8 +54,13 @@ public struct APIClient: Sendable {
     @discardableResult
     public func send(_ endpoint: some Endpoint) async throws -> APIResponse {
         let request = try builder.build(endpoint)
-        defer { if request.removesBodyFileAfterUse, let file = request.bodyFile { try? FileManager.default.removeItem(at: file) } }
-        let context = HTTPMiddlewareContext(isRetryable: endpoint.isRetryable, requiresAuthentication: endpoint.requiresAuthentication)
+        defer {
+            if request.removesBodyFileAfterUse, let file = request.bodyFile {
+                try? FileManager.default.removeItem(at: file)
+            }
+        }
+        let context = HTTPMiddlewareContext(
+            isRetryable: endpoint.isRetryable, requiresAuthentication: endpoint.requiresAuthentication)
         let response = try await run(request, context: context)
         return try validate(response, request, endpoint)
     }
@@ -70,7 +77,8 @@ public struct APIClient: Sendable {
         var next: @Sendable (APIRequest) async throws -> APIResponse = { request in
             try await Self.send(request, over: transport)
         }
-        let chain: [any HTTPMiddleware] = [RetryMiddleware(policy: retryPolicy, logger: logger, reachability: reachability)] + middlewares
+        let chain: [any HTTPMiddleware] =
+            [RetryMiddleware(policy: retryPolicy, logger: logger, reachability: reachability)] + middlewares
             + [LoggingMiddleware(logger: logger)]
         for middleware in chain.reversed() {
             let inner = next
@@ -102,7 +110,9 @@ public struct APIClient: Sendable {
     }
 
     /// The child task of `send`: the transport's exchange, under the watch's deadline.
-    private static func watched(_ request: APIRequest, over transport: any HTTPTransport, deadline: UInt64) async throws -> APIResponse {
+    private static func watched(_ request: APIRequest, over transport: any HTTPTransport, deadline: UInt64) async throws
+        -> APIResponse
+    {
         let timeout = request.timeout
         let ticket = withUnsafeCurrentTask { task in task.map { DeadlineWatch.shared.watch($0, deadline: deadline) } }
         do {
@@ -112,23 +122,27 @@ public struct APIClient: Sendable {
             return response
         } catch {
             if let ticket, DeadlineWatch.shared.finish(ticket) {
-                throw HTTPRequestError(HTTPRequestError.timedOut, "no answer within \(timeout) s", method: request.method,
-                                       url: request.redactedURL)
+                throw HTTPRequestError(
+                    HTTPRequestError.timedOut, "no answer within \(timeout) s", method: request.method,
+                    url: request.redactedURL)
             }
             throw error
         }
     }
 
     /// Decodes the response body as `T`.
-    public func decode<T: Decodable>(_ type: T.Type, from endpoint: some Endpoint,
-                                     decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+    public func decode<T: Decodable>(
+        _ type: T.Type, from endpoint: some Endpoint,
+        decoder: JSONDecoder = JSONDecoder()
+    ) async throws -> T {
         let response = try await send(endpoint)
         do {
             return try decoder.decode(T.self, from: response.body)
         } catch {
-            throw HTTPRequestError(HTTPRequestError.decoding, "the response is not a valid \(T.self): \(error)", method: endpoint.method,
-                            url: (try? builder.build(endpoint))?.redactedURL, status: response.status,
-                            bodyExcerpt: Self.excerpt(response.body))
+            throw HTTPRequestError(
+                HTTPRequestError.decoding, "the response is not a valid \(T.self): \(error)", method: endpoint.method,
+                url: (try? builder.build(endpoint))?.redactedURL, status: response.status,
+                bodyExcerpt: Self.excerpt(response.body))
         }
     }
 
@@ -148,8 +162,9 @@ public struct APIClient: Sendable {
     func validate(_ response: APIResponse, _ request: APIRequest, _ endpoint: some Endpoint) throws -> APIResponse {
         guard response.status.kind != .successful else { return response }
         if let mapped = endpoint.serverError(for: response) { throw mapped }
-        throw HTTPRequestError(HTTPRequestError.status, "the server answered \(response.status)", method: request.method,
-                        url: request.redactedURL, status: response.status, bodyExcerpt: Self.excerpt(response.body))
+        throw HTTPRequestError(
+            HTTPRequestError.status, "the server answered \(response.status)", method: request.method,
+            url: request.redactedURL, status: response.status, bodyExcerpt: Self.excerpt(response.body))
     }
 
     /// What an error may quote of a body: never a value that could be a secret (`Redaction.body`).

@@ -30,8 +30,10 @@ public struct APIRequest: Sendable {
     public var timeout: TimeInterval
 
     /// A request for an absolute `http`/`https` URL.
-    public init(method: HTTPRequest.Method = .get, url: URL, headerFields: HTTPFields = [:], body: Data? = nil,
-                timeout: TimeInterval = 20) {
+    public init(
+        method: HTTPRequest.Method = .get, url: URL, headerFields: HTTPFields = [:], body: Data? = nil,
+        timeout: TimeInterval = 20
+    ) {
         head = HTTPRequest(method: method, url: url, headerFields: headerFields)
         self.body = body
         self.timeout = timeout

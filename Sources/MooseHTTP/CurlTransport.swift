@@ -44,8 +44,10 @@ public struct CurlTransport: HTTPTransport {
     ///   - connectTimeout: the time allowed to establish a connection.
     ///   - caFile: a PEM file of the CAs to trust instead of the system's.
     ///   - pins: public-key pins for the hosts that have them (see `PublicKeyPins`).
-    public init(maximumResponseSize: Int = 16 << 20, connectTimeout: TimeInterval = 10, caFile: String? = nil,
-                pins: PublicKeyPins = PublicKeyPins()) {
+    public init(
+        maximumResponseSize: Int = 16 << 20, connectTimeout: TimeInterval = 10, caFile: String? = nil,
+        pins: PublicKeyPins = PublicKeyPins()
+    ) {
         self.maximumResponseSize = maximumResponseSize
         self.connectTimeout = connectTimeout
         self.caFile = caFile
@@ -58,15 +60,18 @@ public struct CurlTransport: HTTPTransport {
     public func send(_ request: APIRequest) async throws -> APIResponse {
         try Task.checkCancellation()
         let flag = CancelFlag()
-        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout, caFile = self.caFile, pins = self.pins
+        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout, caFile = self.caFile,
+            pins = self.pins
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<APIResponse, any Error>) in
                 // libcurl's easy API blocks: run it on a Dispatch thread, never on the cooperative pool.
                 DispatchQueue.global().async {
-                    continuation.resume(with: Result {
-                        try CurlTransport.perform(request, maximumResponseSize: maximumResponseSize,
-                                                  connectTimeout: connectTimeout, caFile: caFile, pins: pins, cancel: flag)
-                    })
+                    continuation.resume(
+                        with: Result {
+                            try CurlTransport.perform(
+                                request, maximumResponseSize: maximumResponseSize,
+                                connectTimeout: connectTimeout, caFile: caFile, pins: pins, cancel: flag)
+                        })
                 }
             }
         } onCancel: {
@@ -76,8 +81,9 @@ public struct CurlTransport: HTTPTransport {
 
     /// Sends `request` synchronously, blocking the calling thread (for command-line tools).
     public func sendBlocking(_ request: APIRequest) throws -> APIResponse {
-        try CurlTransport.perform(request, maximumResponseSize: maximumResponseSize, connectTimeout: connectTimeout,
-                                  caFile: caFile, pins: pins, cancel: CancelFlag())
+        try CurlTransport.perform(
+            request, maximumResponseSize: maximumResponseSize, connectTimeout: connectTimeout,
+            caFile: caFile, pins: pins, cancel: CancelFlag())
     }
 
     /// libcurl's codes for a failed TLS handshake or certificate check (curl/curl.h): retrying does not
@@ -88,10 +94,13 @@ public struct CurlTransport: HTTPTransport {
     /// TLS record at all — a plain-http server.
     static let notTLSMessages = ["wrong version number", "packet length too long"]
 
-    static func perform(_ request: APIRequest, maximumResponseSize: Int, connectTimeout: TimeInterval,
-                        caFile: String?, pins: PublicKeyPins, cancel: CancelFlag) throws -> APIResponse {
+    static func perform(
+        _ request: APIRequest, maximumResponseSize: Int, connectTimeout: TimeInterval,
+        caFile: String?, pins: PublicKeyPins, cancel: CancelFlag
+    ) throws -> APIResponse {
         guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw HTTPRequestError(HTTPRequestError.invalidRequest, "only http and https URLs are supported: \(request.redactedURL)")
+            throw HTTPRequestError(
+                HTTPRequestError.invalidRequest, "only http and https URLs are supported: \(request.redactedURL)")
         }
         var request = request
         if let file = request.bodyFile {
@@ -112,9 +121,10 @@ public struct CurlTransport: HTTPTransport {
                     let perform = { (body: UnsafePointer<UInt8>?, count: Int) -> Int32 in
                         withOptionalCString(caFile) { caFile in
                             withOptionalCString(pinned) { pinned in
-                                moose_curl_perform(method, url, headerPointers, headerLines.count, body, count,
-                                                   Int(request.timeout * 1000), Int(connectTimeout * 1000),
-                                                   maximumResponseSize, cancel.pointer, caFile, pinned, &response)
+                                moose_curl_perform(
+                                    method, url, headerPointers, headerLines.count, body, count,
+                                    Int(request.timeout * 1000), Int(connectTimeout * 1000),
+                                    maximumResponseSize, cancel.pointer, caFile, pinned, &response)
                             }
                         }
                     }
@@ -134,7 +144,8 @@ public struct CurlTransport: HTTPTransport {
         guard code == 0 else {
             // (The URL is the error's own `url`, shown by its description: not repeated in the message.)
             if response.truncated != 0 {
-                throw HTTPRequestError(HTTPRequestError.responseTooLarge, message, method: request.method, url: request.redactedURL)
+                throw HTTPRequestError(
+                    HTTPRequestError.responseTooLarge, message, method: request.method, url: request.redactedURL)
             }
             // CURLE_OPERATION_TIMEDOUT = 28
             if code == 28 { throw HTTPRequestError.timeout(message, request) }
@@ -142,33 +153,41 @@ public struct CurlTransport: HTTPTransport {
                 // CURLE_SSL_PINNEDPUBKEYNOTMATCH = 90; CURLE_NOT_BUILT_IN = 4 (no pinning in this libcurl).
                 if code == 90 { throw pins.mismatch(host: host, request) }
                 if code == 4 {
-                    throw HTTPRequestError(HTTPRequestError.pinning, "\(message); nothing was sent to the pinned host \(host)",
-                                           method: request.method, url: request.redactedURL)
+                    throw HTTPRequestError(
+                        HTTPRequestError.pinning, "\(message); nothing was sent to the pinned host \(host)",
+                        method: request.method, url: request.redactedURL)
                 }
             }
             // CURLE_COULDNT_RESOLVE_HOST = 6: not an outage of the provider, a name that did not resolve.
             if code == 6 {
-                throw HTTPRequestError(HTTPRequestError.nameNotResolved, "the name \(url.host ?? "") did not resolve",
-                                       method: request.method, url: request.redactedURL)
+                throw HTTPRequestError(
+                    HTTPRequestError.nameNotResolved, "the name \(url.host ?? "") did not resolve",
+                    method: request.method, url: request.redactedURL)
             }
             // CURLE_SSL_CONNECT_ERROR = 35 with OpenSSL's "wrong version number" (or "packet length too
             // long"): the server's first bytes were no TLS record — plain http on that port.
             if code == 35, Self.notTLSMessages.contains(where: { message.contains($0) }) {
                 let port = url.port.map { ":\($0)" } ?? ""
-                throw HTTPRequestError(HTTPRequestError.notTLS, "the server at \(url.host ?? "")\(port) did not speak TLS (\(message))",
-                                       method: request.method, url: request.redactedURL)
+                throw HTTPRequestError(
+                    HTTPRequestError.notTLS, "the server at \(url.host ?? "")\(port) did not speak TLS (\(message))",
+                    method: request.method, url: request.redactedURL)
             }
-            if tlsCodes.contains(code) { throw HTTPRequestError(HTTPRequestError.tls, message, method: request.method, url: request.redactedURL) }
+            if tlsCodes.contains(code) {
+                throw HTTPRequestError(HTTPRequestError.tls, message, method: request.method, url: request.redactedURL)
+            }
             throw HTTPRequestError.transportFailure(message, request)
         }
         let body = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
-        let headerBytes = response.headers.map { pointer in
-            pointer.withMemoryRebound(to: UInt8.self, capacity: response.headers_length) {
-                Array(UnsafeBufferPointer(start: $0, count: response.headers_length))
-            }
-        } ?? []
+        let headerBytes =
+            response.headers.map { pointer in
+                pointer.withMemoryRebound(to: UInt8.self, capacity: response.headers_length) {
+                    Array(UnsafeBufferPointer(start: $0, count: response.headers_length))
+                }
+            } ?? []
         guard let status = APIResponse.status(code: Int(response.status)) else {
-            throw HTTPRequestError(HTTPRequestError.transport, "\(request.redactedURL): the status line has no valid code (\(response.status))")
+            throw HTTPRequestError(
+                HTTPRequestError.transport,
+                "\(request.redactedURL): the status line has no valid code (\(response.status))")
         }
         return APIResponse(status: status, headerFields: parseHeaders(headerBytes), body: body)
     }
@@ -196,14 +215,18 @@ public struct CurlTransport: HTTPTransport {
                 count = 0
                 continue
             }
-            guard let first = line.first, first != 0x20, first != 0x09, let colon = line.firstIndex(of: 0x3A) else { continue }
+            guard let first = line.first, first != 0x20, first != 0x09, let colon = line.firstIndex(of: 0x3A) else {
+                continue
+            }
             let name = line[line.startIndex..<colon]
             guard !name.isEmpty, name.allSatisfy(isTokenByte) else { continue }
             var valueStart = colon + 1, valueEnd = line.endIndex
             while valueStart < valueEnd, line[valueStart] == 0x20 || line[valueStart] == 0x09 { valueStart += 1 }
             while valueEnd > valueStart, line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09 { valueEnd -= 1 }
             let value = line[valueStart..<valueEnd]
-            guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }), count < maximumHeaderFields else { continue }
+            guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }), count < maximumHeaderFields else {
+                continue
+            }
             guard let fieldName = HTTPField.Name(String(decoding: name, as: UTF8.self)) else { continue }
             headers.append(HTTPField(name: fieldName, value: value))
             count += 1

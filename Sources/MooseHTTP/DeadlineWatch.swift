@@ -166,12 +166,15 @@ final class DeadlineWatch: @unchecked Sendable {
         // The thread holds this watch (retained, never released: the thread never ends).
         let context = Unmanaged.passRetained(self).toOpaque()
         #if canImport(Darwin)
-        _ = pthread_create(&thread, &attributes, { Unmanaged<DeadlineWatch>.fromOpaque($0).takeUnretainedValue().run() }, context)
+        _ = pthread_create(
+            &thread, &attributes, { Unmanaged<DeadlineWatch>.fromOpaque($0).takeUnretainedValue().run() }, context)
         #else
-        _ = pthread_create(&thread, &attributes, { context in
-            guard let context else { return nil }
-            Unmanaged<DeadlineWatch>.fromOpaque(context).takeUnretainedValue().run()
-        }, context)
+        _ = pthread_create(
+            &thread, &attributes,
+            { context in
+                guard let context else { return nil }
+                Unmanaged<DeadlineWatch>.fromOpaque(context).takeUnretainedValue().run()
+            }, context)
         #endif
         pthread_attr_destroy(&attributes)
     }
@@ -209,7 +212,8 @@ final class DeadlineWatch: @unchecked Sendable {
                 continue
             }
             #if os(Linux) || os(Android)
-            var until = timespec(tv_sec: Int(first.deadline / 1_000_000_000), tv_nsec: Int(first.deadline % 1_000_000_000))
+            var until = timespec(
+                tv_sec: Int(first.deadline / 1_000_000_000), tv_nsec: Int(first.deadline % 1_000_000_000))
             _ = pthread_cond_timedwait(condition, mutex, &until)
             #else
             let wait = first.deadline - now

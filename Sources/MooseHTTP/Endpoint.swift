@@ -126,7 +126,9 @@ extension Endpoint {
 /// struct APIError: Error, Decodable { let code: String; let message: String }
 /// func serverError(for response: APIResponse) -> (any Error)? { decodeServerError(APIError.self, from: response) }
 /// ```
-public func decodeServerError<E: Error & Decodable>(_ type: E.Type, from response: APIResponse,
-                                                     decoder: JSONDecoder = JSONDecoder()) -> E? {
+public func decodeServerError<E: Error & Decodable>(
+    _ type: E.Type, from response: APIResponse,
+    decoder: JSONDecoder = JSONDecoder()
+) -> E? {
     try? decoder.decode(E.self, from: response.body)
 }

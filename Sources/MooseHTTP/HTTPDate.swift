@@ -15,12 +15,14 @@ public enum HTTPDate {
     public static func parse(_ text: String) -> Date? {
         let parts = text.utf8.split(separator: 0x20)
         guard parts.count == 6, parts[5].elementsEqual("GMT".utf8),
-              let day = digits(parts[1], count: 1...2), (1...31).contains(day),
-              let month = months.firstIndex(where: { $0.utf8.elementsEqual(parts[2]) }),
-              let year = digits(parts[3], count: 4...4), year >= 1 else { return nil }
+            let day = digits(parts[1], count: 1...2), (1...31).contains(day),
+            let month = months.firstIndex(where: { $0.utf8.elementsEqual(parts[2]) }),
+            let year = digits(parts[3], count: 4...4), year >= 1
+        else { return nil }
         let time = parts[4].split(separator: 0x3A, omittingEmptySubsequences: false)
         guard time.count == 3, let hour = digits(time[0], count: 2...2), let minute = digits(time[1], count: 2...2),
-              let second = digits(time[2], count: 2...2), hour < 24, minute < 60, second <= 60 else { return nil }
+            let second = digits(time[2], count: 2...2), hour < 24, minute < 60, second <= 60
+        else { return nil }
         let days = daysFromCivil(year, Int64(month + 1), day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
     }
@@ -50,7 +52,8 @@ public enum HTTPDate {
         // year did not parse back).
         let year = String(y)
         let paddedYear = String(repeating: "0", count: max(0, 4 - year.count)) + year
-        return "\(weekday), \(two(d)) \(months[Int(m) - 1]) \(paddedYear) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT"
+        return
+            "\(weekday), \(two(d)) \(months[Int(m) - 1]) \(paddedYear) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT"
     }
 
     static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {

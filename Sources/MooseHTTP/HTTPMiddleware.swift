@@ -36,8 +36,10 @@ public struct HTTPMiddlewareContext: Sendable {
 /// ```
 public protocol HTTPMiddleware: Sendable {
     /// Handles `request`, calling `next` to send it on.
-    func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
-                   next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse
+    func intercept(
+        _ request: APIRequest, context: HTTPMiddlewareContext,
+        next: @Sendable (APIRequest) async throws -> APIResponse
+    ) async throws -> APIResponse
 }
 
 /// Retries with `policy`: retryable statuses and transport failures, for retryable requests, with
@@ -61,12 +63,15 @@ public struct RetryMiddleware: HTTPMiddleware {
 
     private func checkOnline(_ request: APIRequest) throws {
         guard let reachability, reachability.status == .offline else { return }
-        throw HTTPRequestError(HTTPRequestError.offline, "the network is unreachable; nothing was sent", method: request.method,
-                               url: request.redactedURL)
+        throw HTTPRequestError(
+            HTTPRequestError.offline, "the network is unreachable; nothing was sent", method: request.method,
+            url: request.redactedURL)
     }
 
-    public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
-                          next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
+    public func intercept(
+        _ request: APIRequest, context: HTTPMiddlewareContext,
+        next: @Sendable (APIRequest) async throws -> APIResponse
+    ) async throws -> APIResponse {
         var attempt = 1
         while true {
             try Task.checkCancellation()
@@ -74,16 +79,20 @@ public struct RetryMiddleware: HTTPMiddleware {
             let delay: TimeInterval
             do {
                 let response = try await next(request)
-                guard response.status.kind != .successful, policy.retryableStatuses.contains(response.status.code), context.isRetryable,
-                      attempt < policy.maxAttempts else { return response }
+                guard response.status.kind != .successful, policy.retryableStatuses.contains(response.status.code),
+                    context.isRetryable,
+                    attempt < policy.maxAttempts
+                else { return response }
                 if policy.honoursRetryAfter, let after = RetryPolicy.retryAfter(response.headerFields[.retryAfter]) {
                     guard after <= policy.maximumRetryAfter else { return response }
                     delay = after
                 } else {
                     delay = policy.delay(after: attempt)
                 }
-            } catch let error as HTTPRequestError where error.code != HTTPRequestError.invalidRequest && error.code != HTTPRequestError.tls
-                        && context.isRetryable && attempt < policy.maxAttempts {
+            } catch let error as HTTPRequestError
+                where error.code != HTTPRequestError.invalidRequest && error.code != HTTPRequestError.tls
+                && context.isRetryable && attempt < policy.maxAttempts
+            {
                 if Task.isCancelled { throw CancellationError() }
                 delay = policy.delay(after: attempt)
             }
@@ -103,8 +112,10 @@ public struct LoggingMiddleware: HTTPMiddleware {
     /// A logging step.
     public init(logger: Logger) { self.logger = logger }
 
-    public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
-                          next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
+    public func intercept(
+        _ request: APIRequest, context: HTTPMiddlewareContext,
+        next: @Sendable (APIRequest) async throws -> APIResponse
+    ) async throws -> APIResponse {
         guard logger.logLevel <= .debug else { return try await next(request) }
         let headers = request.headerFields.map { field in
             HTTPField.Name.sensitive.contains(field.name) ? "\(field.name): ***" : "\(field.name): \(field.value)"
@@ -112,14 +123,17 @@ public struct LoggingMiddleware: HTTPMiddleware {
         var body = ""
         if let data = request.body {
             let isForm = request.headerFields[.contentType].map { MIMEType($0) } == MIMEType.formURLEncoded
-            body = isForm ? " body=\(Redaction.form(String(decoding: data, as: UTF8.self)))" : " body=\(data.count) bytes"
+            body =
+                isForm ? " body=\(Redaction.form(String(decoding: data, as: UTF8.self)))" : " body=\(data.count) bytes"
         }
         logger.debug("→ \(request.method) \(request.redactedURL) [\(headers)]\(body)")
         let started = Date()
         do {
             let response = try await next(request)
             let milliseconds = Int64(Date().timeIntervalSince(started) * 1000)
-            logger.debug("← \(response.status) \(request.method) \(request.redactedURL) \(response.body.count) bytes \(milliseconds) ms")
+            logger.debug(
+                "← \(response.status) \(request.method) \(request.redactedURL) \(response.body.count) bytes \(milliseconds) ms"
+            )
             return response
         } catch {
             logger.debug("✗ \(request.method) \(request.redactedURL) failed: \(error)")

@@ -30,8 +30,11 @@ public struct HTTPRequestError: Error, Sendable, CustomStringConvertible {
     /// The start of the response body (at most 512 characters), for `status` errors.
     public let bodyExcerpt: String?
 
-    package init(_ code: Code, _ message: String, method: HTTPRequest.Method? = nil, url: String? = nil, status: HTTPResponse.Status? = nil,
-         bodyExcerpt: String? = nil) {
+    package init(
+        _ code: Code, _ message: String, method: HTTPRequest.Method? = nil, url: String? = nil,
+        status: HTTPResponse.Status? = nil,
+        bodyExcerpt: String? = nil
+    ) {
         self.code = code
         self.message = message
         self.method = method

@@ -31,7 +31,8 @@ public struct MultipartForm: Sendable {
     /// An empty form with a random boundary.
     public init() {
         var generator = SystemRandomNumberGenerator()
-        boundary = "moose-" + (0..<24).map { _ in String("0123456789abcdef".randomElement(using: &generator)!) }.joined()
+        boundary =
+            "moose-" + (0..<24).map { _ in String("0123456789abcdef".randomElement(using: &generator)!) }.joined()
     }
 
     /// A text field.
@@ -65,7 +66,10 @@ public struct MultipartForm: Sendable {
     func writeBody(into folder: URL) throws(HTTPRequestError) -> URL {
         let url = folder.appendingPathComponent("moose-multipart-\(boundary).body")
         let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot create a temporary body file in \(folder.path)") }
+        guard fd >= 0 else {
+            throw HTTPRequestError(
+                HTTPRequestError.invalidRequest, "cannot create a temporary body file in \(folder.path)")
+        }
         defer { close(fd) }
         func emit(_ bytes: some Collection<UInt8>) throws(HTTPRequestError) {
             var array = Array(bytes)
@@ -73,7 +77,9 @@ public struct MultipartForm: Sendable {
             while offset < array.count {
                 let written = array.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
                 if written < 0, errno == EINTR { continue }
-                guard written > 0 else { throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot write the multipart body") }
+                guard written > 0 else {
+                    throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot write the multipart body")
+                }
                 offset += written
             }
         }
@@ -85,18 +91,29 @@ public struct MultipartForm: Sendable {
                 try emit(Array(value.utf8))
             case .data(let name, let filename, let data, let type):
                 let file = filename.map { "; filename=\(Self.quoted($0))" } ?? ""
-                try emit(Array("Content-Disposition: form-data; name=\(Self.quoted(name))\(file)\r\nContent-Type: \(type.value)\r\n\r\n".utf8))
+                try emit(
+                    Array(
+                        "Content-Disposition: form-data; name=\(Self.quoted(name))\(file)\r\nContent-Type: \(type.value)\r\n\r\n"
+                            .utf8))
                 try emit(data)
             case .file(let name, let filename, let source, let type):
-                try emit(Array("Content-Disposition: form-data; name=\(Self.quoted(name)); filename=\(Self.quoted(filename))\r\nContent-Type: \(type.value)\r\n\r\n".utf8))
+                try emit(
+                    Array(
+                        "Content-Disposition: form-data; name=\(Self.quoted(name)); filename=\(Self.quoted(filename))\r\nContent-Type: \(type.value)\r\n\r\n"
+                            .utf8))
                 let input = open(source.path, O_RDONLY | O_CLOEXEC)
-                guard input >= 0 else { throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot read upload file \(source.path)") }
+                guard input >= 0 else {
+                    throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot read upload file \(source.path)")
+                }
                 defer { close(input) }
                 var chunk = [UInt8](repeating: 0, count: 65_536)
                 while true {
                     let count = chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
                     if count < 0, errno == EINTR { continue }
-                    guard count >= 0 else { throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot read upload file \(source.path)") }
+                    guard count >= 0 else {
+                        throw HTTPRequestError(
+                            HTTPRequestError.invalidRequest, "cannot read upload file \(source.path)")
+                    }
                     if count == 0 { break }
                     try emit(chunk[0..<count])
                 }

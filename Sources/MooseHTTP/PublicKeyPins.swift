@@ -47,14 +47,19 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
     ///   `maximumPinsPerHost` pins for one host.
     public init(_ pins: [String: [String]]) throws(HTTPRequestError) {
         guard pins.count <= Self.maximumHosts else {
-            throw HTTPRequestError(HTTPRequestError.pinning, "at most \(Self.maximumHosts) hosts can be pinned (\(pins.count) given)")
+            throw HTTPRequestError(
+                HTTPRequestError.pinning, "at most \(Self.maximumHosts) hosts can be pinned (\(pins.count) given)")
         }
         var digests: [String: [String]] = [:]
         for (host, list) in pins {
             let name = try Self.host(host)
-            guard !list.isEmpty else { throw HTTPRequestError(HTTPRequestError.pinning, "the pinned host \(name) has no pins") }
+            guard !list.isEmpty else {
+                throw HTTPRequestError(HTTPRequestError.pinning, "the pinned host \(name) has no pins")
+            }
             guard list.count <= Self.maximumPinsPerHost else {
-                throw HTTPRequestError(HTTPRequestError.pinning, "at most \(Self.maximumPinsPerHost) pins per host (\(name) has \(list.count))")
+                throw HTTPRequestError(
+                    HTTPRequestError.pinning,
+                    "at most \(Self.maximumPinsPerHost) pins per host (\(name) has \(list.count))")
             }
             var canonical = digests[name] ?? []
             for pin in list {
@@ -94,7 +99,8 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
     /// SHA-256 and ask `permits(host:subjectPublicKeyInfoSHA256:)`.
     public static func subjectPublicKeyInfo(certificateDER der: [UInt8]) -> [UInt8]? {
         guard der.count <= 64 * 1024, let certificate = element(der, at: 0, tag: 0x30, limit: der.count),
-              let tbs = element(der, at: certificate.content, tag: 0x30, limit: certificate.end) else { return nil }
+            let tbs = element(der, at: certificate.content, tag: 0x30, limit: certificate.end)
+        else { return nil }
         var offset = tbs.content
         if let version = element(der, at: offset, tag: 0xA0, limit: tbs.end) { offset = version.end }
         // serialNumber INTEGER, signature AlgorithmIdentifier, issuer Name, validity, subject Name.
@@ -108,7 +114,9 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
 
     /// The DER element at `offset` if its tag is `tag` and it ends by `limit`: where it starts, where
     /// its contents start, where it ends. Definite lengths of at most three length bytes.
-    private static func element(_ bytes: [UInt8], at offset: Int, tag: UInt8, limit: Int) -> (start: Int, content: Int, end: Int)? {
+    private static func element(_ bytes: [UInt8], at offset: Int, tag: UInt8, limit: Int) -> (
+        start: Int, content: Int, end: Int
+    )? {
         guard limit <= bytes.count, offset >= 0, offset + 2 <= limit, bytes[offset] == tag else { return nil }
         let first = bytes[offset + 1]
         var length = Int(first), header = 2
@@ -137,8 +145,9 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
 
     /// The error for a server of `host` whose key is none of its pins: a TLS error, never retried.
     package func mismatch(host: String, _ request: APIRequest) -> HTTPRequestError {
-        HTTPRequestError(HTTPRequestError.tls, Self.mismatchMessage(host: host, pins: pins(for: host)),
-                         method: request.method, url: request.redactedURL)
+        HTTPRequestError(
+            HTTPRequestError.tls, Self.mismatchMessage(host: host, pins: pins(for: host)),
+            method: request.method, url: request.redactedURL)
     }
 
     /// "the server's public key for HOST is not one of the pinned keys (pins: …); the connection was refused".
@@ -150,7 +159,9 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
     /// `host` lower-cased (ASCII), without a trailing dot or IPv6 brackets: how hosts are compared.
     package static func normalised(_ host: String) -> String {
         var bytes = Array(host.utf8)
-        if bytes.first == UInt8(ascii: "["), bytes.last == UInt8(ascii: "]") { bytes = Array(bytes.dropFirst().dropLast()) }
+        if bytes.first == UInt8(ascii: "["), bytes.last == UInt8(ascii: "]") {
+            bytes = Array(bytes.dropFirst().dropLast())
+        }
         if bytes.last == UInt8(ascii: ".") { bytes.removeLast() }
         return String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
@@ -159,18 +170,24 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
     static func host(_ text: String) throws(HTTPRequestError) -> String {
         let name = normalised(text)
         guard !name.isEmpty, name.utf8.count <= 253 else {
-            throw HTTPRequestError(HTTPRequestError.pinning, "a pinned host must be a host name or an IP address (\(name.utf8.count) bytes given)")
+            throw HTTPRequestError(
+                HTTPRequestError.pinning,
+                "a pinned host must be a host name or an IP address (\(name.utf8.count) bytes given)")
         }
         guard !name.utf8.contains(UInt8(ascii: "*")) else {
-            throw HTTPRequestError(HTTPRequestError.pinning, "the pinned host \(name) has a wildcard: pins name each host exactly")
+            throw HTTPRequestError(
+                HTTPRequestError.pinning, "the pinned host \(name) has a wildcard: pins name each host exactly")
         }
         let allowed = name.utf8.allSatisfy { byte in
-            (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: ".")
                 || byte == UInt8(ascii: ":")
         }
         guard allowed else {
-            throw HTTPRequestError(HTTPRequestError.pinning,
-                                   "the pinned host \(shown(name)) is not a host name or an IP address (letters, digits, '-', '.', ':'; an IDN in its xn-- form)")
+            throw HTTPRequestError(
+                HTTPRequestError.pinning,
+                "the pinned host \(shown(name)) is not a host name or an IP address (letters, digits, '-', '.', ':'; an IDN in its xn-- form)"
+            )
         }
         return name
     }
@@ -181,19 +198,24 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
         if text.hasPrefix("sha256//") {
             text = text.dropFirst(8)
         } else if let slash = text.firstIndex(of: "/"), text[slash...].hasPrefix("//") {
-            throw HTTPRequestError(HTTPRequestError.pinning,
-                                   "the pin \(shown(String(pin.prefix(80)))) uses \(shown(String(text[..<slash].prefix(16)))); only sha256// pins are supported")
+            throw HTTPRequestError(
+                HTTPRequestError.pinning,
+                "the pin \(shown(String(pin.prefix(80)))) uses \(shown(String(text[..<slash].prefix(16)))); only sha256// pins are supported"
+            )
         }
         let shown = shown(String(pin.prefix(80)))
         guard text.utf8.count <= 64, let data = Data(base64Encoded: String(text)) else {
-            throw HTTPRequestError(HTTPRequestError.pinning, "the pin \(shown) is not standard base64 (sha256//BASE64, 44 characters)")
+            throw HTTPRequestError(
+                HTTPRequestError.pinning, "the pin \(shown) is not standard base64 (sha256//BASE64, 44 characters)")
         }
         guard data.count == 32 else {
-            throw HTTPRequestError(HTTPRequestError.pinning, "the pin \(shown) has \(data.count) bytes; a SHA-256 pin has 32")
+            throw HTTPRequestError(
+                HTTPRequestError.pinning, "the pin \(shown) has \(data.count) bytes; a SHA-256 pin has 32")
         }
         let canonical = data.base64EncodedString()
         guard canonical.utf8.elementsEqual(text.utf8) else {
-            throw HTTPRequestError(HTTPRequestError.pinning, "the pin \(shown) is not canonical base64 (expected sha256//\(canonical))")
+            throw HTTPRequestError(
+                HTTPRequestError.pinning, "the pin \(shown) is not canonical base64 (expected sha256//\(canonical))")
         }
         return canonical
     }
@@ -201,6 +223,8 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
     /// `text` with every character outside printable ASCII shown as `\u{XX}` (configuration is outside input
     /// and goes into error messages a terminal prints).
     static func shown(_ text: String) -> String {
-        text.unicodeScalars.map { $0.value >= 0x20 && $0.value < 0x7F ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined()
+        text.unicodeScalars.map {
+            $0.value >= 0x20 && $0.value < 0x7F ? String($0) : "\\u{\(String($0.value, radix: 16))}"
+        }.joined()
     }
 }

@@ -67,21 +67,25 @@ public final class ManualReachability: Reachability {
 
 /// The current status and its listeners.
 final class StatusBroadcaster: Sendable {
-    private let state: Mutex<(status: NetworkStatus, next: Int, listeners: [Int: AsyncStream<NetworkStatus>.Continuation])>
+    private let state:
+        Mutex<(status: NetworkStatus, next: Int, listeners: [Int: AsyncStream<NetworkStatus>.Continuation])>
 
     init(_ status: NetworkStatus) { state = Mutex((status, 0, [:])) }
 
     var status: NetworkStatus { state.withLock { $0.status } }
 
     func listen() -> AsyncStream<NetworkStatus> {
-        let (stream, continuation) = AsyncStream.makeStream(of: NetworkStatus.self, bufferingPolicy: .bufferingNewest(8))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: NetworkStatus.self, bufferingPolicy: .bufferingNewest(8))
         let id = state.withLock { state in
             state.next += 1
             state.listeners[state.next] = continuation
             continuation.yield(state.status)
             return state.next
         }
-        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) } }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
+        }
         return stream
     }
 
@@ -134,7 +138,9 @@ public final class SystemReachability: Reachability {
             // groups: RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_IFADDR | RTMGRP_IPV6_ROUTE
             var address = NetlinkAddress(family: 16, pad: 0, pid: 0, groups: 0x1 | 0x10 | 0x40 | 0x100 | 0x400)
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<NetlinkAddress>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socket, $0, socklen_t(MemoryLayout<NetlinkAddress>.size))
+                }
             }
             var pipeEnds: [Int32] = [0, 0]
             guard bound == 0, pipe(&pipeEnds) == 0 else { close(socket); return }
@@ -148,15 +154,17 @@ public final class SystemReachability: Reachability {
                 close(wakeRead)
                 close(socket)
             }
-            broadcaster.publish(Self.evaluate())   // a change between init and start
+            broadcaster.publish(Self.evaluate()) // a change between init and start
         }
     }
 
     public func stop() {
-        guard let ends = running.withLock({ running -> (Int32, Int32)? in
-            defer { running = nil }
-            return running.map { ($0.socket, $0.wake) }
-        }) else { return }
+        guard
+            let ends = running.withLock({ running -> (Int32, Int32)? in
+                defer { running = nil }
+                return running.map { ($0.socket, $0.wake) }
+            })
+        else { return }
         var byte: UInt8 = 1
         _ = write(ends.1, &byte, 1)
         close(ends.1)
@@ -167,7 +175,10 @@ public final class SystemReachability: Reachability {
     private static func watch(socket: Int32, wake: Int32, broadcaster: StatusBroadcaster) {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+            ]
             let ready = poll(&fds, 2, -1)
             if ready < 0 { if errno == EINTR { continue }; return }
             if fds[1].revents != 0 { return }
@@ -187,7 +198,8 @@ public final class SystemReachability: Reachability {
             defer { cursor = entry.pointee.ifa_next }
             let flags = Int32(bitPattern: entry.pointee.ifa_flags)
             guard flags & Int32(IFF_UP) != 0, flags & Int32(IFF_RUNNING) != 0, flags & Int32(IFF_LOOPBACK) == 0,
-                  let address = entry.pointee.ifa_addr else { continue }
+                let address = entry.pointee.ifa_addr
+            else { continue }
             switch Int32(address.pointee.sa_family) {
             case AF_INET:
                 return .online

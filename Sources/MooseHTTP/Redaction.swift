@@ -16,17 +16,21 @@ public enum Redaction {
     public static let sensitiveFields: Set<String> = [
         "access_token", "refresh_token", "id_token", "token", "code", "code_verifier", "client_secret",
         "client_assertion", "password", "secret", "assertion", "device_code", "subject_token", "actor_token",
-        "api_key", "apikey", "key", "sig", "signature", "state", "nonce", "id_token_hint", "logout_hint",
+        "api_key", "apikey", "key", "sig", "signature", "state", "nonce", "id_token_hint", "logout_hint"
     ]
 
     /// A URL with sensitive query values and userinfo replaced.
     public static func url(_ text: String) -> String {
         var text = text
         let chars = Array(text)
-        if let colon = (0..<max(0, chars.count - 2)).first(where: { chars[$0] == ":" && chars[$0 + 1] == "/" && chars[$0 + 2] == "/" }) {
+        if let colon = (0..<max(0, chars.count - 2)).first(where: {
+            chars[$0] == ":" && chars[$0 + 1] == "/" && chars[$0 + 2] == "/"
+        }) {
             let start = colon + 3
             var index = start
-            while index < chars.count, chars[index] != "/", chars[index] != "?", chars[index] != "#", chars[index] != "@" { index += 1 }
+            while index < chars.count, chars[index] != "/", chars[index] != "?", chars[index] != "#",
+                chars[index] != "@"
+            { index += 1 }
             if index < chars.count, chars[index] == "@" {
                 text = String(chars[..<start]) + "***@" + String(chars[(index + 1)...])
             }
@@ -52,9 +56,12 @@ public enum Redaction {
     /// for OAuth traffic.
     public static func body(_ bytes: [UInt8], showingValues: Bool = false) -> String {
         let first = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
-        if showingValues, first == UInt8(ascii: "{"), case .object(let members)? = try? JSONDecoder().decode(JSON.self, from: Data(bytes)) {
+        if showingValues, first == UInt8(ascii: "{"),
+            case .object(let members)? = try? JSONDecoder().decode(JSON.self, from: Data(bytes))
+        {
             let shown = members.keys.sorted().prefix(12).map { key -> String in
-                let name = String(key.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(40).map(Character.init))
+                let name = String(
+                    key.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(40).map(Character.init))
                 // "code" is an API's error code here (OAuth traffic never shows values); a long,
                 // token-like value is starred by the text rule below anyway.
                 if key.lowercased() != "code", sensitiveFields.contains(key.lowercased()) { return "\(name): ***" }
@@ -69,8 +76,13 @@ public enum Redaction {
         }
         if first == UInt8(ascii: "{") {
             if let keys = try? JSONDecoder().decode(MemberNames.self, from: Data(bytes)).names {
-                let shown = keys.prefix(12).map { name in String(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(40).map(Character.init)) }
-                return "a JSON object (\(bytes.count) bytes) with members \(shown.joined(separator: ", "))\(keys.count > 12 ? ", …" : "") (values not shown)"
+                let shown = keys.prefix(12).map { name in
+                    String(
+                        name.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(40).map(
+                            Character.init))
+                }
+                return
+                    "a JSON object (\(bytes.count) bytes) with members \(shown.joined(separator: ", "))\(keys.count > 12 ? ", …" : "") (values not shown)"
             }
             return "a JSON-like body (\(bytes.count) bytes, not shown)"
         }
@@ -84,8 +96,12 @@ public enum Redaction {
         var run = ""
         func flush() { out += run.count >= 20 ? "***" : run; run = "" }
         for scalar in form(text).unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) { flush(); out += " "; continue }
-            if scalar.isASCII, TokenCharacters.isAlphanumeric(UInt8(scalar.value)) || "-._~+/=".unicodeScalars.contains(scalar) {
+            if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) {
+                flush(); out += " "; continue
+            }
+            if scalar.isASCII,
+                TokenCharacters.isAlphanumeric(UInt8(scalar.value)) || "-._~+/=".unicodeScalars.contains(scalar)
+            {
                 run.unicodeScalars.append(scalar)
             } else {
                 flush()

@@ -16,8 +16,10 @@ public struct RequestBuilder: Sendable {
     public var temporaryDirectory: URL
 
     /// A builder.
-    public init(defaultHeaders: HTTPFields = [:], defaultTimeout: TimeInterval = 20,
-                temporaryDirectory: URL = URL(fileURLWithPath: NSTemporaryDirectoryPath())) {
+    public init(
+        defaultHeaders: HTTPFields = [:], defaultTimeout: TimeInterval = 20,
+        temporaryDirectory: URL = URL(fileURLWithPath: NSTemporaryDirectoryPath())
+    ) {
         self.defaultHeaders = defaultHeaders
         self.defaultTimeout = defaultTimeout
         self.temporaryDirectory = temporaryDirectory
@@ -34,8 +36,9 @@ public struct RequestBuilder: Sendable {
         var headers = HTTPFields()
         for field in defaultHeaders where !endpoint.headerFields.contains(field.name) { headers.append(field) }
         headers.append(contentsOf: endpoint.headerFields)
-        var request = APIRequest(method: endpoint.method, url: url, headerFields: headers, body: nil,
-                                  timeout: endpoint.timeout ?? defaultTimeout)
+        var request = APIRequest(
+            method: endpoint.method, url: url, headerFields: headers, body: nil,
+            timeout: endpoint.timeout ?? defaultTimeout)
         try encodeBody(endpoint.body, into: &request)
         if [HTTPRequest.Method.get, .head].contains(endpoint.method), request.body != nil || request.bodyFile != nil {
             throw HTTPRequestError(HTTPRequestError.invalidRequest, "\(endpoint.method) request with a body")
@@ -45,8 +48,12 @@ public struct RequestBuilder: Sendable {
 
     static func url(for endpoint: some Endpoint) throws(HTTPRequestError) -> URL {
         let base = endpoint.baseURL
-        guard let scheme = base.scheme?.lowercased(), URLScheme(rawValue: scheme) != nil, let host = base.host, !host.isEmpty else {
-            throw HTTPRequestError(HTTPRequestError.invalidRequest, "base URL \(base.redactedForLogs) must be absolute http(s) with a host")
+        guard let scheme = base.scheme?.lowercased(), URLScheme(rawValue: scheme) != nil, let host = base.host,
+            !host.isEmpty
+        else {
+            throw HTTPRequestError(
+                HTTPRequestError.invalidRequest, "base URL \(base.redactedForLogs) must be absolute http(s) with a host"
+            )
         }
         // Fill {placeholders}; every one must have a value, every value becomes one encoded segment.
         var path = ""
@@ -59,7 +66,8 @@ public struct RequestBuilder: Sendable {
             }
             let name = String(rest[rest.index(after: open)..<close])
             guard let value = endpoint.pathParameters[name] else {
-                throw HTTPRequestError(HTTPRequestError.invalidRequest, "path parameter {\(name)} of \"\(endpoint.path)\" has no value")
+                throw HTTPRequestError(
+                    HTTPRequestError.invalidRequest, "path parameter {\(name)} of \"\(endpoint.path)\" has no value")
             }
             guard !value.isEmpty else {
                 throw HTTPRequestError(HTTPRequestError.invalidRequest, "path parameter {\(name)} is empty")
@@ -69,7 +77,9 @@ public struct RequestBuilder: Sendable {
             rest = rest[rest.index(after: close)...]
         }
         path += rest
-        if path.contains("}") { throw HTTPRequestError(HTTPRequestError.invalidRequest, "path \"\(endpoint.path)\" has an unmatched }") }
+        if path.contains("}") {
+            throw HTTPRequestError(HTTPRequestError.invalidRequest, "path \"\(endpoint.path)\" has an unmatched }")
+        }
         var text = base.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
         if !path.isEmpty, !path.hasPrefix("/") { path = "/" + path }
@@ -77,7 +87,9 @@ public struct RequestBuilder: Sendable {
         let query = encodeQuery(endpoint.query, arrays: endpoint.arrayEncoding)
         if !query.isEmpty { text += (text.contains("?") ? "&" : "?") + query }
         guard let url = URL(string: text) else {
-            throw HTTPRequestError(HTTPRequestError.invalidRequest, "cannot form a URL from \(base.redactedForLogs) and \"\(endpoint.path)\"")
+            throw HTTPRequestError(
+                HTTPRequestError.invalidRequest,
+                "cannot form a URL from \(base.redactedForLogs) and \"\(endpoint.path)\"")
         }
         return url
     }
@@ -95,9 +107,12 @@ public struct RequestBuilder: Sendable {
             case .repeatedKeys:
                 for value in item.values { pairs.append(name + "=" + percentEncode(value, allowed: queryAllowed)) }
             case .commaSeparated:
-                pairs.append(name + "=" + item.values.map { percentEncode($0, allowed: queryAllowed) }.joined(separator: ","))
+                pairs.append(
+                    name + "=" + item.values.map { percentEncode($0, allowed: queryAllowed) }.joined(separator: ","))
             case .brackets:
-                for value in item.values { pairs.append(name + "%5B%5D=" + percentEncode(value, allowed: queryAllowed)) }
+                for value in item.values {
+                    pairs.append(name + "%5B%5D=" + percentEncode(value, allowed: queryAllowed))
+                }
             }
         }
         return pairs.joined(separator: "&")
@@ -140,7 +155,9 @@ public struct RequestBuilder: Sendable {
             let byte = source[index]
             if byte == UInt8(ascii: "+") {
                 bytes.append(0x20)
-            } else if byte == UInt8(ascii: "%"), index + 2 < source.count, let high = hex(source[index + 1]), let low = hex(source[index + 2]) {
+            } else if byte == UInt8(ascii: "%"), index + 2 < source.count, let high = hex(source[index + 1]),
+                let low = hex(source[index + 2])
+            {
                 bytes.append(high << 4 | low)
                 index += 2
             } else {
@@ -199,8 +216,8 @@ public struct RequestBuilder: Sendable {
 
     // RFC 3986 unreserved characters, plus what each component may carry unencoded.
     static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
-    static let pathSegmentAllowed = unreserved.union("!$'()*,:@".utf8)   // no "/", ";", "=", "&", "+"
-    static let queryAllowed = unreserved.union("!$'()*,:@/?".utf8)     // no "&", "=", "+", ";", "#"
+    static let pathSegmentAllowed = unreserved.union("!$'()*,:@".utf8) // no "/", ";", "=", "&", "+"
+    static let queryAllowed = unreserved.union("!$'()*,:@/?".utf8) // no "&", "=", "+", ";", "#"
     static let formAllowed = unreserved.union("*".utf8)
 
     static func percentEncode(_ text: String, allowed: Set<UInt8>) -> String {

@@ -30,9 +30,11 @@ public struct RetryPolicy: Sendable {
 
     /// A policy: by default three attempts, exponential backoff from 0.5 s with jitter, for
     /// 408/429/500/502/503/504 and transport errors.
-    public init(maxAttempts: Int = 3, backoff: Backoff = .exponential(base: 0.5, maximum: 8), jitter: Bool = true,
-                retryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504], honoursRetryAfter: Bool = true,
-                maximumRetryAfter: TimeInterval = 60) {
+    public init(
+        maxAttempts: Int = 3, backoff: Backoff = .exponential(base: 0.5, maximum: 8), jitter: Bool = true,
+        retryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504], honoursRetryAfter: Bool = true,
+        maximumRetryAfter: TimeInterval = 60
+    ) {
         self.maxAttempts = maxAttempts
         self.backoff = backoff
         self.jitter = jitter
@@ -64,7 +66,9 @@ public struct RetryPolicy: Sendable {
         let bytes = Array(value.utf8)
         if bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
             // delta-seconds = 1*DIGIT: long runs of digits are simply "a very long time".
-            guard bytes.count <= 9, let seconds = HTTPDate.digits(bytes, count: 1...9) else { return Self.maximumRetryAfterValue }
+            guard bytes.count <= 9, let seconds = HTTPDate.digits(bytes, count: 1...9) else {
+                return Self.maximumRetryAfterValue
+            }
             return min(TimeInterval(seconds), Self.maximumRetryAfterValue)
         }
         guard let date = HTTPDate.parse(value) else { return nil }

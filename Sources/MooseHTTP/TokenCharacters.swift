@@ -37,7 +37,8 @@ public enum TokenCharacters {
     /// `ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/"`.
     @inline(__always)
     static func isB64Body(_ byte: UInt8) -> Bool {
-        isAlphanumeric(byte) || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E || byte == 0x2B || byte == 0x2F
+        isAlphanumeric(byte) || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E || byte == 0x2B
+            || byte == 0x2F
     }
 
     /// Non-empty, and every byte an RFC 9110 `tchar`.

@@ -57,4 +57,3 @@ public struct Transfer: Sendable {
     /// Stops the transfer; `response` then throws `CancellationError`.
     public func cancel() { task.cancel() }
 }
-

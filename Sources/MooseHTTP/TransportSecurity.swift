@@ -32,7 +32,8 @@ public enum TransportSecurity {
         let octets = name.split(separator: ".", omittingEmptySubsequences: false)
         guard octets.count == 4, octets[0] == "127" else { return false }
         return octets.allSatisfy { octet in
-            !octet.isEmpty && octet.count <= 3 && octet.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && Int(octet).map { $0 <= 255 } == true
+            !octet.isEmpty && octet.count <= 3 && octet.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+                && Int(octet).map { $0 <= 255 } == true
         }
     }
 }

@@ -46,16 +46,19 @@ public struct ResourceServerMiddleware<Context: ResourceServerRequestContext>: R
     }
 
     /// Verifies, then runs `next` with `context.principal` set; a refusal is answered here.
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
         // Repeated fields are joined with commas (RFC 9110 §5.3), which the verifier refuses as malformed.
         let authorization = request.headers[values: .authorization]
         let dpop = request.headers[values: .dpop]
         let principal: VerifiedPrincipal
         do {
-            principal = try await server.verify(authorizationHeader: authorization.isEmpty ? nil : authorization.joined(separator: ", "),
-                                                dpopHeader: dpop.isEmpty ? nil : dpop.joined(separator: ", "),
-                                                method: request.method.rawValue, url: publicBaseURL + request.uri.path,
-                                                requiredScopes: requiredScopes)
+            principal = try await server.verify(
+                authorizationHeader: authorization.isEmpty ? nil : authorization.joined(separator: ", "),
+                dpopHeader: dpop.isEmpty ? nil : dpop.joined(separator: ", "),
+                method: request.method.rawValue, url: publicBaseURL + request.uri.path,
+                requiredScopes: requiredScopes)
         } catch {
             return Self.response(for: error)
         }
@@ -83,8 +86,9 @@ extension ProtectedResourceDocument {
         guard let path = wellKnownPath else { return }
         let json = self.json
         router.get(RouterPath(path)) { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "max-age=3600"],
-                     body: ResponseBody(byteBuffer: ByteBuffer(string: json)))
+            Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "max-age=3600"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: json)))
         }
     }
 }

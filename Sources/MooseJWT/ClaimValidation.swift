@@ -57,19 +57,25 @@ public struct ClaimValidation: Sendable {
         if checksTime {
             let now = clock()
             if let exp = claims.expiresAt, now.timeIntervalSince1970 >= exp.timeIntervalSince1970 + leeway {
-                failures.append(JWTError(JWTError.expired,
-                                         "token expired \(DurationText.describe(now.timeIntervalSince(exp))) ago (exp \(ISO8601.string(from: exp)), leeway \(DurationText.describe(leeway)))",
-                                         field: "exp"))
+                failures.append(
+                    JWTError(
+                        JWTError.expired,
+                        "token expired \(DurationText.describe(now.timeIntervalSince(exp))) ago (exp \(ISO8601.string(from: exp)), leeway \(DurationText.describe(leeway)))",
+                        field: "exp"))
             }
             if let nbf = claims.notBefore, now.timeIntervalSince1970 + leeway < nbf.timeIntervalSince1970 {
-                failures.append(JWTError(JWTError.notYetValid,
-                                         "token is not valid for another \(DurationText.describe(nbf.timeIntervalSince(now))) (nbf \(ISO8601.string(from: nbf)))",
-                                         field: "nbf"))
+                failures.append(
+                    JWTError(
+                        JWTError.notYetValid,
+                        "token is not valid for another \(DurationText.describe(nbf.timeIntervalSince(now))) (nbf \(ISO8601.string(from: nbf)))",
+                        field: "nbf"))
             }
             if let iat = claims.issuedAt, now.timeIntervalSince1970 + leeway < iat.timeIntervalSince1970 {
-                failures.append(JWTError(JWTError.issuedInFuture,
-                                         "token was issued \(DurationText.describe(iat.timeIntervalSince(now))) in the future (iat \(ISO8601.string(from: iat)))",
-                                         field: "iat"))
+                failures.append(
+                    JWTError(
+                        JWTError.issuedInFuture,
+                        "token was issued \(DurationText.describe(iat.timeIntervalSince(now))) in the future (iat \(ISO8601.string(from: iat)))",
+                        field: "iat"))
             }
         }
         if let issuer {
@@ -77,27 +83,34 @@ public struct ClaimValidation: Sendable {
                 // Exact, code point for code point (RFC 7519 §2 StringOrURI): String == would equate
                 // canonically equivalent spellings (NFC and NFD).
                 if !actual.utf8.elementsEqual(issuer.utf8) {
-                    failures.append(JWTError(JWTError.issuerMismatch, "issuer is \"\(actual)\", expected \"\(issuer)\"", field: "iss"))
+                    failures.append(
+                        JWTError(
+                            JWTError.issuerMismatch, "issuer is \"\(actual)\", expected \"\(issuer)\"", field: "iss"))
                 }
             } else {
-                failures.append(JWTError(JWTError.missingClaim, "claim \"iss\" is missing; expected \"\(issuer)\"", field: "iss"))
+                failures.append(
+                    JWTError(JWTError.missingClaim, "claim \"iss\" is missing; expected \"\(issuer)\"", field: "iss"))
             }
         }
         if let audiences {
             if let actual = claims.audience {
                 if !actual.contains(where: { value in audiences.contains { $0.utf8.elementsEqual(value.utf8) } }) {
-                    failures.append(JWTError(JWTError.audienceMismatch,
-                                             "audience \(actual) does not include \(audiences.sorted().joined(separator: " or "))",
-                                             field: "aud"))
+                    failures.append(
+                        JWTError(
+                            JWTError.audienceMismatch,
+                            "audience \(actual) does not include \(audiences.sorted().joined(separator: " or "))",
+                            field: "aud"))
                 }
             } else {
                 failures.append(JWTError(JWTError.missingClaim, "claim \"aud\" is missing", field: "aud"))
             }
         } else if let actual = claims.audience, !acceptsAnyAudience {
-            failures.append(JWTError(JWTError.audienceNotChecked,
-                                     "token is meant for audience \(actual) and no audience was configured to check it against "
-                                     + "(RFC 7519 §4.1.3); configure this verifier's audience, or accept any audience explicitly",
-                                     field: "aud"))
+            failures.append(
+                JWTError(
+                    JWTError.audienceNotChecked,
+                    "token is meant for audience \(actual) and no audience was configured to check it against "
+                        + "(RFC 7519 §4.1.3); configure this verifier's audience, or accept any audience explicitly",
+                    field: "aud"))
         }
         return failures
     }

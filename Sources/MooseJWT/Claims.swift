@@ -19,7 +19,15 @@ extension Int64 {
     /// `value` rounded toward zero and clamped to `Int64`'s range; NaN is 0. For numbers from
     /// outside, which must never trap a conversion.
     package init(saturating value: Double) {
-        if value.isNaN { self = 0 } else if value >= 9.2e18 { self = .max } else if value <= -9.2e18 { self = .min } else { self = Int64(value) }
+        if value.isNaN {
+            self = 0
+        } else if value >= 9.2e18 {
+            self = .max
+        } else if value <= -9.2e18 {
+            self = .min
+        } else {
+            self = Int64(value)
+        }
     }
 }
 
@@ -43,20 +51,23 @@ public struct JWTClaims: Sendable, Hashable {
         self.fields = fields
         for name in ["iss", "sub", "jti"] {
             if let value = fields[name], value.stringValue == nil {
-                throw JWTError(JWTError.invalidClaim, "claim \"\(name)\" must be a string, found \(value.typeName)", field: name)
+                throw JWTError(
+                    JWTError.invalidClaim, "claim \"\(name)\" must be a string, found \(value.typeName)", field: name)
             }
         }
         for name in ["exp", "nbf", "iat"] {
             if let value = fields[name] {
                 guard let number = value.doubleValue else {
-                    throw JWTError(JWTError.invalidClaim,
-                                   "claim \"\(name)\" must be a NumericDate (seconds since 1970), found \(value.typeName)",
-                                   field: name)
+                    throw JWTError(
+                        JWTError.invalidClaim,
+                        "claim \"\(name)\" must be a NumericDate (seconds since 1970), found \(value.typeName)",
+                        field: name)
                 }
                 guard NumericDate.isInRange(number) else {
-                    throw JWTError(JWTError.invalidClaim,
-                                   "claim \"\(name)\" is outside the NumericDate range Moose accepts (±\(Int64(NumericDate.limit)) s around 1970)",
-                                   field: name)
+                    throw JWTError(
+                        JWTError.invalidClaim,
+                        "claim \"\(name)\" is outside the NumericDate range Moose accepts (±\(Int64(NumericDate.limit)) s around 1970)",
+                        field: name)
                 }
             }
         }
@@ -65,7 +76,8 @@ public struct JWTClaims: Sendable, Hashable {
             case .string: break
             case .array(let values) where values.allSatisfy({ $0.stringValue != nil }): break
             default:
-                throw JWTError(JWTError.invalidClaim, "claim \"aud\" must be a string or an array of strings", field: "aud")
+                throw JWTError(
+                    JWTError.invalidClaim, "claim \"aud\" must be a string or an array of strings", field: "aud")
             }
         }
     }
@@ -139,9 +151,11 @@ public struct JWT: Sendable {
     /// Interprets a parsed JWS's payload as a claim set.
     public init(jws: JWS) throws(JWTError) {
         self.jws = jws
-        let value = try typed { try jws.payload.withUnsafeBufferPointer { buffer in
-            try JSONValue(parsing: buffer, maximumDepth: JSONValue.defaultMaximumDepth, context: "payload")
-        } }
+        let value = try typed {
+            try jws.payload.withUnsafeBufferPointer { buffer in
+                try JSONValue(parsing: buffer, maximumDepth: JSONValue.defaultMaximumDepth, context: "payload")
+            }
+        }
         guard case .object(let object) = value else {
             throw JWTError(JWTError.invalidJSON, "payload is a JSON \(value.typeName), not a claims object")
         }

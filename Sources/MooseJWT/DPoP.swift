@@ -49,13 +49,15 @@ public enum DPoP {
 
     /// The claims of a proof (RFC 9449 §4.2): `jti`, `htm`, `htu` (normalized by `targetURI`), `iat`,
     /// and `nonce` and `ath` (of `accessToken`) when given.
-    public static func proofClaims(method: String, url: String, accessToken: String? = nil, nonce: String? = nil,
-                                   issuedAt: Date, jti: String) throws(JWTError) -> JSONObject {
+    public static func proofClaims(
+        method: String, url: String, accessToken: String? = nil, nonce: String? = nil,
+        issuedAt: Date, jti: String
+    ) throws(JWTError) -> JSONObject {
         var claims: JSONObject = [
             "jti": .string(jti),
             "htm": .string(method),
             "htu": .string(try targetURI(url)),
-            "iat": .number(JSONNumber(Int64(saturating: issuedAt.timeIntervalSince1970.rounded(.down)))),
+            "iat": .number(JSONNumber(Int64(saturating: issuedAt.timeIntervalSince1970.rounded(.down))))
         ]
         if let nonce { claims["nonce"] = .string(nonce) }
         if let accessToken { claims["ath"] = .string(accessTokenHash(accessToken)) }
@@ -70,10 +72,13 @@ public enum DPoP {
 
     /// A signed proof for one request: `proofClaims` (with a random 128-bit `jti`) signed by `signer`
     /// under `proofHeader(publicJWK:)`. `signer` must hold the private half of `publicJWK`.
-    public static func proof(signer: JWTSigner, publicJWK: JWK, method: String, url: String, accessToken: String? = nil,
-                             nonce: String? = nil, at date: Date = Date()) throws -> String {
+    public static func proof(
+        signer: JWTSigner, publicJWK: JWK, method: String, url: String, accessToken: String? = nil,
+        nonce: String? = nil, at date: Date = Date()
+    ) throws -> String {
         let jti = Base64URL.encode(try SecureRandom.bytes(count: 16))
-        let claims = try proofClaims(method: method, url: url, accessToken: accessToken, nonce: nonce, issuedAt: date, jti: jti)
+        let claims = try proofClaims(
+            method: method, url: url, accessToken: accessToken, nonce: nonce, issuedAt: date, jti: jti)
         return try signer.sign(claims, extraHeader: proofHeader(publicJWK: publicJWK))
     }
 
@@ -82,7 +87,8 @@ public enum DPoP {
     private static func normalize(_ text: String, allowsQueryAndFragment: Bool) throws(JWTError) -> String {
         let bytes = Array(text.utf8)
         guard bytes.count <= maximumURILength else {
-            throw JWTError(JWTError.malformed, "URI is \(bytes.count) bytes; the limit is \(maximumURILength)", field: "htu")
+            throw JWTError(
+                JWTError.malformed, "URI is \(bytes.count) bytes; the limit is \(maximumURILength)", field: "htu")
         }
         // RFC 3986 characters only: no spaces, controls (CR/LF), raw non-ASCII, or `"<>\\^`{|}`.
         guard !bytes.isEmpty, bytes.allSatisfy(isURICharacter) else {
@@ -90,14 +96,18 @@ public enum DPoP {
         }
         // scheme ":" "//" authority path [ "?" query ] [ "#" fragment ]
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-              isAlpha(bytes[0]), bytes[..<colon].allSatisfy({ isAlpha($0) || isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }),
-              bytes.count >= colon + 3, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else {
+            isAlpha(bytes[0]),
+            bytes[..<colon].allSatisfy({ isAlpha($0) || isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }),
+            bytes.count >= colon + 3, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+        else {
             throw JWTError(JWTError.malformed, "URI is not absolute (scheme://authority/path)", field: "htu")
         }
         let scheme = bytes[..<colon].map(lowercased)
         var index = colon + 3
         let authorityStart = index
-        while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?"), bytes[index] != UInt8(ascii: "#") {
+        while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?"),
+            bytes[index] != UInt8(ascii: "#")
+        {
             index += 1
         }
         let authority = Array(bytes[authorityStart..<index])
@@ -108,28 +118,39 @@ public enum DPoP {
         var host = authority
         var port: [UInt8] = []
         if let lastColon = authority.lastIndex(of: UInt8(ascii: ":")),
-           !(authority.first == UInt8(ascii: "[") && (authority.lastIndex(of: UInt8(ascii: "]")) ?? 0) > lastColon) {
+            !(authority.first == UInt8(ascii: "[") && (authority.lastIndex(of: UInt8(ascii: "]")) ?? 0) > lastColon)
+        {
             host = Array(authority[..<lastColon])
             port = Array(authority[(lastColon + 1)...])
         }
         // An IP literal in brackets, or a reg-name (unreserved, percent-encoded, sub-delims): no ':' or '@' left.
-        let isIPLiteral = host.count > 2 && host.first == UInt8(ascii: "[") && host.last == UInt8(ascii: "]")
-            && host.dropFirst().dropLast().allSatisfy { isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }
-        let isRegName = !host.isEmpty && host.allSatisfy { isUnreserved($0) || isSubDelimiter($0) || $0 == UInt8(ascii: "%") }
-        guard isIPLiteral || isRegName else { throw JWTError(JWTError.malformed, "URI has an empty or invalid host", field: "htu") }
+        let isIPLiteral =
+            host.count > 2 && host.first == UInt8(ascii: "[") && host.last == UInt8(ascii: "]")
+            && host.dropFirst().dropLast().allSatisfy {
+                isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".")
+            }
+        let isRegName =
+            !host.isEmpty && host.allSatisfy { isUnreserved($0) || isSubDelimiter($0) || $0 == UInt8(ascii: "%") }
+        guard isIPLiteral || isRegName else {
+            throw JWTError(JWTError.malformed, "URI has an empty or invalid host", field: "htu")
+        }
         var portText = ""
         if !port.isEmpty {
             // Bounded before converting: at most 5 digits, at most 65535.
-            guard port.count <= 5, port.allSatisfy(isDigit), let number = Int(String(decoding: port, as: UTF8.self)), number <= 65535 else {
+            guard port.count <= 5, port.allSatisfy(isDigit), let number = Int(String(decoding: port, as: UTF8.self)),
+                number <= 65535
+            else {
                 throw JWTError(JWTError.malformed, "URI has an invalid port", field: "htu")
             }
-            let isDefault = (scheme == Array("http".utf8) && number == 80) || (scheme == Array("https".utf8) && number == 443)
+            let isDefault =
+                (scheme == Array("http".utf8) && number == 80) || (scheme == Array("https".utf8) && number == 443)
             if !isDefault { portText = ":" + String(number) }
         }
         let pathStart = index
         while index < bytes.count, bytes[index] != UInt8(ascii: "?"), bytes[index] != UInt8(ascii: "#") { index += 1 }
         if index < bytes.count, !allowsQueryAndFragment {
-            throw JWTError(JWTError.malformed, "htu carries a query or fragment (RFC 9449 §4.2: without them)", field: "htu")
+            throw JWTError(
+                JWTError.malformed, "htu carries a query or fragment (RFC 9449 §4.2: without them)", field: "htu")
         }
         var path = try normalizedPercentEncoding(bytes[pathStart..<index])
         if path.isEmpty { path = [UInt8(ascii: "/")] }
@@ -141,7 +162,8 @@ public enum DPoP {
             normalizedHost[position] = lowercased(normalizedHost[position])
             position += 1
         }
-        return String(decoding: scheme, as: UTF8.self) + "://" + String(decoding: normalizedHost, as: UTF8.self) + portText
+        return String(decoding: scheme, as: UTF8.self) + "://" + String(decoding: normalizedHost, as: UTF8.self)
+            + portText
             + String(decoding: path, as: UTF8.self)
     }
 
@@ -153,7 +175,9 @@ public enum DPoP {
         while index < bytes.endIndex {
             let byte = bytes[index]
             guard byte == UInt8(ascii: "%") else { output.append(byte); index += 1; continue }
-            guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+            guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]),
+                let low = hexValue(bytes[index + 2])
+            else {
                 throw JWTError(JWTError.malformed, "URI has an invalid percent-encoding", field: "htu")
             }
             let decoded = high << 4 | low
@@ -178,7 +202,8 @@ public enum DPoP {
     }
     /// Unreserved, reserved (`:/?#[]@` and sub-delims) or `%`.
     private static func isURICharacter(_ byte: UInt8) -> Bool {
-        isUnreserved(byte) || isSubDelimiter(byte) || byte == 0x25 || byte == 0x3A || byte == 0x2F || byte == 0x3F || byte == 0x23
+        isUnreserved(byte) || isSubDelimiter(byte) || byte == 0x25 || byte == 0x3A || byte == 0x2F || byte == 0x3F
+            || byte == 0x23
             || byte == 0x5B || byte == 0x5D || byte == 0x40
     }
     private static func isHexDigit(_ byte: UInt8) -> Bool { hexValue(byte) != nil }

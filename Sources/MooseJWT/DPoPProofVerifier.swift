@@ -62,13 +62,17 @@ public struct DPoPProofVerifier: Sendable {
     private let recentKeys = ProofKeyCache()
 
     /// The asymmetric algorithms MooseJWT verifies; the default allow-list.
-    public static let asymmetricAlgorithms: Set<JWTAlgorithm> = [.rs256, .rs384, .rs512, .ps256, .ps384, .ps512,
-                                                                 .es256, .es384, .es512, .eddsa, .ed25519]
+    public static let asymmetricAlgorithms: Set<JWTAlgorithm> = [
+        .rs256, .rs384, .rs512, .ps256, .ps384, .ps512,
+        .es256, .es384, .es512, .eddsa, .ed25519
+    ]
 
     /// A verifier; the defaults follow RFC 9449 §11.1's advice of a short window.
-    public init(allowedAlgorithms: Set<JWTAlgorithm> = DPoPProofVerifier.asymmetricAlgorithms, maximumAge: TimeInterval = 60,
-                futureLeeway: TimeInterval = 5, maximumProofSize: Int = 8 * 1024, maximumJTILength: Int = 256,
-                clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        allowedAlgorithms: Set<JWTAlgorithm> = DPoPProofVerifier.asymmetricAlgorithms, maximumAge: TimeInterval = 60,
+        futureLeeway: TimeInterval = 5, maximumProofSize: Int = 8 * 1024, maximumJTILength: Int = 256,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.allowedAlgorithms = allowedAlgorithms
         self.maximumAge = maximumAge
         self.futureLeeway = futureLeeway
@@ -79,14 +83,18 @@ public struct DPoPProofVerifier: Sendable {
 
     /// Verifies `proof` for a request `method url`; with `accessToken`, also its `ath` (resource
     /// servers pass the token; a token endpoint passes `nil`).
-    public func verify(_ proof: String, method: String, url: String, accessToken: String? = nil) throws(JWTError) -> DPoPProof {
+    public func verify(_ proof: String, method: String, url: String, accessToken: String? = nil) throws(JWTError)
+        -> DPoPProof
+    {
         let jws = try JWS(compact: proof, maximumSize: maximumProofSize)
         let header = jws.header
         // RFC 9449 §4.3 checks 4–7: typ, alg, key.
         guard let type = header.type, Self.isProofType(type) else {
-            throw Self.refusal("typ is \(header.type.map { "\"\($0)\"" } ?? "missing"), expected \"dpop+jwt\"", field: "typ")
+            throw Self.refusal(
+                "typ is \(header.type.map { "\"\($0)\"" } ?? "missing"), expected \"dpop+jwt\"", field: "typ")
         }
-        guard let algorithm = header.knownAlgorithm, algorithm.keyFamily != .hmac, allowedAlgorithms.contains(algorithm) else {
+        guard let algorithm = header.knownAlgorithm, algorithm.keyFamily != .hmac, allowedAlgorithms.contains(algorithm)
+        else {
             throw Self.refusal("alg \"\(header.algorithm)\" is not an allowed asymmetric algorithm", field: "alg")
         }
         if header.critical != nil { throw Self.refusal("crit is not understood in a DPoP proof", field: "crit") }
@@ -123,7 +131,9 @@ public struct DPoPProofVerifier: Sendable {
         }
         // Claims, only now (check 4: required claims present; 8–11).
         let value = try JSONValue(parsing: jws.payload)
-        guard case .object(let fields) = value else { throw Self.refusal("claims are not a JSON object", field: "payload") }
+        guard case .object(let fields) = value else {
+            throw Self.refusal("claims are not a JSON object", field: "payload")
+        }
         let claims: JWTClaims
         do { claims = try JWTClaims(fields) } catch { throw Self.refusal(error.message, field: error.field) }
         guard let jti = claims.jwtID, !jti.isEmpty, jti.utf8.count <= maximumJTILength else {
@@ -147,11 +157,13 @@ public struct DPoPProofVerifier: Sendable {
         guard let issuedAt = claims.issuedAt else { throw Self.refusal("iat is missing", field: "iat") }
         let now = clock().timeIntervalSince1970
         guard issuedAt.timeIntervalSince1970 <= now + futureLeeway else {
-            throw Self.refusal("iat is \(Int64(saturating: issuedAt.timeIntervalSince1970 - now)) s in the future", field: "iat")
+            throw Self.refusal(
+                "iat is \(Int64(saturating: issuedAt.timeIntervalSince1970 - now)) s in the future", field: "iat")
         }
         guard issuedAt.timeIntervalSince1970 >= now - maximumAge else {
-            throw Self.refusal("iat is \(Int64(saturating: now - issuedAt.timeIntervalSince1970)) s old; the limit is \(Int64(saturating: maximumAge)) s",
-                               field: "iat")
+            throw Self.refusal(
+                "iat is \(Int64(saturating: now - issuedAt.timeIntervalSince1970)) s old; the limit is \(Int64(saturating: maximumAge)) s",
+                field: "iat")
         }
         var nonce: String? = nil
         if let value = claims["nonce"] {
@@ -159,14 +171,16 @@ public struct DPoPProofVerifier: Sendable {
             nonce = text
         }
         if let accessToken {
-            guard let ath = claims["ath"]?.stringValue, ath.utf8.elementsEqual(DPoP.accessTokenHash(accessToken).utf8) else {
+            guard let ath = claims["ath"]?.stringValue, ath.utf8.elementsEqual(DPoP.accessTokenHash(accessToken).utf8)
+            else {
                 throw Self.refusal("ath is missing or is not the hash of the presented access token", field: "ath")
             }
         }
         let thumbprint: String
         do { thumbprint = try jwk.thumbprint() } catch { throw Self.refusal(error.message, field: "jwk") }
-        return DPoPProof(jwk: jwk, thumbprint: thumbprint, algorithm: algorithm, jti: jti, issuedAt: issuedAt, nonce: nonce,
-                         claims: claims)
+        return DPoPProof(
+            jwk: jwk, thumbprint: thumbprint, algorithm: algorithm, jti: jti, issuedAt: issuedAt, nonce: nonce,
+            claims: claims)
     }
 
     /// `dpop+jwt`, case-insensitively, with or without `application/` (RFC 7515 §4.1.9).

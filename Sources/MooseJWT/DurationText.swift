@@ -39,8 +39,11 @@ package enum DurationText {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty, bytes.count <= 32 else { return nil }
         if bytes.allSatisfy({ (0x30...0x39).contains($0) || $0 == 0x2E }), bytes.filter({ $0 == 0x2E }).count <= 1,
-           bytes.first != 0x2E, bytes.last != 0x2E {
-            guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= maximumParsed else { return nil }
+            bytes.first != 0x2E, bytes.last != 0x2E
+        {
+            guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= maximumParsed else {
+                return nil
+            }
             return seconds
         }
         var total: Int64 = 0
@@ -72,7 +75,7 @@ package enum DurationText {
             number = nil
             lastUnit = unit
         }
-        guard number == nil else { return nil }   // digits after the last unit: "1h30"
+        guard number == nil else { return nil } // digits after the last unit: "1h30"
         return TimeInterval(total)
     }
 }

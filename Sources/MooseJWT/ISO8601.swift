@@ -22,7 +22,9 @@ public enum ISO8601 {
         if rest < 0 { rest += 86_400; days -= 1 }
         let (year, month, day) = civil(fromDays: days)
         func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let yearText = year >= 0 && year < 10_000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
+        let yearText =
+            year >= 0 && year < 10_000
+            ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
         return "\(yearText)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60))Z"
     }
 
@@ -48,7 +50,8 @@ public enum ISO8601 {
             return true
         }
         guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
-              (1...12).contains(month), (1...31).contains(day) else { return nil }
+            (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
         var seconds = days(fromCivil: year, month, day) * 86_400
         if index == bytes.count { return Date(timeIntervalSince1970: TimeInterval(seconds)) }
         guard expect("T") || expect("t") || expect(" ") else { return nil }

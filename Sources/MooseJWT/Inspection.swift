@@ -55,8 +55,10 @@ public struct TokenInspection: Sendable {
 
     /// Inspects `token`. Throws only when the token is unusable (malformed, too large, encrypted,
     /// invalid JSON); everything else becomes a `problem`.
-    public init(_ token: String, verifier: JWTVerifier?, validation: ClaimValidation,
-                maximumSize: Int = JWS.defaultMaximumSize) throws(JWTError) {
+    public init(
+        _ token: String, verifier: JWTVerifier?, validation: ClaimValidation,
+        maximumSize: Int = JWS.defaultMaximumSize
+    ) throws(JWTError) {
         jws = try JWS(compact: token, maximumSize: maximumSize)
         var problems: [JWTError] = []
 
@@ -84,16 +86,20 @@ public struct TokenInspection: Sendable {
         } else {
             claims = nil
             guard let text = String(validating: jws.payload, as: UTF8.self) else {
-                throw JWTError(JWTError.invalidJSON, "payload is neither JSON nor UTF-8 text (\(jws.payload.count) bytes)")
+                throw JWTError(
+                    JWTError.invalidJSON, "payload is neither JSON nor UTF-8 text (\(jws.payload.count) bytes)")
             }
             payloadText = text
             let what = parsed.map { "a JSON \($0.typeName)" } ?? (text.isEmpty ? "empty" : "not JSON")
-            problems.append(JWTError(JWTError.claimsNotObject,
-                                     "payload is \(what), not a JSON object: it is no JWT claims set (RFC 7519 §7.2)"))
+            problems.append(
+                JWTError(
+                    JWTError.claimsNotObject,
+                    "payload is \(what), not a JSON object: it is no JWT claims set (RFC 7519 §7.2)"))
         }
 
         if jws.header.algorithm.lowercased() == "none" {
-            problems.insert(JWTError(JWTError.algorithmNone, "alg \"none\": an unsigned token is never valid", field: "alg"), at: 0)
+            problems.insert(
+                JWTError(JWTError.algorithmNone, "alg \"none\": an unsigned token is never valid", field: "alg"), at: 0)
             signature = .failed
         } else if let verifier {
             do throws(JWTError) {

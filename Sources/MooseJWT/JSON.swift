@@ -144,9 +144,11 @@ extension JSONValue {
     ///
     /// - Throws: `JWTError.invalidJSON` with the byte offset of the problem.
     public init(parsing bytes: [UInt8], maximumDepth: Int = JSONValue.defaultMaximumDepth) throws(JWTError) {
-        self = try typed { try bytes.withUnsafeBufferPointer { buffer in
-            try JSONValue(parsing: buffer, maximumDepth: maximumDepth, context: "JSON")
-        } }
+        self = try typed {
+            try bytes.withUnsafeBufferPointer { buffer in
+                try JSONValue(parsing: buffer, maximumDepth: maximumDepth, context: "JSON")
+            }
+        }
     }
 
     init(parsing buffer: UnsafeBufferPointer<UInt8>, maximumDepth: Int, context: String) throws(JWTError) {
@@ -278,7 +280,9 @@ struct JSONParser {
         }
         if index < input.count, input[index] == UInt8(ascii: "e") || input[index] == UInt8(ascii: "E") {
             index += 1
-            if index < input.count, input[index] == UInt8(ascii: "+") || input[index] == UInt8(ascii: "-") { index += 1 }
+            if index < input.count, input[index] == UInt8(ascii: "+") || input[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             guard index < input.count, isDigit(input[index]) else { throw error("digit expected in exponent") }
             while index < input.count, isDigit(input[index]) { index += 1 }
         }
@@ -289,7 +293,7 @@ struct JSONParser {
     @inline(__always) func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
     mutating func parseString() throws(JWTError) -> String {
-        index += 1   // opening quote
+        index += 1 // opening quote
         let start = index
         // Fast path: no escapes.
         while index < input.count {
@@ -310,9 +314,11 @@ struct JSONParser {
             case UInt8(ascii: "\""):
                 index += 1
                 let parser = self
-                return try typed { try bytes.withUnsafeBufferPointer { buffer in
-                    try parser.validated(buffer, at: start)
-                } }
+                return try typed {
+                    try bytes.withUnsafeBufferPointer { buffer in
+                        try parser.validated(buffer, at: start)
+                    }
+                }
             case UInt8(ascii: "\\"):
                 index += 1
                 guard index < input.count else { throw error("unfinished escape") }
@@ -330,7 +336,9 @@ struct JSONParser {
                 case UInt8(ascii: "u"):
                     var scalar = try parseHex4()
                     if (0xD800...0xDBFF).contains(scalar) {
-                        guard index + 1 < input.count, input[index] == UInt8(ascii: "\\"), input[index + 1] == UInt8(ascii: "u") else {
+                        guard index + 1 < input.count, input[index] == UInt8(ascii: "\\"),
+                            input[index + 1] == UInt8(ascii: "u")
+                        else {
                             throw error("unpaired surrogate escape")
                         }
                         index += 2
@@ -378,8 +386,9 @@ struct JSONParser {
         for byte in bytes where byte >= 0x80 { ascii = false; break }
         if ascii { return String(decoding: bytes, as: UTF8.self) }
         guard let string = String(validating: bytes, as: UTF8.self) else {
-            throw JWTError(JWTError.invalidJSON, "\(context) is not valid JSON: invalid UTF-8 in the string at byte \(start)",
-                           position: start)
+            throw JWTError(
+                JWTError.invalidJSON, "\(context) is not valid JSON: invalid UTF-8 in the string at byte \(start)",
+                position: start)
         }
         return string
     }
@@ -435,7 +444,8 @@ extension JSONValue {
 
     /// U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069: characters that reorder displayed text.
     package static func isBidiControl(_ value: UInt32) -> Bool {
-        value == 0x061C || (0x200E...0x200F).contains(value) || (0x202A...0x202E).contains(value) || (0x2066...0x2069).contains(value)
+        value == 0x061C || (0x200E...0x200F).contains(value) || (0x202A...0x202E).contains(value)
+            || (0x2066...0x2069).contains(value)
     }
 
     static func writeString(_ string: String, to output: inout String) {
@@ -449,7 +459,7 @@ extension JSONValue {
             let scalar = scalars[index]
             let next = scalars.index(after: index)
             if let escaped = escape(scalar) {
-                output.append(contentsOf: string[runStart..<index])   // the Substring overload, not the generic one
+                output.append(contentsOf: string[runStart..<index]) // the Substring overload, not the generic one
                 output += escaped
                 runStart = next
             }
@@ -475,8 +485,10 @@ extension JSONValue {
         case 0x08: return "\\b"
         case 0x0C: return "\\f"
         default:
-            guard value < 0x20 || (0x7F...0x9F).contains(value) || (0x2028...0x2029).contains(value)
-                    || JSONValue.isBidiControl(value) else { return nil }
+            guard
+                value < 0x20 || (0x7F...0x9F).contains(value) || (0x2028...0x2029).contains(value)
+                    || JSONValue.isBidiControl(value)
+            else { return nil }
             let hex = String(value, radix: 16)
             return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
         }
@@ -484,7 +496,8 @@ extension JSONValue {
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
-    ExpressibleByArrayLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral {
+    ExpressibleByArrayLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
+{
     /// `"text"`
     public init(stringLiteral value: String) { self = .string(value) }
     /// `42`

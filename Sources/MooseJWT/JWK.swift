@@ -61,18 +61,24 @@ public struct JWK: Sendable, Hashable {
         var fields = JSONObject()
         switch publicKey.type {
         case .rsa:
-            guard let (n, e) = publicKey.rsaComponents else { throw JWTError(JWTError.invalidKey, "cannot read the RSA key") }
+            guard let (n, e) = publicKey.rsaComponents else {
+                throw JWTError(JWTError.invalidKey, "cannot read the RSA key")
+            }
             fields["kty"] = .string("RSA")
             fields["n"] = .string(Base64URL.encode(n))
             fields["e"] = .string(Base64URL.encode(e))
         case .ec(let curve):
-            guard let (x, y) = publicKey.ecCoordinates else { throw JWTError(JWTError.invalidKey, "cannot read the EC key") }
+            guard let (x, y) = publicKey.ecCoordinates else {
+                throw JWTError(JWTError.invalidKey, "cannot read the EC key")
+            }
             fields["kty"] = .string("EC")
             fields["crv"] = .string(curve.rawValue)
             fields["x"] = .string(Base64URL.encode(x))
             fields["y"] = .string(Base64URL.encode(y))
         case .ed25519:
-            guard let x = publicKey.ed25519Raw else { throw JWTError(JWTError.invalidKey, "cannot read the Ed25519 key") }
+            guard let x = publicKey.ed25519Raw else {
+                throw JWTError(JWTError.invalidKey, "cannot read the Ed25519 key")
+            }
             fields["kty"] = .string("OKP")
             fields["crv"] = .string("Ed25519")
             fields["x"] = .string(Base64URL.encode(x))
@@ -187,7 +193,8 @@ public struct JWKS: Sendable {
                 _ = try jwk.verificationKey()
                 keys.append(jwk)
             } catch {
-                skipped.append("keys[\(index)]\(object["kid"]?.stringValue.map { " (kid \($0))" } ?? ""): \(error.message)")
+                skipped.append(
+                    "keys[\(index)]\(object["kid"]?.stringValue.map { " (kid \($0))" } ?? ""): \(error.message)")
             }
         }
         self.keys = keys

@@ -35,9 +35,11 @@ public struct JWS: Sendable {
     ///   `.malformed`, `.invalidBase64URL` (with the offset), `.invalidJSON`.
     public init(compact: String, maximumSize: Int = JWS.defaultMaximumSize) throws(JWTError) {
         var token = compact
-        let parsed = try typed { try token.withUTF8 { bytes in
-            try JWS.parse(bytes, maximumSize: maximumSize)
-        } }
+        let parsed = try typed {
+            try token.withUTF8 { bytes in
+                try JWS.parse(bytes, maximumSize: maximumSize)
+            }
+        }
         header = parsed.header
         payload = parsed.payload
         signature = parsed.signature
@@ -60,24 +62,32 @@ public struct JWS: Sendable {
         switch dots.count {
         case 2: break
         case 4:
-            throw JWTError(JWTError.encryptedTokenUnsupported,
-                           "token has 5 parts: it is an encrypted JWE, and encrypted tokens are not supported")
+            throw JWTError(
+                JWTError.encryptedTokenUnsupported,
+                "token has 5 parts: it is an encrypted JWE, and encrypted tokens are not supported")
         default:
-            throw JWTError(JWTError.malformed,
-                           "a compact JWS has 3 dot-separated parts (header.payload.signature); found \(dots.count > 4 ? "more than 5" : String(dots.count + 1))")
+            throw JWTError(
+                JWTError.malformed,
+                "a compact JWS has 3 dot-separated parts (header.payload.signature); found \(dots.count > 4 ? "more than 5" : String(dots.count + 1))"
+            )
         }
         let headerRange = 0..<dots[0]
         let payloadRange = (dots[0] + 1)..<dots[1]
         let signatureRange = (dots[1] + 1)..<bytes.count
         guard !headerRange.isEmpty else { throw JWTError(JWTError.malformed, "the header part is empty", position: 0) }
-        let headerBytes = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[headerRange]), offset: 0, part: "header")
-        let payload = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[payloadRange]), offset: payloadRange.lowerBound,
-                                           part: "payload")
-        let signature = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[signatureRange]),
-                                             offset: signatureRange.lowerBound, part: "signature")
-        let headerValue = try typed { try headerBytes.withUnsafeBufferPointer { buffer in
-            try JSONValue(parsing: buffer, maximumDepth: JSONValue.defaultMaximumDepth, context: "header")
-        } }
+        let headerBytes = try Base64URL.decode(
+            UnsafeBufferPointer(rebasing: bytes[headerRange]), offset: 0, part: "header")
+        let payload = try Base64URL.decode(
+            UnsafeBufferPointer(rebasing: bytes[payloadRange]), offset: payloadRange.lowerBound,
+            part: "payload")
+        let signature = try Base64URL.decode(
+            UnsafeBufferPointer(rebasing: bytes[signatureRange]),
+            offset: signatureRange.lowerBound, part: "signature")
+        let headerValue = try typed {
+            try headerBytes.withUnsafeBufferPointer { buffer in
+                try JSONValue(parsing: buffer, maximumDepth: JSONValue.defaultMaximumDepth, context: "header")
+            }
+        }
         guard case .object(let headerObject) = headerValue else {
             throw JWTError(JWTError.invalidJSON, "header is a JSON \(headerValue.typeName), not an object")
         }
@@ -109,12 +119,14 @@ public struct JOSEHeader: Sendable, Hashable {
             throw JWTError(JWTError.malformed, "header has no \"alg\" (RFC 7515 §4.1.1 requires it)", field: "alg")
         }
         guard let algString = alg.stringValue, !algString.isEmpty else {
-            throw JWTError(JWTError.malformed, "header \"alg\" must be a non-empty string, found \(alg.typeName)", field: "alg")
+            throw JWTError(
+                JWTError.malformed, "header \"alg\" must be a non-empty string, found \(alg.typeName)", field: "alg")
         }
         algorithm = algString
         for name in ["kid", "typ", "cty", "jku", "x5u"] {
             if let value = fields[name], value.stringValue == nil {
-                throw JWTError(JWTError.malformed, "header \"\(name)\" must be a string, found \(value.typeName)", field: name)
+                throw JWTError(
+                    JWTError.malformed, "header \"\(name)\" must be a string, found \(value.typeName)", field: name)
             }
         }
         if let crit = fields["crit"] {
@@ -125,7 +137,8 @@ public struct JOSEHeader: Sendable, Hashable {
             var names: [String] = []
             for entry in list {
                 guard let name = entry.stringValue, fields[name] != nil else {
-                    throw JWTError(JWTError.malformed, "header \"crit\" lists a parameter the header does not have", field: "crit")
+                    throw JWTError(
+                        JWTError.malformed, "header \"crit\" lists a parameter the header does not have", field: "crit")
                 }
                 names.append(name)
             }

@@ -106,19 +106,22 @@ public struct JWTKey: Sendable {
                 if wantPrivate {
                     let d = try jwk.bytes("d")
                     let p = try jwk.optionalBytes("p"), q = try jwk.optionalBytes("q")
-                    let dp = try jwk.optionalBytes("dp"), dq = try jwk.optionalBytes("dq"), qi = try jwk.optionalBytes("qi")
+                    let dp = try jwk.optionalBytes("dp"), dq = try jwk.optionalBytes("dq"),
+                        qi = try jwk.optionalBytes("qi")
                     let primes = p.flatMap { p in q.map { (p: p, q: $0) } }
                     var crt: (dp: [UInt8], dq: [UInt8], qi: [UInt8])? = nil
                     if let dp, let dq, let qi { crt = (dp, dq, qi) }
-                    let key = try PrivateKey(rsaModulus: n, publicExponent: e, privateExponent: d, primes: primes, crt: crt)
+                    let key = try PrivateKey(
+                        rsaModulus: n, publicExponent: e, privateExponent: d, primes: primes, crt: crt)
                     material = .privateKey(key, try key.publicKey())
                 } else {
                     material = .publicKey(try PublicKey(rsaModulus: n, exponent: e))
                 }
             case "EC":
                 guard let crv = jwk.curve, let curve = EllipticCurve(rawValue: crv) else {
-                    throw JWTError(JWTError.invalidKey, "EC JWK curve \"\(jwk.curve ?? "(none)")\" is not P-256, P-384 or P-521",
-                                   field: "crv")
+                    throw JWTError(
+                        JWTError.invalidKey, "EC JWK curve \"\(jwk.curve ?? "(none)")\" is not P-256, P-384 or P-521",
+                        field: "crv")
                 }
                 let x = try jwk.bytes("x"), y = try jwk.bytes("y")
                 if wantPrivate {
@@ -129,8 +132,10 @@ public struct JWTKey: Sendable {
                 }
             case "OKP":
                 guard jwk.curve == "Ed25519" else {
-                    throw JWTError(JWTError.invalidKey, "OKP JWK curve \"\(jwk.curve ?? "(none)")\" is not supported (only Ed25519)",
-                                   field: "crv")
+                    throw JWTError(
+                        JWTError.invalidKey,
+                        "OKP JWK curve \"\(jwk.curve ?? "(none)")\" is not supported (only Ed25519)",
+                        field: "crv")
                 }
                 if wantPrivate {
                     let key = try PrivateKey(ed25519Seed: try jwk.bytes("d"))
@@ -149,7 +154,8 @@ public struct JWTKey: Sendable {
         } catch let error as JWTError {
             throw error
         } catch let error as CryptographyError {
-            throw JWTError(JWTError.invalidKey, "\(jwk.keyType) JWK\(jwk.keyID.map { " (kid \($0))" } ?? ""): \(error.message)")
+            throw JWTError(
+                JWTError.invalidKey, "\(jwk.keyType) JWK\(jwk.keyID.map { " (kid \($0))" } ?? ""): \(error.message)")
         } catch {
             throw JWTError(JWTError.invalidKey, "unusable JWK")
         }
@@ -182,26 +188,31 @@ public struct JWTKey: Sendable {
             // RFC 9864: "Ed25519" is the fully-specified name of EdDSA with Ed25519.
             let edPair: Set<String> = ["EdDSA", "Ed25519"]
             if !(edPair.contains(pinnedAlgorithm) && edPair.contains(algorithm.rawValue)) {
-                return JWTError(JWTError.keyAlgorithmMismatch,
-                                "key\(keyDescription) is pinned to \(pinnedAlgorithm), token uses \(algorithm)", field: "alg")
+                return JWTError(
+                    JWTError.keyAlgorithmMismatch,
+                    "key\(keyDescription) is pinned to \(pinnedAlgorithm), token uses \(algorithm)", field: "alg")
             }
         }
         if let use, use != "sig" {
-            return JWTError(JWTError.keyAlgorithmMismatch, "key\(keyDescription) has use \"\(use)\", not \"sig\"", field: "use")
+            return JWTError(
+                JWTError.keyAlgorithmMismatch, "key\(keyDescription) has use \"\(use)\", not \"sig\"", field: "use")
         }
         if let operations, !operations.contains(signing ? "sign" : "verify") {
-            return JWTError(JWTError.keyAlgorithmMismatch,
-                            "key\(keyDescription) key_ops do not include \"\(signing ? "sign" : "verify")\"", field: "key_ops")
+            return JWTError(
+                JWTError.keyAlgorithmMismatch,
+                "key\(keyDescription) key_ops do not include \"\(signing ? "sign" : "verify")\"", field: "key_ops")
         }
         guard family == algorithm.keyFamily else {
-            return JWTError(JWTError.keyAlgorithmMismatch,
-                            "\(algorithm) needs a\(algorithm.keyFamily == .hmac ? "n HMAC secret" : " \(algorithm.keyFamily.rawValue) key"), but key\(keyDescription) is \(typeDescription)",
-                            field: "alg")
+            return JWTError(
+                JWTError.keyAlgorithmMismatch,
+                "\(algorithm) needs a\(algorithm.keyFamily == .hmac ? "n HMAC secret" : " \(algorithm.keyFamily.rawValue) key"), but key\(keyDescription) is \(typeDescription)",
+                field: "alg")
         }
         if let curve = algorithm.curve, case .ec(let keyCurve) = publicKey?.type, keyCurve != curve {
-            return JWTError(JWTError.keyAlgorithmMismatch,
-                            "\(algorithm) needs a \(curve.rawValue) key, but key\(keyDescription) is on \(keyCurve.rawValue)",
-                            field: "crv")
+            return JWTError(
+                JWTError.keyAlgorithmMismatch,
+                "\(algorithm) needs a \(curve.rawValue) key, but key\(keyDescription) is on \(keyCurve.rawValue)",
+                field: "crv")
         }
         return nil
     }
@@ -212,8 +223,10 @@ public struct JWTKey: Sendable {
         case .secret(let secret, _):
             // RFC 7518 §3.2: a key of the same size as the hash output or larger MUST be used.
             if let hash = algorithm.hash, secret.byteCount < hash.outputByteCount {
-                return JWTError(JWTError.weakKey,
-                                "\(algorithm) needs a secret of at least \(hash.outputByteCount) bytes (RFC 7518 §3.2); this one has \(secret.byteCount)")
+                return JWTError(
+                    JWTError.weakKey,
+                    "\(algorithm) needs a secret of at least \(hash.outputByteCount) bytes (RFC 7518 §3.2); this one has \(secret.byteCount)"
+                )
             }
         case .publicKey(let key), .privateKey(_, let key):
             // RFC 7518 §3.3: RSA keys of 2048 bits or larger MUST be used.
@@ -234,7 +247,9 @@ public struct JWTKey: Sendable {
         guard case .rsa(let bits) = key.type else { return nil }
         // RFC 7518 §3.3: RSA keys of 2048 bits or larger MUST be used.
         if bits < 2048 { return "it has \(bits) bits; RFC 7518 §3.3 requires at least 2048" }
-        if key.hasROCAFingerprint { return "it has the ROCA fingerprint (CVE-2017-15361): its private key is recoverable" }
+        if key.hasROCAFingerprint {
+            return "it has the ROCA fingerprint (CVE-2017-15361): its private key is recoverable"
+        }
         return nil
     }
 

@@ -31,7 +31,9 @@ public struct JWTSigner: Sendable {
     }
 
     /// Signs an `Encodable` claim set.
-    public func sign(_ claims: some Encodable, extraHeader: JSONObject = [:], encoder: JSONEncoder = JSONEncoder()) throws -> String {
+    public func sign(_ claims: some Encodable, extraHeader: JSONObject = [:], encoder: JSONEncoder = JSONEncoder())
+        throws -> String
+    {
         try sign(payload: Array(encoder.encode(claims)), extraHeader: extraHeader)
     }
 
@@ -40,7 +42,8 @@ public struct JWTSigner: Sendable {
         var header: JSONObject = ["alg": .string(algorithm.rawValue), "typ": .string("JWT")]
         if let kid = key.keyID { header["kid"] = .string(kid) }
         for member in extraHeader { header[member.key] = member.value }
-        let input = Base64URL.encode(Array(JSONValue.object(header).serialized().utf8)) + "." + Base64URL.encode(payload)
+        let input =
+            Base64URL.encode(Array(JSONValue.object(header).serialized().utf8)) + "." + Base64URL.encode(payload)
         let signature = try key.sign(Array(input.utf8), algorithm: algorithm)
         return input + "." + Base64URL.encode(signature)
     }

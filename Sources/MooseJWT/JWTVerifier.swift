@@ -72,34 +72,40 @@ public struct JWTVerifier: Sendable {
             throw JWTError(JWTError.invalidSignature, "token has no signature")
         }
         guard key.verify(jws.signature, over: jws.signingInput, algorithm: algorithm) else {
-            throw JWTError(JWTError.invalidSignature, "\(algorithm) signature does not verify with key\(key.keyDescription)")
+            throw JWTError(
+                JWTError.invalidSignature, "\(algorithm) signature does not verify with key\(key.keyDescription)")
         }
         return key
     }
 
     func checkHeader(_ header: JOSEHeader) throws(JWTError) -> JWTAlgorithm {
         if header.algorithm.lowercased() == "none" {
-            throw JWTError(JWTError.algorithmNone, "alg \"\(header.algorithm)\": unsigned tokens are never accepted", field: "alg")
+            throw JWTError(
+                JWTError.algorithmNone, "alg \"\(header.algorithm)\": unsigned tokens are never accepted", field: "alg")
         }
         for name in ["jku", "x5u", "jwk"] where header.fields[name] != nil {
-            throw JWTError(JWTError.untrustedKeyReference,
-                           "header carries \"\(name)\": keys named or embedded by a token are never trusted", field: name)
+            throw JWTError(
+                JWTError.untrustedKeyReference,
+                "header carries \"\(name)\": keys named or embedded by a token are never trusted", field: name)
         }
         if let critical = header.critical {
             let unknown = critical.filter { !understoodCriticalHeaders.contains($0) }
             if !unknown.isEmpty {
-                throw JWTError(JWTError.unsupportedCriticalHeader,
-                               "header marks \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")) critical, and this verifier does not understand it",
-                               field: "crit")
+                throw JWTError(
+                    JWTError.unsupportedCriticalHeader,
+                    "header marks \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")) critical, and this verifier does not understand it",
+                    field: "crit")
             }
         }
         guard let algorithm = header.knownAlgorithm else {
-            throw JWTError(JWTError.algorithmNotAllowed, "alg \"\(header.algorithm)\" is not a supported algorithm", field: "alg")
+            throw JWTError(
+                JWTError.algorithmNotAllowed, "alg \"\(header.algorithm)\" is not a supported algorithm", field: "alg")
         }
         guard allowedAlgorithms.contains(algorithm) else {
             let allowed = allowedAlgorithms.map(\.rawValue).sorted().joined(separator: ", ")
-            throw JWTError(JWTError.algorithmNotAllowed,
-                           "alg \(algorithm) is not in the allow-list [\(allowed)]", field: "alg")
+            throw JWTError(
+                JWTError.algorithmNotAllowed,
+                "alg \(algorithm) is not in the allow-list [\(allowed)]", field: "alg")
         }
         if let expectedType {
             func normalized(_ type: String) -> String {
@@ -107,8 +113,10 @@ public struct JWTVerifier: Sendable {
                 return lower.hasPrefix("application/") ? String(lower.dropFirst("application/".count)) : lower
             }
             guard let actual = header.type, normalized(actual) == normalized(expectedType) else {
-                throw JWTError(JWTError.typeMismatch, "typ is \(header.type.map { "\"\($0)\"" } ?? "missing"), expected \"\(expectedType)\"",
-                               field: "typ")
+                throw JWTError(
+                    JWTError.typeMismatch,
+                    "typ is \(header.type.map { "\"\($0)\"" } ?? "missing"), expected \"\(expectedType)\"",
+                    field: "typ")
             }
         }
         return algorithm
@@ -119,8 +127,9 @@ public struct JWTVerifier: Sendable {
         // A set that mixes HMAC secrets with public keys invites algorithm confusion (a public key's
         // bytes used as an HMAC secret, or a secret smuggled into a published JWKS): refuse it.
         if keys.contains(where: { $0.family == .hmac }), keys.contains(where: { $0.family != .hmac }) {
-            throw JWTError(JWTError.invalidKey,
-                           "the key set mixes HMAC secrets and public keys; verify each kind with its own verifier")
+            throw JWTError(
+                JWTError.invalidKey,
+                "the key set mixes HMAC secrets and public keys; verify each kind with its own verifier")
         }
         let candidates: [JWTKey]
         if let kid = header.keyID {
@@ -142,8 +151,10 @@ public struct JWTVerifier: Sendable {
             throw JWTError(JWTError.keyAlgorithmMismatch, "no configured key fits \(algorithm)")
         }
         if header.keyID == nil, fitting.count > 1 {
-            throw JWTError(JWTError.ambiguousKey,
-                           "token has no kid and \(fitting.count) configured keys fit \(algorithm); refusing to guess", field: "kid")
+            throw JWTError(
+                JWTError.ambiguousKey,
+                "token has no kid and \(fitting.count) configured keys fit \(algorithm); refusing to guess",
+                field: "kid")
         }
         if let weakness = key.weakness(for: algorithm) { throw weakness }
         return key

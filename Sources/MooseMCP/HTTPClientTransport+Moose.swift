@@ -35,8 +35,9 @@ extension HTTPClientTransport {
     /// let transport = HTTPClientTransport(endpoint: url, streaming: false, authorizer: authorizer)
     /// ```
     public init(endpoint: URL, streaming: Bool = true, authorizer: MooseMCPAuthorizer, logger: Logger? = nil) {
-        self.init(endpoint: endpoint, configuration: MooseMCPEventStreamReader.sessionConfiguration(), streaming: streaming,
-                  authorizer: authorizer as any HTTPClientAuthorizer, logger: logger)
+        self.init(
+            endpoint: endpoint, configuration: MooseMCPEventStreamReader.sessionConfiguration(), streaming: streaming,
+            authorizer: authorizer as any HTTPClientAuthorizer, logger: logger)
     }
 }
 
@@ -62,7 +63,9 @@ final class MooseMCPEventStreamReader: URLProtocol {
     private let running = Mutex<Task<Void, Never>?>(nil)
 
     override class func canInit(with request: URLRequest) -> Bool {
-        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return false
+        }
         return request.httpMethod?.utf8.elementsEqual("POST".utf8) == true
     }
 
@@ -90,8 +93,10 @@ final class MooseMCPEventStreamReader: URLProtocol {
             let request = try Self.apiRequest(urlRequest)
             let answer = try Self.translate(try await Self.http.send(request))
             guard let url = urlRequest.url,
-                  let head = HTTPURLResponse(url: url, statusCode: answer.status.code, httpVersion: "HTTP/1.1",
-                                             headerFields: Self.dictionary(answer.headerFields)) else {
+                let head = HTTPURLResponse(
+                    url: url, statusCode: answer.status.code, httpVersion: "HTTP/1.1",
+                    headerFields: Self.dictionary(answer.headerFields))
+            else {
                 throw MCPError.internalError("the MCP server's answer could not be handed to URLSession")
             }
             client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
@@ -131,7 +136,9 @@ final class MooseMCPEventStreamReader: URLProtocol {
             }
             guard count >= 0 else { throw MCPError.internalError("the MCP request's body could not be read") }
             if count == 0 { return data }
-            guard data.count + count <= maximumRequestBody else { throw MCPError.internalError("the MCP request's body is too large") }
+            guard data.count + count <= maximumRequestBody else {
+                throw MCPError.internalError("the MCP request's body is too large")
+            }
             data.append(contentsOf: buffer[..<count])
         }
     }
@@ -140,7 +147,8 @@ final class MooseMCPEventStreamReader: URLProtocol {
     /// carries (one, or a batch of several), `202 Accepted` when it carries none. Other answers as they are.
     static func translate(_ response: APIResponse) throws -> APIResponse {
         guard response.status.kind == .successful,
-              MooseMCPTransport.mediaType(response.headerFields[.contentType]).elementsEqual("text/event-stream".utf8) else { return response }
+            MooseMCPTransport.mediaType(response.headerFields[.contentType]).elementsEqual("text/event-stream".utf8)
+        else { return response }
         var parser = ServerSentEventParser()
         let responses: [Data]
         do {
@@ -160,7 +168,8 @@ final class MooseMCPEventStreamReader: URLProtocol {
             translated.body = Data()
             return translated
         }
-        translated.body = responses.count == 1 ? first : Data("[".utf8) + responses.joined(separator: Data(",".utf8)) + Data("]".utf8)
+        translated.body =
+            responses.count == 1 ? first : Data("[".utf8) + responses.joined(separator: Data(",".utf8)) + Data("]".utf8)
         translated.headerFields[.contentType] = "application/json"
         return translated
     }

@@ -57,8 +57,10 @@ public final class MCPResourceGate: Sendable {
     ///   - document: the RFC 9728 document; its `resource` should equal the configuration's `resource`.
     ///   - publicBaseURL: scheme and authority as clients address this server, without a trailing slash.
     ///   - requiredScopes: scopes every request needs (403 `insufficient_scope` otherwise).
-    public init(server: ResourceServer, document: ProtectedResourceDocument? = nil, publicBaseURL: String,
-                requiredScopes: [String] = []) {
+    public init(
+        server: ResourceServer, document: ProtectedResourceDocument? = nil, publicBaseURL: String,
+        requiredScopes: [String] = []
+    ) {
         self.server = server
         self.document = document
         self.publicBaseURL = publicBaseURL
@@ -80,8 +82,9 @@ public final class MCPResourceGate: Sendable {
         let authorization = Self.headerValue(request, "Authorization")
         let dpop = Self.headerValue(request, "DPoP")
         do {
-            let principal = try await server.verify(authorizationHeader: authorization, dpopHeader: dpop, method: request.method,
-                                                    url: publicBaseURL + Self.pathWithoutQuery(request.path), requiredScopes: requiredScopes)
+            let principal = try await server.verify(
+                authorizationHeader: authorization, dpopHeader: dpop, method: request.method,
+                url: publicBaseURL + Self.pathWithoutQuery(request.path), requiredScopes: requiredScopes)
             return .admit(Self.stripped(request), principal)
         } catch {
             return .respond(Self.response(for: error))
@@ -104,7 +107,8 @@ public final class MCPResourceGate: Sendable {
             principals.withLock { $0[key] = principal }
             var headers = admitted.headers
             headers[Self.principalHeader] = key
-            let forwarded = HTTPRequest(method: admitted.method, headers: headers, body: admitted.body, path: admitted.path)
+            let forwarded = HTTPRequest(
+                method: admitted.method, headers: headers, body: admitted.body, path: admitted.path)
             var response = await next(forwarded)
             if let nonce = await server.currentNonce() { response = Self.adding(["DPoP-Nonce": nonce], to: response) }
             guard case .stream(let stream, let streamHeaders) = response else {
@@ -127,8 +131,10 @@ public final class MCPResourceGate: Sendable {
     /// ignored), else `nil`.
     public func metadataResponse(for request: HTTPRequest) -> HTTPResponse? {
         guard let document, let path = document.wellKnownPath, request.method.uppercased() == "GET",
-              Self.pathWithoutQuery(request.path).utf8.elementsEqual(path.utf8) else { return nil }
-        return .data(Data(document.json.utf8), headers: ["Content-Type": "application/json", "Cache-Control": "max-age=3600"])
+            Self.pathWithoutQuery(request.path).utf8.elementsEqual(path.utf8)
+        else { return nil }
+        return .data(
+            Data(document.json.utf8), headers: ["Content-Type": "application/json", "Cache-Control": "max-age=3600"])
     }
 
     /// The answer to a refusal: its status; its challenges in one `WWW-Authenticate` field (the SDK's
@@ -136,7 +142,9 @@ public final class MCPResourceGate: Sendable {
     /// `Cache-Control: no-store`; and a JSON-RPC error body that says what kind of refusal it is, never why.
     public static func response(for refusal: ResourceServerRefusal) -> HTTPResponse {
         var headers: [String: String] = ["Cache-Control": "no-store"]
-        if !refusal.wwwAuthenticate.isEmpty { headers["WWW-Authenticate"] = refusal.wwwAuthenticate.joined(separator: ", ") }
+        if !refusal.wwwAuthenticate.isEmpty {
+            headers["WWW-Authenticate"] = refusal.wwwAuthenticate.joined(separator: ", ")
+        }
         for header in refusal.headers where header.name == "DPoP-Nonce" { headers[header.name] = header.value }
         let message: String
         switch refusal.status {
@@ -155,8 +163,10 @@ public final class MCPResourceGate: Sendable {
     /// fields: a request whose dictionary holds `authorization` and `Authorization` gets both, which the
     /// verifier refuses as malformed, rather than whichever the dictionary yields first.
     static func headerValue(_ request: HTTPRequest, _ name: String) -> String? {
-        let values = request.headers.filter { $0.key.utf8.count == name.utf8.count && $0.key.lowercased() == name.lowercased() }
-            .sorted { $0.key < $1.key }.map(\.value)
+        let values = request.headers.filter {
+            $0.key.utf8.count == name.utf8.count && $0.key.lowercased() == name.lowercased()
+        }
+        .sorted { $0.key < $1.key }.map(\.value)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 
@@ -186,7 +196,9 @@ public final class MCPResourceGate: Sendable {
         }
     }
 
-    private func forgetting(_ key: String, after stream: AsyncThrowingStream<Data, any Error>) -> AsyncThrowingStream<Data, any Error> {
+    private func forgetting(_ key: String, after stream: AsyncThrowingStream<Data, any Error>) -> AsyncThrowingStream<
+        Data, any Error
+    > {
         let (relayed, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
         let relay = Task {
             do {

@@ -37,8 +37,10 @@ public final class WarmAccessTokenKeys: Sendable {
     private let state = Mutex(State())
 
     /// Keys from `source`; none until the first `refresh()` (or `run()`) has fetched them.
-    public init(source: any AccessTokenKeySource, refreshInterval: TimeInterval = 300, unknownKeyCooldown: TimeInterval = 10,
-                clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        source: any AccessTokenKeySource, refreshInterval: TimeInterval = 300, unknownKeyCooldown: TimeInterval = 10,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.source = source
         self.refreshInterval = max(1, refreshInterval)
         self.unknownKeyCooldown = max(0, unknownKeyCooldown)
@@ -51,7 +53,8 @@ public final class WarmAccessTokenKeys: Sendable {
         let now = clock()
         let (keys, start) = state.withLock { state -> ([JWTKey], Bool) in
             guard let kid, !state.keys.contains(where: { $0.keyID == kid }), !state.refreshing,
-                  now.timeIntervalSince(state.lastUnknownKeyRefresh) >= unknownKeyCooldown else { return (state.keys, false) }
+                now.timeIntervalSince(state.lastUnknownKeyRefresh) >= unknownKeyCooldown
+            else { return (state.keys, false) }
             state.refreshing = true
             state.lastUnknownKeyRefresh = now
             return (state.keys, true)
@@ -110,8 +113,10 @@ public final class WarmIntrospectionAnswers: Sendable {
     private let state = Mutex(State())
 
     /// Answers from `introspector` (a `TokenIntrospector`, whose own cache and single-flight still apply).
-    public init(introspector: any AccessTokenIntrospector, maximumActiveAge: TimeInterval = 60, inactiveAge: TimeInterval = 5,
-                capacity: Int = 10_000, maximumInFlight: Int = 64, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        introspector: any AccessTokenIntrospector, maximumActiveAge: TimeInterval = 60, inactiveAge: TimeInterval = 5,
+        capacity: Int = 10_000, maximumInFlight: Int = 64, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.introspector = introspector
         self.maximumActiveAge = max(0, maximumActiveAge)
         self.inactiveAge = max(0, inactiveAge)
@@ -160,7 +165,9 @@ public final class WarmIntrospectionAnswers: Sendable {
             guard until > now else { return }
             if state.answers.count >= capacity {
                 state.answers = state.answers.filter { $0.value.until > now }
-                if state.answers.count >= capacity, let soonest = state.answers.min(by: { $0.value.until < $1.value.until })?.key {
+                if state.answers.count >= capacity,
+                    let soonest = state.answers.min(by: { $0.value.until < $1.value.until })?.key
+                {
                     state.answers[soonest] = nil
                 }
             }
@@ -198,8 +205,10 @@ public struct ResourceServerValidator: HTTPRequestValidator {
     public let requiredScopes: [String]
 
     /// A validator verifying with `server`, JWTs against `keys`, opaque tokens against `introspection`.
-    public init(server: ResourceServer, keys: WarmAccessTokenKeys?, introspection: WarmIntrospectionAnswers? = nil,
-                requiredScopes: [String] = []) {
+    public init(
+        server: ResourceServer, keys: WarmAccessTokenKeys?, introspection: WarmIntrospectionAnswers? = nil,
+        requiredScopes: [String] = []
+    ) {
         self.server = server
         self.keys = keys
         self.introspection = introspection
@@ -209,9 +218,10 @@ public struct ResourceServerValidator: HTTPRequestValidator {
     /// `nil` when the request's Bearer token passes every check; otherwise the refusal to answer with.
     public func validate(_ request: HTTPRequest, context: HTTPValidationContext) -> HTTPResponse? {
         do {
-            _ = try server.verifyBearer(authorizationHeader: MCPResourceGate.headerValue(request, "Authorization"),
-                                        requiredScopes: requiredScopes, keys: { kid in keys?.keys(for: kid) ?? [] },
-                                        introspection: { token in introspection?.answer(for: token) })
+            _ = try server.verifyBearer(
+                authorizationHeader: MCPResourceGate.headerValue(request, "Authorization"),
+                requiredScopes: requiredScopes, keys: { kid in keys?.keys(for: kid) ?? [] },
+                introspection: { token in introspection?.answer(for: token) })
             return nil
         } catch {
             return MCPResourceGate.response(for: error)

@@ -76,14 +76,17 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
     ///   - scopes: what a login asks for; `nil`: the 401's `scope`, else the server's `scopes_supported`.
     ///   - transport: the HTTP client for OAuth traffic (discovery, registration, token requests).
     /// - Throws: `OAuthError` when `serverURL` is not an `https` (or loopback `http`) URL.
-    public convenience init(serverURL: URL, storage: any SessionStorage, login: TokenManager.LoginMethod,
-                            client: ResourceTokenManager.ClientIdentity = .dynamic(clientName: "Moose MCP client"),
-                            scopes: [String]? = nil, transport: (any HTTPTransport)? = nil, maxStepUpAttempts: Int = 2,
-                            logger: Logger? = nil,
-                            configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) throws {
-        let manager = try ResourceTokenManager(resource: serverURL.absoluteString, client: client, storage: storage,
-                                               transport: transport ?? URLSessionTransport(), scopes: scopes, requireS256: true,
-                                               logger: logger, configuration: configuration)
+    public convenience init(
+        serverURL: URL, storage: any SessionStorage, login: TokenManager.LoginMethod,
+        client: ResourceTokenManager.ClientIdentity = .dynamic(clientName: "Moose MCP client"),
+        scopes: [String]? = nil, transport: (any HTTPTransport)? = nil, maxStepUpAttempts: Int = 2,
+        logger: Logger? = nil,
+        configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+    ) throws {
+        let manager = try ResourceTokenManager(
+            resource: serverURL.absoluteString, client: client, storage: storage,
+            transport: transport ?? URLSessionTransport(), scopes: scopes, requireS256: true,
+            logger: logger, configuration: configuration)
         self.init(manager: manager, login: login, maxStepUpAttempts: maxStepUpAttempts)
     }
 
@@ -104,8 +107,11 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
     /// Refuses an endpoint that is not `https` (plain `http` only to this machine).
     public func validateEndpointSecurity(for endpoint: URL) throws {
         guard TransportSecurity.permits(endpoint) else {
-            throw MCPAuthorizationError(OAuthError(OAuthError.insecureEndpoint,
-                                                   "\(endpoint.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"))
+            throw MCPAuthorizationError(
+                OAuthError(
+                    OAuthError.insecureEndpoint,
+                    "\(endpoint.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+                ))
         }
     }
 
@@ -131,11 +137,14 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
 
     /// A 401: refresh (only if the token that request carried is still current), else log in. A 403
     /// `insufficient_scope`: log in again for more scope (bounded). Anything else: `false`.
-    public func handleChallenge(statusCode: Int, headers: [String: String], endpoint: URL, operationKey: String?,
-                                session: URLSession) async throws -> Bool {
+    public func handleChallenge(
+        statusCode: Int, headers: [String: String], endpoint: URL, operationKey: String?,
+        session: URLSession
+    ) async throws -> Bool {
         guard matches(endpoint) else { return false }
-        return try await respond(to: statusCode, challenge: ResourceChallenge.parse(headers: headers), sent: takeSent(),
-                                 operation: operationKey)
+        return try await respond(
+            to: statusCode, challenge: ResourceChallenge.parse(headers: headers), sent: takeSent(),
+            operation: operationKey)
     }
 
     // MARK: - The rules, for the SDK's transport above and for MooseMCPTransport
@@ -177,7 +186,9 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
     /// step-up done).
     ///
     /// - Throws: `MCPAuthorizationError` (kept in `lastError`) when discovery, the refresh or the login failed.
-    func respond(to status: Int, challenge: ResourceChallenge?, sent: AccessToken??, operation: String?) async throws -> Bool {
+    func respond(to status: Int, challenge: ResourceChallenge?, sent: AccessToken??, operation: String?) async throws
+        -> Bool
+    {
         do {
             switch status {
             case 401: return try await unauthorized(challenge, sent: sent)
@@ -202,16 +213,21 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
                 _ = try await manager.accessToken()
             }
             return true
-        } catch let error as OAuthError where error.code == OAuthError.needsLogin || error.code == OAuthError.invalidGrant {
+        } catch let error as OAuthError
+            where error.code == OAuthError.needsLogin || error.code == OAuthError.invalidGrant
+        {
             // Only a new login helps; the stored tokens were not touched by the failed attempt.
         }
         try await manager.login(with: loginMethod, challenge: challenge)
         return true
     }
 
-    private func forbidden(_ challenge: ResourceChallenge?, sent: AccessToken??, operation: String?) async throws -> Bool {
+    private func forbidden(_ challenge: ResourceChallenge?, sent: AccessToken??, operation: String?) async throws
+        -> Bool
+    {
         guard let challenge, let error = challenge.error, error.utf8.elementsEqual("insufficient_scope".utf8),
-              let needed = challenge.scopes else { return false }
+            let needed = challenge.scopes
+        else { return false }
         try await manager.discover(challenge: challenge)
         let current = manager.cachedAccessToken(minimumValidity: 0)
         // A step-up (or refresh) landed after this request went out: retry with the new token.
@@ -236,9 +252,12 @@ public final class MooseMCPAuthorizer: HTTPClientAuthorizer, Sendable {
     /// `true` for the resource this authorizer's tokens are for (compared canonically, byte for byte).
     private func matches(_ endpoint: URL) -> Bool {
         let text = endpoint.absoluteString
-        if let known = state.withLock({ $0.endpoint }), known.text.utf8.elementsEqual(text.utf8) { return known.matches }
+        if let known = state.withLock({ $0.endpoint }), known.text.utf8.elementsEqual(text.utf8) {
+            return known.matches
+        }
         let canonical = (try? ResourceIdentifier.canonical(text)) ?? ""
-        let matches = canonical.utf8.elementsEqual(manager.resource.utf8)
+        let matches =
+            canonical.utf8.elementsEqual(manager.resource.utf8)
             || manager.context.map { canonical.utf8.elementsEqual($0.resource.utf8) } == true
         state.withLock { $0.endpoint = (text, matches) }
         return matches

@@ -80,19 +80,25 @@ public actor MooseMCPTransport: Transport {
     ///     `requestTimeout` (pass a `CurlTransport`, an AsyncHTTPClient transport… of your own).
     ///   - requestTimeout: the time allowed for one request and its answer (a tool call may run long).
     ///   - logger: where requests and failures are logged.
-    public init(endpoint: URL, authorizer: MooseMCPAuthorizer? = nil, transport: (any HTTPTransport)? = nil,
-                requestTimeout: TimeInterval = 300, logger: Logger? = nil) {
-        self.init(endpoint: endpoint, authorizer: authorizer, transport: transport, requestTimeout: requestTimeout,
-                  limits: ServerSentEventParser.Limits(), logger: logger)
+    public init(
+        endpoint: URL, authorizer: MooseMCPAuthorizer? = nil, transport: (any HTTPTransport)? = nil,
+        requestTimeout: TimeInterval = 300, logger: Logger? = nil
+    ) {
+        self.init(
+            endpoint: endpoint, authorizer: authorizer, transport: transport, requestTimeout: requestTimeout,
+            limits: ServerSentEventParser.Limits(), logger: logger)
     }
 
-    init(endpoint: URL, authorizer: MooseMCPAuthorizer?, transport: (any HTTPTransport)?, requestTimeout: TimeInterval,
-         limits: ServerSentEventParser.Limits, logger: Logger?) {
+    init(
+        endpoint: URL, authorizer: MooseMCPAuthorizer?, transport: (any HTTPTransport)?, requestTimeout: TimeInterval,
+        limits: ServerSentEventParser.Limits, logger: Logger?
+    ) {
         self.endpoint = endpoint
         self.authorizer = authorizer
         let timeout = requestTimeout.isFinite ? min(max(requestTimeout, 1), 86_400) : 300
         self.requestTimeout = timeout
-        self.http = transport ?? URLSessionTransport(configuration: .init(requestTimeout: timeout, resourceTimeout: timeout))
+        self.http =
+            transport ?? URLSessionTransport(configuration: .init(requestTimeout: timeout, resourceTimeout: timeout))
         self.limits = limits
         self.logger = logger ?? Logger(label: "moose.mcp.transport", factory: { _ in SwiftLogNoOpLogHandler() })
         (messages, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
@@ -113,7 +119,10 @@ public actor MooseMCPTransport: Transport {
             if let protocolVersion { request.headerFields[Self.protocolVersionField] = protocolVersion }
             do {
                 let token = authorizer?.token(for: endpoint)
-                if let token { request.headerFields.append(contentsOf: try token.authorizationFields(method: .delete, url: endpoint)) }
+                if let token {
+                    request.headerFields.append(
+                        contentsOf: try token.authorizationFields(method: .delete, url: endpoint))
+                }
                 let answer = try await http.send(request)
                 logger.debug("MCP session ended", metadata: ["status": "\(answer.status.code)"])
             } catch {
@@ -160,8 +169,10 @@ public actor MooseMCPTransport: Transport {
             let token = authorizer?.token(for: endpoint)
             // The one nonce rule (RFC 9449 §9) every Moose sender follows: a DPoP-bound token's request
             // asked for a nonce is sent once more, with a proof carrying it.
-            let response = try await DPoPNonces.send(to: endpoint, canResend: token?.isDPoPBound == true, asksForNonce: DPoPNonces.asksForNonce,
-                                                     nonce: { $0.headerFields[.dpopNonce] }) {
+            let response = try await DPoPNonces.send(
+                to: endpoint, canResend: token?.isDPoPBound == true, asksForNonce: DPoPNonces.asksForNonce,
+                nonce: { $0.headerFields[.dpopNonce] }
+            ) {
                 try await post(data, token: token)
             }
             let status = response.status.code
@@ -170,7 +181,9 @@ public actor MooseMCPTransport: Transport {
             attempts += 1
             // Only for the server the authorizer's tokens are for: another one gets neither a token nor a login.
             if let authorizer, attempts < maximumAttempts, authorizer.serves(endpoint),
-               try await authorizer.respond(to: status, challenge: ResourceChallenge.parse(values), sent: .some(token), operation: operation) {
+                try await authorizer.respond(
+                    to: status, challenge: ResourceChallenge.parse(values), sent: .some(token), operation: operation)
+            {
                 continue
             }
             throw Self.refusal(status: status, wwwAuthenticate: values, tokenSent: token != nil, attempts: attempts)
@@ -188,7 +201,8 @@ public actor MooseMCPTransport: Transport {
             do {
                 request.headerFields.append(contentsOf: try token.authorizationFields(method: .post, url: endpoint))
             } catch {
-                throw MCPAuthorizationError(error as? OAuthError ?? OAuthError(OAuthError.unsafeValue, "the access token cannot be presented"))
+                throw MCPAuthorizationError(
+                    error as? OAuthError ?? OAuthError(OAuthError.unsafeValue, "the access token cannot be presented"))
             }
         }
         do {
@@ -204,7 +218,8 @@ public actor MooseMCPTransport: Transport {
     static func refusal(status: Int, wwwAuthenticate values: [String], tokenSent: Bool, attempts: Int) -> any Error {
         let challenges = AuthenticationChallenge.parse(values)
         if status == 401 {
-            let message = tokenSent
+            let message =
+                tokenSent
                 ? "the MCP server refused the access token (401) after \(attempts) attempt\(attempts == 1 ? "" : "s") with a refreshed or new one"
                 : "the MCP server requires authorization (401) and no token could be sent (none for this server)"
             return OAuthError(OAuthError.tokenRejected, message, status: status, challenges: challenges)
@@ -212,9 +227,10 @@ public actor MooseMCPTransport: Transport {
         let challenge = ResourceChallenge.parse(values)
         if let error = challenge?.error, error.utf8.elementsEqual("insufficient_scope".utf8) {
             let scope = challenge?.scopes?.joined(separator: " ")
-            return OAuthError(OAuthError.insufficientScope,
-                              "the MCP server refused the request for lack of scope\(scope.map { " (it needs \"\($0)\")" } ?? "") and no step-up was left",
-                              oauthError: "insufficient_scope", status: status, scope: scope, challenges: challenges)
+            return OAuthError(
+                OAuthError.insufficientScope,
+                "the MCP server refused the request for lack of scope\(scope.map { " (it needs \"\($0)\")" } ?? "") and no step-up was left",
+                oauthError: "insufficient_scope", status: status, scope: scope, challenges: challenges)
         }
         return MCPError.internalError("the MCP server refused the request (403)")
     }
@@ -225,7 +241,8 @@ public actor MooseMCPTransport: Transport {
         let status = response.status.code
         if let value = response.headerFields[Self.sessionIDField] {
             guard Self.isValidSessionID(value) else {
-                throw MCPError.internalError("the server's MCP-Session-Id is not visible ASCII of at most \(Self.maximumSessionIDLength) bytes")
+                throw MCPError.internalError(
+                    "the server's MCP-Session-Id is not visible ASCII of at most \(Self.maximumSessionIDLength) bytes")
             }
             sessionID = value
         }
@@ -235,7 +252,8 @@ public actor MooseMCPTransport: Transport {
         case 404 where sessionID != nil:
             sessionID = nil
             protocolVersion = nil
-            throw MCPError.internalError("the MCP session ended (404): connect again (a new initialize starts a new session)")
+            throw MCPError.internalError(
+                "the MCP session ended (404): connect again (a new initialize starts a new session)")
         default:
             throw MCPError.internalError("the MCP server answered \(status)")
         }
@@ -249,13 +267,16 @@ public actor MooseMCPTransport: Transport {
             } catch {
                 throw MCPError.internalError("the MCP server's event stream was refused: \(error)")
             }
-            if parser.finish() { logger.debug("an incomplete event at the end of the MCP server's event stream was dropped") }
+            if parser.finish() {
+                logger.debug("an incomplete event at the end of the MCP server's event stream was dropped")
+            }
             for event in events where event.type.utf8.elementsEqual("message".utf8) && !event.data.isEmpty {
                 deliver(Data(event.data.utf8))
             }
         } else if type.elementsEqual("application/json".utf8) {
             guard response.body.count <= limits.maximumEventSize else {
-                throw MCPError.internalError("the MCP server's JSON answer is larger than \(limits.maximumEventSize) bytes")
+                throw MCPError.internalError(
+                    "the MCP server's JSON answer is larger than \(limits.maximumEventSize) bytes")
             }
             deliver(response.body)
         } else {
@@ -279,14 +300,18 @@ public actor MooseMCPTransport: Transport {
     /// The MCP rule: visible ASCII (0x21–0x7E), here at most 1,024 bytes.
     package static func isValidSessionID(_ value: String) -> Bool {
         let bytes = value.utf8
-        return !bytes.isEmpty && bytes.count <= maximumSessionIDLength && bytes.allSatisfy { (0x21...0x7E).contains($0) }
+        return !bytes.isEmpty && bytes.count <= maximumSessionIDLength
+            && bytes.allSatisfy { (0x21...0x7E).contains($0) }
     }
 
     /// A protocol version fit for a header: 1–64 bytes of letters, digits, `.`, `-`, `_`.
     package static func isValidProtocolVersion(_ value: String) -> Bool {
         let bytes = value.utf8
         return !bytes.isEmpty && bytes.count <= 64
-            && bytes.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2E || $0 == 0x2D || $0 == 0x5F }
+            && bytes.allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2E
+                    || $0 == 0x2D || $0 == 0x5F
+            }
     }
 
     /// `type/subtype` of a `Content-Type`, lowercased, without parameters or spaces.
@@ -311,7 +336,8 @@ public actor MooseMCPTransport: Transport {
     /// `initialize` request, its id. A batch or anything else: neither.
     static func outline(_ data: Data) -> (method: String?, initializeID: ID?) {
         guard data.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == 0x7B,
-              let message = try? JSONDecoder().decode(Outgoing.self, from: data), let method = message.method else { return (nil, nil) }
+            let message = try? JSONDecoder().decode(Outgoing.self, from: data), let method = message.method
+        else { return (nil, nil) }
         return (method, method.utf8.elementsEqual("initialize".utf8) ? message.id : nil)
     }
 
@@ -319,7 +345,8 @@ public actor MooseMCPTransport: Transport {
     /// version is fit for a header.
     static func negotiatedVersion(in message: Data, answering id: ID) -> String? {
         guard let answer = try? JSONDecoder().decode(InitializeAnswer.self, from: message), answer.id == id,
-              let version = answer.result?.protocolVersion, isValidProtocolVersion(version) else { return nil }
+            let version = answer.result?.protocolVersion, isValidProtocolVersion(version)
+        else { return nil }
         return version
     }
 }

@@ -65,8 +65,10 @@ package struct ServerSentEventParser: Sendable {
         package var maximumRetry: Int
 
         /// Limits: by default an event (an MCP message) up to 16 MiB, as `CurlTransport` bounds a body.
-        package init(maximumLineLength: Int = 16 << 20, maximumEventSize: Int = 16 << 20, maximumIDLength: Int = 1024,
-                     maximumRetry: Int = 3_600_000) {
+        package init(
+            maximumLineLength: Int = 16 << 20, maximumEventSize: Int = 16 << 20, maximumIDLength: Int = 1024,
+            maximumRetry: Int = 3_600_000
+        ) {
             self.maximumLineLength = max(1, maximumLineLength)
             self.maximumEventSize = max(1, maximumEventSize)
             self.maximumIDLength = max(0, maximumIDLength)
@@ -146,7 +148,9 @@ package struct ServerSentEventParser: Sendable {
             try endLine(into: &events)
         default:
             afterCR = false
-            guard line.count < limits.maximumLineLength else { return try fail(.lineTooLong(limit: limits.maximumLineLength)) }
+            guard line.count < limits.maximumLineLength else {
+                return try fail(.lineTooLong(limit: limits.maximumLineLength))
+            }
             line.append(byte)
         }
     }
@@ -162,7 +166,7 @@ package struct ServerSentEventParser: Sendable {
     private mutating func endLine(into events: inout [ServerSentEvent]) throws(ServerSentEventError) {
         defer { line.removeAll(keepingCapacity: true) }
         guard let first = line.first else { return dispatch(into: &events) }
-        if first == 0x3A { return }   // ":" — a comment
+        if first == 0x3A { return } // ":" — a comment
         let name: ArraySlice<UInt8>, value: ArraySlice<UInt8>
         if let colon = line.firstIndex(of: 0x3A) {
             name = line[..<colon]
@@ -200,6 +204,7 @@ package struct ServerSentEventParser: Sendable {
         }
         guard !data.isEmpty else { return }
         let type = eventType.isEmpty ? "message" : String(decoding: eventType, as: UTF8.self)
-        events.append(ServerSentEvent(type: type, data: String(decoding: data.dropLast(), as: UTF8.self), id: lastEventID))
+        events.append(
+            ServerSentEvent(type: type, data: String(decoding: data.dropLast(), as: UTF8.self), id: lastEventID))
     }
 }

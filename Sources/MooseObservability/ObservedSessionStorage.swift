@@ -23,7 +23,9 @@ import Foundation
 /// releases. No-op until the app bootstraps a metrics backend.
 public enum ObservedSessionStorage {
     /// `storage`, observed; `LeaseReleaseNotifying` when `storage` is.
-    public static func wrapping(_ storage: any SessionStorage, metrics: (any MetricsFactory)? = nil) -> any SessionStorage {
+    public static func wrapping(_ storage: any SessionStorage, metrics: (any MetricsFactory)? = nil)
+        -> any SessionStorage
+    {
         if let notifying = storage as? any LeaseReleaseNotifying {
             return ObservedNotifyingStorage(base: notifying, probe: StoreProbe(metrics: metrics))
         }
@@ -40,22 +42,30 @@ struct StoreProbe: Sendable {
         let started = ContinuousClock.now
         var outcome = "error"
         defer {
-            Counter(label: "moose_store_operations_total", dimensions: [("operation", operation), ("outcome", outcome)], factory: factory)
-                .increment()
+            Counter(
+                label: "moose_store_operations_total", dimensions: [("operation", operation), ("outcome", outcome)],
+                factory: factory
+            )
+            .increment()
             let elapsed = ContinuousClock.now - started
-            CoreMetrics.Timer(label: "moose_store_operation_duration_seconds", dimensions: [("operation", operation)], factory: factory)
-                .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            CoreMetrics.Timer(
+                label: "moose_store_operation_duration_seconds", dimensions: [("operation", operation)],
+                factory: factory
+            )
+            .recordNanoseconds(
+                elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
         }
         do {
             let value = try await body()
             outcome = "ok"
             return value
         } catch let error as OAuthError {
-            outcome = switch error.code {
-            case OAuthError.storageConflict, OAuthError.leaseLost: "conflict"
-            case OAuthError.leaseBusy: "busy"
-            default: "error"
-            }
+            outcome =
+                switch error.code {
+                case OAuthError.storageConflict, OAuthError.leaseLost: "conflict"
+                case OAuthError.leaseBusy: "busy"
+                default: "error"
+                }
             throw error
         }
     }
@@ -71,9 +81,15 @@ final class ObservedStorage: SessionStorage {
         self.probe = probe
     }
 
-    func load(_ key: String) async throws -> StoredSession? { try await probe.measure("load") { try await base.load(key) } }
-    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
-        try await probe.measure("save") { try await base.save(session, key: key, expectedGeneration: expectedGeneration, lease: lease) }
+    func load(_ key: String) async throws -> StoredSession? {
+        try await probe.measure("load") { try await base.load(key) }
+    }
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws
+        -> Int64
+    {
+        try await probe.measure("save") {
+            try await base.save(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
+        }
     }
     func replace(_ session: OAuthSession, key: String) async throws -> Int64 {
         try await probe.measure("replace") { try await base.replace(session, key: key) }
@@ -103,20 +119,29 @@ final class ObservedNotifyingStorage: LeaseReleaseNotifying {
     }
 
     func load(_ key: String) async throws -> StoredSession? { try await plain.load(key) }
-    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws
+        -> Int64
+    {
         try await plain.save(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
     }
-    func replace(_ session: OAuthSession, key: String) async throws -> Int64 { try await plain.replace(session, key: key) }
+    func replace(_ session: OAuthSession, key: String) async throws -> Int64 {
+        try await plain.replace(session, key: key)
+    }
     func delete(_ key: String) async throws -> Bool { try await plain.delete(key) }
     func keys() async throws -> [String] { try await plain.keys() }
     func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
         try await plain.acquireLease(name, ttl: ttl, timeout: timeout)
     }
-    func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease { try await plain.renewLease(lease, ttl: ttl) }
+    func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease {
+        try await plain.renewLease(lease, ttl: ttl)
+    }
     func releaseLease(_ lease: SessionLease) async throws { try await plain.releaseLease(lease) }
     var leaseLifetime: TimeInterval? { base.leaseLifetime }
-    func acquireLeaseOrAwaitRelease(_ name: String, ttl: TimeInterval, wait: TimeInterval) async throws -> SessionLease? {
-        try await plain.probe.measure("await_release") { try await base.acquireLeaseOrAwaitRelease(name, ttl: ttl, wait: wait) }
+    func acquireLeaseOrAwaitRelease(_ name: String, ttl: TimeInterval, wait: TimeInterval) async throws -> SessionLease?
+    {
+        try await plain.probe.measure("await_release") {
+            try await base.acquireLeaseOrAwaitRelease(name, ttl: ttl, wait: wait)
+        }
     }
 }
 #endif

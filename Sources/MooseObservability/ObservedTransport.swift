@@ -52,22 +52,31 @@ public struct ObservedTransport: HTTPTransport {
         let grant = Self.grant(of: request)
         let tracer = self.tracer ?? InstrumentationSystem.tracer
         let factory = metrics ?? MetricsSystem.factory
-        let span = tracer.startSpan(grant == nil ? "oauth.request" : "oauth.token", context: ServiceContext.current ?? .topLevel, ofKind: .client)
+        let span = tracer.startSpan(
+            grant == nil ? "oauth.request" : "oauth.token", context: ServiceContext.current ?? .topLevel,
+            ofKind: .client)
         defer { span.end() }
         span.attributes["http.request.method"] = request.method.rawValue
         span.attributes["server.address"] = request.url?.host ?? ""
-        span.attributes["url.path"] = request.url?.path ?? ""   // never the query: codes and states travel there
+        span.attributes["url.path"] = request.url?.path ?? "" // never the query: codes and states travel there
         if let grant { span.attributes["oauth.grant_type"] = grant }
         let started = ContinuousClock.now
         var outcome = "unreachable"
         defer {
             if let grant {
-                Counter(label: "moose_token_requests_total", dimensions: [("grant", grant), ("outcome", outcome)], factory: factory).increment()
+                Counter(
+                    label: "moose_token_requests_total", dimensions: [("grant", grant), ("outcome", outcome)],
+                    factory: factory
+                ).increment()
                 let elapsed = ContinuousClock.now - started
-                CoreMetrics.Timer(label: "moose_token_request_duration_seconds", dimensions: [("grant", grant)], factory: factory)
-                    .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+                CoreMetrics.Timer(
+                    label: "moose_token_request_duration_seconds", dimensions: [("grant", grant)], factory: factory
+                )
+                .recordNanoseconds(
+                    elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
             } else {
-                Counter(label: "moose_provider_requests_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+                Counter(label: "moose_provider_requests_total", dimensions: [("outcome", outcome)], factory: factory)
+                    .increment()
             }
         }
         do {
@@ -75,7 +84,7 @@ public struct ObservedTransport: HTTPTransport {
             let code = response.status.code
             span.attributes["http.response.status_code"] = code
             if code == 404, request.method == .get, (request.url?.path ?? "").contains("/.well-known/") {
-                outcome = "not_found"   // a discovery probe that found nothing: not a refusal, not a failure
+                outcome = "not_found" // a discovery probe that found nothing: not a refusal, not a failure
             } else {
                 outcome = code < 400 ? "ok" : (code >= 500 || code == 429) ? "unavailable" : "refused"
                 if code >= 400 {
@@ -87,7 +96,8 @@ public struct ObservedTransport: HTTPTransport {
         } catch {
             outcome = "unreachable"
             // The error's kind only: a transport message may quote a URL with its query.
-            span.attributes["error.type"] = (error as? HTTPRequestError)?.code.description ?? String(describing: type(of: error))
+            span.attributes["error.type"] =
+                (error as? HTTPRequestError)?.code.description ?? String(describing: type(of: error))
             span.setStatus(SpanStatus(code: .error))
             throw error
         }
@@ -98,10 +108,13 @@ public struct ObservedTransport: HTTPTransport {
     /// code. Never free text: a provider's own `error` value could carry anything.
     static func errorType(of response: APIResponse) -> String {
         if response.body.count <= 16 << 10, let body = try? JSONDecoder().decode(ErrorBody.self, from: response.body),
-           let error = body.error, oauthErrors.contains(error) {
+            let error = body.error, oauthErrors.contains(error)
+        {
             return error
         }
-        if let challenge = response.head.headerFields[.wwwAuthenticate], let error = challengeError(challenge), oauthErrors.contains(error) {
+        if let challenge = response.head.headerFields[.wwwAuthenticate], let error = challengeError(challenge),
+            oauthErrors.contains(error)
+        {
             return error
         }
         return String(response.status.code)
@@ -113,7 +126,8 @@ public struct ObservedTransport: HTTPTransport {
     /// The `error` auth-param of a challenge (RFC 6750 §3: `Bearer error="invalid_token", …`), as
     /// written; `nil` when there is none.
     static func challengeError(_ challenge: String) -> String? {
-        for part in challenge.prefix(4096).split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }) where part.hasPrefix("error=") {
+        for part in challenge.prefix(4096).split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" })
+        where part.hasPrefix("error=") {
             return String(part.dropFirst(6).drop { $0 == "\"" }.prefix { $0.isASCII && ($0.isLetter || $0 == "_") })
         }
         return nil
@@ -123,14 +137,17 @@ public struct ObservedTransport: HTTPTransport {
     /// Registry" and the specifications Moose speaks define (RFC 6749 §4.1.2.1/§5.2, RFC 6750 §3,
     /// RFC 7009, RFC 7591, RFC 8628 §3.5, RFC 8707, RFC 9396, RFC 9449, OIDC Core §3.1.2.6).
     static let oauthErrors: Set<String> = [
-        "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope",
+        "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
+        "invalid_scope",
         "access_denied", "unsupported_response_type", "server_error", "temporarily_unavailable",
         "invalid_token", "insufficient_scope", "unsupported_token_type",
-        "invalid_redirect_uri", "invalid_client_metadata", "invalid_software_statement", "unapproved_software_statement",
+        "invalid_redirect_uri", "invalid_client_metadata", "invalid_software_statement",
+        "unapproved_software_statement",
         "authorization_pending", "slow_down", "expired_token", "invalid_target",
         "invalid_dpop_proof", "use_dpop_nonce", "invalid_authorization_details",
-        "interaction_required", "login_required", "account_selection_required", "consent_required", "invalid_request_uri",
-        "invalid_request_object", "request_not_supported", "request_uri_not_supported", "registration_not_supported",
+        "interaction_required", "login_required", "account_selection_required", "consent_required",
+        "invalid_request_uri",
+        "invalid_request_object", "request_not_supported", "request_uri_not_supported", "registration_not_supported"
     ]
 
     /// The grant a token request names, as a bounded label; `nil` for anything that is not a token request.
@@ -141,7 +158,9 @@ public struct ObservedTransport: HTTPTransport {
             var bytes: [UInt8] = []
             var rest = pair.dropFirst(11)[...]
             while let byte = rest.popFirst() {
-                if byte == UInt8(ascii: "%"), rest.count >= 2, let value = UInt8(String(decoding: rest.prefix(2), as: UTF8.self), radix: 16) {
+                if byte == UInt8(ascii: "%"), rest.count >= 2,
+                    let value = UInt8(String(decoding: rest.prefix(2), as: UTF8.self), radix: 16)
+                {
                     bytes.append(value)
                     rest = rest.dropFirst(2)
                 } else {
@@ -172,7 +191,9 @@ public struct ObservedTransport: HTTPTransport {
 public enum CoordinatorMetrics {
     /// Starts counting `coordinator`'s events; cancel the task to stop.
     @discardableResult
-    public static func record(_ coordinator: RefreshCoordinator, metrics: (any MetricsFactory)? = nil) -> Task<Void, Never> {
+    public static func record(_ coordinator: RefreshCoordinator, metrics: (any MetricsFactory)? = nil) -> Task<
+        Void, Never
+    > {
         let factory = metrics ?? MetricsSystem.factory
         let events = coordinator.events
         let activity = coordinator.activity
@@ -181,24 +202,35 @@ public enum CoordinatorMetrics {
                 group.addTask {
                     for await event in events {
                         switch event {
-                        case .refreshed: Counter(label: "moose_refreshes_total", dimensions: [("outcome", "ok")], factory: factory).increment()
-                        case .refreshFailed(let error):
-                            Counter(label: "moose_refreshes_total", dimensions: [("outcome", snakeCase(error.code.description))], factory: factory)
+                        case .refreshed:
+                            Counter(label: "moose_refreshes_total", dimensions: [("outcome", "ok")], factory: factory)
                                 .increment()
+                        case .refreshFailed(let error):
+                            Counter(
+                                label: "moose_refreshes_total",
+                                dimensions: [("outcome", snakeCase(error.code.description))], factory: factory
+                            )
+                            .increment()
                         case .needsReauthentication:
-                            Counter(label: "moose_refreshes_total", dimensions: [("outcome", "needs_login")], factory: factory).increment()
+                            Counter(
+                                label: "moose_refreshes_total", dimensions: [("outcome", "needs_login")],
+                                factory: factory
+                            ).increment()
                         case .loggedOut: Counter(label: "moose_logouts_total", factory: factory).increment()
                         }
                     }
                 }
                 group.addTask {
                     for await step in activity {
-                        let outcome = switch step {
-                        case .joined: "joined"
-                        case .read: "read"
-                        case .granted: "granted"
-                        }
-                        Counter(label: "moose_single_flight_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+                        let outcome =
+                            switch step {
+                            case .joined: "joined"
+                            case .read: "read"
+                            case .granted: "granted"
+                            }
+                        Counter(
+                            label: "moose_single_flight_total", dimensions: [("outcome", outcome)], factory: factory
+                        ).increment()
                     }
                 }
             }
@@ -217,7 +249,9 @@ func snakeCase(_ name: String) -> String {
             let next = index + 1 < characters.count ? characters[index + 1] : nil
             // A word starts at a capital after a small letter or digit, or at the last capital of an
             // acronym that a small letter follows (`IDToken` → `id_token`).
-            if previous.isLowercase || previous.isNumber || (previous.isUppercase && next?.isLowercase == true) { result.append("_") }
+            if previous.isLowercase || previous.isNumber || (previous.isUppercase && next?.isLowercase == true) {
+                result.append("_")
+            }
         }
         result.append(contentsOf: character.lowercased())
     }

@@ -56,26 +56,34 @@ public struct AccessTokenMiddleware: ClientMiddleware {
     /// Attaches the token, sends, and applies the rule above; throws `OAuthError.tokenRejected` or
     /// `OAuthError.insufficientScope` as described there, and whatever the coordinator throws
     /// (`invalidGrant`, `needsLogin`, `refreshLimit`…) when no token can be had.
-    public func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
-                          next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?))
-        async throws -> (HTTPResponse, HTTPBody?) {
+    public func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    )
+        async throws -> (HTTPResponse, HTTPBody?)
+    {
         guard !unauthenticatedOperations.contains(operationID) else { return try await next(request, body, baseURL) }
         let canResend = body.map { $0.iterationBehavior == .multiple } ?? true
-        let result = try await authorizer.send(method: request.method, url: Self.url(of: request, baseURL: baseURL),
-                                               canResend: canResend,
-                                               verdict: { TokenVerdict($0.0) },
-                                               discard: { (rejected: (HTTPResponse, HTTPBody?)) in
-                                                   if let body = rejected.1 { _ = try? await ArraySlice(collecting: body, upTo: Self.rejectedBodyDrainLimit) }
-                                               },
-                                               dpopNonce: { $0.0.headerFields[.dpopNonce] }, head: { $0.0 }) { fields in
+        let result = try await authorizer.send(
+            method: request.method, url: Self.url(of: request, baseURL: baseURL),
+            canResend: canResend,
+            verdict: { TokenVerdict($0.0) },
+            discard: { (rejected: (HTTPResponse, HTTPBody?)) in
+                if let body = rejected.1 {
+                    _ = try? await ArraySlice(collecting: body, upTo: Self.rejectedBodyDrainLimit)
+                }
+            },
+            dpopNonce: { $0.0.headerFields[.dpopNonce] }, head: { $0.0 }
+        ) { fields in
             var request = request
             for field in fields { request.headerFields[field.name] = field.value }
             return try await next(request, body, baseURL)
         }
         if case .insufficientScope(let scope) = TokenVerdict(result.0) {
-            throw OAuthError(OAuthError.insufficientScope,
-                             "the server refused the request for lack of scope\(scope.map { " (it needs \"\($0)\")" } ?? ""); a refresh cannot add scope: log in again asking for it",
-                             oauthError: "insufficient_scope", status: result.0.status.code, scope: scope)
+            throw OAuthError(
+                OAuthError.insufficientScope,
+                "the server refused the request for lack of scope\(scope.map { " (it needs \"\($0)\")" } ?? ""); a refresh cannot add scope: log in again asking for it",
+                oauthError: "insufficient_scope", status: result.0.status.code, scope: scope)
         }
         return result
     }

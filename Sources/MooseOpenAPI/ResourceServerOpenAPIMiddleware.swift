@@ -55,8 +55,10 @@ public struct ResourceServerOpenAPIMiddleware: ServerMiddleware {
 
     /// A middleware whose operations need the scopes `requiredScopes(operationID)` returns (an empty
     /// list: a valid token, no particular scope).
-    public init(server: ResourceServer, publicBaseURL: String, publicOperations: Set<String> = [],
-                requiredScopes: @escaping @Sendable (_ operationID: String) -> [String]) {
+    public init(
+        server: ResourceServer, publicBaseURL: String, publicOperations: Set<String> = [],
+        requiredScopes: @escaping @Sendable (_ operationID: String) -> [String]
+    ) {
         self.server = server
         self.publicBaseURL = publicBaseURL
         self.publicOperations = publicOperations
@@ -64,8 +66,10 @@ public struct ResourceServerOpenAPIMiddleware: ServerMiddleware {
     }
 
     /// A middleware whose operations need `scopesByOperation[operationID]`, else `requiredScopes`.
-    public init(server: ResourceServer, publicBaseURL: String, requiredScopes: [String] = [],
-                scopesByOperation: [String: [String]] = [:], publicOperations: Set<String> = []) {
+    public init(
+        server: ResourceServer, publicBaseURL: String, requiredScopes: [String] = [],
+        scopesByOperation: [String: [String]] = [:], publicOperations: Set<String> = []
+    ) {
         self.init(server: server, publicBaseURL: publicBaseURL, publicOperations: publicOperations) { operationID in
             scopesByOperation[operationID] ?? requiredScopes
         }
@@ -75,21 +79,27 @@ public struct ResourceServerOpenAPIMiddleware: ServerMiddleware {
     public func requiredScopes(for operationID: String) -> [String] { scopes(operationID) }
 
     /// Verifies, then runs `next` with `ResourceServerPrincipal.current` set; a refusal is answered here.
-    public func intercept(_ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
-                          next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?))
-        async throws -> (HTTPResponse, HTTPBody?) {
+    public func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    )
+        async throws -> (HTTPResponse, HTTPBody?)
+    {
         if publicOperations.contains(operationID) { return try await next(request, body, metadata) }
         // Repeated fields are joined with commas (RFC 9110 §5.3), which the verifier refuses as malformed.
         let authorization = request.headerFields[values: .authorization]
         let dpop = request.headerFields[values: .dpop]
         // The query is no part of a proof's htu (RFC 9449 §4.3): the path alone.
-        let path = (request.path ?? "/").split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "/"
+        let path =
+            (request.path ?? "/").split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(
+                String.init) ?? "/"
         let principal: VerifiedPrincipal
         do {
-            principal = try await server.verify(authorizationHeader: authorization.isEmpty ? nil : authorization.joined(separator: ", "),
-                                                dpopHeader: dpop.isEmpty ? nil : dpop.joined(separator: ", "),
-                                                method: request.method.rawValue, url: publicBaseURL + path,
-                                                requiredScopes: scopes(operationID))
+            principal = try await server.verify(
+                authorizationHeader: authorization.isEmpty ? nil : authorization.joined(separator: ", "),
+                dpopHeader: dpop.isEmpty ? nil : dpop.joined(separator: ", "),
+                method: request.method.rawValue, url: publicBaseURL + path,
+                requiredScopes: scopes(operationID))
         } catch {
             return (Self.response(for: error), nil)
         }

@@ -42,11 +42,14 @@ struct Connector: Sendable {
             if let file = configuration.rootCertificateFile {
                 do {
                     let certificates = try NIOSSLCertificate.fromPEMFile(file)
-                    guard !certificates.isEmpty else { throw PostgresStorageError(PostgresStorageError.invalidConfiguration, "") }
+                    guard !certificates.isEmpty else {
+                        throw PostgresStorageError(PostgresStorageError.invalidConfiguration, "")
+                    }
                     tls.trustRoots = .certificates(certificates)
                 } catch {
-                    throw PostgresStorageError(PostgresStorageError.invalidConfiguration,
-                                               "sslrootcert \(file): cannot read PEM certificates from it")
+                    throw PostgresStorageError(
+                        PostgresStorageError.invalidConfiguration,
+                        "sslrootcert \(file): cannot read PEM certificates from it")
                 }
             }
             self.tls = tls
@@ -64,11 +67,13 @@ struct Connector: Sendable {
             case .prefer: mode = .prefer(tls ?? .makeClientConfiguration())
             default: mode = .require(tls ?? .makeClientConfiguration())
             }
-            client = PostgresClient.Configuration(host: host, port: port, username: configuration.username,
-                                                  password: configuration.password, database: configuration.database, tls: mode)
+            client = PostgresClient.Configuration(
+                host: host, port: port, username: configuration.username,
+                password: configuration.password, database: configuration.database, tls: mode)
         case .unixSocket(let path):
-            client = PostgresClient.Configuration(unixSocketPath: path, username: configuration.username,
-                                                  password: configuration.password, database: configuration.database)
+            client = PostgresClient.Configuration(
+                unixSocketPath: path, username: configuration.username,
+                password: configuration.password, database: configuration.database)
         }
         client.options.connectTimeout = .milliseconds(Int64(configuration.connectTimeout * 1000))
         client.options.maximumConnections = configuration.maximumConnections
@@ -87,15 +92,18 @@ struct Connector: Sendable {
             case .prefer: mode = .prefer(try NIOSSLContext(configuration: tls ?? .makeClientConfiguration()))
             default: mode = .require(try NIOSSLContext(configuration: tls ?? .makeClientConfiguration()))
             }
-            connection = PostgresConnection.Configuration(host: host, port: port, username: configuration.username,
-                                                          password: configuration.password, database: configuration.database, tls: mode)
+            connection = PostgresConnection.Configuration(
+                host: host, port: port, username: configuration.username,
+                password: configuration.password, database: configuration.database, tls: mode)
         case .unixSocket(let path):
-            connection = PostgresConnection.Configuration(unixSocketPath: path, username: configuration.username,
-                                                          password: configuration.password, database: configuration.database)
+            connection = PostgresConnection.Configuration(
+                unixSocketPath: path, username: configuration.username,
+                password: configuration.password, database: configuration.database)
         }
         connection.options.connectTimeout = .milliseconds(Int64(configuration.connectTimeout * 1000))
         connection.options.additionalStartupParameters = [("application_name", configuration.applicationName)]
-        return try await PostgresConnection.connect(configuration: connection, id: Int.random(in: 1...Int(Int32.max)), logger: logger)
+        return try await PostgresConnection.connect(
+            configuration: connection, id: Int.random(in: 1...Int(Int32.max)), logger: logger)
     }
 
     // MARK: - Errors
@@ -109,11 +117,16 @@ struct Connector: Sendable {
         }
         if let error = error as? PostgresStorageError { return (false, error) }
         if let error = error as? PostgresTransactionError,
-           let cause = error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError {
+            let cause = error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError
+        {
             return classify(cause, doing: what)
         }
         if error is DeadlineExceeded {
-            return (false, unavailable("PostgreSQL did not answer within \(Self.seconds(configuration.connectTimeout)) (connect_timeout)"))
+            return (
+                false,
+                unavailable(
+                    "PostgreSQL did not answer within \(Self.seconds(configuration.connectTimeout)) (connect_timeout)")
+            )
         }
         if error is CancellationError { return (false, unavailable("cancelled")) }
         if let error = error as? PSQLError {
@@ -121,13 +134,22 @@ struct Connector: Sendable {
             case .server:
                 let state = error.serverInfo?[.sqlState] ?? "?????"
                 let message = Self.clean(error.serverInfo?[.message] ?? "no message")
-                if state.hasPrefix("08") || ["57P01", "57P02", "57P03", "53300", "40001", "40P01", "55P03", "53400"].contains(state) {
+                if state.hasPrefix("08")
+                    || ["57P01", "57P02", "57P03", "53300", "40001", "40P01", "55P03", "53400"].contains(state)
+                {
                     return (true, unavailable("\(message) (SQLSTATE \(state))", sqlState: state))
                 }
-                if state.hasPrefix("28") { return (false, unavailable("the login was refused: \(message) (SQLSTATE \(state))", sqlState: state)) }
+                if state.hasPrefix("28") {
+                    return (
+                        false, unavailable("the login was refused: \(message) (SQLSTATE \(state))", sqlState: state)
+                    )
+                }
                 return (false, unavailable("\(message) (SQLSTATE \(state))", sqlState: state))
             case .sslUnsupported:
-                return (false, unavailable("the server does not offer TLS, and sslmode=\(configuration.tls.rawValue) requires it"))
+                return (
+                    false,
+                    unavailable("the server does not offer TLS, and sslmode=\(configuration.tls.rawValue) requires it")
+                )
             case .connectionError, .failedToAddSSLHandler:
                 if let underlying = error.underlying {
                     if underlying is NIOSSLError || String(reflecting: type(of: underlying)).contains("NIOSSL") {
@@ -152,10 +174,16 @@ struct Connector: Sendable {
             return (false, unavailable("no connection from the pool (\(Self.clean(String(describing: error))))"))
         }
         if error is PostgresDecodingError {
-            return (false, PostgresStorageError(PostgresStorageError.corrupt, "\(what) (\(url)): a column does not have the expected type"))
+            return (
+                false,
+                PostgresStorageError(
+                    PostgresStorageError.corrupt, "\(what) (\(url)): a column does not have the expected type")
+            )
         }
         if error is NIOSSLError { return (false, unavailable("TLS failed: \(Self.clean(String(describing: error)))")) }
-        if let error = error as? IOError { return (true, unavailable("cannot connect: \(Self.clean(error.description))")) }
+        if let error = error as? IOError {
+            return (true, unavailable("cannot connect: \(Self.clean(error.description))"))
+        }
         if typeName.contains("NIOConnectionError") || typeName.contains("ChannelError") {
             return (true, unavailable("cannot connect: \(Self.clean(String(describing: error)))"))
         }
@@ -170,7 +198,8 @@ struct Connector: Sendable {
     static func clean(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars.prefix(300) {
-            out.unicodeScalars.append(scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) ? " " : scalar)
+            out.unicodeScalars.append(
+                scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) ? " " : scalar)
         }
         return out
     }
@@ -181,7 +210,8 @@ extension PostgresRow {
     /// shorter row, and what a server sends must never stop the process.
     func columns(_ count: Int) throws(PostgresStorageError) -> PostgresRow {
         guard self.count >= count else {
-            throw PostgresStorageError(PostgresStorageError.corrupt, "a row from the database has \(self.count) columns, \(count) expected")
+            throw PostgresStorageError(
+                PostgresStorageError.corrupt, "a row from the database has \(self.count) columns, \(count) expected")
         }
         return self
     }

@@ -9,7 +9,8 @@ struct DeadlineExceeded: Error {}
 /// the work finishes (or fails) in the background, its result dropped.
 enum Deadline {
     final class Once<T: Sendable>: Sendable {
-        private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, early: Result<T, any Error>?)>((nil, nil))
+        private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, early: Result<T, any Error>?)>(
+            (nil, nil))
 
         func install(_ continuation: CheckedContinuation<T, any Error>) {
             let early: Result<T, any Error>? = state.withLock { state in
@@ -24,7 +25,7 @@ enum Deadline {
             let continuation: CheckedContinuation<T, any Error>? = state.withLock { state in
                 if let continuation = state.continuation {
                     state.continuation = nil
-                    state.early = result   // marks it resumed
+                    state.early = result // marks it resumed
                     return continuation
                 }
                 if state.early == nil { state.early = result }
@@ -34,7 +35,9 @@ enum Deadline {
         }
     }
 
-    static func run<T: Sendable>(within duration: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    static func run<T: Sendable>(within duration: Duration, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
         let once = Once<T>()
         let work = Task {
             do { once.resume(with: .success(try await body())) } catch { once.resume(with: .failure(error)) }

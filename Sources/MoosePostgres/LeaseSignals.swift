@@ -76,7 +76,9 @@ final class LeaseSignals: Sendable {
     /// Removes and resumes one waiter, if it is still waiting (whoever removes it resumes it: once).
     private func remove(_ name: String, id: UInt64) {
         let waiter: Waiter? = state.withLock { state in
-            guard var list = state.waiters[name], let index = list.firstIndex(where: { $0.id == id }) else { return nil }
+            guard var list = state.waiters[name], let index = list.firstIndex(where: { $0.id == id }) else {
+                return nil
+            }
             let waiter = list.remove(at: index)
             state.waiters[name] = list.isEmpty ? nil : list
             return waiter

@@ -30,18 +30,24 @@ extension PostgresSessionStorage {
     ///   `unavailable`, `unsupportedVersion`, a damaged data key: `tampered`).
     public func check() async throws(PostgresStorageError) -> CheckReport {
         _ = try await keyRing()
-        _ = try await reloadKeys()   // every data key unwraps, and the key check still matches
+        _ = try await reloadKeys() // every data key unwraps, and the key check still matches
         let t = tables
-        let rows: [(key: String, generation: Int64, keyID: Int64?, sealed: [UInt8]?)] = try await perform("reading every session") { _ in
+        let rows: [(key: String, generation: Int64, keyID: Int64?, sealed: [UInt8]?)] = try await perform(
+            "reading every session"
+        ) { _ in
             var rows: [(key: String, generation: Int64, keyID: Int64?, sealed: [UInt8]?)] = []
-            for row in try await self.client.query("SELECT key, generation, key_id, sealed FROM \(unescaped: t.sessions) ORDER BY key").collect() {
-                let (key, generation, keyID, sealed) = try row.columns(4).decode((String, Int64, Int64?, ByteBuffer?).self)
+            for row in try await self.client.query(
+                "SELECT key, generation, key_id, sealed FROM \(unescaped: t.sessions) ORDER BY key"
+            ).collect() {
+                let (key, generation, keyID, sealed) = try row.columns(4).decode(
+                    (String, Int64, Int64?, ByteBuffer?).self)
                 rows.append((key, generation, keyID, sealed.map { Array($0.readableBytesView) }))
             }
             return rows
         }
         let version: Int32 = try await perform("reading the schema version") { _ in
-            try await self.client.query("SELECT coalesce(max(version), 0)::int4 FROM \(unescaped: t.migrations)").collect().first?.columns(1).decode(Int32.self) ?? 0
+            try await self.client.query("SELECT coalesce(max(version), 0)::int4 FROM \(unescaped: t.migrations)")
+                .collect().first?.columns(1).decode(Int32.self) ?? 0
         }
         var good = 0, tombstones = 0
         var bad: [(key: String, error: PostgresStorageError)] = []
@@ -72,42 +78,61 @@ extension PostgresSessionStorage {
             let result: (Int, KeyRing)
             do {
                 result = try await connection.withTransaction(logger: logger) { connection -> (Int, KeyRing) in
-                _ = try await Schema.rows(connection, "SELECT pg_advisory_xact_lock(\(Schema.lockKey(t.schema)))", logger)
-                _ = try await Schema.rows(connection, "SELECT value FROM \(unescaped: t.meta) WHERE name = 'current_key' FOR UPDATE", logger)
-                var ring = ring
-                ring.dataKeys = try Schema.unwrap(try await Schema.rows(connection, "SELECT id, wrapped FROM \(unescaped: t.dataKeys)", logger), ring: ring)
-                let newID = (ring.dataKeys.keys.max() ?? 0) + 1
-                let newKey = try SecretKey(randomByteCount: 32)
-                let wrapped = try Envelope.wrap(newKey, id: newID, master: ring.master, storeID: ring.storeID)
-                _ = try await Schema.rows(connection, "INSERT INTO \(unescaped: t.dataKeys) (id, wrapped) VALUES (\(newID), \(ByteBuffer(bytes: wrapped)))", logger)
-                try await Schema.setMeta(connection, t, "current_key", Envelope.bigEndian(newID), logger)
-                var fresh = ring
-                fresh.dataKeys[newID] = newKey
-                fresh.currentKeyID = newID
-                var count = 0
-                let rows = try await Schema.rows(connection, """
-                    SELECT key, generation, key_id, sealed FROM \(unescaped: t.sessions) WHERE sealed IS NOT NULL AND key_id <> \(newID) FOR UPDATE
-                    """, logger)
-                for row in rows {
-                    let (key, generation, keyID, sealed) = try row.columns(4).decode((String, Int64, Int64, ByteBuffer).self)
-                    guard let oldKey = ring.dataKeys[keyID] else { throw Self.tampered(key, "it names data key \(keyID), which this store does not have") }
-                    var plain: [UInt8]
-                    do {
-                        plain = try AESGCM.openCombined(Array(sealed.readableBytesView), using: oldKey,
-                                                        authenticating: Self.aad(storeID: ring.storeID, key: key, keyID: keyID, generation: generation))
-                    } catch {
-                        throw Self.tampered(key, "it was modified, or moved from another row or generation")
-                    }
-                    defer { for index in plain.indices { plain[index] = 0 } }
-                    let resealed = try AESGCM.sealCombined(plain, using: newKey,
-                                                           authenticating: Self.aad(storeID: ring.storeID, key: key, keyID: newID, generation: generation))
-                    _ = try await Schema.rows(connection, """
-                        UPDATE \(unescaped: t.sessions) SET key_id = \(newID), sealed = \(ByteBuffer(bytes: resealed))
-                        WHERE key = \(key) AND generation = \(generation)
+                    _ = try await Schema.rows(
+                        connection, "SELECT pg_advisory_xact_lock(\(Schema.lockKey(t.schema)))", logger)
+                    _ = try await Schema.rows(
+                        connection, "SELECT value FROM \(unescaped: t.meta) WHERE name = 'current_key' FOR UPDATE",
+                        logger)
+                    var ring = ring
+                    ring.dataKeys = try Schema.unwrap(
+                        try await Schema.rows(connection, "SELECT id, wrapped FROM \(unescaped: t.dataKeys)", logger),
+                        ring: ring)
+                    let newID = (ring.dataKeys.keys.max() ?? 0) + 1
+                    let newKey = try SecretKey(randomByteCount: 32)
+                    let wrapped = try Envelope.wrap(newKey, id: newID, master: ring.master, storeID: ring.storeID)
+                    _ = try await Schema.rows(
+                        connection,
+                        "INSERT INTO \(unescaped: t.dataKeys) (id, wrapped) VALUES (\(newID), \(ByteBuffer(bytes: wrapped)))",
+                        logger)
+                    try await Schema.setMeta(connection, t, "current_key", Envelope.bigEndian(newID), logger)
+                    var fresh = ring
+                    fresh.dataKeys[newID] = newKey
+                    fresh.currentKeyID = newID
+                    var count = 0
+                    let rows = try await Schema.rows(
+                        connection,
+                        """
+                        SELECT key, generation, key_id, sealed FROM \(unescaped: t.sessions) WHERE sealed IS NOT NULL AND key_id <> \(newID) FOR UPDATE
                         """, logger)
-                    count += 1
-                }
-                return (count, fresh)
+                    for row in rows {
+                        let (key, generation, keyID, sealed) = try row.columns(4).decode(
+                            (String, Int64, Int64, ByteBuffer).self)
+                        guard let oldKey = ring.dataKeys[keyID] else {
+                            throw Self.tampered(key, "it names data key \(keyID), which this store does not have")
+                        }
+                        var plain: [UInt8]
+                        do {
+                            plain = try AESGCM.openCombined(
+                                Array(sealed.readableBytesView), using: oldKey,
+                                authenticating: Self.aad(
+                                    storeID: ring.storeID, key: key, keyID: keyID, generation: generation))
+                        } catch {
+                            throw Self.tampered(key, "it was modified, or moved from another row or generation")
+                        }
+                        defer { for index in plain.indices { plain[index] = 0 } }
+                        let resealed = try AESGCM.sealCombined(
+                            plain, using: newKey,
+                            authenticating: Self.aad(
+                                storeID: ring.storeID, key: key, keyID: newID, generation: generation))
+                        _ = try await Schema.rows(
+                            connection,
+                            """
+                            UPDATE \(unescaped: t.sessions) SET key_id = \(newID), sealed = \(ByteBuffer(bytes: resealed))
+                            WHERE key = \(key) AND generation = \(generation)
+                            """, logger)
+                        count += 1
+                    }
+                    return (count, fresh)
                 }
             } catch {
                 try? await connection.close()
@@ -120,10 +145,12 @@ extension PostgresSessionStorage {
         // Old keys go only when no row names them (the foreign key makes this race-free); a failure
         // here leaves them in place, readable, for the next rotation.
         _ = try? await perform("deleting retired data keys") { _ in
-            try await self.client.query("""
+            try await self.client.query(
+                """
                 DELETE FROM \(unescaped: t.dataKeys) d WHERE d.id <> \(fresh.currentKeyID)
                 AND NOT EXISTS (SELECT 1 FROM \(unescaped: t.sessions) s WHERE s.key_id = d.id)
-                """).collect().count
+                """
+            ).collect().count
         }
         return count
     }
@@ -139,25 +166,37 @@ extension PostgresSessionStorage {
             let master: SecretKey
             do {
                 master = try await connection.withTransaction(logger: logger) { connection -> SecretKey in
-                _ = try await Schema.rows(connection, "SELECT pg_advisory_xact_lock(\(Schema.lockKey(t.schema)))", logger)
-                let meta = try await Schema.readMeta(connection, t, logger)
-                guard let check = meta["key_check"], try Envelope.isKeyCheck(check, of: ring.master, storeID: ring.storeID) else {
-                    throw PostgresStorageError(PostgresStorageError.wrongKey, "the master key was rotated meanwhile by another process")
-                }
-                let keys = try Schema.unwrap(try await Schema.rows(connection, "SELECT id, wrapped FROM \(unescaped: t.dataKeys)", logger), ring: ring)
-                let kdf = try KDFParameters.fresh(for: newKey, parameters: MasterKeySource.defaultScryptParameters)
-                let master = try Schema.resolve(newKey, kdf: kdf, create: true)
-                for (id, key) in keys {
-                    let wrapped = try Envelope.wrap(key, id: id, master: master, storeID: ring.storeID)
-                    _ = try await Schema.rows(connection, "UPDATE \(unescaped: t.dataKeys) SET wrapped = \(ByteBuffer(bytes: wrapped)) WHERE id = \(id)", logger)
-                }
-                if let kdf {
-                    try await Schema.setMeta(connection, t, "kdf", Array(JSONEncoder().encode(kdf)), logger)
-                } else {
-                    _ = try await Schema.rows(connection, "DELETE FROM \(unescaped: t.meta) WHERE name = 'kdf'", logger)
-                }
-                try await Schema.setMeta(connection, t, "key_check", try Envelope.keyCheck(master: master, storeID: ring.storeID), logger)
-                return master
+                    _ = try await Schema.rows(
+                        connection, "SELECT pg_advisory_xact_lock(\(Schema.lockKey(t.schema)))", logger)
+                    let meta = try await Schema.readMeta(connection, t, logger)
+                    guard let check = meta["key_check"],
+                        try Envelope.isKeyCheck(check, of: ring.master, storeID: ring.storeID)
+                    else {
+                        throw PostgresStorageError(
+                            PostgresStorageError.wrongKey, "the master key was rotated meanwhile by another process")
+                    }
+                    let keys = try Schema.unwrap(
+                        try await Schema.rows(connection, "SELECT id, wrapped FROM \(unescaped: t.dataKeys)", logger),
+                        ring: ring)
+                    let kdf = try KDFParameters.fresh(for: newKey, parameters: MasterKeySource.defaultScryptParameters)
+                    let master = try Schema.resolve(newKey, kdf: kdf, create: true)
+                    for (id, key) in keys {
+                        let wrapped = try Envelope.wrap(key, id: id, master: master, storeID: ring.storeID)
+                        _ = try await Schema.rows(
+                            connection,
+                            "UPDATE \(unescaped: t.dataKeys) SET wrapped = \(ByteBuffer(bytes: wrapped)) WHERE id = \(id)",
+                            logger)
+                    }
+                    if let kdf {
+                        try await Schema.setMeta(connection, t, "kdf", Array(JSONEncoder().encode(kdf)), logger)
+                    } else {
+                        _ = try await Schema.rows(
+                            connection, "DELETE FROM \(unescaped: t.meta) WHERE name = 'kdf'", logger)
+                    }
+                    try await Schema.setMeta(
+                        connection, t, "key_check", try Envelope.keyCheck(master: master, storeID: ring.storeID), logger
+                    )
+                    return master
                 }
             } catch {
                 try? await connection.close()

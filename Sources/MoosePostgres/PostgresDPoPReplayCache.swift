@@ -71,13 +71,15 @@ public final class PostgresDPoPReplayCache: DPoPReplayCache {
         try await prepareTable()
         let table = self.table
         let inserted = try await perform("recording a DPoP proof") { client in
-            try await client.query("""
+            try await client.query(
+                """
                 INSERT INTO \(unescaped: table) AS held (digest, expires_at)
                 VALUES (\(digest), to_timestamp(\(milliseconds)::float8 / 1000))
                 ON CONFLICT (digest) DO UPDATE SET expires_at = EXCLUDED.expires_at
                 WHERE held.expires_at <= clock_timestamp()
                 RETURNING 1
-                """).collect().count == 1
+                """
+            ).collect().count == 1
         }
         await sweepIfDue()
         return inserted
@@ -89,10 +91,12 @@ public final class PostgresDPoPReplayCache: DPoPReplayCache {
         let table = self.table, schema = Tables(schema: configuration.schema).quotedSchema
         try await perform("creating the DPoP proof table") { client in
             _ = try await client.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)").collect()
-            _ = try await client.query("""
+            _ = try await client.query(
+                """
                 CREATE TABLE IF NOT EXISTS \(unescaped: table) (digest bytea PRIMARY KEY CHECK (length(digest) = 32),
                     expires_at timestamptz NOT NULL)
-                """).collect()
+                """
+            ).collect()
         }
         state.withLock { $0.tableReady = true }
     }
@@ -108,18 +112,25 @@ public final class PostgresDPoPReplayCache: DPoPReplayCache {
         guard due else { return }
         let table = self.table
         _ = try? await perform("forgetting expired DPoP proofs") { client in
-            try await client.query("DELETE FROM \(unescaped: table) WHERE expires_at <= clock_timestamp()").collect().count
+            try await client.query("DELETE FROM \(unescaped: table) WHERE expires_at <= clock_timestamp()").collect()
+                .count
         }
     }
 
     /// Runs `body` within `connect_timeout`; every failure becomes a `PostgresStorageError` free of secrets.
-    private func perform<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws(PostgresStorageError) -> T {
+    private func perform<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T)
+        async throws(PostgresStorageError) -> T
+    {
         let client = self.client
         do {
-            return try await Deadline.run(within: .milliseconds(Int64(configuration.connectTimeout * 1000))) { try await body(client) }
+            return try await Deadline.run(within: .milliseconds(Int64(configuration.connectTimeout * 1000))) {
+                try await body(client)
+            }
         } catch is DeadlineExceeded {
-            throw PostgresStorageError(PostgresStorageError.unavailable,
-                                       "\(what) (\(configuration.redactedURL)): no answer within \(Connector.seconds(configuration.connectTimeout)) (connect_timeout)")
+            throw PostgresStorageError(
+                PostgresStorageError.unavailable,
+                "\(what) (\(configuration.redactedURL)): no answer within \(Connector.seconds(configuration.connectTimeout)) (connect_timeout)"
+            )
         } catch {
             throw connector.classify(error, doing: what).error
         }

@@ -79,7 +79,9 @@ public final class PostgresSessionStorage: SessionStorage {
     /// - Parameter logger: background messages (migrations, the LISTEN connection); none by default.
     ///   Never a password, a token or a key.
     /// - Throws: `PostgresStorageError.invalidConfiguration` (also for an unreadable `sslrootcert`).
-    public init(configuration: PostgresStorageConfiguration, masterKey: MasterKeySource, logger: Logger? = nil) throws(PostgresStorageError) {
+    public init(configuration: PostgresStorageConfiguration, masterKey: MasterKeySource, logger: Logger? = nil)
+        throws(PostgresStorageError)
+    {
         let configuration = try configuration.validated()
         self.configuration = configuration
         self.masterKey = masterKey
@@ -91,7 +93,8 @@ public final class PostgresSessionStorage: SessionStorage {
     }
 
     /// A storage for a `postgres://` URL (see `PostgresStorageConfiguration` for its parameters).
-    public convenience init(url: String, masterKey: MasterKeySource, logger: Logger? = nil) throws(PostgresStorageError) {
+    public convenience init(url: String, masterKey: MasterKeySource, logger: Logger? = nil) throws(PostgresStorageError)
+    {
         try self.init(configuration: PostgresStorageConfiguration(url: url), masterKey: masterKey, logger: logger)
     }
 
@@ -112,7 +115,9 @@ public final class PostgresSessionStorage: SessionStorage {
             group.addTask { await self.client.run() }
             if self.configuration.listens { group.addTask { await self.listen() } }
         }
-        state.withLock { $0.running = false; $0.listening = false }
+        state.withLock {
+            $0.running = false; $0.listening = false
+        }
     }
 
     /// Makes a storage, runs it while `body` runs, and shuts it down afterwards (also when `body` throws).
@@ -159,11 +164,15 @@ public final class PostgresSessionStorage: SessionStorage {
 
     /// Runs `body` (given the attempt number) within `connect_timeout`, retrying failures that leave
     /// nothing done (a broken connection, a restarting server) with a short backoff.
-    func perform<T: Sendable>(_ what: String, needsPool: Bool = true,
-                              _ body: @escaping @Sendable (Int) async throws -> T) async throws(PostgresStorageError) -> T {
+    func perform<T: Sendable>(
+        _ what: String, needsPool: Bool = true,
+        _ body: @escaping @Sendable (Int) async throws -> T
+    ) async throws(PostgresStorageError) -> T {
         if needsPool, !state.withLock({ $0.running }) {
-            throw PostgresStorageError(PostgresStorageError.unavailable,
-                                       "\(what) (\(configuration.redactedURL)): the storage is not running: call run() in a task first (or use withRunning)")
+            throw PostgresStorageError(
+                PostgresStorageError.unavailable,
+                "\(what) (\(configuration.redactedURL)): the storage is not running: call run() in a task first (or use withRunning)"
+            )
         }
         let start = ContinuousClock.now
         var delay = 0.02
@@ -177,15 +186,18 @@ public final class PostgresSessionStorage: SessionStorage {
                 return try await Deadline.run(within: remaining) { try await body(number) }
             } catch {
                 if error is DeadlineExceeded, let last {
-                    throw PostgresStorageError(PostgresStorageError.unavailable,
-                                               "\(last.message); gave up after \(Connector.seconds(configuration.connectTimeout)) (connect_timeout)",
-                                               sqlState: last.sqlState)
+                    throw PostgresStorageError(
+                        PostgresStorageError.unavailable,
+                        "\(last.message); gave up after \(Connector.seconds(configuration.connectTimeout)) (connect_timeout)",
+                        sqlState: last.sqlState)
                 }
                 let (transient, mapped) = connector.classify(error, doing: what)
                 guard transient else { throw mapped }
                 last = mapped
                 attempt += 1
-                let seconds = min(delay, max(0, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18))
+                let seconds = min(
+                    delay,
+                    max(0, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18))
                 try? await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
                 delay = min(delay * 2, 0.5)
             }
@@ -218,7 +230,8 @@ public final class PostgresSessionStorage: SessionStorage {
         try await perform("opening the store", needsPool: false) { _ in
             let connection = try await self.connector.connect(to: self.configuration.endpoint)
             do {
-                let tables = self.tables, mode = self.configuration.migrations, masterKey = self.masterKey, logger = self.logger
+                let tables = self.tables, mode = self.configuration.migrations, masterKey = self.masterKey,
+                    logger = self.logger
                 let ring = try await connection.withTransaction(logger: logger) { connection in
                     try await Schema.open(connection, tables: tables, mode: mode, masterKey: masterKey, logger: logger)
                 }
@@ -236,18 +249,24 @@ public final class PostgresSessionStorage: SessionStorage {
         let ring = try await keyRing()
         let t = tables
         let rows = try await perform("reading the data keys") { _ in
-            try await self.client.query("""
+            try await self.client.query(
+                """
                 SELECT d.id, d.wrapped, c.value, k.value FROM \(unescaped: t.dataKeys) d, \(unescaped: t.meta) c, \(unescaped: t.meta) k
                 WHERE c.name = 'current_key' AND k.name = 'key_check'
-                """).collect()
+                """
+            ).collect()
         }
         var fresh = ring
         do {
             if let first = rows.first {
-                let (_, _, current, check) = try first.columns(4).decode((Int64, ByteBuffer, ByteBuffer, ByteBuffer).self)
-                guard try Envelope.isKeyCheck(Array(check.readableBytesView), of: ring.master, storeID: ring.storeID) else {
-                    throw PostgresStorageError(PostgresStorageError.wrongKey,
-                                               "the master key of schema \(t.schema) was rotated: this process's \(masterKey.description) no longer opens it")
+                let (_, _, current, check) = try first.columns(4).decode(
+                    (Int64, ByteBuffer, ByteBuffer, ByteBuffer).self)
+                guard try Envelope.isKeyCheck(Array(check.readableBytesView), of: ring.master, storeID: ring.storeID)
+                else {
+                    throw PostgresStorageError(
+                        PostgresStorageError.wrongKey,
+                        "the master key of schema \(t.schema) was rotated: this process's \(masterKey.description) no longer opens it"
+                    )
                 }
                 guard let id = Envelope.int64(bigEndian: Array(current.readableBytesView)), id > 0 else {
                     throw PostgresStorageError(PostgresStorageError.corrupt, "the current data key id is damaged")
@@ -261,7 +280,8 @@ public final class PostgresSessionStorage: SessionStorage {
             throw connector.classify(error, doing: "reading the data keys").error
         }
         guard fresh.dataKeys[fresh.currentKeyID] != nil else {
-            throw PostgresStorageError(PostgresStorageError.corrupt, "the current data key \(fresh.currentKeyID) is missing")
+            throw PostgresStorageError(
+                PostgresStorageError.corrupt, "the current data key \(fresh.currentKeyID) is missing")
         }
         state.withLock { $0.ring = fresh }
         return fresh
@@ -273,20 +293,26 @@ public final class PostgresSessionStorage: SessionStorage {
     /// store) followed by the generation, so a value rolled back to another generation of its row does
     /// not open either.
     static func aad(storeID: [UInt8], key: String, keyID: Int64, generation: Int64) -> [UInt8] {
-        Envelope.valueAAD(storeID: storeID, namespace: namespace, name: key, keyID: keyID) + Envelope.bigEndian(generation)
+        Envelope.valueAAD(storeID: storeID, namespace: namespace, name: key, keyID: keyID)
+            + Envelope.bigEndian(generation)
     }
 
-    func seal(_ session: OAuthSession, key: String, generation: Int64, ring: KeyRing) throws(PostgresStorageError) -> (keyID: Int64, sealed: [UInt8]) {
+    func seal(_ session: OAuthSession, key: String, generation: Int64, ring: KeyRing) throws(PostgresStorageError) -> (
+        keyID: Int64, sealed: [UInt8]
+    ) {
         guard let dataKey = ring.dataKeys[ring.currentKeyID] else {
-            throw PostgresStorageError(PostgresStorageError.corrupt, "the current data key \(ring.currentKeyID) is missing")
+            throw PostgresStorageError(
+                PostgresStorageError.corrupt, "the current data key \(ring.currentKeyID) is missing")
         }
         guard var plain = try? JSONEncoder().encode(session) else {
             throw PostgresStorageError(PostgresStorageError.invalidArgument, "the session cannot be encoded")
         }
         defer { plain.resetBytes(in: 0..<plain.count) }
         do {
-            let sealed = try AESGCM.sealCombined(plain, using: dataKey,
-                                                 authenticating: Self.aad(storeID: ring.storeID, key: key, keyID: ring.currentKeyID, generation: generation))
+            let sealed = try AESGCM.sealCombined(
+                plain, using: dataKey,
+                authenticating: Self.aad(
+                    storeID: ring.storeID, key: key, keyID: ring.currentKeyID, generation: generation))
             return (ring.currentKeyID, sealed)
         } catch {
             throw PostgresStorageError(PostgresStorageError.corrupt, "encryption failed: \(error.message)")
@@ -294,16 +320,22 @@ public final class PostgresSessionStorage: SessionStorage {
     }
 
     /// Opens a stored value; a data key this process does not know is looked up once.
-    func open(_ sealed: [UInt8], key: String, generation: Int64, keyID: Int64) async throws(PostgresStorageError) -> OAuthSession {
+    func open(_ sealed: [UInt8], key: String, generation: Int64, keyID: Int64) async throws(PostgresStorageError)
+        -> OAuthSession
+    {
         guard sealed.count >= 28, sealed.count <= (16 << 20) + 28, generation > 0, keyID > 0 else {
             throw Self.tampered(key, "it is not a sealed value")
         }
         var ring = try await keyRing()
         if ring.dataKeys[keyID] == nil { ring = try await reloadKeys() }
-        guard let dataKey = ring.dataKeys[keyID] else { throw Self.tampered(key, "it names data key \(keyID), which this store does not have") }
+        guard let dataKey = ring.dataKeys[keyID] else {
+            throw Self.tampered(key, "it names data key \(keyID), which this store does not have")
+        }
         var plain: [UInt8]
         do {
-            plain = try AESGCM.openCombined(sealed, using: dataKey, authenticating: Self.aad(storeID: ring.storeID, key: key, keyID: keyID, generation: generation))
+            plain = try AESGCM.openCombined(
+                sealed, using: dataKey,
+                authenticating: Self.aad(storeID: ring.storeID, key: key, keyID: keyID, generation: generation))
         } catch {
             throw Self.tampered(key, "it was modified, or moved from another row or generation")
         }
@@ -322,13 +354,15 @@ public final class PostgresSessionStorage: SessionStorage {
 
     static func validate(key: String) throws(PostgresStorageError) {
         guard !key.isEmpty, key.utf8.count <= 1024, !key.utf8.contains(0) else {
-            throw PostgresStorageError(PostgresStorageError.invalidArgument, "a session key must be 1…1024 bytes without NUL")
+            throw PostgresStorageError(
+                PostgresStorageError.invalidArgument, "a session key must be 1…1024 bytes without NUL")
         }
     }
 
     static func validate(lease name: String) throws(PostgresStorageError) {
         guard !name.isEmpty, name.utf8.count <= 1024, !name.utf8.contains(0) else {
-            throw PostgresStorageError(PostgresStorageError.invalidArgument, "a lease name must be 1…1024 bytes without NUL")
+            throw PostgresStorageError(
+                PostgresStorageError.invalidArgument, "a lease name must be 1…1024 bytes without NUL")
         }
     }
 
@@ -363,8 +397,9 @@ public final class PostgresSessionStorage: SessionStorage {
     }
 
     static func conflict(_ key: String, expected: Int64?) -> OAuthError {
-        OAuthError(OAuthError.storageConflict,
-                   "the session \(key) is not at generation \(expected.map(String.init) ?? "none"): someone else wrote it")
+        OAuthError(
+            OAuthError.storageConflict,
+            "the session \(key) is not at generation \(expected.map(String.init) ?? "none"): someone else wrote it")
     }
 
     static func leaseLost(_ name: String) -> OAuthError {

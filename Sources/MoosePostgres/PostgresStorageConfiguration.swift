@@ -138,9 +138,10 @@ public struct PostgresStorageConfiguration: Sendable, CustomStringConvertible {
         let lower = host.lowercased()
         if lower == "localhost" || lower == "::1" || lower == "0:0:0:0:0:0:0:1" { return true }
         let parts = lower.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { part in
-            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isNumber) && (Int(part) ?? 256) < 256
-        }
+        return parts.count == 4 && parts[0] == "127"
+            && parts.allSatisfy { part in
+                !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isNumber) && (Int(part) ?? 256) < 256
+            }
     }
 
     /// The URL with the password replaced by `***` (for messages and logs).
@@ -153,7 +154,9 @@ public struct PostgresStorageConfiguration: Sendable, CustomStringConvertible {
         }
         text += "/" + URLParser.escape(database, allowed: URLParser.userAllowed)
         var query = ["sslmode=\(tls.rawValue)"]
-        if case .unixSocket(let path) = endpoint { query.append("host=" + URLParser.escape(path, allowed: URLParser.pathAllowed)) }
+        if case .unixSocket(let path) = endpoint {
+            query.append("host=" + URLParser.escape(path, allowed: URLParser.pathAllowed))
+        }
         if schema != "moose" { query.append("schema=\(schema)") }
         return text + "?" + query.joined(separator: "&")
     }
@@ -166,7 +169,9 @@ public struct PostgresStorageConfiguration: Sendable, CustomStringConvertible {
 
     /// Checks every field's bounds (also those set by hand after parsing).
     func validated() throws(PostgresStorageError) -> Self {
-        func fail(_ message: String) -> PostgresStorageError { PostgresStorageError(PostgresStorageError.invalidConfiguration, message) }
+        func fail(_ message: String) -> PostgresStorageError {
+            PostgresStorageError(PostgresStorageError.invalidConfiguration, message)
+        }
         guard Self.isValidSchema(schema) else {
             throw fail("schema must match [a-z_][a-z0-9_]* and be at most 48 bytes")
         }
@@ -186,16 +191,24 @@ public struct PostgresStorageConfiguration: Sendable, CustomStringConvertible {
                     throw fail("host must be 1…255 bytes and port 1…65535")
                 }
             case .unixSocket(let path):
-                guard path.hasPrefix("/"), path.utf8.count <= 107 else { throw fail("a Unix socket path must be absolute and ≤ 107 bytes") }
+                guard path.hasPrefix("/"), path.utf8.count <= 107 else {
+                    throw fail("a Unix socket path must be absolute and ≤ 107 bytes")
+                }
             }
         }
         guard connectTimeout.isFinite, connectTimeout >= 0.1, connectTimeout <= 300 else {
             throw fail("connect_timeout must be 0.1…300 seconds")
         }
         guard (1...500).contains(maximumConnections) else { throw fail("pool_max must be 1…500") }
-        guard pollInterval.isFinite, pollInterval >= 0.01, pollInterval <= 60 else { throw fail("the poll interval must be 0.01…60 seconds") }
-        guard leaseLifetime.isFinite, leaseLifetime >= 0.5, leaseLifetime <= 86_400 else { throw fail("the lease lifetime must be 0.5…86400 seconds") }
-        guard applicationName.utf8.count <= 63, !applicationName.utf8.contains(0) else { throw fail("application_name must be ≤ 63 bytes") }
+        guard pollInterval.isFinite, pollInterval >= 0.01, pollInterval <= 60 else {
+            throw fail("the poll interval must be 0.01…60 seconds")
+        }
+        guard leaseLifetime.isFinite, leaseLifetime >= 0.5, leaseLifetime <= 86_400 else {
+            throw fail("the lease lifetime must be 0.5…86400 seconds")
+        }
+        guard applicationName.utf8.count <= 63, !applicationName.utf8.contains(0) else {
+            throw fail("application_name must be ≤ 63 bytes")
+        }
         if let rootCertificateFile, rootCertificateFile.isEmpty || rootCertificateFile.utf8.contains(0) {
             throw fail("sslrootcert must name a file")
         }
@@ -204,7 +217,9 @@ public struct PostgresStorageConfiguration: Sendable, CustomStringConvertible {
 
     static func isValidSchema(_ schema: String) -> Bool {
         let bytes = Array(schema.utf8)
-        guard let first = bytes.first, bytes.count <= 48, first == 0x5F || (0x61...0x7A).contains(first) else { return false }
+        guard let first = bytes.first, bytes.count <= 48, first == 0x5F || (0x61...0x7A).contains(first) else {
+            return false
+        }
         return bytes.allSatisfy { $0 == 0x5F || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) }
     }
 }
@@ -222,8 +237,11 @@ enum URLParser {
     static func escape(_ text: String, allowed: Set<UInt8>) -> String {
         var out = ""
         for byte in text.utf8 {
-            if allowed.contains(byte) { out.unicodeScalars.append(Unicode.Scalar(byte)) } else {
-                out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            if allowed.contains(byte) {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                out +=
+                    "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
             }
         }
         return out
@@ -236,7 +254,8 @@ enum URLParser {
         while let byte = iterator.next() {
             if byte == 0x25 {
                 guard let high = iterator.next(), let low = iterator.next(),
-                      let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                else { return nil }
                 bytes.append(value)
             } else {
                 bytes.append(byte)
@@ -277,13 +296,17 @@ enum URLParser {
         } else {
             endpoint = .tcp(host: host ?? "localhost", port: port)
         }
-        var configuration = PostgresStorageConfiguration(endpoint: endpoint, username: username ?? "", password: password,
-                                                         database: database, tls: options.tls)
+        var configuration = PostgresStorageConfiguration(
+            endpoint: endpoint, username: username ?? "", password: password,
+            database: database, tls: options.tls)
         for setting in options.settings { try setting(&configuration) }
         if options.listenHost != nil || options.listenPort != nil {
             switch endpoint {
-            case .tcp(let host, let port): configuration.listenEndpoint = .tcp(host: options.listenHost ?? host, port: options.listenPort ?? port)
-            case .unixSocket: configuration.listenEndpoint = .tcp(host: options.listenHost ?? "localhost", port: options.listenPort ?? 5432)
+            case .tcp(let host, let port):
+                configuration.listenEndpoint = .tcp(host: options.listenHost ?? host, port: options.listenPort ?? port)
+            case .unixSocket:
+                configuration.listenEndpoint = .tcp(
+                    host: options.listenHost ?? "localhost", port: options.listenPort ?? 5432)
             }
         }
         return try configuration.validated()
@@ -295,10 +318,13 @@ enum URLParser {
         let userInfo = authority[..<at]
         let hostPort = authority[authority.index(after: at)...]
         guard let colon = userInfo.firstIndex(of: ":") else {
-            guard let user = decode(userInfo) else { throw fail("the user name in the URL is not valid percent-encoded UTF-8") }
+            guard let user = decode(userInfo) else {
+                throw fail("the user name in the URL is not valid percent-encoded UTF-8")
+            }
             return (user, nil, hostPort)
         }
-        guard let user = decode(userInfo[..<colon]), let secret = decode(userInfo[userInfo.index(after: colon)...]) else {
+        guard let user = decode(userInfo[..<colon]), let secret = decode(userInfo[userInfo.index(after: colon)...])
+        else {
             throw fail("the user name or password in the URL is not valid percent-encoded UTF-8")
         }
         return (user, secret, hostPort)
@@ -323,13 +349,18 @@ enum URLParser {
         }
         var port = 5432
         if let portText {
-            guard portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText), (1...65535).contains(value) else {
+            guard portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText),
+                (1...65535).contains(value)
+            else {
                 throw fail("the port must be a number 1…65535")
             }
             port = value
         }
         guard let decoded = decode(hostText), !decoded.isEmpty,
-              decoded.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]".unicodeScalars.contains($0) }) else {
+            decoded.unicodeScalars.allSatisfy({
+                $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]".unicodeScalars.contains($0)
+            })
+        else {
             throw fail("the host is not a valid host name or IP address")
         }
         return (decoded, port)
@@ -372,32 +403,48 @@ enum URLParser {
             case "schema":
                 settings.append { $0.schema = value }
             case "connect_timeout":
-                guard value.utf8.count <= 12, let number = Double(value), number.isFinite else { throw fail("connect_timeout must be a number of seconds") }
+                guard value.utf8.count <= 12, let number = Double(value), number.isFinite else {
+                    throw fail("connect_timeout must be a number of seconds")
+                }
                 settings.append { $0.connectTimeout = number }
             case "pool_max":
-                guard value.utf8.count <= 4, let number = Int(value) else { throw fail("pool_max must be a number 1…500") }
+                guard value.utf8.count <= 4, let number = Int(value) else {
+                    throw fail("pool_max must be a number 1…500")
+                }
                 settings.append { $0.maximumConnections = number }
             case "listen":
                 guard value == "on" || value == "off" else { throw fail("listen must be on or off") }
                 settings.append { $0.listens = value == "on" }
             case "listen_host":
-                guard !value.isEmpty, value.utf8.count <= 255 else { throw fail("listen_host must be a host name or address") }
+                guard !value.isEmpty, value.utf8.count <= 255 else {
+                    throw fail("listen_host must be a host name or address")
+                }
                 listenHost = value
             case "listen_port":
-                guard value.utf8.count <= 5, let number = Int(value), (1...65535).contains(number) else { throw fail("listen_port must be 1…65535") }
+                guard value.utf8.count <= 5, let number = Int(value), (1...65535).contains(number) else {
+                    throw fail("listen_port must be 1…65535")
+                }
                 listenPort = number
             case "migrations":
-                guard let mode = PostgresStorageConfiguration.Migrations(rawValue: value) else { throw fail("migrations must be apply or verify") }
+                guard let mode = PostgresStorageConfiguration.Migrations(rawValue: value) else {
+                    throw fail("migrations must be apply or verify")
+                }
                 settings.append { $0.migrations = mode }
             case "host":
-                guard value.hasPrefix("/") else { throw fail("the host parameter must be an absolute Unix socket folder") }
+                guard value.hasPrefix("/") else {
+                    throw fail("the host parameter must be an absolute Unix socket folder")
+                }
                 socketFolder = value
             case "application_name":
                 settings.append { $0.applicationName = value }
             case "password":
-                throw fail("put the password in the URL's user part (postgres://USER:PASSWORD@HOST/DB) or in PGPASSWORD, not in a parameter")
+                throw fail(
+                    "put the password in the URL's user part (postgres://USER:PASSWORD@HOST/DB) or in PGPASSWORD, not in a parameter"
+                )
             default:
-                throw fail("unknown URL parameter \"\(String(name.prefix(40)))\" (known: sslmode, sslrootcert, schema, connect_timeout, pool_max, listen, listen_host, listen_port, migrations, host, application_name)")
+                throw fail(
+                    "unknown URL parameter \"\(String(name.prefix(40)))\" (known: sslmode, sslrootcert, schema, connect_timeout, pool_max, listen, listen_host, listen_port, migrations, host, application_name)"
+                )
             }
         }
     }

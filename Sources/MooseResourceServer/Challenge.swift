@@ -37,7 +37,8 @@ public struct ResourceServerChallenge: Sendable, Hashable, CustomStringConvertib
     /// The header value: `Scheme name="value", name="value"`, each value sanitized (see the type).
     public var headerValue: String {
         guard !parameters.isEmpty else { return Self.token(scheme) }
-        return Self.token(scheme) + " " + parameters.map { "\(Self.token($0.name))=\"\(Self.quotable($0.value))\"" }.joined(separator: ", ")
+        return Self.token(scheme) + " "
+            + parameters.map { "\(Self.token($0.name))=\"\(Self.quotable($0.value))\"" }.joined(separator: ", ")
     }
 
     /// The header value.
@@ -60,7 +61,9 @@ public struct ResourceServerChallenge: Sendable, Hashable, CustomStringConvertib
     /// A token (RFC 9110 §5.6.2): anything else is dropped.
     static func token(_ value: String) -> String {
         let allowed = Set("!#$%&'*+-.^_`|~".utf8)
-        let bytes = value.utf8.filter { ($0 >= 0x30 && $0 <= 0x39) || (($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A) || allowed.contains($0) }
+        let bytes = value.utf8.filter {
+            ($0 >= 0x30 && $0 <= 0x39) || (($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A) || allowed.contains($0)
+        }
         return String(decoding: bytes, as: UTF8.self)
     }
 }

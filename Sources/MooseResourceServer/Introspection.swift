@@ -30,8 +30,12 @@ public struct IntrospectionAnswer: Sendable {
     /// Parses an introspection response. Anything but a 200 with a JSON object whose `active` is a
     /// boolean is an error (never an active token); `active: false` is inactive, whatever else it says.
     public static func parse(status: Int, body: [UInt8]) throws(IntrospectionError) -> IntrospectionAnswer {
-        guard status == 200 else { throw IntrospectionError(message: "the introspection endpoint answered HTTP \(status)") }
-        guard body.count <= maximumSize else { throw IntrospectionError(message: "the introspection answer is over \(maximumSize) bytes") }
+        guard status == 200 else {
+            throw IntrospectionError(message: "the introspection endpoint answered HTTP \(status)")
+        }
+        guard body.count <= maximumSize else {
+            throw IntrospectionError(message: "the introspection answer is over \(maximumSize) bytes")
+        }
         guard case .object(let object)? = try? JSONValue(parsing: body) else {
             throw IntrospectionError(message: "the introspection answer is not a JSON object")
         }
@@ -40,7 +44,8 @@ public struct IntrospectionAnswer: Sendable {
         }
         guard active else { return IntrospectionAnswer(active: false, claims: Self.empty) }
         do { return IntrospectionAnswer(active: true, claims: try JWTClaims(object)) } catch {
-            throw IntrospectionError(message: "the introspection answer's \(error.field ?? "claims") has the wrong type")
+            throw IntrospectionError(
+                message: "the introspection answer's \(error.field ?? "claims") has the wrong type")
         }
     }
 
@@ -95,9 +100,11 @@ public actor TokenIntrospector: AccessTokenIntrospector {
     public private(set) var requestCount = 0
 
     /// An introspector for `endpoint`, authenticating as `clientID`.
-    public init(endpoint: URL, clientID: String, clientSecret: String, authentication: ClientAuthentication = .basic,
-                transport: any HTTPTransport, maximumActiveAge: TimeInterval = 60, inactiveAge: TimeInterval = 5,
-                capacity: Int = 10_000, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        endpoint: URL, clientID: String, clientSecret: String, authentication: ClientAuthentication = .basic,
+        transport: any HTTPTransport, maximumActiveAge: TimeInterval = 60, inactiveAge: TimeInterval = 5,
+        capacity: Int = 10_000, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.endpoint = endpoint
         self.clientID = clientID
         self.clientSecret = clientSecret
@@ -123,7 +130,8 @@ public actor TokenIntrospector: AccessTokenIntrospector {
         // Set before the first await (actors are re-entrant): a second caller joins this task.
         let task = Task { () throws -> IntrospectionAnswer in
             let response = try await transport.send(request)
-            return try IntrospectionAnswer.parse(status: response.status.code, body: Array(response.body.prefix(IntrospectionAnswer.maximumSize + 1)))
+            return try IntrospectionAnswer.parse(
+                status: response.status.code, body: Array(response.body.prefix(IntrospectionAnswer.maximumSize + 1)))
         }
         inFlight[key] = task
         requestCount += 1
@@ -141,7 +149,9 @@ public actor TokenIntrospector: AccessTokenIntrospector {
         if cache.count >= capacity {
             cache = cache.filter { $0.value.until > now }
             // Still full: drop the entry that ends soonest (a cache miss costs a request, not safety).
-            if cache.count >= capacity, let soonest = cache.min(by: { $0.value.until < $1.value.until })?.key { cache[soonest] = nil }
+            if cache.count >= capacity, let soonest = cache.min(by: { $0.value.until < $1.value.until })?.key {
+                cache[soonest] = nil
+            }
         }
         cache[key] = (answer, until)
     }

@@ -39,7 +39,8 @@ public actor RotatingDPoPNonces: DPoPNonceSource {
     /// `true` for the current nonce and the one before it, byte for byte.
     public func accepts(_ nonce: String) async -> Bool {
         let current = rotated()
-        return nonce.utf8.elementsEqual(current.value.utf8) || (previous.map { nonce.utf8.elementsEqual($0.utf8) } ?? false)
+        return nonce.utf8.elementsEqual(current.value.utf8)
+            || (previous.map { nonce.utf8.elementsEqual($0.utf8) } ?? false)
     }
 
     private func rotated() -> (value: String, since: Date) {
@@ -48,7 +49,8 @@ public actor RotatingDPoPNonces: DPoPNonceSource {
         previous = current?.value
         // 128 random bits; if the system's generator fails, a digest of the time and the old nonce
         // still changes the value (never a constant nonce).
-        let bytes = (try? SecureRandom.bytes(count: 16))
+        let bytes =
+            (try? SecureRandom.bytes(count: 16))
             ?? DigestAlgorithm.sha256.hash(Array("\(now.timeIntervalSince1970)\(previous ?? "")".utf8))
         let fresh = (value: Base64URL.encode(bytes), since: now)
         current = fresh

@@ -31,10 +31,12 @@ public struct ProtectedResourceDocument: Sendable {
     public var authorizationDetailsTypesSupported: [String]?
 
     /// A document for `resource`, trusting `authorizationServers`.
-    public init(resource: String, authorizationServers: [String], scopesSupported: [String]? = nil,
-                bearerMethodsSupported: [String] = ["header"], dpopSigningAlgorithms: [String]? = nil,
-                dpopBoundAccessTokensRequired: Bool = false, resourceName: String? = nil, resourceDocumentation: String? = nil,
-                authorizationDetailsTypesSupported: [String]? = nil) {
+    public init(
+        resource: String, authorizationServers: [String], scopesSupported: [String]? = nil,
+        bearerMethodsSupported: [String] = ["header"], dpopSigningAlgorithms: [String]? = nil,
+        dpopBoundAccessTokensRequired: Bool = false, resourceName: String? = nil, resourceDocumentation: String? = nil,
+        authorizationDetailsTypesSupported: [String]? = nil
+    ) {
         self.resource = resource
         self.authorizationServers = authorizationServers
         self.scopesSupported = scopesSupported
@@ -48,16 +50,21 @@ public struct ProtectedResourceDocument: Sendable {
 
     /// The document's members, in RFC 9728 §2's order; optional ones only when set.
     public var object: JSONObject {
-        var object: JSONObject = ["resource": .string(resource),
-                                  "authorization_servers": .array(authorizationServers.map { .string($0) })]
+        var object: JSONObject = [
+            "resource": .string(resource),
+            "authorization_servers": .array(authorizationServers.map { .string($0) })
+        ]
         if let scopesSupported { object["scopes_supported"] = .array(scopesSupported.map { .string($0) }) }
         object["bearer_methods_supported"] = .array(bearerMethodsSupported.map { .string($0) })
         if let resourceName { object["resource_name"] = .string(resourceName) }
         if let resourceDocumentation { object["resource_documentation"] = .string(resourceDocumentation) }
         if let authorizationDetailsTypesSupported {
-            object["authorization_details_types_supported"] = .array(authorizationDetailsTypesSupported.map { .string($0) })
+            object["authorization_details_types_supported"] = .array(
+                authorizationDetailsTypesSupported.map { .string($0) })
         }
-        if let dpopSigningAlgorithms { object["dpop_signing_alg_values_supported"] = .array(dpopSigningAlgorithms.map { .string($0) }) }
+        if let dpopSigningAlgorithms {
+            object["dpop_signing_alg_values_supported"] = .array(dpopSigningAlgorithms.map { .string($0) })
+        }
         if dpopBoundAccessTokensRequired { object["dpop_bound_access_tokens_required"] = .bool(true) }
         return object
     }
@@ -76,7 +83,8 @@ public struct ProtectedResourceDocument: Sendable {
     static func split(_ resource: String) -> (origin: String, path: String)? {
         let lower = resource.lowercased()
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://"),
-              !resource.contains("#"), !resource.contains("?") else { return nil }
+            !resource.contains("#"), !resource.contains("?")
+        else { return nil }
         let afterScheme = resource.index(resource.startIndex, offsetBy: lower.hasPrefix("https://") ? 8 : 7)
         let rest = resource[afterScheme...]
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex

@@ -54,7 +54,9 @@ public struct ResourceServerRefusal: Error, Sendable, CustomStringConvertible {
     public let reason: String
 
     /// A refusal (the verifier makes these; public for adapters and tests).
-    public init(code: Code, status: Int, challenges: [ResourceServerChallenge], dpopNonce: String? = nil, reason: String) {
+    public init(
+        code: Code, status: Int, challenges: [ResourceServerChallenge], dpopNonce: String? = nil, reason: String
+    ) {
         self.code = code
         self.status = status
         self.challenges = challenges

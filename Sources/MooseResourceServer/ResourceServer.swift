@@ -56,10 +56,14 @@ public struct ResourceServerConfiguration: Sendable {
     public var introspectedTokensNeedAudience = false
 
     /// A configuration: Bearer and DPoP both allowed, `at+jwt` only, 30 s leeway, RFC 9068's claims.
-    public init(issuer: String, resource: String, algorithms: Set<JWTAlgorithm>, acceptedTokenTypes: [String] = ["at+jwt"],
-                leeway: TimeInterval = 30, requiredClaims: Set<String> = ["iss", "exp", "aud", "sub", "client_id", "iat", "jti"],
-                dpop: DPoPMode = .allowed, proofs: DPoPProofVerifier = DPoPProofVerifier(), resourceMetadataURL: String? = nil,
-                realm: String? = nil, maximumAuthorizationLength: Int = 16 * 1024, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        issuer: String, resource: String, algorithms: Set<JWTAlgorithm>, acceptedTokenTypes: [String] = ["at+jwt"],
+        leeway: TimeInterval = 30,
+        requiredClaims: Set<String> = ["iss", "exp", "aud", "sub", "client_id", "iat", "jti"],
+        dpop: DPoPMode = .allowed, proofs: DPoPProofVerifier = DPoPProofVerifier(), resourceMetadataURL: String? = nil,
+        realm: String? = nil, maximumAuthorizationLength: Int = 16 * 1024,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.issuer = issuer
         self.resource = resource
         self.algorithms = algorithms
@@ -104,9 +108,11 @@ public struct ResourceServer: Sendable {
     /// and, with `nonces`, requiring server nonces in proofs (RFC 9449 §9). With `introspector`,
     /// tokens that are not JWTs (opaque ones) are checked by RFC 7662 introspection; JWTs are always
     /// verified locally.
-    public init(configuration: ResourceServerConfiguration, keys: any AccessTokenKeySource,
-                replayCache: any DPoPReplayCache = InMemoryDPoPReplayCache(), nonces: (any DPoPNonceSource)? = nil,
-                introspector: (any AccessTokenIntrospector)? = nil) {
+    public init(
+        configuration: ResourceServerConfiguration, keys: any AccessTokenKeySource,
+        replayCache: any DPoPReplayCache = InMemoryDPoPReplayCache(), nonces: (any DPoPNonceSource)? = nil,
+        introspector: (any AccessTokenIntrospector)? = nil
+    ) {
         self.configuration = configuration
         self.keys = keys
         self.replayCache = replayCache
@@ -127,8 +133,10 @@ public struct ResourceServer: Sendable {
     ///   - url: the request's absolute URL as the client addressed it (behind a proxy: the external one).
     ///   - requiredScopes: scopes the request needs; a token lacking one gets `insufficient_scope`.
     /// - Throws: `ResourceServerRefusal`, with the answer to send.
-    public func verify(authorizationHeader: String?, dpopHeader: String?, method: String, url: String,
-                       requiredScopes: [String] = []) async throws(ResourceServerRefusal) -> VerifiedPrincipal {
+    public func verify(
+        authorizationHeader: String?, dpopHeader: String?, method: String, url: String,
+        requiredScopes: [String] = []
+    ) async throws(ResourceServerRefusal) -> VerifiedPrincipal {
         let (scheme, token) = try presented(authorizationHeader)
         let claims: JWTClaims
         let introspected = introspector != nil && !Self.isCompactJWS(token)
@@ -138,8 +146,9 @@ public struct ResourceServer: Sendable {
             let jws = try parseToken(token, scheme: scheme)
             let keys: [JWTKey]
             do { keys = try await self.keys.keys(for: jws.header.keyID) } catch {
-                throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
-                                            reason: "the issuer's keys could not be fetched")
+                throw ResourceServerRefusal(
+                    code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                    reason: "the issuer's keys could not be fetched")
             }
             claims = try checkToken(jws, keys: keys, scheme: scheme).claims
         }
@@ -147,7 +156,8 @@ public struct ResourceServer: Sendable {
         if scheme == .dpop, let thumbprint = binding.thumbprint {
             try await verifyProof(dpopHeader, method: method, url: url, token: token, thumbprint: thumbprint)
         }
-        return try principal(claims, scheme: scheme, introspected: introspected, binding: binding, requiredScopes: requiredScopes)
+        return try principal(
+            claims, scheme: scheme, introspected: introspected, binding: binding, requiredScopes: requiredScopes)
     }
 
     /// `verify` for a caller that cannot wait — a synchronous request validator — given what the
@@ -160,11 +170,14 @@ public struct ResourceServer: Sendable {
     /// let principal = try server.verifyBearer(authorizationHeader: auth, requiredScopes: ["mcp"],
     ///                                         keys: { kid in snapshot.keys(for: kid) }, introspection: { _ in nil })
     /// ```
-    public func verifyBearer(authorizationHeader: String?, requiredScopes: [String] = [], keys: (String?) -> [JWTKey],
-                             introspection: (String) -> IntrospectionAnswer?) throws(ResourceServerRefusal) -> VerifiedPrincipal {
+    public func verifyBearer(
+        authorizationHeader: String?, requiredScopes: [String] = [], keys: (String?) -> [JWTKey],
+        introspection: (String) -> IntrospectionAnswer?
+    ) throws(ResourceServerRefusal) -> VerifiedPrincipal {
         let (scheme, token) = try presented(authorizationHeader)
         guard scheme == .bearer else {
-            throw refusal(ResourceServerRefusal.invalidRequest, .dpop, "DPoP proofs are verified by the asynchronous verify only")
+            throw refusal(
+                ResourceServerRefusal.invalidRequest, .dpop, "DPoP proofs are verified by the asynchronous verify only")
         }
         let claims: JWTClaims
         let introspected = introspector != nil && !Self.isCompactJWS(token)
@@ -178,20 +191,26 @@ public struct ResourceServer: Sendable {
             claims = try checkToken(jws, keys: keys(jws.header.keyID), scheme: scheme).claims
         }
         let binding = try confirmation(of: claims, scheme: scheme)
-        return try principal(claims, scheme: scheme, introspected: introspected, binding: binding, requiredScopes: requiredScopes)
+        return try principal(
+            claims, scheme: scheme, introspected: introspected, binding: binding, requiredScopes: requiredScopes)
     }
 
     /// The scheme and token of `Authorization`, once its presence, size, syntax and the DPoP mode are checked.
-    private func presented(_ authorizationHeader: String?) throws(ResourceServerRefusal) -> (VerifiedPrincipal.Scheme, String) {
+    private func presented(_ authorizationHeader: String?) throws(ResourceServerRefusal) -> (
+        VerifiedPrincipal.Scheme, String
+    ) {
         guard let authorizationHeader else {
             throw refusal(ResourceServerRefusal.missingCredentials, nil, "no Authorization header")
         }
         guard authorizationHeader.utf8.count <= configuration.maximumAuthorizationLength else {
-            throw refusal(ResourceServerRefusal.invalidRequest, nil,
-                          "Authorization is \(authorizationHeader.utf8.count) bytes; the limit is \(configuration.maximumAuthorizationLength)")
+            throw refusal(
+                ResourceServerRefusal.invalidRequest, nil,
+                "Authorization is \(authorizationHeader.utf8.count) bytes; the limit is \(configuration.maximumAuthorizationLength)"
+            )
         }
         guard let (scheme, token) = Self.credentials(authorizationHeader) else {
-            throw refusal(ResourceServerRefusal.invalidRequest, nil, "Authorization is not `Bearer <token>` or `DPoP <token>`")
+            throw refusal(
+                ResourceServerRefusal.invalidRequest, nil, "Authorization is not `Bearer <token>` or `DPoP <token>`")
         }
         switch (scheme, configuration.dpop) {
         case (.bearer, .required):
@@ -206,11 +225,14 @@ public struct ResourceServer: Sendable {
     /// `cnf` and `cnf.jkt`, checked against the scheme: a bound token never as Bearer (RFC 9449 §7.2),
     /// an unbound one never as DPoP.
     private func confirmation(of claims: JWTClaims, scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal)
-        -> (object: JSONObject?, thumbprint: String?) {
+        -> (object: JSONObject?, thumbprint: String?)
+    {
         var confirmation: JSONObject? = nil
         var thumbprint: String? = nil
         if let cnf = claims["cnf"] {
-            guard let object = cnf.objectValue else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "cnf is not an object") }
+            guard let object = cnf.objectValue else {
+                throw refusal(ResourceServerRefusal.invalidToken, scheme, "cnf is not an object")
+            }
             confirmation = object
             if let jkt = object["jkt"] {
                 guard let text = jkt.stringValue, !text.isEmpty else {
@@ -243,7 +265,9 @@ public struct ResourceServer: Sendable {
             return scope.stringValue?.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
         }
         guard let scp = claims["scp"], scp != .null else { return [] }
-        if let single = scp.stringValue { return single.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        if let single = scp.stringValue {
+            return single.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        }
         guard let items = scp.arrayValue, items.count <= 1_000 else { return nil }
         var scopes: [String] = []
         for item in items {
@@ -254,26 +278,36 @@ public struct ResourceServer: Sendable {
     }
 
     /// The principal of checked claims, once its required members and `requiredScopes` are there.
-    private func principal(_ claims: JWTClaims, scheme: VerifiedPrincipal.Scheme, introspected: Bool,
-                           binding: (object: JSONObject?, thumbprint: String?),
-                           requiredScopes: [String]) throws(ResourceServerRefusal) -> VerifiedPrincipal {
+    private func principal(
+        _ claims: JWTClaims, scheme: VerifiedPrincipal.Scheme, introspected: Bool,
+        binding: (object: JSONObject?, thumbprint: String?),
+        requiredScopes: [String]
+    ) throws(ResourceServerRefusal) -> VerifiedPrincipal {
         guard let scopes = Self.scopes(of: claims) else {
-            throw refusal(ResourceServerRefusal.invalidToken, scheme, "scope is not a string (or scp not an array of strings)")
+            throw refusal(
+                ResourceServerRefusal.invalidToken, scheme, "scope is not a string (or scp not an array of strings)")
         }
         // An introspection answer may leave out sub (client credentials: the client is the subject), iss
         // (the introspecting server's own tokens) and exp (RFC 7662 §2.2).
-        let subject = claims.subject ?? (introspected ? claims["username"]?.stringValue ?? claims["client_id"]?.stringValue : nil)
+        let subject =
+            claims.subject ?? (introspected ? claims["username"]?.stringValue ?? claims["client_id"]?.stringValue : nil)
         let issuer = claims.issuer ?? (introspected ? configuration.issuer : nil)
-        guard let subject, let issuer, introspected || claims.expiresAt != nil, let clientID = claims["client_id"]?.stringValue else {
-            throw refusal(ResourceServerRefusal.invalidToken, scheme, "sub, iss, exp or client_id is missing or not a string")
+        guard let subject, let issuer, introspected || claims.expiresAt != nil,
+            let clientID = claims["client_id"]?.stringValue
+        else {
+            throw refusal(
+                ResourceServerRefusal.invalidToken, scheme, "sub, iss, exp or client_id is missing or not a string")
         }
         let principal = VerifiedPrincipal(
             subject: subject, clientID: clientID, issuer: issuer, audiences: claims.audience ?? [], scopes: scopes,
-            authorizationDetails: claims["authorization_details"], expiresAt: claims.expiresAt, issuedAt: claims.issuedAt,
-            tokenID: claims.jwtID, confirmationThumbprint: binding.thumbprint, confirmation: binding.object, scheme: scheme, claims: claims)
+            authorizationDetails: claims["authorization_details"], expiresAt: claims.expiresAt,
+            issuedAt: claims.issuedAt,
+            tokenID: claims.jwtID, confirmationThumbprint: binding.thumbprint, confirmation: binding.object,
+            scheme: scheme, claims: claims)
         if !principal.hasScopes(requiredScopes) {
-            throw refusal(ResourceServerRefusal.insufficientScope, scheme, "the token lacks a required scope",
-                          scope: requiredScopes.joined(separator: " "))
+            throw refusal(
+                ResourceServerRefusal.insufficientScope, scheme, "the token lacks a required scope",
+                scope: requiredScopes.joined(separator: " "))
         }
         return principal
     }
@@ -285,17 +319,25 @@ public struct ResourceServer: Sendable {
         do { jws = try JWS(compact: token, maximumSize: configuration.maximumAuthorizationLength) } catch {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token is not a JWS: \(error.code)")
         }
-        guard let type = jws.header.type, configuration.acceptedTokenTypes.contains(where: { Self.sameMediaType($0, type) }) else {
-            throw refusal(ResourceServerRefusal.invalidToken, scheme, "typ is not one of \(configuration.acceptedTokenTypes.joined(separator: ", "))")
+        guard let type = jws.header.type,
+            configuration.acceptedTokenTypes.contains(where: { Self.sameMediaType($0, type) })
+        else {
+            throw refusal(
+                ResourceServerRefusal.invalidToken, scheme,
+                "typ is not one of \(configuration.acceptedTokenTypes.joined(separator: ", "))")
         }
         return jws
     }
 
-    private func checkToken(_ jws: JWS, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal) -> JWT {
-        let validation = ClaimValidation(issuer: configuration.issuer, audiences: [configuration.resource], leeway: configuration.leeway,
-                                         requiredClaims: configuration.requiredClaims, clock: configuration.clock)
-        let verifier = JWTVerifier(keys: keys, allowedAlgorithms: configuration.algorithms, validation: validation,
-                                   maximumTokenSize: configuration.maximumAuthorizationLength)
+    private func checkToken(_ jws: JWS, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal)
+        -> JWT
+    {
+        let validation = ClaimValidation(
+            issuer: configuration.issuer, audiences: [configuration.resource], leeway: configuration.leeway,
+            requiredClaims: configuration.requiredClaims, clock: configuration.clock)
+        let verifier = JWTVerifier(
+            keys: keys, allowedAlgorithms: configuration.algorithms, validation: validation,
+            maximumTokenSize: configuration.maximumAuthorizationLength)
         do {
             try verifier.verifySignature(of: jws)
             let jwt = try JWT(jws: jws)
@@ -303,35 +345,49 @@ public struct ResourceServer: Sendable {
             return jwt
         } catch {
             // The code and field only: a JWTError's message may quote claims.
-            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
+            throw refusal(
+                ResourceServerRefusal.invalidToken, scheme,
+                "the token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
         }
     }
 
     // MARK: - Opaque tokens (RFC 7662)
 
-    private func introspect(_ token: String, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal) -> JWTClaims {
-        guard let introspector else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "no introspection configured") }
+    private func introspect(_ token: String, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal)
+        -> JWTClaims
+    {
+        guard let introspector else {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "no introspection configured")
+        }
         let answer: IntrospectionAnswer
         do { answer = try await introspector.introspect(token) } catch {
-            throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
-                                        reason: "introspection failed: \((error as? IntrospectionError)?.message ?? "transport error")")
+            throw ResourceServerRefusal(
+                code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                reason: "introspection failed: \((error as? IntrospectionError)?.message ?? "transport error")")
         }
         return try checkIntrospection(answer, scheme: scheme)
     }
 
-    private func checkIntrospection(_ answer: IntrospectionAnswer, scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal) -> JWTClaims {
-        guard answer.active else { throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token is not active (introspection)") }
+    private func checkIntrospection(_ answer: IntrospectionAnswer, scheme: VerifiedPrincipal.Scheme)
+        throws(ResourceServerRefusal) -> JWTClaims
+    {
+        guard answer.active else {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token is not active (introspection)")
+        }
         // The same checks as for a JWT, on what the answer says: iss and aud only when present (aud always
         // with `introspectedTokensNeedAudience`).
         let claims = answer.claims
         if configuration.introspectedTokensNeedAudience, claims.audience == nil {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "the introspected token has no audience")
         }
-        let validation = ClaimValidation(issuer: claims.issuer == nil ? nil : configuration.issuer,
-                                         audiences: claims.audience == nil ? nil : [configuration.resource],
-                                         leeway: configuration.leeway, clock: configuration.clock)
+        let validation = ClaimValidation(
+            issuer: claims.issuer == nil ? nil : configuration.issuer,
+            audiences: claims.audience == nil ? nil : [configuration.resource],
+            leeway: configuration.leeway, clock: configuration.clock)
         do { try validation.validate(claims) } catch {
-            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the introspected token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
+            throw refusal(
+                ResourceServerRefusal.invalidToken, scheme,
+                "the introspected token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
         }
         return claims
     }
@@ -344,41 +400,55 @@ public struct ResourceServer: Sendable {
 
     // MARK: - The proof (RFC 9449 §4.3, §7.1)
 
-    private func verifyProof(_ header: String?, method: String, url: String, token: String,
-                             thumbprint: String) async throws(ResourceServerRefusal) {
+    private func verifyProof(
+        _ header: String?, method: String, url: String, token: String,
+        thumbprint: String
+    ) async throws(ResourceServerRefusal) {
         guard let header, !header.isEmpty else {
             throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "no DPoP proof")
         }
         let proof: DPoPProof
         do { proof = try configuration.proofs.verify(header, method: method, url: url, accessToken: token) } catch {
-            throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "the proof failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
+            throw refusal(
+                ResourceServerRefusal.invalidDPoPProof, .dpop,
+                "the proof failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
         }
         guard proof.thumbprint.utf8.elementsEqual(thumbprint.utf8) else {
-            throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "the proof's key is not the one the token is bound to (cnf.jkt)")
+            throw refusal(
+                ResourceServerRefusal.invalidDPoPProof, .dpop,
+                "the proof's key is not the one the token is bound to (cnf.jkt)")
         }
         if let nonces {
             guard let nonce = proof.nonce, await nonces.accepts(nonce) else {
-                throw ResourceServerRefusal(code: ResourceServerRefusal.useDPoPNonce, status: 401,
-                                            challenges: challenges(for: .dpop, error: ResourceServerRefusal.useDPoPNonce,
-                                                                   description: "Resource server requires nonce in DPoP proof"),
-                                            dpopNonce: await nonces.currentNonce(), reason: "the proof has no nonce or a stale one")
+                throw ResourceServerRefusal(
+                    code: ResourceServerRefusal.useDPoPNonce, status: 401,
+                    challenges: challenges(
+                        for: .dpop, error: ResourceServerRefusal.useDPoPNonce,
+                        description: "Resource server requires nonce in DPoP proof"),
+                    dpopNonce: await nonces.currentNonce(), reason: "the proof has no nonce or a stale one")
             }
         }
         // Last, so that proofs refused above do not fill the cache. Keyed by key and jti (RFC 9449 §11.1).
-        let expiry = proof.issuedAt.addingTimeInterval(configuration.proofs.maximumAge + configuration.proofs.futureLeeway + 1)
+        let expiry = proof.issuedAt.addingTimeInterval(
+            configuration.proofs.maximumAge + configuration.proofs.futureLeeway + 1)
         let first: Bool
         do { first = try await replayCache.firstUse(of: proof.thumbprint + " " + proof.jti, until: expiry) } catch {
-            throw ResourceServerRefusal(code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
-                                        reason: "the DPoP replay cache could not answer")
+            throw ResourceServerRefusal(
+                code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                reason: "the DPoP replay cache could not answer")
         }
-        guard first else { throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "the proof's jti was used before") }
+        guard first else {
+            throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "the proof's jti was used before")
+        }
     }
 
     // MARK: - Answers
 
     /// The challenges for a refusal of `code` on a request that used `scheme` (`nil`: none or unreadable).
-    private func refusal(_ code: ResourceServerRefusal.Code, _ scheme: VerifiedPrincipal.Scheme?, _ reason: String,
-                         scope: String? = nil) -> ResourceServerRefusal {
+    private func refusal(
+        _ code: ResourceServerRefusal.Code, _ scheme: VerifiedPrincipal.Scheme?, _ reason: String,
+        scope: String? = nil
+    ) -> ResourceServerRefusal {
         let status: Int
         switch code {
         case ResourceServerRefusal.invalidRequest: status = 400
@@ -386,15 +456,18 @@ public struct ResourceServer: Sendable {
         default: status = 401
         }
         let error: ResourceServerRefusal.Code? = code == ResourceServerRefusal.missingCredentials ? nil : code
-        return ResourceServerRefusal(code: code, status: status,
-                                     challenges: challenges(for: scheme, error: error, description: Self.describe(code), scope: scope),
-                                     reason: reason)
+        return ResourceServerRefusal(
+            code: code, status: status,
+            challenges: challenges(for: scheme, error: error, description: Self.describe(code), scope: scope),
+            reason: reason)
     }
 
     /// One challenge per accepted scheme; the error goes on the scheme the request used (or on all
     /// when it used none readable), RFC 9449 §7.1.
-    func challenges(for scheme: VerifiedPrincipal.Scheme?, error: ResourceServerRefusal.Code?, description: String? = nil,
-                    scope: String? = nil) -> [ResourceServerChallenge] {
+    func challenges(
+        for scheme: VerifiedPrincipal.Scheme?, error: ResourceServerRefusal.Code?, description: String? = nil,
+        scope: String? = nil
+    ) -> [ResourceServerChallenge] {
         var schemes: [VerifiedPrincipal.Scheme] = []
         if configuration.dpop != .required { schemes.append(.bearer) }
         if configuration.dpop != .disabled { schemes.append(.dpop) }
@@ -408,7 +481,8 @@ public struct ResourceServer: Sendable {
             }
             if let metadata = configuration.resourceMetadataURL { parameters.append(("resource_metadata", metadata)) }
             if candidate == .dpop {
-                let algorithms = configuration.proofs.allowedAlgorithms.filter { $0.keyFamily != .hmac }.map(\.rawValue).sorted()
+                let algorithms = configuration.proofs.allowedAlgorithms.filter { $0.keyFamily != .hmac }.map(\.rawValue)
+                    .sorted()
                 parameters.append(("algs", algorithms.joined(separator: " ")))
             }
             return ResourceServerChallenge(scheme: candidate.rawValue, parameters: parameters)
@@ -444,7 +518,8 @@ public struct ResourceServer: Sendable {
         // token68: ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/", then "=" padding only.
         var seenPadding = false
         for byte in token {
-            let isBody = (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A)
+            let isBody =
+                (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A)
                 || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E || byte == 0x2B || byte == 0x2F
             if byte == 0x3D { seenPadding = true } else if !isBody || seenPadding { return nil }
         }

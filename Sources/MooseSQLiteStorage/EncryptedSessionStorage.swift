@@ -47,7 +47,9 @@ public struct EncryptedSessionStorage: SessionStorage {
     /// compare-and-set made before the logout can never land on the new session.
     static func decodeRow(_ bytes: [UInt8]) throws -> (session: OAuthSession?, generation: Int64) {
         let decoder = JSONDecoder()
-        if let record = try? decoder.decode(Record.self, from: Data(bytes)) { return (record.session, record.generation) }
+        if let record = try? decoder.decode(Record.self, from: Data(bytes)) {
+            return (record.session, record.generation)
+        }
         return (try decoder.decode(OAuthSession.self, from: Data(bytes)), 0)
     }
 
@@ -92,9 +94,10 @@ public struct EncryptedSessionStorage: SessionStorage {
 
     /// The contract's error for a damaged row.
     static func damaged(_ key: String, _ why: String, underlying: (any Error & Sendable)? = nil) -> OAuthError {
-        OAuthError(OAuthError.sessionDamaged,
-                   "the stored session \(key) cannot be opened (\(why)); a new login replaces it, a logout removes it",
-                   underlying: underlying)
+        OAuthError(
+            OAuthError.sessionDamaged,
+            "the stored session \(key) cannot be opened (\(why)); a new login replaces it, a logout removes it",
+            underlying: underlying)
     }
 
     /// The row under `key`, read inside a transaction; a damaged row is `.damaged`, not an error.
@@ -120,7 +123,9 @@ public struct EncryptedSessionStorage: SessionStorage {
         do throws(SecretStoreError) {
             bytes = try store.get(namespace: Self.namespace, name: key)
         } catch {
-            if Self.isDamagedRow(error, key: key) { throw Self.damaged(key, "its sealed bytes do not authenticate", underlying: error) }
+            if Self.isDamagedRow(error, key: key) {
+                throw Self.damaged(key, "its sealed bytes do not authenticate", underlying: error)
+            }
             throw Self.map(error)
         }
         guard let bytes else { return nil }
@@ -138,14 +143,18 @@ public struct EncryptedSessionStorage: SessionStorage {
     /// once. Throws on any failure, `busy` (another process has the store open) included; the caller
     /// then reads the ordinary way, which reports errors as `loadNow` does.
     package static func loadSnapshot(path: String, masterKey: MasterKeySource, key: String) throws -> StoredSession? {
-        guard let bytes = try SecretStore.readSnapshot(path: path, masterKey: masterKey, namespace: namespace, name: key) else {
+        guard
+            let bytes = try SecretStore.readSnapshot(path: path, masterKey: masterKey, namespace: namespace, name: key)
+        else {
             return nil
         }
         return try decode(bytes)
     }
 
     @discardableResult
-    public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?)
+        async throws -> Int64
+    {
         try saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
     }
 
@@ -153,7 +162,9 @@ public struct EncryptedSessionStorage: SessionStorage {
 
     /// `save(_:key:expectedGeneration:lease:)`, synchronously.
     @discardableResult
-    public func saveNow(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) throws -> Int64 {
+    public func saveNow(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) throws
+        -> Int64
+    {
         var session = session
         session.updatedAt = Date()
         let outcome: Outcome
@@ -179,8 +190,10 @@ public struct EncryptedSessionStorage: SessionStorage {
         switch outcome {
         case .written(let generation): return generation
         case .conflict(let current):
-            throw OAuthError(OAuthError.storageConflict,
-                             "the session \(key) is at generation \(current.map(String.init) ?? "none"), not \(expectedGeneration.map(String.init) ?? "none"): someone else wrote it")
+            throw OAuthError(
+                OAuthError.storageConflict,
+                "the session \(key) is at generation \(current.map(String.init) ?? "none"), not \(expectedGeneration.map(String.init) ?? "none"): someone else wrote it"
+            )
         case .damaged:
             throw Self.damaged(key, "its sealed bytes do not authenticate or do not decode")
         case .unencodable:
@@ -189,7 +202,9 @@ public struct EncryptedSessionStorage: SessionStorage {
     }
 
     @discardableResult
-    public func replace(_ session: OAuthSession, key: String) async throws -> Int64 { try replaceNow(session, key: key) }
+    public func replace(_ session: OAuthSession, key: String) async throws -> Int64 {
+        try replaceNow(session, key: key)
+    }
 
     /// `replace(_:key:)`, synchronously.
     @discardableResult
@@ -226,7 +241,9 @@ public struct EncryptedSessionStorage: SessionStorage {
                 case .none, .row(nil, _): return false
                 case .row(_?, _), .damaged: break
                 }
-                guard let tombstone = try? JSONEncoder().encode(Record(generation: existing.nextGeneration, session: nil)) else {
+                guard
+                    let tombstone = try? JSONEncoder().encode(Record(generation: existing.nextGeneration, session: nil))
+                else {
                     return try tx.delete(namespace: Self.namespace, name: key)
                 }
                 try tx.put(Array(tombstone), namespace: Self.namespace, name: key)
@@ -245,7 +262,7 @@ public struct EncryptedSessionStorage: SessionStorage {
             return try store.list(namespace: Self.namespace).map(\.name).sorted().filter { key in
                 do throws(SecretStoreError) {
                     guard let bytes = try store.get(namespace: Self.namespace, name: key) else { return false }
-                    guard let row = try? Self.decodeRow(bytes) else { return true }   // damaged: listed
+                    guard let row = try? Self.decodeRow(bytes) else { return true } // damaged: listed
                     return row.session != nil
                 } catch {
                     return Self.isDamagedRow(error, key: key)
@@ -277,7 +294,10 @@ public struct EncryptedSessionStorage: SessionStorage {
         switch error.code {
         case SecretStoreError.leaseLost: OAuthError(OAuthError.leaseLost, error.message, underlying: error)
         case SecretStoreError.leaseTimeout: OAuthError(OAuthError.leaseBusy, error.message, underlying: error)
-        default: OAuthError(OAuthError.storeUnavailable, "the store is unavailable (\(error.code)): \(error.message)", underlying: error)
+        default:
+            OAuthError(
+                OAuthError.storeUnavailable, "the store is unavailable (\(error.code)): \(error.message)",
+                underlying: error)
         }
     }
 }

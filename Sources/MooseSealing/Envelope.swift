@@ -18,7 +18,9 @@ package enum Envelope {
     static let keyCheckLabel = Array("moose-key-check/v1".utf8)
 
     /// `value` as 8 big-endian bytes.
-    package static func bigEndian(_ value: Int64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
+    package static func bigEndian(_ value: Int64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
+    }
 
     /// 8 big-endian bytes as an integer; `nil` for any other length.
     package static func int64(bigEndian bytes: [UInt8]) -> Int64? {
@@ -62,12 +64,16 @@ package enum Envelope {
     }
 
     /// `true` when `check` (as stored) is `master`'s key check for the store: compared in constant time.
-    package static func isKeyCheck(_ check: [UInt8], of master: SecretKey, storeID: [UInt8]) throws(SealingError) -> Bool {
+    package static func isKeyCheck(_ check: [UInt8], of master: SecretKey, storeID: [UInt8]) throws(SealingError)
+        -> Bool
+    {
         ConstantTime.equals(try keyCheck(master: master, storeID: storeID), check)
     }
 
     /// Data key `id`, wrapped by the master key.
-    package static func wrap(_ dataKey: SecretKey, id: Int64, master: SecretKey, storeID: [UInt8]) throws(SealingError) -> [UInt8] {
+    package static func wrap(_ dataKey: SecretKey, id: Int64, master: SecretKey, storeID: [UInt8]) throws(SealingError)
+        -> [UInt8]
+    {
         do {
             return try dataKey.withUnsafeBytes { (bytes) throws(CryptographyError) in
                 try AESGCM.seal(bytes, using: master, authenticating: dataKeyLabel + storeID + bigEndian(id)).combined
@@ -78,7 +84,9 @@ package enum Envelope {
     }
 
     /// Data key `id` unwrapped by the master key. Throws `tampered` when it does not authenticate.
-    package static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SealingError) -> SecretKey {
+    package static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SealingError)
+        -> SecretKey
+    {
         do {
             let box = try AESGCM.SealedBox(combined: wrapped)
             var bytes = try AESGCM.open(box, using: master, authenticating: dataKeyLabel + storeID + bigEndian(id))

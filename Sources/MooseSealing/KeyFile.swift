@@ -20,8 +20,10 @@ enum KeyFile {
         }
         // Like ssh: a key readable or writable by group or others is refused.
         if info.st_mode & 0o077 != 0 {
-            throw SealingError(.permission,
-                               "key file \(path) is accessible by other users (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 600 \(path)")
+            throw SealingError(
+                .permission,
+                "key file \(path) is accessible by other users (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 600 \(path)"
+            )
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {

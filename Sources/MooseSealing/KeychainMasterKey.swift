@@ -32,8 +32,10 @@ enum KeychainMasterKey {
         try check(name)
         if let key = try lookup(name) { return key }
         guard create else {
-            throw SealingError(.keyUnavailable, "the Keychain has no Moose key \(itemName(name)): was the store made with another key source, "
-                               + "on another device (the item is this-device-only), or the item deleted?")
+            throw SealingError(
+                .keyUnavailable,
+                "the Keychain has no Moose key \(itemName(name)): was the store made with another key source, "
+                    + "on another device (the item is this-device-only), or the item deleted?")
         }
         let key: SecretKey
         do { key = try SecretKey(randomByteCount: 32) } catch {
@@ -49,7 +51,8 @@ enum KeychainMasterKey {
             throw failure(status, name, doing: "store the new key")
         }
         guard let stored = try lookup(name) else {
-            throw SealingError(.keyUnavailable, "the Keychain accepted the key \(itemName(name)) but does not return it")
+            throw SealingError(
+                .keyUnavailable, "the Keychain accepted the key \(itemName(name)) but does not return it")
         }
         return stored
     }
@@ -71,11 +74,14 @@ enum KeychainMasterKey {
         // Made by someone else with a weaker accessibility (synced, or readable while locked): refused, not used.
         let accessible = item[kSecAttrAccessible as String] as? String
         guard accessible == (kSecAttrAccessibleWhenUnlockedThisDeviceOnly as String) else {
-            throw SealingError(.keyUnavailable, "the Keychain item \(itemName(name)) is not kSecAttrAccessibleWhenUnlockedThisDeviceOnly "
-                               + "(it is \(accessible ?? "unknown")): delete it, or name another key")
+            throw SealingError(
+                .keyUnavailable,
+                "the Keychain item \(itemName(name)) is not kSecAttrAccessibleWhenUnlockedThisDeviceOnly "
+                    + "(it is \(accessible ?? "unknown")): delete it, or name another key")
         }
         guard bytes.count == 32 else {
-            throw SealingError(.keyUnavailable, "the Keychain item \(itemName(name)) is not a Moose master key (32 bytes)")
+            throw SealingError(
+                .keyUnavailable, "the Keychain item \(itemName(name)) is not a Moose master key (32 bytes)")
         }
         return SecretKey(bytes)
     }
@@ -93,12 +99,16 @@ enum KeychainMasterKey {
     }
 
     /// `service/account`, for messages.
-    private static func itemName(_ name: String) -> String { "\(service)/\(name) (generic password, service \(service), account \(name))" }
+    private static func itemName(_ name: String) -> String {
+        "\(service)/\(name) (generic password, service \(service), account \(name))"
+    }
 
     private static func check(_ name: String) throws(SealingError) {
         guard !name.isEmpty, name.utf8.count <= maximumNameLength,
-              name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw SealingError(.keyUnavailable, "a Keychain key name is 1…\(maximumNameLength) visible ASCII characters")
+            name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else {
+            throw SealingError(
+                .keyUnavailable, "a Keychain key name is 1…\(maximumNameLength) visible ASCII characters")
         }
     }
 
@@ -108,9 +118,11 @@ enum KeychainMasterKey {
         let hint: String
         switch status {
         case errSecInteractionNotAllowed:
-            hint = " (errSecInteractionNotAllowed: the item is readable only while the device is unlocked; unlock it and retry)"
+            hint =
+                " (errSecInteractionNotAllowed: the item is readable only while the device is unlocked; unlock it and retry)"
         case errSecMissingEntitlement:
-            hint = " (errSecMissingEntitlement: the data protection keychain needs a signed program with a "
+            hint =
+                " (errSecMissingEntitlement: the data protection keychain needs a signed program with a "
                 + "keychain-access-groups or application-identifier entitlement)"
         default:
             hint = ""

@@ -36,7 +36,7 @@ public enum MasterKeySource: Sendable {
     /// run time; without it, without a session bus, or with the collection locked, opening fails and
     /// says why — never a silent fallback to another source.
     case secretService(String)
-#if canImport(Security)
+    #if canImport(Security)
     /// Apple platforms only: a key kept in the Keychain as the generic password item with service
     /// `moose` and account `NAME`, in the data protection keychain with
     /// `kSecAttrAccessibleWhenUnlockedThisDeviceOnly` (never synced, never restored to another
@@ -44,7 +44,7 @@ public enum MasterKeySource: Sendable {
     /// locked device (`errSecInteractionNotAllowed`) or a program without a keychain entitlement
     /// fails and names the item — never a silent fallback to another source. See `KeychainMasterKey`.
     case keychain(String)
-#endif
+    #endif
 
     /// A short description for messages (never the key).
     public var description: String {
@@ -54,9 +54,9 @@ public enum MasterKeySource: Sendable {
         case .passphrase: "passphrase"
         case .raw: "raw key"
         case .secretService(let name): "Secret Service key \(name)"
-#if canImport(Security)
+        #if canImport(Security)
         case .keychain(let name): "Keychain key \(name)"
-#endif
+        #endif
         }
     }
 
@@ -84,19 +84,21 @@ public enum MasterKeySource: Sendable {
             return try KeyFile.load(path: path, create: create)
         case .secretService(let name):
             return try SecretServiceKey.load(name: name, create: create)
-#if canImport(Security)
+        #if canImport(Security)
         case .keychain(let name):
             return try KeychainMasterKey.load(name: name, create: create)
-#endif
+        #endif
         case .passphrase(let passphrase):
             guard !passphrase.isEmpty else {
                 throw SealingError(.keyUnavailable, "the passphrase is empty")
             }
             guard let kdf else {
-                throw SealingError(.keyUnavailable, "this store was not created with a passphrase; use its key file or key")
+                throw SealingError(
+                    .keyUnavailable, "this store was not created with a passphrase; use its key file or key")
             }
             do {
-                return try Scrypt.deriveKey(password: Array(passphrase.utf8), salt: kdf.salt, parameters: kdf.parameters)
+                return try Scrypt.deriveKey(
+                    password: Array(passphrase.utf8), salt: kdf.salt, parameters: kdf.parameters)
             } catch {
                 throw SealingError(.keyUnavailable, "scrypt failed", underlying: error.message)
             }
@@ -126,7 +128,9 @@ package struct KDFParameters: Codable, Sendable {
 
     /// New parameters for `source`: a fresh salt and `parameters` for a passphrase, `nil` for any
     /// other source (its key is used as it is).
-    package static func fresh(for source: MasterKeySource, parameters: Scrypt.Parameters) throws(SealingError) -> KDFParameters? {
+    package static func fresh(for source: MasterKeySource, parameters: Scrypt.Parameters) throws(SealingError)
+        -> KDFParameters?
+    {
         guard case .passphrase = source else { return nil }
         do {
             return KDFParameters(salt: try SecureRandom.bytes(count: 16), parameters: parameters)

@@ -18,8 +18,9 @@ enum FileSystem {
         if fd >= 0 {
             close(fd)
         } else if errno != EEXIST {
-            throw SecretStoreError(errno == EACCES ? SecretStoreError.permission : SecretStoreError.io,
-                                   "cannot create \(path): \(String(cString: strerror(errno)))")
+            throw SecretStoreError(
+                errno == EACCES ? SecretStoreError.permission : SecretStoreError.io,
+                "cannot create \(path): \(String(cString: strerror(errno)))")
         }
     }
 

@@ -38,7 +38,9 @@ enum Format {
     }
 
     /// Data key `id` unwrapped; a key that does not authenticate is `tampered`, naming the key.
-    static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError) -> SecretKey {
+    static func unwrap(_ wrapped: [UInt8], id: Int64, master: SecretKey, storeID: [UInt8]) throws(SecretStoreError)
+        -> SecretKey
+    {
         do {
             return try Envelope.unwrap(wrapped, id: id, master: master, storeID: storeID)
         } catch {
@@ -60,8 +62,10 @@ enum Format {
         }
     }
 
-    static func inTransaction<R>(_ connection: SQLiteConnection, immediate: Bool = true,
-                                 _ body: () throws(SecretStoreError) -> R) throws(SecretStoreError) -> R {
+    static func inTransaction<R>(
+        _ connection: SQLiteConnection, immediate: Bool = true,
+        _ body: () throws(SecretStoreError) -> R
+    ) throws(SecretStoreError) -> R {
         try sql { try connection.transaction(immediate: immediate) { try body() } }
     }
 
@@ -77,7 +81,8 @@ enum Format {
         while current < SecretStore.schemaVersion {
             let index = Int(current - 1)
             guard index >= 0, index < migrations.count else {
-                throw SecretStoreError(SecretStoreError.unsupportedVersion, "no migration from schema version \(current)")
+                throw SecretStoreError(
+                    SecretStoreError.unsupportedVersion, "no migration from schema version \(current)")
             }
             try connection.transaction(immediate: true) {
                 // Another process may have migrated meanwhile.
@@ -95,7 +100,8 @@ enum Format {
         try connection.transaction(immediate: true) {
             // Another process may have created it between our check and our lock.
             guard try connection.pragmaInteger("user_version") == 0 else { return }
-            try connection.execute("""
+            try connection.execute(
+                """
                 CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
                 CREATE TABLE data_keys (id INTEGER PRIMARY KEY, wrapped BLOB NOT NULL, created_at INTEGER NOT NULL);
                 CREATE TABLE secrets (namespace TEXT NOT NULL, name TEXT NOT NULL, key_id INTEGER NOT NULL,
@@ -119,7 +125,8 @@ enum Format {
     }
 
     static func setMeta(_ connection: SQLiteConnection, _ key: String, _ value: [UInt8]) throws {
-        let statement = try connection.statement("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+        let statement = try connection.statement(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
         try statement.bind(1, key)
         try statement.bind(2, blob: value)
         try statement.step()
@@ -135,22 +142,28 @@ enum Format {
 
     static func load(connection: SQLiteConnection, masterKey: MasterKeySource) throws -> SecretStore.State {
         guard let storeID = try meta(connection, "store_id"), storeID.count == 16,
-              let check = try meta(connection, "key_check"),
-              let current = try meta(connection, "current_key"), current.count == 8 else {
-            throw SecretStoreError(SecretStoreError.corrupt, "\(connection.path): the store's metadata is missing or damaged")
+            let check = try meta(connection, "key_check"),
+            let current = try meta(connection, "current_key"), current.count == 8
+        else {
+            throw SecretStoreError(
+                SecretStoreError.corrupt, "\(connection.path): the store's metadata is missing or damaged")
         }
         var kdf: KDFParameters? = nil
         if let kdfJSON = try meta(connection, "kdf") {
             kdf = try? JSONDecoder().decode(KDFParameters.self, from: Data(kdfJSON))
-            if kdf == nil { throw SecretStoreError(SecretStoreError.corrupt, "the store's key-derivation parameters are damaged") }
+            if kdf == nil {
+                throw SecretStoreError(SecretStoreError.corrupt, "the store's key-derivation parameters are damaged")
+            }
         }
         let master = try masterKey.resolve(kdf: kdf, create: false)
         guard try Envelope.isKeyCheck(check, of: master, storeID: storeID) else {
-            throw SecretStoreError(SecretStoreError.wrongKey,
-                                   "the \(masterKey.description) is not the master key of \(connection.path)")
+            throw SecretStoreError(
+                SecretStoreError.wrongKey,
+                "the \(masterKey.description) is not the master key of \(connection.path)")
         }
-        var state = SecretStore.State(connection: connection, master: master, dataKeys: [:],
-                                      currentKeyID: current.reduce(0) { $0 << 8 | Int64($1) }, storeID: storeID)
+        var state = SecretStore.State(
+            connection: connection, master: master, dataKeys: [:],
+            currentKeyID: current.reduce(0) { $0 << 8 | Int64($1) }, storeID: storeID)
         try reloadDataKeys(&state)
         return state
     }
@@ -188,7 +201,9 @@ enum Format {
         }
     }
 
-    static func put(_ state: inout SecretStore.State, value: [UInt8], namespace: String, name: String) throws(SecretStoreError) {
+    static func put(_ state: inout SecretStore.State, value: [UInt8], namespace: String, name: String)
+        throws(SecretStoreError)
+    {
         try validate(namespace: namespace, name: name)
         guard value.count <= 16 << 20 else {
             throw SecretStoreError(SecretStoreError.invalidArgument, "a value may be at most 16 MiB")
@@ -199,14 +214,18 @@ enum Format {
         }
         let sealed: [UInt8]
         do {
-            sealed = try cipher.sealCombined(value, authenticating: Envelope.valueAAD(storeID: state.storeID, namespace: namespace,
-                                                                           name: name, keyID: keyID))
+            sealed = try cipher.sealCombined(
+                value,
+                authenticating: Envelope.valueAAD(
+                    storeID: state.storeID, namespace: namespace,
+                    name: name, keyID: keyID))
         } catch {
             throw SecretStoreError(SecretStoreError.io, "encryption failed", underlying: error.message)
         }
         let connection = state.connection
         try sql {
-            let statement = try connection.statement("""
+            let statement = try connection.statement(
+                """
                 INSERT INTO secrets (namespace, name, key_id, sealed, updated_at) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT(namespace, name) DO UPDATE SET key_id = excluded.key_id, sealed = excluded.sealed,
                 updated_at = excluded.updated_at
@@ -220,10 +239,13 @@ enum Format {
         }
     }
 
-    static func get(_ state: inout SecretStore.State, namespace: String, name: String) throws(SecretStoreError) -> [UInt8]? {
+    static func get(_ state: inout SecretStore.State, namespace: String, name: String) throws(SecretStoreError)
+        -> [UInt8]?
+    {
         let connection = state.connection
         let statement: Statement = try sql {
-            let statement = try connection.statement("SELECT key_id, sealed FROM secrets WHERE namespace = ? AND name = ?")
+            let statement = try connection.statement(
+                "SELECT key_id, sealed FROM secrets WHERE namespace = ? AND name = ?")
             try statement.bind(1, namespace)
             try statement.bind(2, name)
             return statement
@@ -239,19 +261,28 @@ enum Format {
         return try open(&state, sealed: statement.blob(1), keyID: keyID, namespace: namespace, name: name)
     }
 
-    static func open(_ state: inout SecretStore.State, sealed: [UInt8], keyID: Int64,
-                     namespace: String, name: String) throws(SecretStoreError) -> [UInt8] {
+    static func open(
+        _ state: inout SecretStore.State, sealed: [UInt8], keyID: Int64,
+        namespace: String, name: String
+    ) throws(SecretStoreError) -> [UInt8] {
         if state.dataKeys[keyID] == nil { try sql { try reloadDataKeys(&state) } }
-        guard let cipher = try state.cipher(keyID) else { throw SecretStoreError.tampered(namespace: namespace, name: name) }
+        guard let cipher = try state.cipher(keyID) else {
+            throw SecretStoreError.tampered(namespace: namespace, name: name)
+        }
         do {
-            return try cipher.openCombined(sealed, authenticating: Envelope.valueAAD(storeID: state.storeID, namespace: namespace,
-                                                                           name: name, keyID: keyID))
+            return try cipher.openCombined(
+                sealed,
+                authenticating: Envelope.valueAAD(
+                    storeID: state.storeID, namespace: namespace,
+                    name: name, keyID: keyID))
         } catch {
             throw SecretStoreError.tampered(namespace: namespace, name: name)
         }
     }
 
-    static func delete(_ state: borrowing SecretStore.State, namespace: String, name: String) throws(SecretStoreError) -> Bool {
+    static func delete(_ state: borrowing SecretStore.State, namespace: String, name: String) throws(SecretStoreError)
+        -> Bool
+    {
         let connection = state.connection
         return try sql {
             let statement = try connection.statement("DELETE FROM secrets WHERE namespace = ? AND name = ?")
@@ -262,22 +293,28 @@ enum Format {
         }
     }
 
-    static func list(_ state: borrowing SecretStore.State, namespace: String?) throws(SecretStoreError) -> [SecretStore.Entry] {
+    static func list(_ state: borrowing SecretStore.State, namespace: String?) throws(SecretStoreError) -> [SecretStore
+        .Entry]
+    {
         let connection = state.connection
         return try sql {
             let statement: Statement
             if let namespace {
                 statement = try connection.statement(
-                    "SELECT namespace, name, updated_at, key_id FROM secrets WHERE namespace = ? ORDER BY namespace, name")
+                    "SELECT namespace, name, updated_at, key_id FROM secrets WHERE namespace = ? ORDER BY namespace, name"
+                )
                 try statement.bind(1, namespace)
             } else {
-                statement = try connection.statement("SELECT namespace, name, updated_at, key_id FROM secrets ORDER BY namespace, name")
+                statement = try connection.statement(
+                    "SELECT namespace, name, updated_at, key_id FROM secrets ORDER BY namespace, name")
             }
             var entries: [SecretStore.Entry] = []
             while try statement.step() {
-                entries.append(SecretStore.Entry(namespace: statement.text(0) ?? "", name: statement.text(1) ?? "",
-                                                 updatedAt: Date(timeIntervalSince1970: Double(statement.int64(2)) / 1000),
-                                                 keyID: statement.int64(3)))
+                entries.append(
+                    SecretStore.Entry(
+                        namespace: statement.text(0) ?? "", name: statement.text(1) ?? "",
+                        updatedAt: Date(timeIntervalSince1970: Double(statement.int64(2)) / 1000),
+                        keyID: statement.int64(3)))
             }
             return entries
         }
@@ -285,13 +322,15 @@ enum Format {
 
     // MARK: rotation and checks
 
-    static func rotateMasterKey(_ state: inout SecretStore.State, to newKey: MasterKeySource,
-                                scrypt: Scrypt.Parameters) throws(SecretStoreError) {
+    static func rotateMasterKey(
+        _ state: inout SecretStore.State, to newKey: MasterKeySource,
+        scrypt: Scrypt.Parameters
+    ) throws(SecretStoreError) {
         let connection = state.connection
         let storeID = state.storeID
         let newMaster: SecretKey = try sql {
             try connection.transaction(immediate: true) {
-                try reloadDataKeys(&state)   // unwrap with the current master inside the lock
+                try reloadDataKeys(&state) // unwrap with the current master inside the lock
                 let kdf = try KDFParameters.fresh(for: newKey, parameters: scrypt)
                 let master = try newKey.resolve(kdf: kdf, create: true)
                 for (id, key) in state.dataKeys {
@@ -320,9 +359,11 @@ enum Format {
                 try reloadDataKeys(&state)
                 let newID = (state.dataKeys.keys.max() ?? 0) + 1
                 let newKey = try SecretKey(randomByteCount: 32)
-                let insert = try connection.statement("INSERT INTO data_keys (id, wrapped, created_at) VALUES (?, ?, ?)")
+                let insert = try connection.statement(
+                    "INSERT INTO data_keys (id, wrapped, created_at) VALUES (?, ?, ?)")
                 try insert.bind(1, newID)
-                try insert.bind(2, blob: try Envelope.wrap(newKey, id: newID, master: state.master, storeID: state.storeID))
+                try insert.bind(
+                    2, blob: try Envelope.wrap(newKey, id: newID, master: state.master, storeID: state.storeID))
                 try insert.bind(3, now())
                 try insert.step()
                 // Read every row first, then rewrite: never update a table while stepping through it.
@@ -355,12 +396,17 @@ enum Format {
             return lines.joined(separator: "; ")
         }
         let rows: [(SecretStore.Entry, [UInt8])] = try sql {
-            let statement = try connection.statement("SELECT namespace, name, updated_at, key_id, sealed FROM secrets ORDER BY namespace, name")
+            let statement = try connection.statement(
+                "SELECT namespace, name, updated_at, key_id, sealed FROM secrets ORDER BY namespace, name")
             var rows: [(SecretStore.Entry, [UInt8])] = []
             while try statement.step() {
-                rows.append((SecretStore.Entry(namespace: statement.text(0) ?? "", name: statement.text(1) ?? "",
-                                               updatedAt: Date(timeIntervalSince1970: Double(statement.int64(2)) / 1000),
-                                               keyID: statement.int64(3)), statement.blob(4)))
+                rows.append(
+                    (
+                        SecretStore.Entry(
+                            namespace: statement.text(0) ?? "", name: statement.text(1) ?? "",
+                            updatedAt: Date(timeIntervalSince1970: Double(statement.int64(2)) / 1000),
+                            keyID: statement.int64(3)), statement.blob(4)
+                    ))
             }
             return rows
         }
@@ -368,7 +414,8 @@ enum Format {
         var bad: [(entry: SecretStore.Entry, error: SecretStoreError)] = []
         for (entry, sealed) in rows {
             do {
-                var plain = try open(&state, sealed: sealed, keyID: entry.keyID, namespace: entry.namespace, name: entry.name)
+                var plain = try open(
+                    &state, sealed: sealed, keyID: entry.keyID, namespace: entry.namespace, name: entry.name)
                 plain.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } }
                 good += 1
             } catch {

@@ -49,8 +49,12 @@ extension SecretStore {
     /// another acquisition in this one), the lease is taken only if its row lapsed (a holder stuck past
     /// its ttl); got, every other holder of the row is dead, and an unexpired row of a holder that had
     /// the file lock too is taken over at once. The lock is kept until `releaseLease`.
-    package func tryAcquireLease<L: FencedLease>(name: String, ttl: TimeInterval, as type: L.Type = L.self) throws(SecretStoreError) -> L? {
-        guard ttl > 0, ttl <= 86_400 else { throw SecretStoreError(SecretStoreError.invalidArgument, "lease ttl must be 0…86400 s") }
+    package func tryAcquireLease<L: FencedLease>(name: String, ttl: TimeInterval, as type: L.Type = L.self)
+        throws(SecretStoreError) -> L?
+    {
+        guard ttl > 0, ttl <= 86_400 else {
+            throw SecretStoreError(SecretStoreError.invalidArgument, "lease ttl must be 0…86400 s")
+        }
         let lock = LeaseLocks.tryLock(store: path, lease: name)
         let descriptor: Int32? = if case .acquired(let fd) = lock { fd } else { nil }
         do throws(SecretStoreError) {
@@ -70,7 +74,9 @@ extension SecretStore {
     /// Takes the lease, waiting (polling with jitter) up to `timeout` while another holder has it.
     ///
     /// - Throws: `leaseTimeout` when it could not be had in time; `CancellationError` if cancelled.
-    package func acquireLease<L: FencedLease>(name: String, ttl: TimeInterval, timeout: TimeInterval, as type: L.Type = L.self) async throws -> L {
+    package func acquireLease<L: FencedLease>(
+        name: String, ttl: TimeInterval, timeout: TimeInterval, as type: L.Type = L.self
+    ) async throws -> L {
         let deadline = Date().addingTimeInterval(timeout)
         var delay: UInt64 = 5_000_000
         while true {
@@ -90,7 +96,7 @@ extension SecretStore {
             do throws(SecretStoreError) {
                 try Leases.require(state, lease)
                 return true
-            } catch where error.code == SecretStoreError.leaseLost {
+            } catch  where error.code == SecretStoreError.leaseLost {
                 return false
             }
         }
@@ -137,7 +143,8 @@ enum LeaseLocks {
 
     static func path(store: String, lease name: String) -> String {
         var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let base = realpath(store, &resolved) != nil
+        let base =
+            realpath(store, &resolved) != nil
             ? String(decoding: resolved.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : store
         let digest = DigestAlgorithm.sha256.hash(Array(name.utf8)).prefix(8)
         let hex = digest.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
@@ -170,8 +177,10 @@ enum Leases {
     /// Takes the row lease unless another holder's is unexpired — or, with `fileLocked` (this caller
     /// holds the lease's file lock, so every other holder of the row is dead), unless it is unexpired
     /// and its holder did not have the file lock either.
-    static func tryAcquire<L: FencedLease>(_ state: borrowing SecretStore.State, name: String, ttl: TimeInterval,
-                                           fileLocked: Bool = false) throws(SecretStoreError) -> L? {
+    static func tryAcquire<L: FencedLease>(
+        _ state: borrowing SecretStore.State, name: String, ttl: TimeInterval,
+        fileLocked: Bool = false
+    ) throws(SecretStoreError) -> L? {
         guard !name.isEmpty else { throw SecretStoreError(SecretStoreError.invalidArgument, "a lease needs a name") }
         let connection = state.connection
         var holder: String
@@ -189,11 +198,13 @@ enum Leases {
                     token = select.int64(0)
                     // Held, not expired — unless its holder had the file lock and this caller has it now:
                     // then that holder is dead (the kernel released its lock), and its row is taken over.
-                    let deadHolder = fileLocked && (select.text(2)?.hasPrefix(LeaseLocks.lockedHolderPrefix + "-") ?? false)
+                    let deadHolder =
+                        fileLocked && (select.text(2)?.hasPrefix(LeaseLocks.lockedHolderPrefix + "-") ?? false)
                     if select.int64(1) > now, !deadHolder { return nil }
                 }
                 let expires = now + Int64(ttl * 1000)
-                let upsert = try connection.statement("""
+                let upsert = try connection.statement(
+                    """
                     INSERT INTO leases (name, holder, token, expires_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, token = excluded.token,
                     expires_at = excluded.expires_at
@@ -203,8 +214,9 @@ enum Leases {
                 try upsert.bind(3, token + 1)
                 try upsert.bind(4, expires)
                 try upsert.step()
-                return L(name: name, holder: holder, fencingToken: token + 1,
-                         expiresAt: Date(timeIntervalSince1970: Double(expires) / 1000))
+                return L(
+                    name: name, holder: holder, fencingToken: token + 1,
+                    expiresAt: Date(timeIntervalSince1970: Double(expires) / 1000))
             }
         }
     }
@@ -224,21 +236,25 @@ enum Leases {
         }
     }
 
-    static func renew<L: FencedLease>(_ state: borrowing SecretStore.State, _ lease: L, ttl: TimeInterval) throws(SecretStoreError) -> L {
+    static func renew<L: FencedLease>(_ state: borrowing SecretStore.State, _ lease: L, ttl: TimeInterval)
+        throws(SecretStoreError) -> L
+    {
         let connection = state.connection
         return try Format.inTransaction(connection) { () throws(SecretStoreError) -> L in
             try require(state, lease)
             let expires = Format.now() + Int64(ttl * 1000)
             try Format.sql {
-                let update = try connection.statement("UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND token = ?")
+                let update = try connection.statement(
+                    "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND token = ?")
                 try update.bind(1, expires)
                 try update.bind(2, lease.name)
                 try update.bind(3, lease.holder)
                 try update.bind(4, lease.fencingToken)
                 try update.step()
             }
-            return L(name: lease.name, holder: lease.holder, fencingToken: lease.fencingToken,
-                     expiresAt: Date(timeIntervalSince1970: Double(expires) / 1000))
+            return L(
+                name: lease.name, holder: lease.holder, fencingToken: lease.fencingToken,
+                expiresAt: Date(timeIntervalSince1970: Double(expires) / 1000))
         }
     }
 
@@ -246,7 +262,8 @@ enum Leases {
         let connection = state.connection
         try Format.sql {
             // Keep the row (and its token) so fencing tokens keep increasing; just expire it.
-            let update = try connection.statement("UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND token = ?")
+            let update = try connection.statement(
+                "UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND token = ?")
             try update.bind(1, lease.name)
             try update.bind(2, lease.holder)
             try update.bind(3, lease.fencingToken)

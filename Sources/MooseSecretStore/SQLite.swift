@@ -21,32 +21,39 @@ struct SQLiteError: Error, CustomStringConvertible {
     var storeError: SecretStoreError {
         switch code {
         case SQLITE_BUSY, SQLITE_LOCKED:
-            return SecretStoreError(SecretStoreError.busy,
-                                    "\(path) is locked by another process (\(message)); try again when it is done (`fuser \(path)` names it)",
-                                    underlying: description)
+            return SecretStoreError(
+                SecretStoreError.busy,
+                "\(path) is locked by another process (\(message)); try again when it is done (`fuser \(path)` names it)",
+                underlying: description)
         case SQLITE_CORRUPT, SQLITE_NOTADB:
-            return SecretStoreError(SecretStoreError.corrupt,
-                                    "\(path) is damaged or not a Moose store (\(message)); restore it from a backup, "
-                                        + "or move it aside and run `moose store init` to start over",
-                                    underlying: description)
+            return SecretStoreError(
+                SecretStoreError.corrupt,
+                "\(path) is damaged or not a Moose store (\(message)); restore it from a backup, "
+                    + "or move it aside and run `moose store init` to start over",
+                underlying: description)
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
-            return SecretStoreError(SecretStoreError.permission,
-                                    "\(path) cannot be written (\(message)); check the permissions of the file and its folder "
-                                        + "(`ls -l`), and whether the file is immutable (`lsattr`)",
-                                    underlying: description)
+            return SecretStoreError(
+                SecretStoreError.permission,
+                "\(path) cannot be written (\(message)); check the permissions of the file and its folder "
+                    + "(`ls -l`), and whether the file is immutable (`lsattr`)",
+                underlying: description)
         case SQLITE_CANTOPEN:
-            return SecretStoreError(SecretStoreError.io,
-                                    "cannot open \(path) (\(message)); check that it is a file, and that its folder exists and can be "
-                                        + "written (SQLite keeps its journal beside the file)",
-                                    underlying: description)
+            return SecretStoreError(
+                SecretStoreError.io,
+                "cannot open \(path) (\(message)); check that it is a file, and that its folder exists and can be "
+                    + "written (SQLite keeps its journal beside the file)",
+                underlying: description)
         case SQLITE_FULL:
-            return SecretStoreError(SecretStoreError.io, "the disk holding \(path) is full (\(message)); free some space and try again",
-                                    underlying: description)
+            return SecretStoreError(
+                SecretStoreError.io, "the disk holding \(path) is full (\(message)); free some space and try again",
+                underlying: description)
         case SQLITE_IOERR:
-            return SecretStoreError(SecretStoreError.io, "I/O error on \(path) (\(message)); check the disk and the file's permissions",
-                                    underlying: description)
+            return SecretStoreError(
+                SecretStoreError.io, "I/O error on \(path) (\(message)); check the disk and the file's permissions",
+                underlying: description)
         default:
-            return SecretStoreError(SecretStoreError.io, "SQLite error on \(path) (\(message))", underlying: description)
+            return SecretStoreError(
+                SecretStoreError.io, "SQLite error on \(path) (\(message))", underlying: description)
         }
     }
 }
@@ -89,8 +96,9 @@ final class SQLiteConnection {
     }
 
     func error(_ rc: Int32, _ context: String) -> SQLiteError {
-        SQLiteError(code: rc & 0xFF, extendedCode: sqlite3_extended_errcode(handle),
-                    message: String(cString: sqlite3_errmsg(handle)), context: context, path: path)
+        SQLiteError(
+            code: rc & 0xFF, extendedCode: sqlite3_extended_errcode(handle),
+            message: String(cString: sqlite3_errmsg(handle)), context: context, path: path)
     }
 
     /// Runs one or more statements without results (pragmas, DDL, BEGIN/COMMIT).
@@ -111,7 +119,8 @@ final class SQLiteConnection {
         var raw: OpaquePointer? = nil
         let rc = sql.withUTF8Buffer { text in
             text.withMemoryRebound(to: CChar.self) {
-                sqlite3_prepare_v3(handle, $0.baseAddress, Int32($0.count), UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+                sqlite3_prepare_v3(
+                    handle, $0.baseAddress, Int32($0.count), UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
             }
         }
         guard rc == SQLITE_OK, let raw else { throw error(rc, "prepare") }
@@ -186,9 +195,12 @@ final class Statement {
         var text = text
         let rc = text.withUTF8 { utf8 in
             guard let length = Int32(exactly: utf8.count) else { return SQLITE_TOOBIG }
-            guard let start = utf8.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, moose_sqlite_transient()) }
-            return sqlite3_bind_text(handle, index, UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self), length,
-                                     moose_sqlite_transient())
+            guard let start = utf8.baseAddress else {
+                return sqlite3_bind_text(handle, index, "", 0, moose_sqlite_transient())
+            }
+            return sqlite3_bind_text(
+                handle, index, UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self), length,
+                moose_sqlite_transient())
         }
         guard rc == SQLITE_OK else { throw connection.error(rc, "bind") }
     }
@@ -200,8 +212,9 @@ final class Statement {
 
     func bind(_ index: Int32, blob bytes: [UInt8]) throws(SQLiteError) {
         let rc = bytes.withUnsafeBytes { buffer in
-            sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
-                              moose_sqlite_transient())
+            sqlite3_bind_blob(
+                handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+                moose_sqlite_transient())
         }
         guard rc == SQLITE_OK else { throw connection.error(rc, "bind") }
     }

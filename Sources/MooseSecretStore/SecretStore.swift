@@ -84,18 +84,23 @@ public final class SecretStore: Sendable {
     ///
     /// - Throws: `wrongKey` if `masterKey` is not this store's key, `corrupt` for a damaged or foreign
     ///   file, `permission`, `io`, `busy`, `keyUnavailable`. Opening never modifies an existing file.
-    public convenience init(path: String, masterKey: MasterKeySource, create: Bool = true, durability: Durability = .full,
-                            readOnly: Bool = false,
-                            scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters) throws(SecretStoreError) {
-        try self.init(path: path, masterKey: masterKey, create: create, durability: durability, readOnly: readOnly,
-                      scryptParameters: scryptParameters, snapshot: false)
+    public convenience init(
+        path: String, masterKey: MasterKeySource, create: Bool = true, durability: Durability = .full,
+        readOnly: Bool = false,
+        scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters
+    ) throws(SecretStoreError) {
+        try self.init(
+            path: path, masterKey: masterKey, create: create, durability: durability, readOnly: readOnly,
+            scryptParameters: scryptParameters, snapshot: false)
     }
 
     /// `snapshot` (for `readSnapshot`): SQLite's exclusive locking mode, taken without waiting, so the
     /// write-ahead log's index lives in this connection's memory rather than in a `-shm` file; and no
     /// writes (`query_only`). Every check of an ordinary open runs unchanged.
-    private init(path: String, masterKey: MasterKeySource, create: Bool, durability: Durability, readOnly: Bool,
-                 scryptParameters: Scrypt.Parameters, snapshot: Bool) throws(SecretStoreError) {
+    private init(
+        path: String, masterKey: MasterKeySource, create: Bool, durability: Durability, readOnly: Bool,
+        scryptParameters: Scrypt.Parameters, snapshot: Bool
+    ) throws(SecretStoreError) {
         self.path = path
         if readOnly, !FileSystem.exists(path) {
             throw SecretStoreError(SecretStoreError.io, "no store at \(path) to open read-only")
@@ -107,13 +112,18 @@ public final class SecretStore: Sendable {
             // hide the loss of every secret it held.
             // A young empty file may be another process's store in the making (created, its schema not
             // yet written): it is waited for, briefly, before it is called damaged.
-            if !FileSystem.awaitCreator(of: path, while: { FileSystem.size(path) == 0 && !FileSystem.exists(path + "-wal") }) {
-                throw SecretStoreError(SecretStoreError.corrupt,
-                                       "\(path) is empty (0 bytes): the store was truncated or damaged; restore it from a backup, "
-                                       + "or remove the file and run `moose store init` to start over")
+            if !FileSystem.awaitCreator(
+                of: path, while: { FileSystem.size(path) == 0 && !FileSystem.exists(path + "-wal") })
+            {
+                throw SecretStoreError(
+                    SecretStoreError.corrupt,
+                    "\(path) is empty (0 bytes): the store was truncated or damaged; restore it from a backup, "
+                        + "or remove the file and run `moose store init` to start over")
             }
         } else {
-            guard create else { throw SecretStoreError(SecretStoreError.io, "no store at \(path) (run `moose store init`)") }
+            guard create else {
+                throw SecretStoreError(SecretStoreError.io, "no store at \(path) (run `moose store init`)")
+            }
             // The master key first: a key that is not there (an unset variable, no Secret Service)
             // fails before any file exists — a half-made store would read as damaged next time.
             do {
@@ -127,7 +137,8 @@ public final class SecretStore: Sendable {
         }
         let connection: SQLiteConnection
         do {
-            connection = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: snapshot ? 0 : 5_000)
+            connection = try SQLiteConnection(
+                path: path, mode: readOnly ? .readOnly : .readWrite, busyTimeout: snapshot ? 0 : 5_000)
             // Before anything reads the file: the locking mode decides how the write-ahead log is opened.
             if snapshot { try connection.execute("PRAGMA locking_mode=EXCLUSIVE") }
             let synchronous = durability == .full ? "FULL" : "NORMAL"
@@ -142,8 +153,10 @@ public final class SecretStore: Sendable {
 
     /// `newKey`: the resolved master key (and scrypt parameters) of a store this call creates; `nil`
     /// when the file existed.
-    private static func open(connection: SQLiteConnection, masterKey: MasterKeySource,
-                             newKey: (master: SecretKey, kdf: KDFParameters?)?) throws(SecretStoreError) -> State {
+    private static func open(
+        connection: SQLiteConnection, masterKey: MasterKeySource,
+        newKey: (master: SecretKey, kdf: KDFParameters?)?
+    ) throws(SecretStoreError) -> State {
         do {
             var version = try connection.pragmaInteger("user_version")
             if version == 0, newKey == nil {
@@ -156,15 +169,17 @@ public final class SecretStore: Sendable {
             }
             if version == 0 {
                 guard let newKey else {
-                    throw SecretStoreError(SecretStoreError.corrupt, "\(connection.path) is not a Moose store (no schema)")
+                    throw SecretStoreError(
+                        SecretStoreError.corrupt, "\(connection.path) is not a Moose store (no schema)")
                 }
                 try connection.execute("PRAGMA journal_mode=WAL")
                 try Format.create(connection: connection, master: newKey.master, kdf: newKey.kdf)
                 version = try connection.pragmaInteger("user_version")
             }
             guard version <= schemaVersion else {
-                throw SecretStoreError(SecretStoreError.unsupportedVersion,
-                                       "the store has schema version \(version); this Moose knows up to \(schemaVersion)")
+                throw SecretStoreError(
+                    SecretStoreError.unsupportedVersion,
+                    "the store has schema version \(version); this Moose knows up to \(schemaVersion)")
             }
             if version < schemaVersion {
                 try Format.migrate(connection: connection, from: version)
@@ -196,18 +211,25 @@ public final class SecretStore: Sendable {
     /// Every check of `init` and `get` runs (an empty file, the schema version, the metadata, the
     /// master key check, each AEAD open), and a read sees every committed write (the log is read).
     /// Nothing is written: `query_only`, no creation, no migration (an older schema is an error here).
-    package static func readSnapshot(path: String, masterKey: MasterKeySource, namespace: String, name: String) throws(SecretStoreError) -> [UInt8]? {
+    package static func readSnapshot(path: String, masterKey: MasterKeySource, namespace: String, name: String)
+        throws(SecretStoreError) -> [UInt8]?
+    {
         if case .passphrase = masterKey {
-            throw SecretStoreError(SecretStoreError.invalidArgument, "a passphrase store is not read as a snapshot (scrypt would run under the lock)")
+            throw SecretStoreError(
+                SecretStoreError.invalidArgument,
+                "a passphrase store is not read as a snapshot (scrypt would run under the lock)")
         }
         // Nor one keyed by the Secret Service: a D-Bus round trip (or a keyring's prompt) under the
         // exclusive lock would hold every other process out.
         if case .secretService = masterKey {
-            throw SecretStoreError(SecretStoreError.invalidArgument, "a Secret Service store is not read as a snapshot (D-Bus would run under the lock)")
+            throw SecretStoreError(
+                SecretStoreError.invalidArgument,
+                "a Secret Service store is not read as a snapshot (D-Bus would run under the lock)")
         }
         LibCrypto.prepareStoreAlgorithms()
-        let store = try SecretStore(path: path, masterKey: masterKey, create: false, durability: .full, readOnly: false,
-                                    scryptParameters: MasterKeySource.defaultScryptParameters, snapshot: true)
+        let store = try SecretStore(
+            path: path, masterKey: masterKey, create: false, durability: .full, readOnly: false,
+            scryptParameters: MasterKeySource.defaultScryptParameters, snapshot: true)
         return try store.get(namespace: namespace, name: name)
     }
 
@@ -238,13 +260,17 @@ public final class SecretStore: Sendable {
     }
 
     /// Stores an `Encodable` value as JSON.
-    public func put<T: Encodable>(_ value: T, namespace: String, name: String, encoder: JSONEncoder = JSONEncoder()) throws {
+    public func put<T: Encodable>(_ value: T, namespace: String, name: String, encoder: JSONEncoder = JSONEncoder())
+        throws
+    {
         try put(Array(encoder.encode(value)), namespace: namespace, name: name)
     }
 
     /// Reads a `Decodable` value stored as JSON.
-    public func get<T: Decodable>(_ type: T.Type, namespace: String, name: String,
-                                  decoder: JSONDecoder = JSONDecoder()) throws -> T? {
+    public func get<T: Decodable>(
+        _ type: T.Type, namespace: String, name: String,
+        decoder: JSONDecoder = JSONDecoder()
+    ) throws -> T? {
         guard let bytes = try get(namespace: namespace, name: name) else { return nil }
         return try decoder.decode(T.self, from: Data(bytes))
     }
@@ -256,7 +282,9 @@ public final class SecretStore: Sendable {
         fileprivate var state: UnsafeMutablePointer<State>
 
         /// Stores a value (see `SecretStore.put`).
-        public mutating func put(_ value: some ContiguousBytes, namespace: String, name: String) throws(SecretStoreError) {
+        public mutating func put(_ value: some ContiguousBytes, namespace: String, name: String)
+            throws(SecretStoreError)
+        {
             try Format.put(&state.pointee, value: value.withUnsafeBytes { Array($0) }, namespace: namespace, name: name)
         }
 
@@ -285,7 +313,8 @@ public final class SecretStore: Sendable {
     ///     try tx.put(refresh, namespace: "session", name: "refresh_token")
     /// }
     /// ```
-    public func transaction<R>(_ body: (inout Transaction) throws(SecretStoreError) -> R) throws(SecretStoreError) -> R {
+    public func transaction<R>(_ body: (inout Transaction) throws(SecretStoreError) -> R) throws(SecretStoreError) -> R
+    {
         try locked { (state) throws(SecretStoreError) in
             try withUnsafeMutablePointer(to: &state) { (pointer) throws(SecretStoreError) -> R in
                 var tx = Transaction(state: pointer)
@@ -301,8 +330,10 @@ public final class SecretStore: Sendable {
 
     /// Rewraps the data keys with a new master key (one small transaction; values are untouched).
     /// Afterwards the old master key no longer opens the store.
-    public func rotateMasterKey(to newKey: MasterKeySource,
-                                scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters) throws(SecretStoreError) {
+    public func rotateMasterKey(
+        to newKey: MasterKeySource,
+        scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters
+    ) throws(SecretStoreError) {
         try locked { (state) throws(SecretStoreError) in
             try Format.rotateMasterKey(&state, to: newKey, scrypt: scryptParameters)
         }

@@ -72,18 +72,20 @@ public struct SecretStoreError: Error, Sendable, CustomStringConvertible {
 
     /// The error for a value that does not authenticate.
     public static func tampered(namespace: String, name: String) -> SecretStoreError {
-        SecretStoreError(tampered, "the value \(namespace)/\(name) does not authenticate: it was modified or moved",
-                         namespace: namespace, name: name)
+        SecretStoreError(
+            tampered, "the value \(namespace)/\(name) does not authenticate: it was modified or moved",
+            namespace: namespace, name: name)
     }
 
     /// A master-key or envelope failure as the store's error, under the same code.
     init(_ error: SealingError) {
-        let code = switch error.code {
-        case .keyUnavailable: Self.keyUnavailable
-        case .permission: Self.permission
-        case .io: Self.io
-        case .tampered: Self.tampered
-        }
+        let code =
+            switch error.code {
+            case .keyUnavailable: Self.keyUnavailable
+            case .permission: Self.permission
+            case .io: Self.io
+            case .tampered: Self.tampered
+            }
         self.init(code, error.message, underlying: error.underlying)
     }
 }

@@ -56,14 +56,19 @@ public enum HTTPTransportContract {
     /// Response headers reach the caller: a `WWW-Authenticate` challenge, `Retry-After`, `Date`.
     public static func responseHeadersArrive(_ transport: any HTTPTransport, base: URL) async throws {
         var components = URLComponents(url: base.appendingPathComponent("with-headers"), resolvingAgainstBaseURL: false)
-        components?.queryItems = [URLQueryItem(name: "h", value: #"WWW-Authenticate:Bearer error="invalid_token""#),
-                                  URLQueryItem(name: "h", value: "Retry-After:7")]
+        components?.queryItems = [
+            URLQueryItem(name: "h", value: #"WWW-Authenticate:Bearer error="invalid_token""#),
+            URLQueryItem(name: "h", value: "Retry-After:7")
+        ]
         guard let url = components?.url else { throw Violation("cannot build the /with-headers URL") }
         let response = try await transport.send(APIRequest(url: url))
         try check(response.status.code == 200, "GET /with-headers answered \(response.status)")
-        try check(response.headerFields[.wwwAuthenticate] == #"Bearer error="invalid_token""#,
-                  "WWW-Authenticate arrived as \(response.headerFields[.wwwAuthenticate] ?? "nothing")")
-        try check(response.headerFields[.retryAfter] == "7", "Retry-After arrived as \(response.headerFields[.retryAfter] ?? "nothing")")
+        try check(
+            response.headerFields[.wwwAuthenticate] == #"Bearer error="invalid_token""#,
+            "WWW-Authenticate arrived as \(response.headerFields[.wwwAuthenticate] ?? "nothing")")
+        try check(
+            response.headerFields[.retryAfter] == "7",
+            "Retry-After arrived as \(response.headerFields[.retryAfter] ?? "nothing")")
         try check(response.headerFields[.date].flatMap(HTTPDate.parse) != nil, "no parsable Date header")
     }
 
@@ -77,7 +82,9 @@ public enum HTTPTransportContract {
         request.headerFields[.authorization] = "Bearer contract-token"
         let echo = try await echo(transport.send(request))
         try check(echo.headers["cookie"] == "a=1; b=2", "Cookie arrived as \(echo.headers["cookie"] ?? "nothing")")
-        try check(echo.headers["accept"] == "application/json, text/plain", "Accept arrived as \(echo.headers["accept"] ?? "nothing")")
+        try check(
+            echo.headers["accept"] == "application/json, text/plain",
+            "Accept arrived as \(echo.headers["accept"] ?? "nothing")")
         try check(echo.headers["authorization"] == "Bearer contract-token", "Authorization did not arrive as set")
     }
 
@@ -87,7 +94,9 @@ public enum HTTPTransportContract {
         var request = APIRequest(method: .put, url: base.appendingPathComponent("echo/body"), body: body)
         request.headerFields[.contentType] = "application/octet-stream"
         let echo = try await echo(transport.send(request))
-        try check(echo.method == "PUT" && echo.body_size == body.count, "PUT /echo saw \(echo.method) with \(echo.body_size) bytes of \(body.count)")
+        try check(
+            echo.method == "PUT" && echo.body_size == body.count,
+            "PUT /echo saw \(echo.method) with \(echo.body_size) bytes of \(body.count)")
         try check(Data(base64Encoded: echo.body) == body, "the body arrived changed")
     }
 
@@ -107,13 +116,16 @@ public enum HTTPTransportContract {
     public static func redirectsAreNotFollowed(_ transport: any HTTPTransport, base: URL) async throws {
         for status in [302, 307] {
             var components = URLComponents(url: base.appendingPathComponent("redirect"), resolvingAgainstBaseURL: false)
-            components?.queryItems = [URLQueryItem(name: "status", value: String(status)),
-                                      URLQueryItem(name: "to", value: base.appendingPathComponent("echo/redirected").absoluteString)]
+            components?.queryItems = [
+                URLQueryItem(name: "status", value: String(status)),
+                URLQueryItem(name: "to", value: base.appendingPathComponent("echo/redirected").absoluteString)
+            ]
             guard let url = components?.url else { throw Violation("cannot build the /redirect URL") }
             var request = APIRequest(method: .post, url: url, body: Data("client_secret=s".utf8))
             request.headerFields[.authorization] = "Bearer contract-token"
             let response = try await transport.send(request)
-            try check(response.status.code == status, "a \(status) redirect was followed (the caller saw \(response.status))")
+            try check(
+                response.status.code == status, "a \(status) redirect was followed (the caller saw \(response.status))")
         }
     }
 
@@ -122,7 +134,9 @@ public enum HTTPTransportContract {
     /// a test process has delayed timers by up to 20 s).
     public static func timeoutsAreReported(_ transport: any HTTPTransport, base: URL) async throws {
         let started = ContinuousClock.now
-        var request = APIRequest(url: base.appendingPathComponent("slow").appending(queryItems: [URLQueryItem(name: "seconds", value: "60")]))
+        var request = APIRequest(
+            url: base.appendingPathComponent("slow").appending(queryItems: [URLQueryItem(name: "seconds", value: "60")])
+        )
         request.timeout = 0.5
         do {
             _ = try await transport.send(request)
@@ -135,7 +149,8 @@ public enum HTTPTransportContract {
 
     /// Cancelling the task ends the request with `CancellationError`.
     public static func cancellationEndsTheRequest(_ transport: any HTTPTransport, base: URL) async throws {
-        let url = base.appendingPathComponent("slow").appending(queryItems: [URLQueryItem(name: "seconds", value: "60")])
+        let url = base.appendingPathComponent("slow").appending(queryItems: [URLQueryItem(name: "seconds", value: "60")]
+        )
         let task = Task { try await transport.send(APIRequest(url: url, timeout: 90)) }
         try await Task.sleep(nanoseconds: 200_000_000)
         let started = ContinuousClock.now
@@ -161,11 +176,15 @@ public enum HTTPTransportContract {
     /// counts too (in Moose's own parallel test run, up to 82 MiB was seen during one download), hence
     /// the large default size. Pass
     /// `checksMemory: false` under AddressSanitizer, whose quarantine keeps freed memory resident.
-    public static func downloadsStreamToDiskInBoundedMemory(_ transport: any FileTransferTransport, base: URL,
-                                                            size: Int = 256 << 20, checksMemory: Bool = true) async throws {
+    public static func downloadsStreamToDiskInBoundedMemory(
+        _ transport: any FileTransferTransport, base: URL,
+        size: Int = 256 << 20, checksMemory: Bool = true
+    ) async throws {
         let destination = temporaryFile("contract-download")
         defer { try? FileManager.default.removeItem(at: destination) }
-        let url = base.appendingPathComponent("bytes").appending(queryItems: [URLQueryItem(name: "n", value: String(size))])
+        let url = base.appendingPathComponent("bytes").appending(queryItems: [
+            URLQueryItem(name: "n", value: String(size))
+        ])
         releaseFreeMemory()
         let exactPeak = resetPeakResidentBytes()
         let baseline = residentBytes()
@@ -193,10 +212,14 @@ public enum HTTPTransportContract {
         for offset in stride(from: 0, to: size, by: max(1, size / 64)) + [size - 1] {
             var byte: UInt8 = 0
             let read = pread(file, &byte, 1, off_t(offset))
-            try check(read == 1 && byte == UInt8(offset % 256), "byte \(offset) is \(read == 1 ? String(byte) : "missing"), not \(offset % 256)")
+            try check(
+                read == 1 && byte == UInt8(offset % 256),
+                "byte \(offset) is \(read == 1 ? String(byte) : "missing"), not \(offset % 256)")
         }
         let growth = peak - baseline
-        try check(!checksMemory || growth < size / 2, "resident memory grew by \(growth >> 20) MiB during a \(size >> 20) MiB download")
+        try check(
+            !checksMemory || growth < size / 2,
+            "resident memory grew by \(growth >> 20) MiB during a \(size >> 20) MiB download")
     }
 
     /// Cancelling a download midway ends it with `CancellationError` before the whole body arrived.
@@ -207,8 +230,10 @@ public enum HTTPTransportContract {
         // for the consumer, not the transport: under ThreadSanitizer on 2 busy cores the loop below
         // once got its first progress step only after a 10 ms-paced body (~8 s) had wholly arrived.
         let size = 50_000_000
-        let url = base.appendingPathComponent("bytes").appending(queryItems: [URLQueryItem(name: "n", value: String(size)),
-                                                                               URLQueryItem(name: "pause", value: "0.05")])
+        let url = base.appendingPathComponent("bytes").appending(queryItems: [
+            URLQueryItem(name: "n", value: String(size)),
+            URLQueryItem(name: "pause", value: "0.05")
+        ])
         let transfer = try transport.download(APIRequest(url: url, timeout: 60), to: destination)
         var received: Int64 = 0
         for await step in transfer.progress {
@@ -228,7 +253,9 @@ public enum HTTPTransportContract {
     }
 
     /// An upload streams a file as the body, with progress up to its size.
-    public static func uploadsStreamFromAFileWithProgress(_ transport: any FileTransferTransport, base: URL) async throws {
+    public static func uploadsStreamFromAFileWithProgress(_ transport: any FileTransferTransport, base: URL)
+        async throws
+    {
         let file = temporaryFile("contract-upload")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(repeating: 42, count: 3_000_000).write(to: file)
@@ -238,7 +265,9 @@ public enum HTTPTransportContract {
         var last: TransferProgress? = nil
         for await step in transfer.progress { last = step }
         let echo = try echo(try await transfer.response)
-        try check(echo.body_size == 3_000_000 && echo.method == "PUT", "the upload arrived as \(echo.method) with \(echo.body_size) bytes")
+        try check(
+            echo.body_size == 3_000_000 && echo.method == "PUT",
+            "the upload arrived as \(echo.method) with \(echo.body_size) bytes")
         try check(last?.completed == 3_000_000, "upload progress ended at \(last?.completed ?? -1)")
     }
 
@@ -264,7 +293,8 @@ public enum HTTPTransportContract {
     }
 
     static func temporaryFile(_ name: String) -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("moose-\(name)-\(UInt64.random(in: 0...UInt64.max))")
+        FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moose-\(name)-\(UInt64.random(in: 0...UInt64.max))")
     }
 
     /// Gives freed heap pages back to the system (glibc's `malloc_trim(0)`, looked up at run time), so
@@ -295,8 +325,9 @@ public enum HTTPTransportContract {
     static func peakResidentBytes() -> Int {
         #if os(Linux)
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return 0 }
         return kilobytes * 1024
         #else
         return 0

@@ -31,7 +31,9 @@ public final class ScriptedTransport: HTTPTransport, Sendable {
     public convenience init(responses: [APIResponse]) {
         let queue = Mutex(responses)
         self.init { _ in
-            queue.withLock { $0.isEmpty ? APIResponse(status: 599, body: Data("script exhausted".utf8)) : $0.removeFirst() }
+            queue.withLock {
+                $0.isEmpty ? APIResponse(status: 599, body: Data("script exhausted".utf8)) : $0.removeFirst()
+            }
         }
     }
 
@@ -46,7 +48,9 @@ public final class ScriptedTransport: HTTPTransport, Sendable {
 
 extension APIResponse {
     /// A JSON response (`Content-Type: application/json`) for scripted transports.
-    public static func json(_ text: String, status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:]) -> APIResponse {
+    public static func json(_ text: String, status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:])
+        -> APIResponse
+    {
         var headers = headerFields
         headers[.contentType] = "application/json"
         return APIResponse(status: status, headerFields: headers, body: Data(text.utf8))

@@ -21,7 +21,10 @@ public final class ScriptedUserAgent: ExternalUserAgent, Sendable {
 
     /// An agent whose redirect is whatever `respond` returns for the authorization URL, the
     /// redirect URI and the `state` the flow sent.
-    public init(_ respond: @escaping @Sendable (_ authorizationURL: URL, _ redirectURI: URL, _ state: String) async throws -> URL) {
+    public init(
+        _ respond:
+            @escaping @Sendable (_ authorizationURL: URL, _ redirectURI: URL, _ state: String) async throws -> URL
+    ) {
         self.respond = respond
     }
 
@@ -38,7 +41,9 @@ public final class ScriptedUserAgent: ExternalUserAgent, Sendable {
     public var authorizationURLs: [URL] { seen.withLock { $0 } }
 
     public func authorize(url: URL, redirectURI: URL) async throws -> URL {
-        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value ?? ""
+        let state =
+            URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+            ?? ""
         return try await authorize(url: url, redirectURI: redirectURI, expectedState: state)
     }
 

@@ -28,8 +28,10 @@ public enum SessionStorageContract {
 
     /// Every check, in order; with `damage` (spoils the row under the key it is given, in the
     /// storage it is given), the damaged-row checks as well.
-    public static func verify(_ make: @Sendable () async throws -> any SessionStorage,
-                              damage: (@Sendable (any SessionStorage, String) async throws -> Void)? = nil) async throws {
+    public static func verify(
+        _ make: @Sendable () async throws -> any SessionStorage,
+        damage: (@Sendable (any SessionStorage, String) async throws -> Void)? = nil
+    ) async throws {
         if let damage {
             try await damagedRowsNeverLockAPersonOut(make(), damage: damage)
         }
@@ -42,8 +44,10 @@ public enum SessionStorageContract {
     }
 
     static func session(_ access: String, _ refresh: String = "r") -> OAuthSession {
-        OAuthSession(issuer: "https://id.example.com", clientID: "contract", tokens: TokenSet(accessToken: access, refreshToken: refresh),
-                attributes: ["note": "contract"])
+        OAuthSession(
+            issuer: "https://id.example.com", clientID: "contract",
+            tokens: TokenSet(accessToken: access, refreshToken: refresh),
+            attributes: ["note": "contract"])
     }
 
     static func require(_ condition: Bool, _ rule: String) throws {
@@ -64,8 +68,9 @@ public enum SessionStorageContract {
         try require(try await storage.load("a") == nil, "an empty storage has no session")
         let first = try await storage.save(session("at1"), key: "a", expectedGeneration: nil, lease: nil)
         let loaded = try await storage.load("a")
-        try require(loaded?.session.tokens.accessToken == "at1" && loaded?.session.attributes["note"] == "contract",
-                    "a saved session loads back unchanged")
+        try require(
+            loaded?.session.tokens.accessToken == "at1" && loaded?.session.attributes["note"] == "contract",
+            "a saved session loads back unchanged")
         try require(loaded?.generation == first, "load reports the generation save returned")
         let second = try await storage.replace(session("at2"), key: "a")
         try require(second > first, "every write raises the generation (\(first) → \(second))")
@@ -83,7 +88,8 @@ public enum SessionStorageContract {
             _ = try await storage.save(session("evil"), key: "b", expectedGeneration: generation, lease: nil)
         }
         let stored = try await storage.load("b")
-        try require(stored?.session.tokens.accessToken == "at2" && stored?.generation == next, "a refused save changes nothing")
+        try require(
+            stored?.session.tokens.accessToken == "at2" && stored?.generation == next, "a refused save changes nothing")
     }
 
     /// A write fenced by a lease commits only while that exact acquisition holds it.
@@ -101,7 +107,8 @@ public enum SessionStorageContract {
             _ = try await storage.save(session("evil"), key: "c", expectedGeneration: next, lease: lease)
         }
         try await storage.releaseLease(newer)
-        try require(try await storage.load("c")?.session.tokens.accessToken == "at2", "fenced-out writes change nothing")
+        try require(
+            try await storage.load("c")?.session.tokens.accessToken == "at2", "fenced-out writes change nothing")
     }
 
     /// One holder at a time; renewal extends a lease; a holder that never releases (a crash) loses
@@ -115,24 +122,26 @@ public enum SessionStorageContract {
             _ = try await storage.acquireLease("refresh:d", ttl: 5, timeout: 0.2)
         }
         let renewed = try await storage.renewLease(held, ttl: 1200)
-        try require(renewed.fencingToken == held.fencingToken && renewed.expiresAt > held.expiresAt,
-                    "renewal keeps the fencing token and extends the expiry")
+        try require(
+            renewed.fencingToken == held.fencingToken && renewed.expiresAt > held.expiresAt,
+            "renewal keeps the fencing token and extends the expiry")
         try await storage.releaseLease(renewed)
 
         // A holder that "crashes": never releases. The lease lapses by the storage's clock.
         let crashed = try await storage.acquireLease("refresh:e", ttl: 0.3, timeout: 1)
         let next = try await storage.acquireLease("refresh:e", ttl: 600, timeout: 10)
-        try require(Date() >= crashed.expiresAt.addingTimeInterval(-0.05), "a held lease was handed out before it lapsed")
+        try require(
+            Date() >= crashed.expiresAt.addingTimeInterval(-0.05), "a held lease was handed out before it lapsed")
         try require(next.fencingToken > crashed.fencingToken, "the next holder gets a larger fencing token")
         try await expectCode(OAuthError.leaseLost, "renewing a lease that lapsed and was taken over") {
             _ = try await storage.renewLease(crashed, ttl: 5)
         }
-        try await storage.releaseLease(crashed)   // releasing a lost lease is no error…
+        try await storage.releaseLease(crashed) // releasing a lost lease is no error…
         try await expectCode(OAuthError.leaseBusy, "…and does not release the new holder's") {
             _ = try await storage.acquireLease("refresh:e", ttl: 5, timeout: 0.2)
         }
         try await storage.releaseLease(next)
-        _ = try await storage.acquireLease("refresh:e", ttl: 5, timeout: 1)   // released: free at once
+        _ = try await storage.acquireLease("refresh:e", ttl: 5, timeout: 1) // released: free at once
     }
 
     /// 20 tasks each read, then compare-and-set: exactly one write per generation wins.
@@ -144,7 +153,8 @@ public enum SessionStorageContract {
                 for task in 0..<20 {
                     group.addTask {
                         do {
-                            return try await storage.save(session("at\(round)-\(task)"), key: "e", expectedGeneration: expected, lease: nil)
+                            return try await storage.save(
+                                session("at\(round)-\(task)"), key: "e", expectedGeneration: expected, lease: nil)
                         } catch let error as OAuthError where error.code == OAuthError.storageConflict {
                             return nil
                         }
@@ -154,7 +164,8 @@ public enum SessionStorageContract {
                 for try await result in group { if let result { won.append(result) } }
                 return won
             }
-            try require(winners.count == 1, "round \(round): \(winners.count) compare-and-set writes won, expected exactly one")
+            try require(
+                winners.count == 1, "round \(round): \(winners.count) compare-and-set writes won, expected exactly one")
             generation = winners[0]
         }
     }
@@ -165,7 +176,8 @@ public enum SessionStorageContract {
         let before = try await storage.save(session("g1"), key: "g", expectedGeneration: nil, lease: nil)
         _ = try await storage.delete("g")
         let after = try await storage.replace(session("g2"), key: "g")
-        try require(after > before, "a generation after delete + replace (\(after)) is not larger than before (\(before))")
+        try require(
+            after > before, "a generation after delete + replace (\(after)) is not larger than before (\(before))")
         try await expectCode(OAuthError.storageConflict, "a save prepared before a logout, landing on the next login") {
             _ = try await storage.save(session("stale"), key: "g", expectedGeneration: before, lease: nil)
         }
@@ -182,22 +194,29 @@ public enum SessionStorageContract {
     /// A row that cannot be opened never locks a person out: `load` says `sessionDamaged` for that key
     /// only, `keys` lists it, `replace` writes over it and `delete`
     /// removes it, generations keep growing, and every other key keeps working.
-    public static func damagedRowsNeverLockAPersonOut(_ storage: any SessionStorage,
-                                                      damage: @Sendable (any SessionStorage, String) async throws -> Void) async throws {
+    public static func damagedRowsNeverLockAPersonOut(
+        _ storage: any SessionStorage,
+        damage: @Sendable (any SessionStorage, String) async throws -> Void
+    ) async throws {
         let before = try await storage.save(session("d1"), key: "d", expectedGeneration: nil, lease: nil)
         _ = try await storage.replace(session("ok"), key: "ok")
         try await damage(storage, "d")
         try await expectCode(OAuthError.sessionDamaged, "load of a damaged row") { _ = try await storage.load("d") }
-        try require(try await storage.load("ok")?.session.tokens.accessToken == "ok", "another key still loads beside a damaged row")
+        try require(
+            try await storage.load("ok")?.session.tokens.accessToken == "ok",
+            "another key still loads beside a damaged row")
         try require(try await storage.keys() == ["d", "ok"], "keys lists a damaged row")
         let replaced = try await storage.replace(session("d2"), key: "d")
-        try require(replaced > before, "replace over a damaged row gives a larger generation (\(replaced) after \(before))")
-        try require(try await storage.load("d")?.session.tokens.accessToken == "d2", "replace writes over a damaged row")
+        try require(
+            replaced > before, "replace over a damaged row gives a larger generation (\(replaced) after \(before))")
+        try require(
+            try await storage.load("d")?.session.tokens.accessToken == "d2", "replace writes over a damaged row")
         try await damage(storage, "d")
         try require(try await storage.delete("d"), "delete removes a damaged row (and says so)")
         try require(try await storage.load("d") == nil, "a deleted damaged row does not load")
         try require(try await storage.keys() == ["ok"], "a deleted damaged row is not listed")
         let after = try await storage.save(session("d3"), key: "d", expectedGeneration: nil, lease: nil)
-        try require(after > replaced, "generations keep growing across a damaged row's delete (\(after) after \(replaced))")
+        try require(
+            after > replaced, "generations keep growing across a damaged row's delete (\(after) after \(replaced))")
     }
 }

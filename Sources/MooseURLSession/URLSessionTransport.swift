@@ -33,8 +33,10 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         public var userAgent: String
 
         /// A configuration.
-        public init(requestTimeout: TimeInterval = 20, resourceTimeout: TimeInterval = 40, maximumConnectionsPerHost: Int = 6,
-                    defaultHeaders: HTTPFields = [:], userAgent: String = "Moose/0.1") {
+        public init(
+            requestTimeout: TimeInterval = 20, resourceTimeout: TimeInterval = 40, maximumConnectionsPerHost: Int = 6,
+            defaultHeaders: HTTPFields = [:], userAgent: String = "Moose/0.1"
+        ) {
             self.requestTimeout = requestTimeout
             self.resourceTimeout = resourceTimeout
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
@@ -74,7 +76,9 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
     ///
     /// - Throws: `HTTPRequestError.pinning` on Linux when `pins` is not empty (never a silently
     ///   unpinned transport).
-    public convenience init(configuration: Configuration = Configuration(), pins: PublicKeyPins) throws(HTTPRequestError) {
+    public convenience init(configuration: Configuration = Configuration(), pins: PublicKeyPins)
+        throws(HTTPRequestError)
+    {
         guard !pins.isEmpty else {
             self.init(configuration: configuration, pinning: nil)
             return
@@ -82,9 +86,10 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         #if canImport(Security)
         self.init(configuration: configuration, pinning: PinChecker(pins))
         #else
-        throw HTTPRequestError(HTTPRequestError.pinning,
-                               "URLSession on Linux (swift-corelibs-foundation) cannot check public-key pins (it asks no delegate about "
-                                   + "server trust); pinned hosts \(pins.hosts.joined(separator: ", ")): use CurlTransport(pins:)")
+        throw HTTPRequestError(
+            HTTPRequestError.pinning,
+            "URLSession on Linux (swift-corelibs-foundation) cannot check public-key pins (it asks no delegate about "
+                + "server trust); pinned hosts \(pins.hosts.joined(separator: ", ")): use CurlTransport(pins:)")
         #endif
     }
 
@@ -99,7 +104,8 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         delegate = SessionDelegate(pinning: pinning)
-        session = URLSession(configuration: sessionConfiguration, delegate: NoRedirects(pinning: pinning), delegateQueue: nil)
+        session = URLSession(
+            configuration: sessionConfiguration, delegate: NoRedirects(pinning: pinning), delegateQueue: nil)
         transferSession = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
         ownedSessions = [session, transferSession]
         taskDelegate = nil
@@ -208,7 +214,9 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
             throw HTTPRequestError.transportFailure("not an HTTP response", request)
         }
         if let asked = request.url, let answered = http.url, !Self.sameResource(asked, answered) {
-            throw HTTPRequestError.transportFailure("the response came from another URL (a redirect was followed; Moose refuses redirects for token traffic)", request)
+            throw HTTPRequestError.transportFailure(
+                "the response came from another URL (a redirect was followed; Moose refuses redirects for token traffic)",
+                request)
         }
         var headers = HTTPFields()
         for (name, value) in http.allHeaderFields {
@@ -228,10 +236,13 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         func parts(_ url: URL) -> [String] {
             let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
             let path = components?.percentEncodedPath ?? ""
-            return [components?.scheme?.lowercased() ?? "", components?.host?.lowercased() ?? "",
-                    components?.port.map(String.init) ?? "", path.isEmpty ? "/" : path, components?.percentEncodedQuery ?? ""]
+            return [
+                components?.scheme?.lowercased() ?? "", components?.host?.lowercased() ?? "",
+                components?.port.map(String.init) ?? "", path.isEmpty ? "/" : path,
+                components?.percentEncodedQuery ?? ""
+            ]
         }
-        return parts(a).map { Array($0.utf8) } == parts(b).map { Array($0.utf8) }   // bytes, not Unicode equivalence
+        return parts(a).map { Array($0.utf8) } == parts(b).map { Array($0.utf8) } // bytes, not Unicode equivalence
     }
 
     static func map(_ error: URLError, _ request: APIRequest, pinning: PinChecker? = nil) -> any Error {
@@ -244,9 +255,11 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
                 CancellationError()
             }
         case .timedOut: HTTPRequestError.timeout("timed out after \(request.timeout) s", request)
-        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted, .serverCertificateHasUnknownRoot,
-             .serverCertificateNotYetValid, .clientCertificateRejected, .clientCertificateRequired:
-            HTTPRequestError(HTTPRequestError.tls, error.localizedDescription, method: request.method, url: request.redactedURL)
+        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
+            .serverCertificateHasUnknownRoot,
+            .serverCertificateNotYetValid, .clientCertificateRejected, .clientCertificateRequired:
+            HTTPRequestError(
+                HTTPRequestError.tls, error.localizedDescription, method: request.method, url: request.redactedURL)
         default: HTTPRequestError.transportFailure(error.localizedDescription, request)
         }
     }
@@ -284,8 +297,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
     }
 
     #if canImport(Security)
-    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
-                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+    func urlSession(
+        _ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
         let (disposition, credential) = PinChecker.answer(challenge, pinning)
         completionHandler(disposition, credential)
     }
@@ -313,20 +328,28 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
 
     private func entry(_ task: URLSessionTask) -> Pending? { pending.withLock { $0[task.taskIdentifier] } }
 
-    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
-                    totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+    func urlSession(
+        _ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
+    ) {
         if let entry = entry(downloadTask), entry.state.withLock({ $0.cancelled }) {
             downloadTask.cancel()
             return
         }
-        entry(downloadTask)?.progress.yield(TransferProgress(completed: totalBytesWritten,
-                                                             total: totalBytesExpectedToWrite > 0 ? totalBytesExpectedToWrite : nil))
+        entry(downloadTask)?.progress.yield(
+            TransferProgress(
+                completed: totalBytesWritten,
+                total: totalBytesExpectedToWrite > 0 ? totalBytesExpectedToWrite : nil))
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
-                    totalBytesExpectedToSend: Int64) {
-        entry(task)?.progress.yield(TransferProgress(completed: totalBytesSent,
-                                                     total: totalBytesExpectedToSend > 0 ? totalBytesExpectedToSend : nil))
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        entry(task)?.progress.yield(
+            TransferProgress(
+                completed: totalBytesSent,
+                total: totalBytesExpectedToSend > 0 ? totalBytesExpectedToSend : nil))
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -371,11 +394,14 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         }
         if let moveError = state.moveError {
             entry.progress.finish()
-            continuation?.resume(throwing: HTTPRequestError.transportFailure("cannot save the download: \(moveError)", entry.request))
+            continuation?.resume(
+                throwing: HTTPRequestError.transportFailure("cannot save the download: \(moveError)", entry.request))
             return
         }
         let result = Result { () throws -> APIResponse in
-            guard let response = task.response else { throw HTTPRequestError.transportFailure("no response", entry.request) }
+            guard let response = task.response else {
+                throw HTTPRequestError.transportFailure("no response", entry.request)
+            }
             return try URLSessionTransport.response(response, body: state.body, for: entry.request)
         }
         if case .success = result, let destination = entry.destination {
@@ -388,8 +414,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         continuation?.resume(with: result)
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         completionHandler(nil)
     }
 }
@@ -405,15 +433,19 @@ final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     }
 
     #if canImport(Security)
-    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
-                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+    func urlSession(
+        _ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
         let (disposition, credential) = PinChecker.answer(challenge, pinning)
         completionHandler(disposition, credential)
     }
     #endif
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         completionHandler(nil)
     }
 }
@@ -437,14 +469,18 @@ final class PinChecker: Sendable {
     /// leaf's SubjectPublicKeyInfo (`SecTrustCopyCertificateChain`, `SecCertificateCopyData`,
     /// https://developer.apple.com/documentation/security/sectrustcopycertificatechain(_:)) against the pins.
     /// Anything else gets the default handling.
-    static func answer(_ challenge: URLAuthenticationChallenge, _ checker: PinChecker?) -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+    static func answer(_ challenge: URLAuthenticationChallenge, _ checker: PinChecker?) -> (
+        URLSession.AuthChallengeDisposition, URLCredential?
+    ) {
         let space = challenge.protectionSpace
         guard let checker, space.authenticationMethod == NSURLAuthenticationMethodServerTrust,
-              !checker.pins.pins(for: space.host).isEmpty, let trust = space.serverTrust else { return (.performDefaultHandling, nil) }
+            !checker.pins.pins(for: space.host).isEmpty, let trust = space.serverTrust
+        else { return (.performDefaultHandling, nil) }
         guard SecTrustEvaluateWithError(trust, nil) else { return (.performDefaultHandling, nil) }
         if let chain = SecTrustCopyCertificateChain(trust) as? [SecCertificate], let leaf = chain.first,
-           let key = PublicKeyPins.subjectPublicKeyInfo(certificateDER: Array(SecCertificateCopyData(leaf) as Data)),
-           checker.pins.permits(host: space.host, subjectPublicKeyInfoSHA256: Array(SHA256.hash(data: key))) {
+            let key = PublicKeyPins.subjectPublicKeyInfo(certificateDER: Array(SecCertificateCopyData(leaf) as Data)),
+            checker.pins.permits(host: space.host, subjectPublicKeyInfoSHA256: Array(SHA256.hash(data: key)))
+        {
             return (.useCredential, URLCredential(trust: trust))
         }
         checker.refusedHosts.withLock { _ = $0.insert(PublicKeyPins.normalised(space.host)) }
@@ -484,10 +520,12 @@ enum OnceDataTask {
 
         /// Resumes the awaiting task with the first outcome only.
         func finish(_ data: Data?, _ response: URLResponse?, _ error: (any Error)?) {
-            guard let continuation = fields.withLock({ fields -> CheckedContinuation<(Data, URLResponse), any Error>? in
-                defer { fields.continuation = nil }
-                return fields.continuation
-            }) else { return }
+            guard
+                let continuation = fields.withLock({ fields -> CheckedContinuation<(Data, URLResponse), any Error>? in
+                    defer { fields.continuation = nil }
+                    return fields.continuation
+                })
+            else { return }
             if let response, error == nil {
                 continuation.resume(returning: (data ?? Data(), response))
             } else {
@@ -505,12 +543,16 @@ enum OnceDataTask {
         }
     }
 
-    static func data(_ session: URLSession, for request: URLRequest, delegate: (any URLSessionTaskDelegate)?) async throws -> (Data, URLResponse) {
+    static func data(_ session: URLSession, for request: URLRequest, delegate: (any URLSessionTaskDelegate)?)
+        async throws -> (Data, URLResponse)
+    {
         #if canImport(FoundationNetworking)
         let state = State()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let task = session.dataTask(with: request) { data, response, error in state.finish(data, response, error) }
+                let task = session.dataTask(with: request) { data, response, error in
+                    state.finish(data, response, error)
+                }
                 task.delegate = delegate
                 state.start(task, continuation: continuation)
             }

@@ -65,10 +65,11 @@ public struct ResourceServerMiddleware: AsyncMiddleware {
         // Repeated fields are joined with commas (RFC 9110 §5.3), which the verifier refuses as malformed.
         let authorization = request.headers[.authorization]
         let dpop = request.headers["DPoP"]
-        return try await server.verify(authorizationHeader: authorization.isEmpty ? nil : authorization.joined(separator: ", "),
-                                       dpopHeader: dpop.isEmpty ? nil : dpop.joined(separator: ", "),
-                                       method: request.method.rawValue, url: publicBaseURL + request.url.path,
-                                       requiredScopes: requiredScopes)
+        return try await server.verify(
+            authorizationHeader: authorization.isEmpty ? nil : authorization.joined(separator: ", "),
+            dpopHeader: dpop.isEmpty ? nil : dpop.joined(separator: ", "),
+            method: request.method.rawValue, url: publicBaseURL + request.url.path,
+            requiredScopes: requiredScopes)
     }
 
     /// The answer to a refusal: its status and headers, and an empty body.
@@ -106,8 +107,11 @@ public struct ResourceServerAuthenticator: AsyncRequestAuthenticator {
 
     /// Logs in the caller of a request whose credentials verify; leaves any other request as it is.
     public func authenticate(request: Request) async throws {
-        let middleware = ResourceServerMiddleware(server: server, publicBaseURL: publicBaseURL, requiredScopes: requiredScopes)
-        if let principal = try? await middleware.verify(request) { request.auth.login(AuthenticatedPrincipal(principal)) }
+        let middleware = ResourceServerMiddleware(
+            server: server, publicBaseURL: publicBaseURL, requiredScopes: requiredScopes)
+        if let principal = try? await middleware.verify(request) {
+            request.auth.login(AuthenticatedPrincipal(principal))
+        }
     }
 }
 
@@ -119,8 +123,9 @@ extension ProtectedResourceDocument {
         let json = self.json
         let components = path.split(separator: "/").map { PathComponent.constant(String($0)) }
         routes.get(components) { _ async -> Response in
-            Response(status: .ok, headers: ["Content-Type": "application/json", "Cache-Control": "max-age=3600"],
-                     body: .init(string: json))
+            Response(
+                status: .ok, headers: ["Content-Type": "application/json", "Cache-Control": "max-age=3600"],
+                body: .init(string: json))
         }
     }
 }

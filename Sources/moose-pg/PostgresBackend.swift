@@ -31,7 +31,9 @@ final class PostgresBackend: CLISessionBackend, Sendable {
     private static func open(_ location: CLIStoreLocation) throws -> PostgresSessionStorage {
         do {
             var configuration = try PostgresStorageConfiguration(url: location.url)
-            if configuration.password == nil, let password = getenv("PGPASSWORD").map({ String(cString: $0) }), !password.isEmpty {
+            if configuration.password == nil, let password = getenv("PGPASSWORD").map({ String(cString: $0) }),
+                !password.isEmpty
+            {
                 configuration.password = password
             }
             return try PostgresSessionStorage(configuration: configuration, masterKey: location.masterKey)
@@ -50,7 +52,9 @@ final class PostgresBackend: CLISessionBackend, Sendable {
 
     func load(_ key: String) throws -> StoredSession? { try call { try await $0.load(key) } }
 
-    func replace(_ session: OAuthSession, key: String) throws { _ = try call { try await $0.replace(session, key: key) } }
+    func replace(_ session: OAuthSession, key: String) throws {
+        _ = try call { try await $0.replace(session, key: key) }
+    }
 
     func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?) throws -> Int64 {
         try call { try await $0.save(session, key: key, expectedGeneration: expectedGeneration, lease: nil) }
@@ -63,7 +67,8 @@ final class PostgresBackend: CLISessionBackend, Sendable {
     func prepareStore() throws -> String {
         do { try call { try await $0.prepare() } } catch { throw Self.cliError(error) }
         let configuration = postgres.configuration
-        return "store \(configuration.redactedURL) is ready (schema \(configuration.schema), version \(PostgresSessionStorage.schemaVersion)); key OK"
+        return
+            "store \(configuration.redactedURL) is ready (schema \(configuration.schema), version \(PostgresSessionStorage.schemaVersion)); key OK"
     }
 
     func checkStore() throws -> CLIStoreCheck {
@@ -71,7 +76,8 @@ final class PostgresBackend: CLISessionBackend, Sendable {
         do { report = try call { try await $0.check() } } catch { throw Self.cliError(error) }
         let configuration = postgres.configuration
         var lines = report.bad.map { key, error in "BAD  \(PostgresSessionStorage.namespace)/\(key): \(error.code)" }
-        lines.append("database: \(configuration.redactedURL), schema \(configuration.schema) version \(report.schemaVersion)")
+        lines.append(
+            "database: \(configuration.redactedURL), schema \(configuration.schema) version \(report.schemaVersion)")
         lines.append("\(report.good) sessions open, \(report.bad.count) do not (\(report.tombstones) deleted)")
         return CLIStoreCheck(lines: lines, isHealthy: report.isHealthy)
     }
@@ -96,7 +102,9 @@ final class PostgresBackend: CLISessionBackend, Sendable {
 
     /// Cancels `run()` and waits (up to 2 s) for the pool to close its connections.
     func close() {
-        let first = closed.withLock { closed in defer { closed = true }; return !closed }
+        let first = closed.withLock { closed in
+            defer { closed = true }; return !closed
+        }
         guard first else { return }
         runner.cancel()
         let done = DispatchSemaphore(value: 0)
@@ -112,7 +120,8 @@ final class PostgresBackend: CLISessionBackend, Sendable {
     static func cliError(_ error: any Error) -> any Error {
         if let error = error as? PostgresStorageError { return CLIError.failed(error.description) }
         if let error = error as? SecretStoreError {
-            return error.code == SecretStoreError.invalidArgument ? CLIError.usage(error.message) : CLIError.failed("\(error.code): \(error.message)")
+            return error.code == SecretStoreError.invalidArgument
+                ? CLIError.usage(error.message) : CLIError.failed("\(error.code): \(error.message)")
         }
         if let error = error as? OAuthError { return CLIError.failed(error.description) }
         return error

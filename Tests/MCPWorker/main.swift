@@ -22,7 +22,8 @@ struct WorkerError: Error, CustomStringConvertible {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 6, arguments[1] == "echo", let url = URL(string: arguments[4]), let count = Int(arguments[5]),
-      (1...100).contains(count) else {
+    (1...100).contains(count)
+else {
     say("usage: moose-mcp-worker echo STORE KEYFILE SERVER_URL COUNT")
     exit(2)
 }
@@ -30,16 +31,23 @@ do {
     let store = try SecretStore(path: arguments[2], masterKey: .keyFile(arguments[3]))
     let authorizer = try MooseMCPAuthorizer(
         serverURL: url, storage: EncryptedSessionStorage(store: store),
-        login: .loopback { _ in throw WorkerError(description: "the worker must not log in: the session is in the store") })
+        login: .loopback { _ in
+            throw WorkerError(description: "the worker must not log in: the session is in the store")
+        })
     let transport = MooseMCPTransport(endpoint: url, authorizer: authorizer)
     let client = Client(name: "moose-mcp-worker", version: "1.0")
     _ = try await client.connect(transport: transport)
     for index in 0..<count {
-        let (content, _) = try await client.callTool(name: "echo", arguments: ["text": .string("worker \(getpid()) \(index)")])
-        guard case .text(let text, _, _)? = content.first else { throw WorkerError(description: "echo answered no text") }
+        let (content, _) = try await client.callTool(
+            name: "echo", arguments: ["text": .string("worker \(getpid()) \(index)")])
+        guard case .text(let text, _, _)? = content.first else {
+            throw WorkerError(description: "echo answered no text")
+        }
         say("ok \(text)")
     }
-    say("token \(authorizer.manager.cachedAccessToken(minimumValidity: 0).map { TokenSet.fingerprint($0.value) } ?? "none")")
+    say(
+        "token \(authorizer.manager.cachedAccessToken(minimumValidity: 0).map { TokenSet.fingerprint($0.value) } ?? "none")"
+    )
     await client.disconnect()
 } catch {
     say("error \(error)")

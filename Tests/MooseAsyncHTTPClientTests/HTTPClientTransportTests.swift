@@ -28,20 +28,36 @@ struct HTTPClientTransportContractTests {
     let transport = Clients.transport
     let base = TestServer.base
 
-    @Test func responseHeadersArrive() async throws { try await HTTPTransportContract.responseHeadersArrive(transport, base: base) }
-    @Test func requestHeadersArriveAsHTTP1Lines() async throws { try await HTTPTransportContract.requestHeadersArriveAsHTTP1Lines(transport, base: base) }
-    @Test func bodiesArriveByteForByte() async throws { try await HTTPTransportContract.bodiesArriveByteForByte(transport, base: base) }
-    @Test func bodyFilesAreSent() async throws { try await HTTPTransportContract.bodyFilesAreSent(transport, base: base) }
-    @Test func redirectsAreNotFollowed() async throws { try await HTTPTransportContract.redirectsAreNotFollowed(transport, base: base) }
-    @Test func timeoutsAreReported() async throws { try await HTTPTransportContract.timeoutsAreReported(transport, base: base) }
-    @Test func cancellationEndsTheRequest() async throws { try await HTTPTransportContract.cancellationEndsTheRequest(transport, base: base) }
+    @Test func responseHeadersArrive() async throws {
+        try await HTTPTransportContract.responseHeadersArrive(transport, base: base)
+    }
+    @Test func requestHeadersArriveAsHTTP1Lines() async throws {
+        try await HTTPTransportContract.requestHeadersArriveAsHTTP1Lines(transport, base: base)
+    }
+    @Test func bodiesArriveByteForByte() async throws {
+        try await HTTPTransportContract.bodiesArriveByteForByte(transport, base: base)
+    }
+    @Test func bodyFilesAreSent() async throws {
+        try await HTTPTransportContract.bodyFilesAreSent(transport, base: base)
+    }
+    @Test func redirectsAreNotFollowed() async throws {
+        try await HTTPTransportContract.redirectsAreNotFollowed(transport, base: base)
+    }
+    @Test func timeoutsAreReported() async throws {
+        try await HTTPTransportContract.timeoutsAreReported(transport, base: base)
+    }
+    @Test func cancellationEndsTheRequest() async throws {
+        try await HTTPTransportContract.cancellationEndsTheRequest(transport, base: base)
+    }
     @Test func downloadsStreamToDiskInBoundedMemory() async throws {
         let (transport, base) = (transport, base)
         try await MemoryMeasurement.shared.exclusively {
             try await HTTPTransportContract.downloadsStreamToDiskInBoundedMemory(transport, base: base)
         }
     }
-    @Test func cancelledDownloadsStop() async throws { try await HTTPTransportContract.cancelledDownloadsStop(transport, base: base) }
+    @Test func cancelledDownloadsStop() async throws {
+        try await HTTPTransportContract.cancelledDownloadsStop(transport, base: base)
+    }
     @Test func uploadsStreamFromAFileWithProgress() async throws {
         try await HTTPTransportContract.uploadsStreamFromAFileWithProgress(transport, base: base)
     }
@@ -55,11 +71,15 @@ struct HTTPClientTransportTests {
         let transport = HTTPClientTransport(client: .shared)
         let target = TestServer.base.appendingPathComponent("echo/redirected").absoluteString
         let post = TestServer.base.appendingPathComponent("redirect")
-            .appending(queryItems: [URLQueryItem(name: "status", value: "307"), URLQueryItem(name: "to", value: target)])
-        let response = try await transport.send(APIRequest(method: .post, url: post, body: Data("client_secret=s".utf8)))
+            .appending(queryItems: [URLQueryItem(name: "status", value: "307"), URLQueryItem(name: "to", value: target)]
+            )
+        let response = try await transport.send(
+            APIRequest(method: .post, url: post, body: Data("client_secret=s".utf8)))
         #expect(response.status.code == 307, "the form body followed the Location")
 
-        let get = TestServer.base.appendingPathComponent("redirect").appending(queryItems: [URLQueryItem(name: "to", value: target)])
+        let get = TestServer.base.appendingPathComponent("redirect").appending(queryItems: [
+            URLQueryItem(name: "to", value: target)
+        ])
         do {
             let answer = try await transport.send(APIRequest(url: get))
             Issue.record("a redirected answer was delivered: \(answer.status)")
@@ -71,14 +91,18 @@ struct HTTPClientTransportTests {
     /// A body over the limit is refused by its Content-Length, before it is read.
     @Test func responsesAreBounded() async throws {
         let transport = HTTPClientTransport(client: Clients.disallowingRedirects, maximumResponseSize: 1 << 20)
-        let url = TestServer.base.appendingPathComponent("bytes").appending(queryItems: [URLQueryItem(name: "n", value: "2000000")])
+        let url = TestServer.base.appendingPathComponent("bytes").appending(queryItems: [
+            URLQueryItem(name: "n", value: "2000000")
+        ])
         do {
             _ = try await transport.send(APIRequest(url: url))
             Issue.record("a 2 MB body passed a 1 MiB limit")
         } catch let error as HTTPRequestError {
             #expect(error.code == HTTPRequestError.responseTooLarge)
         }
-        let small = TestServer.base.appendingPathComponent("bytes").appending(queryItems: [URLQueryItem(name: "n", value: "1000")])
+        let small = TestServer.base.appendingPathComponent("bytes").appending(queryItems: [
+            URLQueryItem(name: "n", value: "1000")
+        ])
         #expect(try await transport.send(APIRequest(url: small)).body.count == 1000)
     }
 

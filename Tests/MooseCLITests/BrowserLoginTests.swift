@@ -14,7 +14,8 @@ struct BrowserLoginTests {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let text = try? String(contentsOf: file, encoding: .utf8), let line = text.split(separator: "\n").last,
-               let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] {
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            {
                 return object
             }
             Thread.sleep(forTimeInterval: 0.2)
@@ -36,8 +37,11 @@ struct BrowserLoginTests {
         environment["MOOSE_SCREENSHOT_DIR"] = screenshots.path
         environment["MOOSE_SCREENSHOT_STEPS"] = "1"
         // moose-browser is registered with the provider's consent page on.
-        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-browser",
-                                 "--scope", "openid", "--scope", "profile", "--scope", "email"], environment: environment, timeout: 120)
+        let login = try await CLI.run(
+            [
+                "login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-browser",
+                "--scope", "openid", "--scope", "profile", "--scope", "email"
+            ], environment: environment, timeout: 120)
         #expect(login.status == 0, "\(login.stderr)")
         // The name a person knows (the ID token has only sub here; UserInfo has the rest).
         #expect(login.stdout.contains(" as alice "), "\(login.stdout)")
@@ -52,7 +56,8 @@ struct BrowserLoginTests {
         #expect(steps.contains { $0.contains("login") } && steps.contains { $0.contains("authorize") }, "\(steps)")
 
         let status = try await CLI.run(["status", "--json"], environment: environment)
-        let entry = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])?.first)
+        let entry = try #require(
+            (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])?.first)
         #expect(entry["preferred_username"] as? String == "alice" && entry["display_name"] as? String == "alice")
         #expect(entry["email"] as? String == "alice@example.com" && entry["name"] as? String == "Alice Liddell")
         #expect(entry["subject"] as? String == "1")
@@ -63,8 +68,10 @@ struct BrowserLoginTests {
         defer { try? FileManager.default.removeItem(at: home) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.binary)
-        process.arguments = ["login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
-                             "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/"]
+        process.arguments = [
+            "login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
+            "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/"
+        ]
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         process.environment = env
@@ -89,8 +96,9 @@ struct BrowserLoginTests {
         }
         let userCode = try #require(code, "no user code in: \(text)")
         let verification = try #require(uri)
-        let browser = try await CLI.run(["bash", Self.chromium, "--device", verification, userCode], environment: environment, timeout: 90,
-                                  executable: "/bin/bash")
+        let browser = try await CLI.run(
+            ["bash", Self.chromium, "--device", verification, userCode], environment: environment, timeout: 90,
+            executable: "/bin/bash")
         #expect(browser.status == 0, "\(browser.stderr)")
         let page = try #require(try JSONSerialization.jsonObject(with: Data(browser.stdout.utf8)) as? [String: Any])
         #expect((page["text"] as? String ?? "").localizedCaseInsensitiveContains("authorized"), "\(page)")
@@ -115,8 +123,11 @@ struct BrowserOutcomePageTests {
         environment["BROWSER"] = BrowserLoginTests.chromium
         environment["MOOSE_BROWSER_RESULT"] = result.path
         // The confidential client with a wrong secret: the user signs in, the token endpoint says invalid_client.
-        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-confidential",
-                                       "--client-secret-file", secret.path, "--scope", "openid"], environment: environment, timeout: 120)
+        let login = try await CLI.run(
+            [
+                "login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-confidential",
+                "--client-secret-file", secret.path, "--scope", "openid"
+            ], environment: environment, timeout: 120)
         #expect(login.status == 1 && login.stderr.contains("invalid_client"), "\(login.stderr)")
         let page = try BrowserLoginTests.browserResult(result)
         let text = page["text"] as? String ?? ""

@@ -10,7 +10,8 @@ struct CLIResult {
 
     /// stdout parsed as a JSON object (for `--json`).
     func json() throws -> [String: Any] {
-        try #require(JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any], "stdout is not JSON: \(stdout)")
+        try #require(
+            JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any], "stdout is not JSON: \(stdout)")
     }
 
     /// The `code`s of the `reasons` in `--json` output.
@@ -22,7 +23,9 @@ struct CLIResult {
 enum CLI {
     /// The `moose` binary: `$MOOSE_BIN`, or next to the test bundle in the build folder.
     static let binary: String = {
-        if let path = ProcessInfo.processInfo.environment["MOOSE_BIN"], FileManager.default.isExecutableFile(atPath: path) {
+        if let path = ProcessInfo.processInfo.environment["MOOSE_BIN"],
+            FileManager.default.isExecutableFile(atPath: path)
+        {
             return path
         }
         return builtExecutable("moose")
@@ -32,16 +35,22 @@ enum CLI {
     /// scripted browser as `$BROWSER`, and no key from the environment.
     static func home(_ label: String) -> (URL, [String: String]) {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
-        return (home, ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                       "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                       "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""])
+        return (
+            home,
+            [
+                "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+                "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""
+            ]
+        )
     }
 
     /// A fresh home with a session logged in at the test IdP.
     static func logIn(_ label: String) async throws -> (URL, [String: String]) {
         let (home, environment) = Self.home(label)
-        let login = try await run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
-                            environment: environment, timeout: 60)
+        let login = try await run(
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+            environment: environment, timeout: 60)
         #expect(login.status == 0, "\(login.stderr)")
         return (home, environment)
     }
@@ -55,7 +64,8 @@ enum CLI {
 
     /// The default profile's whole session row.
     static func storedRow(environment: [String: String]) async throws -> [String: Any] {
-        let stored = try await run(["store", "get", "default", "--namespace", "moose.session"], environment: environment)
+        let stored = try await run(
+            ["store", "get", "default", "--namespace", "moose.session"], environment: environment)
         return try #require(JSONSerialization.jsonObject(with: Data(stored.stdout.utf8)) as? [String: Any])
     }
 
@@ -64,26 +74,39 @@ enum CLI {
     ///
     /// The wait happens on a thread of its own, never on one of Swift's cooperative threads (two on
     /// a 2-core machine): a test blocked there starved every other test in the process for seconds.
-    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
-                    timeout: TimeInterval = 30, executable: String? = nil) async throws -> CLIResult {
+    static func run(
+        _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+        timeout: TimeInterval = 30, executable: String? = nil
+    ) async throws -> CLIResult {
         let outcome: Result<(CLIResult, timedOut: Bool), any Error> = await withCheckedContinuation { continuation in
             Thread {
-                continuation.resume(returning: Result {
-                    try runBlocking(arguments, stdin: stdin, environment: environment, timeout: timeout, executable: executable)
-                })
+                continuation.resume(
+                    returning: Result {
+                        try runBlocking(
+                            arguments, stdin: stdin, environment: environment, timeout: timeout, executable: executable)
+                    })
             }.start()
         }
         let (result, timedOut) = try outcome.get()
-        if timedOut { Issue.record("\(executable ?? "moose") \(arguments.joined(separator: " ")) did not finish within \(timeout) s") }
+        if timedOut {
+            Issue.record(
+                "\(executable ?? "moose") \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+        }
         return result
     }
 
     /// `run` on the calling thread, for a `defer` and for a step whose aftermath the test times (an
     /// awaiting test resumes whenever the cooperative pool gets to it, which is not "right after").
-    static func runSynchronously(_ arguments: [String], environment: [String: String] = [:],
-                                 timeout: TimeInterval = 30, executable: String? = nil) throws -> CLIResult {
-        let (result, timedOut) = try runBlocking(arguments, stdin: nil, environment: environment, timeout: timeout, executable: executable)
-        if timedOut { Issue.record("\(executable ?? "moose") \(arguments.joined(separator: " ")) did not finish within \(timeout) s") }
+    static func runSynchronously(
+        _ arguments: [String], environment: [String: String] = [:],
+        timeout: TimeInterval = 30, executable: String? = nil
+    ) throws -> CLIResult {
+        let (result, timedOut) = try runBlocking(
+            arguments, stdin: nil, environment: environment, timeout: timeout, executable: executable)
+        if timedOut {
+            Issue.record(
+                "\(executable ?? "moose") \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+        }
         return result
     }
 
@@ -99,8 +122,10 @@ enum CLI {
     }
 
     /// `run`'s work, blocking the calling thread; `timedOut` when it had to be killed.
-    private static func runBlocking(_ arguments: [String], stdin: Data?, environment: [String: String],
-                                    timeout: TimeInterval, executable: String?) throws -> (CLIResult, timedOut: Bool) {
+    private static func runBlocking(
+        _ arguments: [String], stdin: Data?, environment: [String: String],
+        timeout: TimeInterval, executable: String?
+    ) throws -> (CLIResult, timedOut: Bool) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable ?? binary)
         process.arguments = executable == nil ? arguments : Array(arguments.dropFirst())
@@ -117,9 +142,13 @@ enum CLI {
         nonisolated(unsafe) var stdoutData = Data()
         nonisolated(unsafe) var stderrData = Data()
         group.enter()
-        DispatchQueue.global().async { stdoutData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async {
+            stdoutData = out.fileHandleForReading.readDataToEndOfFile(); group.leave()
+        }
         group.enter()
-        DispatchQueue.global().async { stderrData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async {
+            stderrData = err.fileHandleForReading.readDataToEndOfFile(); group.leave()
+        }
         DispatchQueue.global().async {
             if let stdin { try? input.fileHandleForWriting.write(contentsOf: stdin) }
             try? input.fileHandleForWriting.close()
@@ -128,12 +157,15 @@ enum CLI {
         while process.isRunning, Date() < deadline { usleep(5_000) }
         let timedOut = process.isRunning
         if timedOut {
-            kill(process.processIdentifier, SIGKILL)   // SIGTERM may be blocked in children of the test runner
+            kill(process.processIdentifier, SIGKILL) // SIGTERM may be blocked in children of the test runner
         }
         process.waitUntilExit()
         group.wait()
-        return (CLIResult(status: process.terminationStatus,
-                          stdout: String(decoding: stdoutData, as: UTF8.self),
-                          stderr: String(decoding: stderrData, as: UTF8.self)), timedOut)
+        return (
+            CLIResult(
+                status: process.terminationStatus,
+                stdout: String(decoding: stdoutData, as: UTF8.self),
+                stderr: String(decoding: stderrData, as: UTF8.self)), timedOut
+        )
     }
 }

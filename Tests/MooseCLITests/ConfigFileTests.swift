@@ -4,7 +4,8 @@ import Testing
 
 struct ConfigFileTests {
     @Test func profilesHostsAndDefaultWithCRLFLines() throws {
-        let text = "default = \"work\"\r\n# a comment\r\n[profiles.work]\r\nissuer = \"https://id.example.com\" # trailing\r\n"
+        let text =
+            "default = \"work\"\r\n# a comment\r\n[profiles.work]\r\nissuer = \"https://id.example.com\" # trailing\r\n"
             + "scopes = [\"openid\", 'profile']\r\n[profiles.\"odd name\"]\r\nclient_id = \"c\\u00e9\"\r\n[hosts]\r\n\"Git.Example.com\" = \"work\"\r\n"
         let config = try ConfigFile(parsing: Array(text.utf8))
         #expect(config.defaultProfile == "work")
@@ -24,7 +25,7 @@ struct ConfigFileTests {
         ("[profiles.a]\nissuer = \"a\"\nissuer = \"b\"\n", 3, "twice"),
         ("[profiles.a]\nissuer = \"\\q\"\n", 2, "unknown escape"),
         ("[profiles.a]\nissuer = \"bell\u{7}\"\n", 2, "control characters"),
-        ("[profiles.a]\nbogus = \"x\"\n", 2, "unknown profile key"),
+        ("[profiles.a]\nbogus = \"x\"\n", 2, "unknown profile key")
     ])
     func refusalsNameTheLine(text: String, line: Int, words: String) {
         do {

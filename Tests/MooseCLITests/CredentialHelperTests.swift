@@ -12,7 +12,8 @@ final class ResourceServer {
 
     init(_ script: String, _ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-u", LocalServer.repositoryRoot + "/tools/resource/" + script] + arguments
+        process.arguments =
+            ["python3", "-u", LocalServer.repositoryRoot + "/tools/resource/" + script] + arguments
             + ["--issuer", TestIdentityProvider.issuer]
         let output = Pipe()
         process.standardOutput = output
@@ -25,8 +26,11 @@ final class ResourceServer {
             if chunk.isEmpty { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
-        guard text.hasPrefix("READY "), let url = text.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) else {
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "\(script) did not start: \(text)"])
+        guard text.hasPrefix("READY "),
+            let url = text.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines)
+        else {
+            throw CocoaError(
+                .fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "\(script) did not start: \(text)"])
         }
         self.url = url
     }
@@ -61,14 +65,18 @@ struct CredentialHelperTests {
 
     @Test func kubectlRunsMooseAsItsExecPluginAndTenParallelCallsRefreshOnce() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/kubectl") else {
-            print("SKIPPED kubectlRunsMooseAsItsExecPlugin: kubectl is not installed here (tools/test installs it where apt can)")
+            print(
+                "SKIPPED kubectlRunsMooseAsItsExecPlugin: kubectl is not installed here (tools/test installs it where apt can)"
+            )
             return
         }
         let (home, environment) = try await CLI.logIn("moose-kubectl")
         defer { try? FileManager.default.removeItem(at: home) }
         let certificates = home.appendingPathComponent("kube-certs")
-        let server = try ResourceServer("kube_api.py", ["--port", "0", "--cert-dir", certificates.path, "--cache-seconds", "0"])
-        let template = try String(contentsOfFile: LocalServer.repositoryRoot + "/tools/resource/kubeconfig.template", encoding: .utf8)
+        let server = try ResourceServer(
+            "kube_api.py", ["--port", "0", "--cert-dir", certificates.path, "--cache-seconds", "0"])
+        let template = try String(
+            contentsOfFile: LocalServer.repositoryRoot + "/tools/resource/kubeconfig.template", encoding: .utf8)
         let kubeconfig = home.appendingPathComponent("kubeconfig")
         try template.replacingOccurrences(of: "{{SERVER_URL}}", with: server.url)
             .replacingOccurrences(of: "{{CA_FILE}}", with: certificates.appendingPathComponent("ca.crt").path)
@@ -78,10 +86,11 @@ struct CredentialHelperTests {
             .replacingOccurrences(of: "{{KEY_FILE}}", with: home.appendingPathComponent("config/moose/store.key").path)
             .write(to: kubeconfig, atomically: true, encoding: .utf8)
         var kubeEnvironment = environment
-        kubeEnvironment["HOME"] = home.path   // kubectl's discovery cache stays in the test's home
+        kubeEnvironment["HOME"] = home.path // kubectl's discovery cache stays in the test's home
         func kubectl() async throws -> CLIResult {
-            try await CLI.run(["kubectl", "--kubeconfig", kubeconfig.path, "get", "namespaces", "-o", "name"],
-                        environment: kubeEnvironment, timeout: 60, executable: "/usr/bin/kubectl")
+            try await CLI.run(
+                ["kubectl", "--kubeconfig", kubeconfig.path, "get", "namespaces", "-o", "name"],
+                environment: kubeEnvironment, timeout: 60, executable: "/usr/bin/kubectl")
         }
         let first = try await kubectl()
         #expect(first.status == 0, "\(first.stderr)")
@@ -91,12 +100,15 @@ struct CredentialHelperTests {
 
         // Expired: ten kubectl processes at once, one refresh at the provider.
         let refreshToken = try await TokenCLITests.expireStoredSession(environment: environment)
-        let runs = await BackgroundCLI.finishAll(try (0..<10).map { _ in
-            try BackgroundCLI(["--kubeconfig", kubeconfig.path, "get", "namespaces", "-o", "name"], environment: kubeEnvironment,
-                              executable: "/usr/bin/kubectl")
-        })
+        let runs = await BackgroundCLI.finishAll(
+            try (0..<10).map { _ in
+                try BackgroundCLI(
+                    ["--kubeconfig", kubeconfig.path, "get", "namespaces", "-o", "name"], environment: kubeEnvironment,
+                    executable: "/usr/bin/kubectl")
+            })
         #expect(runs.allSatisfy { $0.status == 0 }, "\(runs.map(\.stderr))")
-        #expect(try await TokenCLITests.familySize(of: refreshToken) == 2, "ten kubectl calls caused more than one refresh")
+        #expect(
+            try await TokenCLITests.familySize(of: refreshToken) == 2, "ten kubectl calls caused more than one refresh")
         await #expect(try server.acceptedFingerprints().last == Self.sha256(try Self.accessToken(environment)))
     }
 
@@ -104,7 +116,8 @@ struct CredentialHelperTests {
         var (home, environment) = try await CLI.logIn("moose-git")
         defer { try? FileManager.default.removeItem(at: home) }
         let server = try ResourceServer("git_server.py", ["--port", "0", "--cache-seconds", "0"])
-        let host = try #require(URL(string: server.url)).host.map { "\($0):\(URL(string: server.url)?.port ?? 0)" } ?? ""
+        let host =
+            try #require(URL(string: server.url)).host.map { "\($0):\(URL(string: server.url)?.port ?? 0)" } ?? ""
         // The config file maps the remote's host to the profile: the helper needs no flags.
         let config = home.appendingPathComponent("config/moose/config.toml")
         try "[hosts]\n\"\(host)\" = \"default\"\n".write(to: config, atomically: true, encoding: .utf8)
@@ -113,8 +126,9 @@ struct CredentialHelperTests {
         environment["HOME"] = home.path
         let helper = ["-c", "credential.helper=", "-c", "credential.helper=!\(CLI.binary) git-credential"]
         func git(_ arguments: [String], stdin: String? = nil) async throws -> CLIResult {
-            try await CLI.run(["git"] + helper + arguments, stdin: stdin.map { Data($0.utf8) }, environment: environment, timeout: 60,
-                        executable: "/usr/bin/git")
+            try await CLI.run(
+                ["git"] + helper + arguments, stdin: stdin.map { Data($0.utf8) }, environment: environment, timeout: 60,
+                executable: "/usr/bin/git")
         }
         let listed = try await git(["ls-remote", server.url + "/repo.git"])
         #expect(listed.status == 0, "\(listed.stderr)")
@@ -128,17 +142,27 @@ struct CredentialHelperTests {
         #expect(filled.stdout.contains("password=\(token)\n"))
         // git 2.39 (Debian 12) drops attributes it does not know from `fill`; the helper's own answer
         // carries the expiry git ≥ 2.41 reads.
-        let direct = try await CLI.run(["git-credential", "get"], stdin: Data("protocol=http\nhost=\(host)\n\n".utf8), environment: environment)
+        let direct = try await CLI.run(
+            ["git-credential", "get"], stdin: Data("protocol=http\nhost=\(host)\n\n".utf8), environment: environment)
         #expect(direct.status == 0 && direct.stdout.contains("password=\(token)\n"), "\(direct.stderr)")
         #expect(direct.stdout.contains("password_expiry_utc="), "\(direct.stdout)")
-        let bearer = try await CLI.run(["git-credential", "get"], stdin: Data("capability[]=authtype\nprotocol=http\nhost=\(host)\n\n".utf8),
-                                 environment: environment)
-        #expect(bearer.stdout.contains("authtype=Bearer\n") && bearer.stdout.contains("credential=\(token)"), "\(bearer.stdout)")
-        let refreshToken = try #require((try await CLI.storedSession(environment: environment)["tokens"] as? [String: Any])?["refreshToken"] as? String)
-        #expect(!filled.stdout.contains(refreshToken) && !direct.stdout.contains(refreshToken) && !bearer.stdout.contains(refreshToken))
+        let bearer = try await CLI.run(
+            ["git-credential", "get"], stdin: Data("capability[]=authtype\nprotocol=http\nhost=\(host)\n\n".utf8),
+            environment: environment)
+        #expect(
+            bearer.stdout.contains("authtype=Bearer\n") && bearer.stdout.contains("credential=\(token)"),
+            "\(bearer.stdout)")
+        let refreshToken = try #require(
+            (try await CLI.storedSession(environment: environment)["tokens"] as? [String: Any])?["refreshToken"]
+                as? String)
+        #expect(
+            !filled.stdout.contains(refreshToken) && !direct.stdout.contains(refreshToken)
+                && !bearer.stdout.contains(refreshToken))
 
         // git rejects a credential (a 401): moose refreshes that token, and forgets nothing else.
-        let rejected = try await git(["credential", "reject"], stdin: "protocol=http\nhost=\(host)\nusername=x-access-token\npassword=\(token)\n\n")
+        let rejected = try await git(
+            ["credential", "reject"],
+            stdin: "protocol=http\nhost=\(host)\nusername=x-access-token\npassword=\(token)\n\n")
         #expect(rejected.status == 0, "\(rejected.stderr)")
         let status = try await CLI.run(["status"], environment: environment)
         #expect(status.status == 0 && status.stdout.contains("default"), "\(status.stdout)")
@@ -156,35 +180,49 @@ struct CredentialHelperTests {
     @Test func dockerCredentialHelperProtocol() async throws {
         let (home, environment) = try await CLI.logIn("moose-docker")
         defer { try? FileManager.default.removeItem(at: home) }
-        try "[hosts]\n\"registry.example.com\" = \"default\"\n".write(to: home.appendingPathComponent("config/moose/config.toml"),
-                                                                      atomically: true, encoding: .utf8)
-        let got = try await CLI.run(["docker-credential", "get"], stdin: Data("https://registry.example.com\n".utf8), environment: environment)
+        try "[hosts]\n\"registry.example.com\" = \"default\"\n".write(
+            to: home.appendingPathComponent("config/moose/config.toml"),
+            atomically: true, encoding: .utf8)
+        let got = try await CLI.run(
+            ["docker-credential", "get"], stdin: Data("https://registry.example.com\n".utf8), environment: environment)
         #expect(got.status == 0, "\(got.stderr)")
         let answer = try #require(try JSONSerialization.jsonObject(with: Data(got.stdout.utf8)) as? [String: String])
         #expect(answer["ServerURL"] == "https://registry.example.com")
         #expect(answer["Username"] == "oauth2accesstoken")
         await #expect(answer["Secret"] == (try Self.accessToken(environment)))
-        let unknown = try await CLI.run(["docker-credential", "get"], stdin: Data("other.example.com".utf8), environment: environment)
+        let unknown = try await CLI.run(
+            ["docker-credential", "get"], stdin: Data("other.example.com".utf8), environment: environment)
         #expect(unknown.status == 1 && unknown.stdout.contains("credentials not found in native keychain"))
         let list = try await CLI.run(["docker-credential", "list"], environment: environment)
-        #expect((try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: String]) == ["registry.example.com": "oauth2accesstoken"])
-        let stored = try await CLI.run(["docker-credential", "store"],
-                                 stdin: Data(#"{"ServerURL":"registry.example.com","Username":"u","Secret":"s"}"#.utf8), environment: environment)
+        #expect(
+            (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: String]) == [
+                "registry.example.com": "oauth2accesstoken"
+            ])
+        let stored = try await CLI.run(
+            ["docker-credential", "store"],
+            stdin: Data(#"{"ServerURL":"registry.example.com","Username":"u","Secret":"s"}"#.utf8),
+            environment: environment)
         #expect(stored.status == 0)
-        let erased = try await CLI.run(["docker-credential", "erase"], stdin: Data("registry.example.com".utf8), environment: environment)
+        let erased = try await CLI.run(
+            ["docker-credential", "erase"], stdin: Data("registry.example.com".utf8), environment: environment)
         #expect(erased.status == 0)
-        #expect(try await CLI.run(["status"], environment: environment).stdout.contains("default"), "erase wiped the session")
+        #expect(
+            try await CLI.run(["status"], environment: environment).stdout.contains("default"),
+            "erase wiped the session")
     }
 
     @Test func execCredentialFollowsKubernetesExecInfo() async throws {
         let (home, environment) = try await CLI.logIn("moose-exec")
         defer { try? FileManager.default.removeItem(at: home) }
         var beta = environment
-        beta["KUBERNETES_EXEC_INFO"] = #"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","spec":{"interactive":false}}"#
+        beta["KUBERNETES_EXEC_INFO"] =
+            #"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","spec":{"interactive":false}}"#
         let result = try await CLI.run(["token", "--format", "exec-credential"], environment: beta)
         #expect(result.status == 0, "\(result.stderr)")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        #expect(document["apiVersion"] as? String == "client.authentication.k8s.io/v1beta1" && document["kind"] as? String == "ExecCredential")
+        #expect(
+            document["apiVersion"] as? String == "client.authentication.k8s.io/v1beta1"
+                && document["kind"] as? String == "ExecCredential")
         let status = try #require(document["status"] as? [String: String])
         await #expect(status["token"] == (try Self.accessToken(environment)))
         #expect(status["expirationTimestamp"]?.hasSuffix("Z") == true)
@@ -196,8 +234,9 @@ struct CredentialHelperTests {
     @Test func completionScriptsLoadInBash() async throws {
         let script = try await CLI.run(["completion", "bash"])
         #expect(script.status == 0 && script.stdout.contains("_moose"))
-        let loaded = try await CLI.run(["bash", "-c", "source <(\"$0\" completion bash) && complete -p moose", CLI.binary],
-                                 executable: "/bin/bash")
+        let loaded = try await CLI.run(
+            ["bash", "-c", "source <(\"$0\" completion bash) && complete -p moose", CLI.binary],
+            executable: "/bin/bash")
         #expect(loaded.status == 0 && loaded.stdout.contains("-F _moose moose"), "\(loaded.stdout) \(loaded.stderr)")
         for shell in ["zsh", "fish"] {
             let other = try await CLI.run(["completion", shell])
@@ -237,12 +276,15 @@ struct LoginProgressTests {
         var env = environment
         env["TERM"] = "xterm"
         env["BROWSER"] = "true"
-        let terminal = try await CLI.run(["python3", "-c", script, CLI.binary] + arguments, environment: env, timeout: 60,
-                                   executable: "/usr/bin/python3")
+        let terminal = try await CLI.run(
+            ["python3", "-c", script, CLI.binary] + arguments, environment: env, timeout: 60,
+            executable: "/usr/bin/python3")
         #expect(terminal.stdout.contains("⠋") && terminal.stdout.contains(" left"), "\(terminal.stdout)")
         #expect(terminal.stdout.contains("\u{1B}[2K"), "the spinner line is cleared at the end")
         let piped = try await CLI.run(arguments, environment: env, timeout: 60)
         #expect(piped.status == 1)
-        #expect(!piped.stderr.contains("⠋") && !piped.stderr.contains("\u{1B}") && piped.stderr.contains("Waiting for the redirect"))
+        #expect(
+            !piped.stderr.contains("⠋") && !piped.stderr.contains("\u{1B}")
+                && piped.stderr.contains("Waiting for the redirect"))
     }
 }

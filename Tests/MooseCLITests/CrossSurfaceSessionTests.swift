@@ -16,8 +16,9 @@ import Testing
 struct CrossSurfaceSessionTests {
     /// The CLI's store under `home`, opened by the library as an app would.
     static func storage(home: URL) throws -> EncryptedSessionStorage {
-        let store = try SecretStore(path: home.appendingPathComponent("data/moose/store.sqlite").path,
-                                    masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
+        let store = try SecretStore(
+            path: home.appendingPathComponent("data/moose/store.sqlite").path,
+            masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
         return EncryptedSessionStorage(store: store)
     }
 
@@ -27,8 +28,11 @@ struct CrossSurfaceSessionTests {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let file = home.appendingPathComponent("token")
         try Data(try await WorkloadPlatform.mint().utf8).write(to: file)
-        let login = try await CLI.run(["login", "--workload", "file:" + file.path, "--workload-grant", "jwt-bearer",
-                                       "--issuer", WorkloadPlatform.issuer, "--client-id", "moose-ci"], environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            [
+                "login", "--workload", "file:" + file.path, "--workload-grant", "jwt-bearer",
+                "--issuer", WorkloadPlatform.issuer, "--client-id", "moose-ci"
+            ], environment: environment, timeout: 60)
         #expect(login.status == 0, "\(login.stdout) \(login.stderr)")
         let first = try await CLI.run(["token"], environment: environment)
         #expect(first.status == 0, "\(first.stderr)")
@@ -36,14 +40,18 @@ struct CrossSurfaceSessionTests {
         // The pod's file is rotated and the token expires; the app knows only the store and the key.
         try Data(try await WorkloadPlatform.mint().utf8).write(to: file)
         try await TokenCLITests.expireStoredSession(environment: environment, requiringRefreshToken: false)
-        let manager = try await TokenManager.open(key: "default", storage: try Self.storage(home: home), transport: CurlTransport())
+        let manager = try await TokenManager.open(
+            key: "default", storage: try Self.storage(home: home), transport: CurlTransport())
         #expect(manager.plan.grant == .workload && manager.plan.workload == "file:" + file.path)
         let renewed = try await manager.accessToken()
-        #expect(!renewed.value.utf8.elementsEqual(first.stdout.trimmingCharacters(in: .whitespacesAndNewlines).utf8),
-                "the app handed out the expired token")
+        #expect(
+            !renewed.value.utf8.elementsEqual(first.stdout.trimmingCharacters(in: .whitespacesAndNewlines).utf8),
+            "the app handed out the expired token")
         // The app's renewal is the session's: `moose token` now answers with it, without a new exchange.
         let after = try await CLI.run(["token"], environment: environment)
-        #expect(after.status == 0 && after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == renewed.value, "\(after.stderr)")
+        #expect(
+            after.status == 0 && after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == renewed.value,
+            "\(after.stderr)")
     }
 
     @Test func aPrivateKeyServiceSessionMadeByMooseLoginIsRenewedByAnApp() async throws {
@@ -51,15 +59,21 @@ struct CrossSurfaceSessionTests {
             guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
             let (home, environment) = CLI.home("moose-plan-pkjwt")
             defer { try? FileManager.default.removeItem(at: home) }
-            let login = try await CLI.run(["login", "--client-credentials", "--issuer", issuer, "--client-id", "moose-pkjwt",
-                                           "--private-key", Fixtures.root + "/glewlwyd/pkjwt-es256.pem", "--key-id", "moose-pkjwt-1",
-                                           "--scope", "api.read"], environment: environment)
+            let login = try await CLI.run(
+                [
+                    "login", "--client-credentials", "--issuer", issuer, "--client-id", "moose-pkjwt",
+                    "--private-key", Fixtures.root + "/glewlwyd/pkjwt-es256.pem", "--key-id", "moose-pkjwt-1",
+                    "--scope", "api.read"
+                ], environment: environment)
             #expect(login.status == 0, "\(login.stdout) \(login.stderr)")
             try await TokenCLITests.expireStoredSession(environment: environment, requiringRefreshToken: false)
             let before = try #require(try await CLI.storedSession(environment: environment)["tokens"] as? [String: Any])
-            let manager = try await TokenManager.open(key: "default", storage: try Self.storage(home: home), transport: CurlTransport())
+            let manager = try await TokenManager.open(
+                key: "default", storage: try Self.storage(home: home), transport: CurlTransport())
             // The key is referenced, not copied: the plan names the file and the kid.
-            #expect(manager.plan.privateKeyFile?.hasSuffix("pkjwt-es256.pem") == true && manager.plan.privateKeyID == "moose-pkjwt-1")
+            #expect(
+                manager.plan.privateKeyFile?.hasSuffix("pkjwt-es256.pem") == true
+                    && manager.plan.privateKeyID == "moose-pkjwt-1")
             let renewed = try await manager.accessToken()
             #expect(renewed.value != before["accessToken"] as? String, "no new grant: the expired token came back")
             let status = try await CLI.run(["status", "--json"], environment: environment)
@@ -73,8 +87,9 @@ struct CrossSurfaceSessionTests {
         #expect(try await CLI.run(["store", "init"], environment: environment).status == 0)
         let secretFile = home.appendingPathComponent("secret")
         try Data("moose-service-secret\n".utf8).write(to: secretFile)
-        var plan = SessionPlan(name: "default", issuer: TestIdentityProvider.issuer, clientID: "moose-service", scopes: ["read"],
-                               grant: .clientCredentials, clientSecretFile: secretFile.path)
+        var plan = SessionPlan(
+            name: "default", issuer: TestIdentityProvider.issuer, clientID: "moose-service", scopes: ["read"],
+            grant: .clientCredentials, clientSecretFile: secretFile.path)
         plan.clientAuth = "basic"
         let manager = try TokenManager(plan: plan, storage: try Self.storage(home: home), transport: CurlTransport())
         try await manager.login(with: .clientCredentials)
@@ -90,29 +105,36 @@ struct CrossSurfaceSessionTests {
 
         // An app whose client secret is its own (a value, not a reference): the session says so, and
         // another process cannot renew it — it is told why instead of being sent without credentials.
-        let heldByApp = TokenManager(issuer: TestIdentityProvider.issuer, clientID: "moose-service",
-                                     authentication: .clientSecretBasic("moose-service-secret"), storage: try Self.storage(home: home),
-                                     key: "held", transport: CurlTransport(), scopes: ["read"])
+        let heldByApp = TokenManager(
+            issuer: TestIdentityProvider.issuer, clientID: "moose-service",
+            authentication: .clientSecretBasic("moose-service-secret"), storage: try Self.storage(home: home),
+            key: "held", transport: CurlTransport(), scopes: ["read"])
         try await heldByApp.login(with: .clientCredentials)
         await #expect(throws: OAuthError.self) {
-            _ = try await TokenManager.open(key: "held", storage: try Self.storage(home: home), transport: CurlTransport())
+            _ = try await TokenManager.open(
+                key: "held", storage: try Self.storage(home: home), transport: CurlTransport())
         }
     }
 
     /// A session written by Moose 0.3 (its CLI's profile under the old attribute) opens as plan version
     /// 0 and is written back as the current version.
     @Test func aSessionWrittenByMoose03OpensWithItsPlan() throws {
-        let legacy = #"{"name":"x","issuer":"https://id.example","clientID":"svc","scopes":["read"],"grant":"client_credentials","#
+        let legacy =
+            #"{"name":"x","issuer":"https://id.example","clientID":"svc","scopes":["read"],"grant":"client_credentials","#
             + #""clientSecretFile":"/run/secret","endpoints":{},"audience":"https://api.example"}"#
-        let session = OAuthSession(issuer: "https://id.example", clientID: "svc", tokens: TokenSet(accessToken: "a"),
-                                   attributes: [OAuthSession.legacyProfileAttribute: legacy])
+        let session = OAuthSession(
+            issuer: "https://id.example", clientID: "svc", tokens: TokenSet(accessToken: "a"),
+            attributes: [OAuthSession.legacyProfileAttribute: legacy])
         let plan = try #require(SessionPlan.stored(in: session, key: "work"))
         #expect(plan.version == 0 && plan.name == "work" && plan.grant == .clientCredentials)
         #expect(plan.clientSecretFile == "/run/secret" && plan.audience == "https://api.example")
         let written = plan.stored(in: session.attributes)
         #expect(written[OAuthSession.legacyProfileAttribute] == nil)
-        let again = try #require(SessionPlan.stored(in: OAuthSession(issuer: "https://id.example", clientID: "svc",
-                                                                     tokens: TokenSet(accessToken: "a"), attributes: written), key: "work"))
+        let again = try #require(
+            SessionPlan.stored(
+                in: OAuthSession(
+                    issuer: "https://id.example", clientID: "svc",
+                    tokens: TokenSet(accessToken: "a"), attributes: written), key: "work"))
         #expect(again.version == SessionPlan.currentVersion && again.clientSecretFile == plan.clientSecretFile)
     }
 }

@@ -10,9 +10,12 @@ struct DeviceLoginCLITests {
         let (home, environment) = CLI.home("moose-device-timeout")
         defer { try? FileManager.default.removeItem(at: home) }
         let started = Date()
-        let login = try await CLI.run(["login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
-                                       "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/", "--timeout", "3"],
-                                      environment: environment, timeout: 30)
+        let login = try await CLI.run(
+            [
+                "login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
+                "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/", "--timeout", "3"
+            ],
+            environment: environment, timeout: 30)
         #expect(login.status == 1, "\(login.status) \(login.stdout) \(login.stderr)")
         #expect(login.stderr.contains("no approval within 3s"), "\(login.stderr)")
         // The next step repeats this command (a plain `moose login` would open a browser login instead).
@@ -29,12 +32,15 @@ struct DeviceLoginCLITests {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let opened = home.appendingPathComponent("opened")
         let browser = home.appendingPathComponent("browser")
-        try "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(opened.path)'\n".write(to: browser, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(opened.path)'\n".write(
+            to: browser, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: browser.path)
         var environment = base
         environment["BROWSER"] = browser.path
-        let arguments = ["login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
-                         "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/", "--timeout", "2"]
+        let arguments = [
+            "login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
+            "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/", "--timeout", "2"
+        ]
         let login = try await CLI.run(arguments, environment: environment, timeout: 30)
         #expect(login.status == 1, "\(login.status) \(login.stderr)")
         #expect(login.stderr.contains("The code expires in "), "\(login.stderr)")
@@ -43,17 +49,21 @@ struct DeviceLoginCLITests {
         #expect(pages == [TestIdentityProvider.issuer + "/device/"], "\(pages)")
 
         try? FileManager.default.removeItem(at: opened)
-        let printed = try await CLI.run(arguments + ["--no-browser", "--profile", "other"], environment: environment, timeout: 30)
-        #expect(printed.stderr.contains("The code expires in ") && printed.stderr.contains(TestIdentityProvider.issuer + "/device/"),
-                "\(printed.stderr)")
+        let printed = try await CLI.run(
+            arguments + ["--no-browser", "--profile", "other"], environment: environment, timeout: 30)
+        #expect(
+            printed.stderr.contains("The code expires in ")
+                && printed.stderr.contains(TestIdentityProvider.issuer + "/device/"),
+            "\(printed.stderr)")
         #expect(!FileManager.default.fileExists(atPath: opened.path), "--no-browser started the browser")
     }
 
     @Test func withoutADeviceEndpointTheMessageNamesTheOption() async throws {
         let (home, environment) = CLI.home("moose-device-endpoint")
         defer { try? FileManager.default.removeItem(at: home) }
-        let login = try await CLI.run(["login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device"],
-                                      environment: environment, timeout: 30)
+        let login = try await CLI.run(
+            ["login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device"],
+            environment: environment, timeout: 30)
         #expect(login.status == 1, "\(login.status) \(login.stderr)")
         #expect(login.stderr.contains("--device-endpoint"), "\(login.stderr)")
     }

@@ -4,7 +4,9 @@ import Testing
 
 /// Issue "The first hour", §5: a mistyped command gets "did you mean", exit 2, and nothing on disk.
 struct DidYouMeanTests {
-    @Test(arguments: [("logn", "login"), ("tokne", "token"), ("stauts", "status"), ("inpsect", "inspect"), ("prof", "profile")])
+    @Test(arguments: [
+        ("logn", "login"), ("tokne", "token"), ("stauts", "status"), ("inpsect", "inspect"), ("prof", "profile")
+    ])
     func aMistypedCommandGetsASuggestion(typed: String, meant: String) async throws {
         let (home, environment) = CLI.home("moose-typo")
         defer { try? FileManager.default.removeItem(at: home) }

@@ -20,15 +20,17 @@ struct FirstHourCLITests {
     @Test func everySessionCommandTakesTheConfigFilesDefaultProfileAndItsStore() async throws {
         let (home, _) = CLI.home("moose-config")
         let store = home.appendingPathComponent("work-store.sqlite").path
-        let (_, environment) = try Self.home(home.lastPathComponent, config: """
-            default = "work"
+        let (_, environment) = try Self.home(
+            home.lastPathComponent,
+            config: """
+                default = "work"
 
-            [profiles.work]
-            issuer = "\(TestIdentityProvider.issuer)"
-            client_id = "moose-cli"
-            scopes = ["openid", "profile"]
-            store = "\(store)"
-            """)
+                [profiles.work]
+                issuer = "\(TestIdentityProvider.issuer)"
+                client_id = "moose-cli"
+                scopes = ["openid", "profile"]
+                store = "\(store)"
+                """)
         defer { try? FileManager.default.removeItem(at: home) }
         let login = try await CLI.run(["login"], environment: environment, timeout: 60)
         #expect(login.status == 0 && login.stdout.contains("(profile work)"), "\(login.stdout) \(login.stderr)")
@@ -39,7 +41,9 @@ struct FirstHourCLITests {
         let status = try await CLI.run(["status", "--json"], environment: environment)
         #expect(status.status == 0 && status.stdout.contains("\"work\""), "\(status.stdout) \(status.stderr)")
         let sessions = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])
-        #expect(sessions.first?["scopes"] as? [String] == ["openid", "profile"], "the config file's scopes were not asked for: \(status.stdout)")
+        #expect(
+            sessions.first?["scopes"] as? [String] == ["openid", "profile"],
+            "the config file's scopes were not asked for: \(status.stdout)")
         let token = try await CLI.run(["token"], environment: environment)
         #expect(token.status == 0 && !token.stdout.isEmpty, "\(token.stderr)")
         let refresh = try await CLI.run(["refresh"], environment: environment)
@@ -51,30 +55,40 @@ struct FirstHourCLITests {
     }
 
     @Test func aConfigFileThatDoesNotParseIsAnErrorForEveryCommand() async throws {
-        let (home, environment) = try Self.home("moose-bad-config", config: "default = \"work\"\n[profiles.work]\nissuer = https://no-quotes\n")
+        let (home, environment) = try Self.home(
+            "moose-bad-config", config: "default = \"work\"\n[profiles.work]\nissuer = https://no-quotes\n")
         defer { try? FileManager.default.removeItem(at: home) }
-        for arguments in [["login"], ["status"], ["token"], ["refresh"], ["logout"], ["dpop-proof", "--url", "https://a.example/"],
-                          ["profile", "show"], ["profile", "use", "work"]] {
+        for arguments in [
+            ["login"], ["status"], ["token"], ["refresh"], ["logout"], ["dpop-proof", "--url", "https://a.example/"],
+            ["profile", "show"], ["profile", "use", "work"]
+        ] {
             let result = try await CLI.run(arguments, environment: environment)
             #expect(result.status == 2, "\(arguments): \(result.status) \(result.stderr)")
-            #expect(result.stderr.contains("config.toml") && result.stderr.contains("line 3"), "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.contains("config.toml") && result.stderr.contains("line 3"),
+                "\(arguments): \(result.stderr)")
         }
     }
 
     @Test func profileUseRefusesAProfileThatDoesNotExistAndShowPrintsTheRealDefaultScopes() async throws {
-        let (home, environment) = try Self.home("moose-profiles", config: """
-            [profiles.work]
-            issuer = "https://id.example.com"
-            client_id = "app"
-            """)
+        let (home, environment) = try Self.home(
+            "moose-profiles",
+            config: """
+                [profiles.work]
+                issuer = "https://id.example.com"
+                client_id = "app"
+                """)
         defer { try? FileManager.default.removeItem(at: home) }
         let configFile = home.appendingPathComponent("config/moose/config.toml")
         let before = try Data(contentsOf: configFile)
         let use = try await CLI.run(["profile", "use", "nosuch"], environment: environment)
-        #expect(use.status == 1 && use.stderr.contains("no profile nosuch") && use.stderr.contains("work"), "\(use.stderr)")
+        #expect(
+            use.status == 1 && use.stderr.contains("no profile nosuch") && use.stderr.contains("work"), "\(use.stderr)")
         #expect(try Data(contentsOf: configFile) == before, "the config file was written")
         let show = try await CLI.run(["profile", "show", "work"], environment: environment)
-        #expect(show.status == 0 && show.stdout.contains("\"scopes\":[\"openid\",\"profile\",\"email\"]"), "\(show.stdout) \(show.stderr)")
+        #expect(
+            show.status == 0 && show.stdout.contains("\"scopes\":[\"openid\",\"profile\",\"email\"]"),
+            "\(show.stdout) \(show.stderr)")
         let good = try await CLI.run(["profile", "use", "work"], environment: environment)
         #expect(good.status == 0, "\(good.stderr)")
     }
@@ -83,13 +97,22 @@ struct FirstHourCLITests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-nohome-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        for arguments in [["token"], ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"], ["store", "init"]] {
-            let result = try await CLI.run(["env", "-u", "HOME", "-u", "XDG_DATA_HOME", "-u", "XDG_CONFIG_HOME", "-u", "MOOSE_STORE",
-                                            "-u", "MOOSE_CONFIG", "-C", folder.path, CLI.binary] + arguments,
-                                           environment: ["BROWSER": "/bin/false"], executable: "/usr/bin/env")
-            #expect(result.status == 2 && result.stderr.contains("HOME is not set"), "\(arguments): \(result.status) \(result.stderr)")
+        for arguments in [
+            ["token"], ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"], ["store", "init"]
+        ] {
+            let result = try await CLI.run(
+                [
+                    "env", "-u", "HOME", "-u", "XDG_DATA_HOME", "-u", "XDG_CONFIG_HOME", "-u", "MOOSE_STORE",
+                    "-u", "MOOSE_CONFIG", "-C", folder.path, CLI.binary
+                ] + arguments,
+                environment: ["BROWSER": "/bin/false"], executable: "/usr/bin/env")
+            #expect(
+                result.status == 2 && result.stderr.contains("HOME is not set"),
+                "\(arguments): \(result.status) \(result.stderr)")
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, "files appeared in the current directory")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty,
+            "files appeared in the current directory")
     }
 
     @Test func aUsageErrorCreatesNothingAndFirstContactSaysHowToLogIn() async throws {
@@ -97,14 +120,17 @@ struct FirstHourCLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         let login = try await CLI.run(["login"], environment: environment)
         #expect(login.status == 2 && login.stderr.contains("--issuer"), "\(login.stderr)")
-        let badIssuer = try await CLI.run(["login", "--issuer", "id.example.com", "--client-id", "app"], environment: environment)
+        let badIssuer = try await CLI.run(
+            ["login", "--issuer", "id.example.com", "--client-id", "app"], environment: environment)
         #expect(badIssuer.status == 2 && badIssuer.stderr.contains("not an absolute https URL"), "\(badIssuer.stderr)")
         #expect(!FileManager.default.fileExists(atPath: home.path), "a usage error created \(home.path)")
         for arguments in [["token"], ["status"], ["refresh"], ["logout"]] {
             let result = try await CLI.run(arguments, environment: environment)
             #expect(result.status == 1, "\(arguments): \(result.status)")
-            #expect(result.stderr.contains("not logged in") && result.stderr.contains("moose login --issuer URL --client-id ID"),
-                    "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.contains("not logged in")
+                    && result.stderr.contains("moose login --issuer URL --client-id ID"),
+                "\(arguments): \(result.stderr)")
         }
         #expect(!FileManager.default.fileExists(atPath: home.path), "a first command created \(home.path)")
     }
@@ -117,20 +143,25 @@ struct DamagedSessionCLITests {
     @Test func logoutWipesADamagedRowAndLoginReplacesIt() async throws {
         let (home, environment) = try await CLI.logIn("moose-damaged")
         defer { try? FileManager.default.removeItem(at: home) }
-        let put = try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: Data("{not a session".utf8),
-                                    environment: environment)
+        let put = try await CLI.run(
+            ["store", "put", "default", "--namespace", "moose.session"], stdin: Data("{not a session".utf8),
+            environment: environment)
         #expect(put.status == 0, "\(put.stderr)")
         let token = try await CLI.run(["token"], environment: environment)
         #expect(token.status != 0, "a damaged row gave a token")
-        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
-                                      environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+            environment: environment, timeout: 60)
         #expect(login.status == 0, "a damaged row blocked a new login: \(login.stderr)")
         #expect(try await CLI.run(["token"], environment: environment).status == 0)
-        _ = try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: Data("{not a session".utf8),
-                              environment: environment)
+        _ = try await CLI.run(
+            ["store", "put", "default", "--namespace", "moose.session"], stdin: Data("{not a session".utf8),
+            environment: environment)
         let logout = try await CLI.run(["logout"], environment: environment)
-        #expect(logout.status == 0 && logout.stdout.contains("local session wiped") && logout.stdout.contains("nothing was revoked"),
-                "\(logout.stdout) \(logout.stderr)")
+        #expect(
+            logout.status == 0 && logout.stdout.contains("local session wiped")
+                && logout.stdout.contains("nothing was revoked"),
+            "\(logout.stdout) \(logout.stderr)")
         let status = try await CLI.run(["status"], environment: environment)
         #expect(status.stdout.contains("no sessions"), "\(status.stdout) \(status.stderr)")
     }

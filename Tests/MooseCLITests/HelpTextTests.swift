@@ -6,8 +6,10 @@ import Testing
 /// mid-command on an 80-column terminal), the exit statuses (3 included) and the redirect URI to
 /// register; no "(default: …). (default: 0)"; profile names complete in a real bash.
 struct HelpTextTests {
-    static let commands: [[String]] = [[], ["inspect"], ["login"], ["status"], ["refresh"], ["logout"], ["token"], ["dpop-proof"], ["exchange"],
-                                       ["store"], ["profile"], ["mcp", "login"], ["git-credential"], ["docker-credential"], ["completion"]]
+    static let commands: [[String]] = [
+        [], ["inspect"], ["login"], ["status"], ["refresh"], ["logout"], ["token"], ["dpop-proof"], ["exchange"],
+        ["store"], ["profile"], ["mcp", "login"], ["git-credential"], ["docker-credential"], ["completion"]
+    ]
 
     @Test(arguments: commands)
     func everyCommandHasWholeExamples(command: [String]) async throws {
@@ -28,7 +30,9 @@ struct HelpTextTests {
 
     @Test func theRootHelpNamesEveryExitStatusAndLoginTheRedirectURI() async throws {
         let root = try await CLI.run(["--help"])
-        #expect(root.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains("3 the provider could not be reached"), "\(root.stdout)")
+        #expect(
+            root.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains(
+                "3 the provider could not be reached"), "\(root.stdout)")
         let login = try await CLI.run(["login", "--help"])
         #expect(login.stdout.contains("http://127.0.0.1/callback"), "\(login.stdout)")
         #expect(login.stdout.contains("--ca-file"))
@@ -36,27 +40,31 @@ struct HelpTextTests {
 
     /// The completion script bash really loads completes `--profile` with the config file's profiles.
     @Test func bashCompletesProfileNames() async throws {
-        let (home, environment) = try FirstHourCLITests.home("moose-completion", config: """
-            [profiles.work]
-            issuer = "https://id.example.com"
-            client_id = "a"
+        let (home, environment) = try FirstHourCLITests.home(
+            "moose-completion",
+            config: """
+                [profiles.work]
+                issuer = "https://id.example.com"
+                client_id = "a"
 
-            [profiles.weekend]
-            issuer = "https://id.example.com"
-            client_id = "b"
+                [profiles.weekend]
+                issuer = "https://id.example.com"
+                client_id = "b"
 
-            [profiles."odd name"]
-            issuer = "https://id.example.com"
-            client_id = "c"
-            """)
+                [profiles."odd name"]
+                issuer = "https://id.example.com"
+                client_id = "c"
+                """)
         defer { try? FileManager.default.removeItem(at: home) }
         let script = try await CLI.run(["completion", "bash"], environment: environment)
         #expect(script.status == 0)
         let file = home.appendingPathComponent("moose.bash")
         try Data(script.stdout.utf8).write(to: file)
         let binary = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().path
-        for (words, expected) in [("moose token --profile w", ["weekend", "work"]), ("moose token --profile wo", ["work"]),
-                                  ("moose profile use we", ["weekend"])] {
+        for (words, expected) in [
+            ("moose token --profile w", ["weekend", "work"]), ("moose token --profile wo", ["work"]),
+            ("moose profile use we", ["weekend"])
+        ] {
             let driver = """
                 source '\(file.path)'
                 COMP_WORDS=(\(words)); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMP_LINE='\(words)'; COMP_POINT=${#COMP_LINE}

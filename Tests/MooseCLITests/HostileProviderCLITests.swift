@@ -31,10 +31,13 @@ enum HostileIdP {
     }
 
     /// `moose login` against `scenario` in a fresh home.
-    static func login(_ scenario: String, timeout: Int = 20, extra: [String] = []) async throws -> (CLIResult, URL, [String: String]) {
+    static func login(_ scenario: String, timeout: Int = 20, extra: [String] = []) async throws -> (
+        CLIResult, URL, [String: String]
+    ) {
         let (home, environment) = Self.home("moose-hostile-\(scenario)")
-        let result = try await CLI.run(["login", "--issuer", issuer(scenario), "--client-id", "moose-cli", "--timeout", String(timeout)] + extra,
-                                 environment: environment, timeout: Double(timeout) + 30)
+        let result = try await CLI.run(
+            ["login", "--issuer", issuer(scenario), "--client-id", "moose-cli", "--timeout", String(timeout)] + extra,
+            environment: environment, timeout: Double(timeout) + 30)
         return (result, home, environment)
     }
 }
@@ -70,8 +73,9 @@ extension CLIResult {
             #expect(token.status == 1 && token.stdout.isEmpty, "\(format): \(token.stdout)")
             #expect(token.stderr.contains("b64token"))
         }
-        let eval = try await CLI.run(["/bin/sh", "-c", "eval \"$(\"$0\" token --format env)\"", CLI.binary], environment: environment,
-                               executable: "/bin/sh")
+        let eval = try await CLI.run(
+            ["/bin/sh", "-c", "eval \"$(\"$0\" token --format env)\"", CLI.binary], environment: environment,
+            executable: "/bin/sh")
         #expect(eval.stdout.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: marker), "the provider ran a command on this machine")
         // JSON is no shell text: the token is there, escaped.
@@ -115,7 +119,7 @@ extension CLIResult {
         ("non-object-json", "no JSON object"), ("null-json", "no JSON object"),
         ("missing-members", "lacks jwks_uri, subject_types_supported, id_token_signing_alg_values_supported"),
         ("plain-http-endpoints", "not https"), ("wrong-iss", "RFC 9207"), ("missing-iss", "RFC 9207"),
-        ("extra-aud", "does not trust"), ("bad-at-hash", "at_hash"), ("html-error", "HTML page"),
+        ("extra-aud", "does not trust"), ("bad-at-hash", "at_hash"), ("html-error", "HTML page")
     ])
     func refusedWithAClearError(scenario: String, words: String) async throws {
         let (login, home, _) = try await HostileIdP.login(scenario)
@@ -130,7 +134,8 @@ extension CLIResult {
             let (login, home, _) = try await HostileIdP.login(scenario)
             defer { try? FileManager.default.removeItem(at: home) }
             #expect(login.status == 1)
-            #expect(try HostileIdP.tokenCalls(scenario, "authorization_code") == 0, "\(scenario): the code was redeemed")
+            #expect(
+                try HostileIdP.tokenCalls(scenario, "authorization_code") == 0, "\(scenario): the code was redeemed")
         }
     }
 
@@ -187,7 +192,10 @@ extension CLIResult {
         // HMAC-SHA256 through openssl's command line: an independent implementation.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "dgst", "-sha256", "-mac", "HMAC", "-macopt", "hexkey:" + key.map { String(format: "%02x", $0) }.joined(), "-binary"]
+        process.arguments = [
+            "openssl", "dgst", "-sha256", "-mac", "HMAC", "-macopt",
+            "hexkey:" + key.map { String(format: "%02x", $0) }.joined(), "-binary"
+        ]
         let input_ = Pipe(), output = Pipe()
         process.standardInput = input_
         process.standardOutput = output

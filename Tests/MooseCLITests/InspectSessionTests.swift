@@ -17,7 +17,8 @@ struct InspectSessionTests {
         #expect(human.stdout.contains("\"iss\": \"\(TestIdentityProvider.issuer)"), "\(human.stdout)")
         #expect(!human.stdout.contains(accessToken) && !human.stderr.contains(accessToken), "a raw token was printed")
 
-        let json = try await CLI.run(["inspect", "--session", "--profile", "default", "--json"], environment: environment)
+        let json = try await CLI.run(
+            ["inspect", "--session", "--profile", "default", "--json"], environment: environment)
         #expect(json.status == 0, "\(json.stderr)")
         let object = try json.json()
         #expect(object["profile"] as? String == "default")

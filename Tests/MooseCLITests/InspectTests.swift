@@ -9,7 +9,8 @@ struct InspectTests {
     let testNow = "1800000000"
 
     init() throws {
-        let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("joserfc/tokens.json")) as? [String: Any])
+        let root = try #require(
+            JSONSerialization.jsonObject(with: Fixtures.data("joserfc/tokens.json")) as? [String: Any])
         tokens = try #require(root["tokens"] as? [String: String])
     }
 
@@ -17,8 +18,10 @@ struct InspectTests {
 
     @Test(arguments: ["hs256", "rs256", "ps256", "es256", "es384", "es512", "eddsa", "ed25519"])
     func validTokensVerify(name: String) async throws {
-        var arguments = ["inspect", try token(name), "--now", testNow, "--json", "--iss", "https://id.example.com",
-                         "--aud", "moose-cli"]
+        var arguments = [
+            "inspect", try token(name), "--now", testNow, "--json", "--iss", "https://id.example.com",
+            "--aud", "moose-cli"
+        ]
         arguments += name == "hs256" ? ["--secret-file", Fixtures.path("joserfc/hs256.secret")] : ["--jwks", jwks]
         let result = try await CLI.run(arguments)
         #expect(result.status == 0, "\(result.stderr)")
@@ -29,22 +32,27 @@ struct InspectTests {
     }
 
     @Test func humanOutputShowsHeaderClaimsTimesAndVerdict() async throws {
-        let result = try await CLI.run(["inspect", try token("expired"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
-                                  "--now", "2027-01-15T08:00:00Z"])
+        let result = try await CLI.run([
+            "inspect", try token("expired"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
+            "--now", "2027-01-15T08:00:00Z"
+        ])
         #expect(result.status == 1)
         #expect(result.stdout.contains("\"alg\": \"ES256\""))
         #expect(result.stdout.contains("\"sub\": \"alice\""))
         #expect(result.stdout.contains("exp       2027-01-15T07:57:00Z  expired 3m ago"))
         #expect(result.stdout.contains("✘ invalid: token expired 3m ago"))
-        let valid = try await CLI.run(["inspect", try token("valid_short"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
-                                 "--now", testNow, "--aud", "moose-cli"])
+        let valid = try await CLI.run([
+            "inspect", try token("valid_short"), "--key", Fixtures.path("joserfc/ec256-public.pem"),
+            "--now", testNow, "--aud", "moose-cli"
+        ])
         #expect(valid.status == 0)
         #expect(valid.stdout.contains("valid for 4m 12s"))
         #expect(valid.stdout.contains("✔ valid"))
     }
 
     @Test func withoutAKeyItDecodesAndSaysSo() async throws {
-        let result = try await CLI.run(["inspect", try token("rs256"), "--now", testNow, "--json", "--aud", "moose-cli"])
+        let result = try await CLI.run(["inspect", try token("rs256"), "--now", testNow, "--json", "--aud", "moose-cli"]
+        )
         #expect(result.status == 0)
         let json = try result.json()
         #expect(json["verdict"] as? String == "decoded")
@@ -52,15 +60,19 @@ struct InspectTests {
         // and exits 0 (issue "The first hour" §5) — a token that names an audience included.
         let unchecked = try await CLI.run(["inspect", try token("rs256"), "--now", testNow])
         #expect(unchecked.status == 0, "\(unchecked.stderr)")
-        #expect(unchecked.stdout.contains("signature NOT verified") && unchecked.stdout.contains("audience not checked"), "\(unchecked.stdout)")
+        #expect(
+            unchecked.stdout.contains("signature NOT verified") && unchecked.stdout.contains("audience not checked"),
+            "\(unchecked.stdout)")
         #expect(try await CLI.run(["inspect", try token("rs256"), "--now", testNow, "--any-audience"]).status == 0)
         #expect((json["signature"] as? [String: Any])?["status"] as? String == "not-checked")
         // Expiry is shown without a key, and judged (exit 1) once a verification is asked for — in
         // one vocabulary (issue "The second hour" §2): decoding says "● decoded: token expired …
         // (not verified: decoded only)", never "✘ invalid" under exit 0.
         let expired = try await CLI.run(["inspect", try token("expired"), "--now", testNow])
-        #expect(expired.status == 0 && expired.stdout.contains("● decoded: token expired") && expired.stdout.contains("(not verified: decoded only)"),
-                "\(expired.stdout)")
+        #expect(
+            expired.status == 0 && expired.stdout.contains("● decoded: token expired")
+                && expired.stdout.contains("(not verified: decoded only)"),
+            "\(expired.stdout)")
         #expect(!expired.stdout.contains("✘"), "\(expired.stdout)")
         let expiredJSON = try await CLI.run(["inspect", try token("expired"), "--now", testNow, "--json"])
         let expiredVerdict = try expiredJSON.json()["verdict"] as? String
@@ -71,19 +83,25 @@ struct InspectTests {
         // A verification without --aud of a token that names one: not accepted, in the CLI's words.
         let noAudience = try await CLI.run(["inspect", try token("rs256"), "--jwks", jwks, "--now", testNow])
         #expect(noAudience.status == 1, "\(noAudience.stdout)")
-        #expect(noAudience.stdout.contains("✘ not accepted: audience not checked: pass --aud AUDIENCE (or --any-audience to accept any)"),
-                "\(noAudience.stdout)")
+        #expect(
+            noAudience.stdout.contains(
+                "✘ not accepted: audience not checked: pass --aud AUDIENCE (or --any-audience to accept any)"),
+            "\(noAudience.stdout)")
         // An opaque token is not a broken JWT; a path that does not exist is not a token.
         let opaque = try await CLI.run(["inspect", "mat_0123456789abcdef"])
         #expect(opaque.status == 2 && opaque.stderr.contains("not a JWT"), "\(opaque.stderr)")
         let missing = try await CLI.run(["inspect", "./no/such/token.jwt"])
-        #expect(missing.status == 2 && missing.stderr.contains("no such file: ./no/such/token.jwt"), "\(missing.stderr)")
+        #expect(
+            missing.status == 2 && missing.stderr.contains("no such file: ./no/such/token.jwt"), "\(missing.stderr)")
     }
 
     @Test func readsFromStdinAFileAndIgnoresBearer() async throws {
-        let piped = try await CLI.run(["inspect", "--now", testNow, "--json", "--aud", "moose-cli"], stdin: Data("Bearer \(try token("es256"))\n".utf8))
+        let piped = try await CLI.run(
+            ["inspect", "--now", testNow, "--json", "--aud", "moose-cli"],
+            stdin: Data("Bearer \(try token("es256"))\n".utf8))
         #expect(piped.status == 0, "\(piped.stderr)")
-        let dash = try await CLI.run(["inspect", "-", "--now", testNow, "--aud", "moose-cli"], stdin: Data(try token("es256").utf8))
+        let dash = try await CLI.run(
+            ["inspect", "-", "--now", testNow, "--aud", "moose-cli"], stdin: Data(try token("es256").utf8))
         #expect(dash.status == 0)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("moose-token-\(UUID().uuidString)")
         try Data("\n  \(try token("es256"))\n".utf8).write(to: file)
@@ -121,11 +139,13 @@ struct InspectTests {
         ("duplicate_claims", 2, "invalidJSON"),
         ("no_alg", 2, "malformed"),
         ("jwe", 2, "encryptedTokenUnsupported"),
-        ("deeply_nested", 2, "invalidJSON"),
+        ("deeply_nested", 2, "invalidJSON")
     ])
     func forgedAndMalformedTokensAreRefused(name: String, status: Int32, code: String) async throws {
-        let result = try await CLI.run(["inspect", try token(name), "--jwks", jwks, "--now", testNow, "--json",
-                                  "--iss", "https://id.example.com", "--aud", "moose-cli"])
+        let result = try await CLI.run([
+            "inspect", try token(name), "--jwks", jwks, "--now", testNow, "--json",
+            "--iss", "https://id.example.com", "--aud", "moose-cli"
+        ])
         #expect(result.status == status, "\(name): \(result.stdout) \(result.stderr)")
         #expect(try result.reasonCodes().first == code, "\(name): \(result.stdout)")
         if status == 2 { #expect(result.stderr.contains("unusable"), "\(name): \(result.stderr)") }
@@ -134,8 +154,10 @@ struct InspectTests {
     @Test func algorithmConfusionWithTheSecretFileIsStillRefused() async throws {
         // Even when the attacker's "secret" (the RSA public PEM) is handed over as --secret-file,
         // mixing it with the public keys is refused.
-        let result = try await CLI.run(["inspect", try token("alg_confusion_hs256_with_rsa_pem"), "--jwks", jwks,
-                                  "--secret-file", Fixtures.path("joserfc/rsa-public.pem"), "--now", testNow, "--json", "--aud", "moose-cli"])
+        let result = try await CLI.run([
+            "inspect", try token("alg_confusion_hs256_with_rsa_pem"), "--jwks", jwks,
+            "--secret-file", Fixtures.path("joserfc/rsa-public.pem"), "--now", testNow, "--json", "--aud", "moose-cli"
+        ])
         #expect(result.status == 2)
         #expect(try result.reasonCodes() == ["invalidKey"])
     }
@@ -168,7 +190,8 @@ struct InspectTests {
     }
 
     @Test func everyRFCVectorVerifiesThroughTheCLI() async throws {
-        let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("rfc/jose-vectors.json")) as? [String: Any])
+        let root = try #require(
+            JSONSerialization.jsonObject(with: Fixtures.data("rfc/jose-vectors.json")) as? [String: Any])
         let vectors = try #require(root["vectors"] as? [[String: Any]])
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-rfc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -217,7 +240,8 @@ struct InspectJWKSURLTests {
             if chunk.isEmpty { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
-        guard let range = text.range(of: "http://127.0.0.1:"), let end = text[range.upperBound...].firstIndex(of: "/") else {
+        guard let range = text.range(of: "http://127.0.0.1:"), let end = text[range.upperBound...].firstIndex(of: "/")
+        else {
             kill(process.processIdentifier, SIGKILL)
             throw CocoaError(.fileReadUnknown)
         }
@@ -228,9 +252,12 @@ struct InspectJWKSURLTests {
         let (server, base) = try Self.startServer(directory: Fixtures.path("joserfc"))
         // SIGKILL: children of the test runner inherit its blocked signal mask, so SIGTERM would wait forever.
         defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-        let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("joserfc/tokens.json")) as? [String: Any])
+        let root = try #require(
+            JSONSerialization.jsonObject(with: Fixtures.data("joserfc/tokens.json")) as? [String: Any])
         let token = try #require((root["tokens"] as? [String: String])?["es256"])
-        let ok = try await CLI.run(["inspect", token, "--jwks", "\(base)/jwks.json", "--now", "1800000000", "--json", "--aud", "moose-cli"])
+        let ok = try await CLI.run([
+            "inspect", token, "--jwks", "\(base)/jwks.json", "--now", "1800000000", "--json", "--aud", "moose-cli"
+        ])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(try ok.json()["verdict"] as? String == "valid")
         let missing = try await CLI.run(["inspect", token, "--jwks", "\(base)/missing.json"])

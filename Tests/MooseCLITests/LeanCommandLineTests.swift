@@ -8,13 +8,16 @@ import Testing
 struct LeanCommandLineTests {
     /// What the lean reader made, or `nil`; a mismatch with argument-parser is recorded.
     @discardableResult
-    static func compare(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) -> LeanCommandLine.Command? {
+    static func compare(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) -> LeanCommandLine
+        .Command?
+    {
         guard let lean = LeanCommandLine.command(arguments) else { return nil }
         let parsed: any ParsableCommand
         do {
             parsed = try MooseCommand.parseAsRoot(arguments)
         } catch {
-            Issue.record("lean accepted \(arguments), argument-parser refused it: \(error)", sourceLocation: sourceLocation)
+            Issue.record(
+                "lean accepted \(arguments), argument-parser refused it: \(error)", sourceLocation: sourceLocation)
             return lean
         }
         switch lean {
@@ -32,8 +35,12 @@ struct LeanCommandLineTests {
             let expected = command.values
             #expect(expected.store.storePath == values.store.storePath, "\(arguments)", sourceLocation: sourceLocation)
             #expect(expected.store.keyFile == values.store.keyFile, "\(arguments)", sourceLocation: sourceLocation)
-            #expect(expected.store.keyEnvironment == values.store.keyEnvironment, "\(arguments)", sourceLocation: sourceLocation)
-            #expect(expected.store.passphraseFile == values.store.passphraseFile, "\(arguments)", sourceLocation: sourceLocation)
+            #expect(
+                expected.store.keyEnvironment == values.store.keyEnvironment, "\(arguments)",
+                sourceLocation: sourceLocation)
+            #expect(
+                expected.store.passphraseFile == values.store.passphraseFile, "\(arguments)",
+                sourceLocation: sourceLocation)
             #expect(expected.profile == values.profile, "\(arguments)", sourceLocation: sourceLocation)
             #expect(expected.minValidity == values.minValidity, "\(arguments)", sourceLocation: sourceLocation)
             #expect(expected.idToken == values.idToken, "\(arguments)", sourceLocation: sourceLocation)
@@ -58,7 +65,7 @@ struct LeanCommandLineTests {
             ["token", "--store", "/s.sqlite", "--key-file", "/k", "--profile", "work", "--min-validity", "60s"],
             ["token", "--key-env", "VAR"], ["token", "--passphrase-file=/p"], ["token", "--store", ""],
             ["token", "--format", "header", "--url", "https://api/x", "--method", "POST", "--nonce", "n"],
-            ["token", "--min-validity", "x"],   // accepted here; run() refuses it exactly as before
+            ["token", "--min-validity", "x"] // accepted here; run() refuses it exactly as before
         ]
         for arguments in accepted {
             #expect(Self.compare(arguments) != nil, "\(arguments) should be read without argument-parser")
@@ -70,16 +77,21 @@ struct LeanCommandLineTests {
             [], ["--help"], ["inspect", "--help"], ["inspect", "-h"], ["inspect", "help"], ["token", "help"],
             ["token", "--help"], ["token", "-h"], ["inspect", "--", "t"], ["inspect", "t", "u"], ["token", "t"],
             ["inspect", "--no-such-flag"], ["inspect", "--jso"], ["inspect", "--JSON"], ["inspect", "-json"],
-            ["inspect", "t", "--json", "--json"], ["inspect", "t", "--json=yes"], ["inspect", "t", "--iss", "a", "--iss", "b"],
-            ["inspect", "t", "--iss"], ["inspect", "t", "--iss="], ["inspect", "t", "--iss=", "x"], ["inspect", "t", "--iss", "-x"],
-            ["inspect", "t", "--iss", "--json"], ["inspect", "t", "--leeway", "-1"], ["inspect", "t", "--leeway", "soon"],
+            ["inspect", "t", "--json", "--json"], ["inspect", "t", "--json=yes"],
+            ["inspect", "t", "--iss", "a", "--iss", "b"],
+            ["inspect", "t", "--iss"], ["inspect", "t", "--iss="], ["inspect", "t", "--iss=", "x"],
+            ["inspect", "t", "--iss", "-x"],
+            ["inspect", "t", "--iss", "--json"], ["inspect", "t", "--leeway", "-1"],
+            ["inspect", "t", "--leeway", "soon"],
             ["inspect", "t", "--leeway=nan"], ["inspect", "t", "--alg", "none"], ["inspect", "t", "--alg", "XS999"],
-            ["inspect", "t", "--now", "yesterday"], ["inspect", "-x"], ["inspect", "---json"], ["inspect", "t", "--iss", "help"],
+            ["inspect", "t", "--now", "yesterday"], ["inspect", "-x"], ["inspect", "---json"],
+            ["inspect", "t", "--iss", "help"],
             ["token", "--format", "yaml"], ["token", "--format"], ["token", "--store", "a", "--store", "b"],
-            ["token", "--version"], ["token", "--generate-completion-script", "bash"], ["token", "--id-token", "--id-token"],
+            ["token", "--version"], ["token", "--generate-completion-script", "bash"],
+            ["token", "--id-token", "--id-token"],
             ["token", "--min-validity", "-5"], ["status"], ["Token"], ["inspect\u{301}"],
             ["inspect", "--\u{301}json"], ["inspect", "t", "--json\u{301}"], ["inspect", "t", "--iss=\u{301}x"],
-            ["inspect"] + Array(repeating: "--aud", count: 40) .flatMap { [$0, "a"] },
+            ["inspect"] + Array(repeating: "--aud", count: 40).flatMap { [$0, "a"] }
         ]
         for arguments in refused {
             #expect(LeanCommandLine.command(arguments) == nil, "\(arguments) must go through argument-parser")
@@ -90,12 +102,14 @@ struct LeanCommandLineTests {
     /// "=", "--", "help", combining marks, the Kelvin sign): whatever the lean reader accepts,
     /// argument-parser reads the same way.
     @Test func randomCommandLinesAgreeWithArgumentParser() {
-        let words = ["--jwks", "--issuer", "--key", "--secret-file", "--iss", "--aud", "--any-audience", "--alg", "--leeway",
-                     "--now", "--json", "--store", "--key-file", "--key-env", "--passphrase-file", "--profile",
-                     "--min-validity", "--id-token", "--format", "--url", "--method", "--nonce",
-                     "x", "", "-", "--", "-x", "help", "RS256", "HS256", "none", "1", "-1", "2.5", "1e3", "nan",
-                     "token", "json", "exec-credential", "header", "env", "a=b", "=", "--aud=", "--iss=v", "--leeway=3",
-                     "--format=env", "--store=/s", "--json=1", "K\u{301}", "\u{212A}", "=\u{301}", "--h", "-h", "--help"]
+        let words = [
+            "--jwks", "--issuer", "--key", "--secret-file", "--iss", "--aud", "--any-audience", "--alg", "--leeway",
+            "--now", "--json", "--store", "--key-file", "--key-env", "--passphrase-file", "--profile",
+            "--min-validity", "--id-token", "--format", "--url", "--method", "--nonce",
+            "x", "", "-", "--", "-x", "help", "RS256", "HS256", "none", "1", "-1", "2.5", "1e3", "nan",
+            "token", "json", "exec-credential", "header", "env", "a=b", "=", "--aud=", "--iss=v", "--leeway=3",
+            "--format=env", "--store=/s", "--json=1", "K\u{301}", "\u{212A}", "=\u{301}", "--h", "-h", "--help"
+        ]
         var generator = SplitMix64(seed: 0x6d6f6f7365)
         var accepted = 0
         for _ in 0..<4000 {

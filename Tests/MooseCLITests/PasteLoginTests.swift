@@ -46,9 +46,13 @@ struct PasteLoginTests {
             print("EXIT", os.waitstatus_to_exitcode(status))
             """
         let browser = LocalServer.repositoryRoot + "/tools/idp/headless_browser.py"
-        let result = try await CLI.run(["python3", "-c", driver, CLI.binary, browser, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
-                                        "--client-id", "moose-cli", "--timeout", "90"],
-                                       environment: environment, timeout: 120, executable: "/usr/bin/python3")
+        let result = try await CLI.run(
+            [
+                "python3", "-c", driver, CLI.binary, browser, "login", "--no-browser", "--issuer",
+                TestIdentityProvider.issuer,
+                "--client-id", "moose-cli", "--timeout", "90"
+            ],
+            environment: environment, timeout: 120, executable: "/usr/bin/python3")
         #expect(result.stdout.contains("not this login's redirect"), "\(result.stdout)")
         #expect(result.stdout.contains("Logged in to"), "\(result.stdout) \(result.stderr)")
         #expect(result.stdout.hasSuffix("EXIT 0\n"), "\(result.stdout)")
@@ -103,11 +107,17 @@ struct PasteLoginTests {
             print("EXIT", os.waitstatus_to_exitcode(status))
             """
         let browser = LocalServer.repositoryRoot + "/tools/idp/headless_browser.py"
-        let result = try await CLI.run(["python3", "-c", driver, CLI.binary, browser, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
-                                        "--client-id", "moose-cli", "--timeout", "90"],
-                                       environment: environment, timeout: 120, executable: "/usr/bin/python3")
+        let result = try await CLI.run(
+            [
+                "python3", "-c", driver, CLI.binary, browser, "login", "--no-browser", "--issuer",
+                TestIdentityProvider.issuer,
+                "--client-id", "moose-cli", "--timeout", "90"
+            ],
+            environment: environment, timeout: 120, executable: "/usr/bin/python3")
         let out = result.stdout.replacingOccurrences(of: "\r\n", with: "\n")
-        #expect(out.contains("paste the whole address it ends on") && out.contains("a code alone cannot prove which provider sent it"), "\(out)")
+        #expect(
+            out.contains("paste the whole address it ends on")
+                && out.contains("a code alone cannot prove which provider sent it"), "\(out)")
         #expect(!out.contains("or only the code"), "\(out)")
         #expect(out.contains("only a code?") && out.contains("4 tries left"), "\(out)")
         #expect(out.contains("that address has no iss") && out.contains("3 tries left"), "\(out)")
@@ -152,9 +162,12 @@ struct PasteLoginTests {
             sys.stdout.write(out.decode(errors="replace"))
             print("EXIT", os.waitstatus_to_exitcode(status))
             """
-        let result = try await CLI.run(["python3", "-c", driver, CLI.binary, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
-                                        "--client-id", "moose-cli", "--timeout", "60"],
-                                       environment: environment, timeout: 90, executable: "/usr/bin/python3")
+        let result = try await CLI.run(
+            [
+                "python3", "-c", driver, CLI.binary, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
+                "--client-id", "moose-cli", "--timeout", "60"
+            ],
+            environment: environment, timeout: 90, executable: "/usr/bin/python3")
         #expect(result.stdout.contains("1 try left"), "\(result.stdout)")
         #expect(result.stdout.contains("so the login stopped"), "\(result.stdout)")
         #expect(result.stdout.hasSuffix("EXIT 2\n"), "\(result.stdout)")
@@ -162,16 +175,24 @@ struct PasteLoginTests {
 
     @Test func pastedLinesAreCheckedBeforeUse() throws {
         let redirect = try #require(URL(string: "http://127.0.0.1:4711/callback"))
-        func parse(_ line: String) -> Result<URL, PastedRedirect.Refusal> { PastedRedirect.parse(line, redirectURI: redirect, expectedState: "s1") }
-        #expect(try parse("  http://127.0.0.1:4711/callback?code=abc&state=s1 ").get().absoluteString == "http://127.0.0.1:4711/callback?code=abc&state=s1")
-        #expect(try parse("http://127.0.0.1:4711/callback?error=access_denied&state=s1").get().query == "error=access_denied&state=s1")
+        func parse(_ line: String) -> Result<URL, PastedRedirect.Refusal> {
+            PastedRedirect.parse(line, redirectURI: redirect, expectedState: "s1")
+        }
+        #expect(
+            try parse("  http://127.0.0.1:4711/callback?code=abc&state=s1 ").get().absoluteString
+                == "http://127.0.0.1:4711/callback?code=abc&state=s1")
+        #expect(
+            try parse("http://127.0.0.1:4711/callback?error=access_denied&state=s1").get().query
+                == "error=access_denied&state=s1")
         // A bare code: this login's redirect and state.
         #expect(try parse("a/b+c").get().absoluteString == "http://127.0.0.1:4711/callback?code=a/b+c&state=s1")
-        for refused in ["", "http://127.0.0.1:4712/callback?code=abc&state=s1", "http://localhost:4711/callback?code=abc&state=s1",
-                        "https://127.0.0.1:4711/callback?code=abc&state=s1", "http://127.0.0.1:4711/other?code=abc&state=s1",
-                        "http://127.0.0.1:4711/callback?code=abc&state=s2", "http://127.0.0.1:4711/callback?code=abc",
-                        "http://127.0.0.1:4711/callback?state=s1", "code with spaces", "c\u{1B}[2Jode", "cödé",
-                        String(repeating: "a", count: 9000)] {
+        for refused in [
+            "", "http://127.0.0.1:4712/callback?code=abc&state=s1", "http://localhost:4711/callback?code=abc&state=s1",
+            "https://127.0.0.1:4711/callback?code=abc&state=s1", "http://127.0.0.1:4711/other?code=abc&state=s1",
+            "http://127.0.0.1:4711/callback?code=abc&state=s2", "http://127.0.0.1:4711/callback?code=abc",
+            "http://127.0.0.1:4711/callback?state=s1", "code with spaces", "c\u{1B}[2Jode", "cödé",
+            String(repeating: "a", count: 9000)
+        ] {
             if case .success(let url) = parse(refused) { Issue.record("accepted \(refused.prefix(60)) as \(url)") }
         }
         // A provider that promises iss (RFC 9207): only the whole address, with its iss.
@@ -179,8 +200,14 @@ struct PasteLoginTests {
             PastedRedirect.parse(line, redirectURI: redirect, expectedState: "s1", requiresAddress: true)
         }
         #expect(throws: PastedRedirect.Refusal.self) { try whole("abc").get() }
-        #expect(throws: PastedRedirect.Refusal.self) { try whole("http://127.0.0.1:4711/callback?code=abc&state=s1").get() }
-        #expect(try whole("http://127.0.0.1:4711/callback?code=abc&state=s1&iss=https%3A%2F%2Fid").get().query == "code=abc&state=s1&iss=https%3A%2F%2Fid")
-        #expect(try whole("http://127.0.0.1:4711/callback?error=access_denied&state=s1").get().query == "error=access_denied&state=s1")
+        #expect(throws: PastedRedirect.Refusal.self) {
+            try whole("http://127.0.0.1:4711/callback?code=abc&state=s1").get()
+        }
+        #expect(
+            try whole("http://127.0.0.1:4711/callback?code=abc&state=s1&iss=https%3A%2F%2Fid").get().query
+                == "code=abc&state=s1&iss=https%3A%2F%2Fid")
+        #expect(
+            try whole("http://127.0.0.1:4711/callback?error=access_denied&state=s1").get().query
+                == "error=access_denied&state=s1")
     }
 }

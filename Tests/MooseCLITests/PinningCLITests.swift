@@ -25,13 +25,21 @@ struct PinningCLITests {
         let (home, environment) = CLI.home("moose-pin")
         defer { try? FileManager.default.removeItem(at: home) }
         do {
-            let login = ["login", "--issuer", base, "--client-id", "moose-cli", "--no-browser", "--timeout", "5", "--ca-file", ca.caFile]
+            let login = [
+                "login", "--issuer", base, "--client-id", "moose-cli", "--no-browser", "--timeout", "5", "--ca-file",
+                ca.caFile
+            ]
 
-            let refused = try await CLI.run(login + ["--pin-public-key", other.pin], environment: environment, timeout: 60)
+            let refused = try await CLI.run(
+                login + ["--pin-public-key", other.pin], environment: environment, timeout: 60)
             #expect(refused.status == 1, "\(refused.status) \(refused.stderr)")
-            #expect(refused.stderr.contains("the server's public key for 127.0.0.1 is not one of the pinned keys (pins: \(other.pin)); "
-                                            + "the connection was refused"), "\(refused.stderr)")
-            #expect(refused.stderr.hasSuffix("[tls]\n") && !refused.stderr.contains("--ca-file"), "no private-CA hint: \(refused.stderr)")
+            #expect(
+                refused.stderr.contains(
+                    "the server's public key for 127.0.0.1 is not one of the pinned keys (pins: \(other.pin)); "
+                        + "the connection was refused"), "\(refused.stderr)")
+            #expect(
+                refused.stderr.hasSuffix("[tls]\n") && !refused.stderr.contains("--ca-file"),
+                "no private-CA hint: \(refused.stderr)")
             let counts = try server.counts()
             #expect(counts.connections == 1 && counts.requests == 0, "refused at the handshake, not retried: \(counts)")
 
@@ -42,20 +50,31 @@ struct PinningCLITests {
                 .write(to: config.appendingPathComponent("config.toml"))
             for arguments in [login + ["--pin-public-key", other.pin, "--pin-public-key", key.pin], login] {
                 let passed = try await CLI.run(arguments, environment: environment, timeout: 60)
-                #expect(passed.status == 1 && passed.stderr.contains("names another issuer") && !passed.stderr.contains("pinned"),
-                        "\(passed.stderr)")
+                #expect(
+                    passed.status == 1 && passed.stderr.contains("names another issuer")
+                        && !passed.stderr.contains("pinned"),
+                    "\(passed.stderr)")
             }
             // The config's pins, with the wrong one alone: refused again.
-            try Data("[profiles.default]\npublic_key_pins = [\"\(other.pin)\"]\n".utf8).write(to: config.appendingPathComponent("config.toml"))
+            try Data("[profiles.default]\npublic_key_pins = [\"\(other.pin)\"]\n".utf8).write(
+                to: config.appendingPathComponent("config.toml"))
             let fromConfig = try await CLI.run(login, environment: environment, timeout: 60)
-            #expect(fromConfig.status == 1 && fromConfig.stderr.contains("is not one of the pinned keys"), "\(fromConfig.stderr)")
+            #expect(
+                fromConfig.status == 1 && fromConfig.stderr.contains("is not one of the pinned keys"),
+                "\(fromConfig.stderr)")
 
-            let unpinnable = try await CLI.run(["login", "--resource", base + "/api", "--pin-public-key", key.pin], environment: environment)
-            #expect(unpinnable.status == 2 && unpinnable.stderr.contains("give --issuer"), "\(unpinnable.status) \(unpinnable.stderr)")
+            let unpinnable = try await CLI.run(
+                ["login", "--resource", base + "/api", "--pin-public-key", key.pin], environment: environment)
+            #expect(
+                unpinnable.status == 2 && unpinnable.stderr.contains("give --issuer"),
+                "\(unpinnable.status) \(unpinnable.stderr)")
 
-            let malformed = try await CLI.run(login + ["--pin-public-key", "sha256//tooShort"], environment: environment, timeout: 60)
-            #expect(malformed.status == 2 && malformed.stderr.contains("--pin-public-key") && malformed.stderr.contains("openssl"),
-                    "\(malformed.status) \(malformed.stderr)")
+            let malformed = try await CLI.run(
+                login + ["--pin-public-key", "sha256//tooShort"], environment: environment, timeout: 60)
+            #expect(
+                malformed.status == 2 && malformed.stderr.contains("--pin-public-key")
+                    && malformed.stderr.contains("openssl"),
+                "\(malformed.status) \(malformed.stderr)")
         } catch {
             await server.stop()
             throw error

@@ -25,7 +25,10 @@ struct RefreshSurvivesItsCallerTests {
         session["attributes"] = attributes
         row["session"] = session
         let edited = try JSONSerialization.data(withJSONObject: row)
-        #expect(try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
+        #expect(
+            try await CLI.run(
+                ["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment
+            ).status == 0)
     }
 
     /// Waits (at most 10 s) until no detached refresher (`moose __refresh`) of the store under `home`
@@ -36,8 +39,9 @@ struct RefreshSurvivesItsCallerTests {
         while Date() < deadline {
             let running = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).contains { pid in
                 guard Int(pid) != nil, let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-                      String(decoding: command, as: UTF8.self).contains("__refresh"),
-                      let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return false }
+                    String(decoding: command, as: UTF8.self).contains("__refresh"),
+                    let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ")
+                else { return false }
                 return String(decoding: environment, as: UTF8.self).split(separator: "\u{0}").contains { $0 == marker }
             }
             if !running { return }
@@ -59,13 +63,14 @@ struct RefreshSurvivesItsCallerTests {
         defer { try? FileManager.default.removeItem(at: home) }
         var environment = base
         if inProcess { environment["MOOSE_REFRESH_IN_PROCESS"] = "1" }
-        let proxy = LocalServer.start("tools/testserver/recording_proxy.py",
-                                      environment: ["MOOSE_PROXY_UPSTREAM": TestIdentityProvider.issuer, "MOOSE_PROXY_REFRESH_DELAY": "1.5"])
+        let proxy = LocalServer.start(
+            "tools/testserver/recording_proxy.py",
+            environment: ["MOOSE_PROXY_UPSTREAM": TestIdentityProvider.issuer, "MOOSE_PROXY_REFRESH_DELAY": "1.5"])
         try await Self.routeTokenEndpoint(through: "http://127.0.0.1:\(proxy)/token/", environment: environment)
         let firstRefreshToken = try await TokenCLITests.expireStoredSession(environment: environment)
 
         let doomed = try BackgroundCLI(["token"], environment: environment)
-        try await Task.sleep(nanoseconds: 600_000_000)   // the refresh is at the proxy now, waiting
+        try await Task.sleep(nanoseconds: 600_000_000) // the refresh is at the proxy now, waiting
         kill(doomed.process.processIdentifier, SIGKILL)
         _ = await doomed.finish()
 
@@ -79,7 +84,8 @@ struct RefreshSurvivesItsCallerTests {
         }
         #expect(next.status == 0 && !next.stdout.isEmpty, "\(next.stderr)")
         #expect(took < 5, "the survivor waited \(took) s")
-        #expect(try await TokenCLITests.familySize(of: firstRefreshToken) == 2, "the provider saw more than one refresh")
+        #expect(
+            try await TokenCLITests.familySize(of: firstRefreshToken) == 2, "the provider saw more than one refresh")
         // The refresh token the store holds is the rotated one, and live.
         let refresh = try await CLI.run(["refresh"], environment: environment, timeout: 60)
         #expect(refresh.status == 0, "\(refresh.stderr)")
@@ -110,7 +116,7 @@ struct RefreshSurvivesItsCallerTests {
             var tokens = Set<String>()
             for (index, caller) in callers.enumerated() {
                 let result = await caller.finish()
-                if victims.contains(index), result.status != 0 { continue }   // killed (or finished just before)
+                if victims.contains(index), result.status != 0 { continue } // killed (or finished just before)
                 #expect(result.status == 0, "round \(rounds): \(result.stderr)")
                 tokens.insert(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
             }
@@ -120,14 +126,19 @@ struct RefreshSurvivesItsCallerTests {
             rounds += 1
             try await Self.waitForDetachedRefreshers(home: home)
             let family = try await TokenCLITests.familySize(of: firstRefreshToken)
-            #expect(family == rounds + 1, "round \(rounds - 1): the provider's family has \(family) refresh tokens, expected \(rounds + 1)")
+            #expect(
+                family == rounds + 1,
+                "round \(rounds - 1): the provider's family has \(family) refresh tokens, expected \(rounds + 1)")
             if family != rounds + 1 { break }
         }
         #expect(rounds >= 10, "only \(rounds) rounds in 90 s")
         #expect(slowest < 5, "a round took \(slowest) s")
         let refresh = try await CLI.run(["refresh"], environment: environment, timeout: 60)
-        #expect(refresh.status == 0, "after \(rounds) rounds and \(killedTotal) kills the session no longer refreshes: \(refresh.stderr)")
-        print("chaos: \(rounds) rounds, \(killedTotal) callers killed, slowest round \(String(format: "%.2f", slowest)) s, "
-              + (refresh.status == 0 ? "the session still refreshes" : "the session was lost (it needs a new login)"))
+        #expect(
+            refresh.status == 0,
+            "after \(rounds) rounds and \(killedTotal) kills the session no longer refreshes: \(refresh.stderr)")
+        print(
+            "chaos: \(rounds) rounds, \(killedTotal) callers killed, slowest round \(String(format: "%.2f", slowest)) s, "
+                + (refresh.status == 0 ? "the session still refreshes" : "the session was lost (it needs a new login)"))
     }
 }

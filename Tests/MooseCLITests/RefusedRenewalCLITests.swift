@@ -18,7 +18,10 @@ struct RefusedRenewalCLITests {
         session["state"] = state
         row["session"] = session
         let edited = try JSONSerialization.data(withJSONObject: row)
-        #expect(try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
+        #expect(
+            try await CLI.run(
+                ["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment
+            ).status == 0)
     }
 
     @Test func aRefusedWorkloadTokenFailsThatAttemptOnlyAndTheNextGoodOneRenews() async throws {
@@ -27,9 +30,13 @@ struct RefusedRenewalCLITests {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let file = home.appendingPathComponent("token")
         try Data(try await WorkloadLoginCLITests.mint().utf8).write(to: file)
-        func moose(_ arguments: [String]) async throws -> CLIResult { try await CLI.run(arguments, environment: environment, timeout: 60) }
-        let login = try await moose(["login", "--workload", "file:" + file.path, "--issuer", Self.issuer, "--client-id", "moose-ci",
-                                     "--audience", Self.audience])
+        func moose(_ arguments: [String]) async throws -> CLIResult {
+            try await CLI.run(arguments, environment: environment, timeout: 60)
+        }
+        let login = try await moose([
+            "login", "--workload", "file:" + file.path, "--issuer", Self.issuer, "--client-id", "moose-ci",
+            "--audience", Self.audience
+        ])
         #expect(login.status == 0, "\(login.stdout) \(login.stderr)")
         let first = try await moose(["token"])
         #expect(first.status == 0, "\(first.stderr)")
@@ -40,12 +47,18 @@ struct RefusedRenewalCLITests {
         for _ in 0..<2 {
             let refused = try await moose(["token"])
             #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused.stdout)")
-            #expect(refused.stderr.contains("the provider refused") && refused.stderr.contains("[renewalRefused]"), "\(refused.stderr)")
-            #expect(!refused.stderr.contains("needs a new login") && !refused.stderr.contains("run moose login"), "\(refused.stderr)")
+            #expect(
+                refused.stderr.contains("the provider refused") && refused.stderr.contains("[renewalRefused]"),
+                "\(refused.stderr)")
+            #expect(
+                !refused.stderr.contains("needs a new login") && !refused.stderr.contains("run moose login"),
+                "\(refused.stderr)")
         }
         let status = try await moose(["status", "--json"])
         let rows = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])
-        #expect(rows.first?["state"] as? String == "active", "a refused renewal does not mark the session: \(status.stdout)")
+        #expect(
+            rows.first?["state"] as? String == "active", "a refused renewal does not mark the session: \(status.stdout)"
+        )
 
         // The source has a good token again: the next call renews, with no one running moose login.
         try Data(try await WorkloadLoginCLITests.mint().utf8).write(to: file)

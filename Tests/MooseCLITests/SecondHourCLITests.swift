@@ -11,8 +11,11 @@ struct SecondHourCLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         let variable = "MOOSE_TEST_UNSET_\(UInt32.random(in: 0...UInt32.max))"
         for command in [["login"], ["exchange"]] {
-            let result = try await CLI.run(command + ["--workload", "env:\(variable)", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
-                                           environment: environment, timeout: 60)
+            let result = try await CLI.run(
+                command + [
+                    "--workload", "env:\(variable)", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"
+                ],
+                environment: environment, timeout: 60)
             #expect(result.status == 1, "\(command) \(result.status) \(result.stderr)")
             #expect(result.stderr.contains("the variable \(variable) is not set"), "\(command) \(result.stderr)")
             #expect(!result.stderr.contains("id_tokens"), "\(command) \(result.stderr)")
@@ -37,7 +40,10 @@ struct SecondHourCLITests {
     @Test func aPlainHTTPIssuerElsewhereIsAUsageError() async throws {
         let (home, environment) = CLI.home("moose-plain-http")
         defer { try? FileManager.default.removeItem(at: home) }
-        for command in [["login", "--client-id", "x"], ["inspect", "a.b.c"], ["exchange", "--client-id", "x", "--subject-token-env", "T"]] {
+        for command in [
+            ["login", "--client-id", "x"], ["inspect", "a.b.c"],
+            ["exchange", "--client-id", "x", "--subject-token-env", "T"]
+        ] {
             let result = try await CLI.run(command + ["--issuer", "http://id.example.com"], environment: environment)
             #expect(result.status == 2, "\(command) \(result.status) \(result.stderr)")
             #expect(result.stderr.contains("plain http to another machine"), "\(command) \(result.stderr)")
@@ -48,12 +54,17 @@ struct SecondHourCLITests {
     @Test func aNameThatDoesNotResolveIsNotAnOutage() async throws {
         let (home, environment) = CLI.home("moose-dns")
         defer { try? FileManager.default.removeItem(at: home) }
-        let login = try await CLI.run(["login", "--issuer", "https://moose-no-such-host.invalid", "--client-id", "x"], environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            ["login", "--issuer", "https://moose-no-such-host.invalid", "--client-id", "x"], environment: environment,
+            timeout: 60)
         #expect(login.status == 1, "\(login.status) \(login.stderr)")
         #expect(login.stderr.contains("the name moose-no-such-host.invalid did not resolve"), "\(login.stderr)")
         #expect(!login.stderr.contains("try again"), "\(login.stderr)")
-        let inspect = try await CLI.run(["inspect", "--issuer", "https://moose-no-such-host.invalid", "a.b.c"], environment: environment, timeout: 60)
-        #expect(inspect.status == 1 && inspect.stderr.contains("did not resolve"), "\(inspect.status) \(inspect.stderr)")
+        let inspect = try await CLI.run(
+            ["inspect", "--issuer", "https://moose-no-such-host.invalid", "a.b.c"], environment: environment,
+            timeout: 60)
+        #expect(
+            inspect.status == 1 && inspect.stderr.contains("did not resolve"), "\(inspect.status) \(inspect.stderr)")
     }
 
     /// §2: https to a port that speaks plain http (the test IdP's) is said as such, not as a CA problem.
@@ -61,13 +72,16 @@ struct SecondHourCLITests {
         let (home, environment) = CLI.home("moose-not-tls")
         defer { try? FileManager.default.removeItem(at: home) }
         let issuer = TestIdentityProvider.issuer.replacingOccurrences(of: "http://", with: "https://")
-        let login = try await CLI.run(["login", "--issuer", issuer, "--client-id", "moose-cli"], environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            ["login", "--issuer", issuer, "--client-id", "moose-cli"], environment: environment, timeout: 60)
         #expect(login.status == 1, "\(login.status) \(login.stderr)")
         #expect(login.stderr.contains("did not speak TLS") && login.stderr.contains("plain http"), "\(login.stderr)")
         #expect(!login.stderr.contains("--ca-file") && !login.stderr.contains("private CA"), "\(login.stderr)")
         let inspect = try await CLI.run(["inspect", "--issuer", issuer, "a.b.c"], environment: environment, timeout: 60)
-        #expect(inspect.status == 1 && inspect.stderr.contains("did not speak TLS") && !inspect.stderr.contains("--ca-file"),
-                "\(inspect.status) \(inspect.stderr)")
+        #expect(
+            inspect.status == 1 && inspect.stderr.contains("did not speak TLS")
+                && !inspect.stderr.contains("--ca-file"),
+            "\(inspect.status) \(inspect.stderr)")
     }
 
     /// §3: `moose profile list` on first contact (no config file, no store) says there are none.
@@ -76,7 +90,9 @@ struct SecondHourCLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         let list = try await CLI.run(["profile", "list"], environment: environment)
         #expect(list.status == 0, "\(list.stderr)")
-        #expect(list.stdout.contains("no profiles yet") && list.stdout.contains("moose login --issuer URL --client-id ID"), "\(list.stdout)")
+        #expect(
+            list.stdout.contains("no profiles yet") && list.stdout.contains("moose login --issuer URL --client-id ID"),
+            "\(list.stdout)")
         #expect(list.stderr.isEmpty, "\(list.stderr)")
     }
 
@@ -91,8 +107,12 @@ struct SecondHourCLITests {
 
     /// §3: a relative HOME is reported as such, not as "HOME is not set".
     @Test func aRelativeHomeIsSaidAsSuch() async throws {
-        let result = try await CLI.run(["status"], environment: ["HOME": "relative/home", "XDG_DATA_HOME": "", "XDG_CONFIG_HOME": "",
-                                                                 "MOOSE_STORE": "", "MOOSE_CONFIG": ""])
+        let result = try await CLI.run(
+            ["status"],
+            environment: [
+                "HOME": "relative/home", "XDG_DATA_HOME": "", "XDG_CONFIG_HOME": "",
+                "MOOSE_STORE": "", "MOOSE_CONFIG": ""
+            ])
         #expect(result.status == 2, "\(result.status) \(result.stderr)")
         #expect(result.stderr.contains("HOME is not an absolute path (HOME=relative/home)"), "\(result.stderr)")
         #expect(!result.stderr.contains("HOME is not set"), "\(result.stderr)")
@@ -112,10 +132,13 @@ struct SecondHourCLITests {
     @Test func aConfidentialClientWithoutItsSecretIsToldHowToGiveIt() async throws {
         let (home, environment) = CLI.home("moose-confidential")
         defer { try? FileManager.default.removeItem(at: home) }
-        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-confidential"],
-                                      environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-confidential"],
+            environment: environment, timeout: 60)
         #expect(login.status == 1, "\(login.stdout) \(login.stderr)")
-        #expect(login.stderr.contains("--client-secret-file") && login.stderr.contains("--client-secret-env"), "\(login.stderr)")
+        #expect(
+            login.stderr.contains("--client-secret-file") && login.stderr.contains("--client-secret-env"),
+            "\(login.stderr)")
     }
 
     /// §2: hints keep the profile, and after a logout a plain `moose login --profile NAME` logs in
@@ -123,11 +146,14 @@ struct SecondHourCLITests {
     @Test func hintsKeepTheProfileAndAPlainLoginWorksAfterLogout() async throws {
         let (home, environment) = CLI.home("moose-hints")
         defer { try? FileManager.default.removeItem(at: home) }
-        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--profile", "lab"],
-                                      environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--profile", "lab"],
+            environment: environment, timeout: 60)
         #expect(login.status == 0, "\(login.stderr)")
         let logout = try await CLI.run(["logout", "--profile", "lab"], environment: environment)
-        #expect(logout.status == 0 && logout.stdout.contains("moose login --profile lab logs in again"), "\(logout.stdout) \(logout.stderr)")
+        #expect(
+            logout.status == 0 && logout.stdout.contains("moose login --profile lab logs in again"),
+            "\(logout.stdout) \(logout.stderr)")
         let token = try await CLI.run(["token", "--profile", "lab"], environment: environment)
         #expect(token.status == 1 && token.stderr.contains("run moose login --profile lab"), "\(token.stderr)")
         let again = try await CLI.run(["login", "--profile", "lab"], environment: environment, timeout: 60)
@@ -143,12 +169,17 @@ struct SecondHourCLITests {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let secretFile = home.appendingPathComponent("secret")
         try Data("moose-service-secret\n".utf8).write(to: secretFile)
-        let login = try await CLI.run(["login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-service",
-                                       "--client-secret-file", secretFile.path], environment: environment)
+        let login = try await CLI.run(
+            [
+                "login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id",
+                "moose-service",
+                "--client-secret-file", secretFile.path
+            ], environment: environment)
         #expect(login.status == 0, "\(login.stderr)")
         let logout = try await CLI.run(["logout"], environment: environment)
-        #expect(logout.status == 0 && !logout.stdout.contains("browser session") && !logout.stdout.contains("end_session"),
-                "\(logout.stdout) \(logout.stderr)")
+        #expect(
+            logout.status == 0 && !logout.stdout.contains("browser session") && !logout.stdout.contains("end_session"),
+            "\(logout.stdout) \(logout.stderr)")
         #expect(logout.stdout.contains("access token was revoked"), "\(logout.stdout)")
     }
 }

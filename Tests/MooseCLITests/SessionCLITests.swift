@@ -8,7 +8,9 @@ struct SessionCLITests {
     @Test func loginStatusRefreshLogout() async throws {
         let (home, environment) = CLI.home("moose-cli-session")
         defer { try? FileManager.default.removeItem(at: home) }
-        func moose(_ arguments: [String]) async throws -> CLIResult { try await CLI.run(arguments, environment: environment, timeout: 60) }
+        func moose(_ arguments: [String]) async throws -> CLIResult {
+            try await CLI.run(arguments, environment: environment, timeout: 60)
+        }
 
         let login = try await moose(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"])
         #expect(login.status == 0, "\(login.stderr)")
@@ -18,7 +20,8 @@ struct SessionCLITests {
         let status = try await moose(["status", "--json"])
         #expect(status.status == 0)
         let sessions = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])
-        #expect(sessions.first?["state"] as? String == "active" && sessions.first?["has_refresh_token"] as? Bool == true)
+        #expect(
+            sessions.first?["state"] as? String == "active" && sessions.first?["has_refresh_token"] as? Bool == true)
         // Never a token in status output.
         let session = try await CLI.storedSession(environment: environment)
         let tokens = try #require(session["tokens"] as? [String: Any])
@@ -48,11 +51,16 @@ struct InspectIssuerCLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         let session = try await CLI.storedSession(environment: environment)
         let idToken = try #require((session["tokens"] as? [String: Any])?["idToken"] as? String)
-        let verified = try await CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", "--json"])
+        let verified = try await CLI.run([
+            "inspect", idToken, "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", "--json"
+        ])
         #expect(verified.status == 0, "\(verified.stderr)")
         #expect(try verified.json()["verdict"] as? String == "valid")
         // The same token judged against another issuer: refused.
-        let wrong = try await CLI.run(["inspect", idToken, "--issuer", TestIdentityProvider.issuer.replacingOccurrences(of: "127.0.0.1", with: "localhost")])
+        let wrong = try await CLI.run([
+            "inspect", idToken, "--issuer",
+            TestIdentityProvider.issuer.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        ])
         #expect(wrong.status == 1 && wrong.stderr.contains("issuer"))
     }
 
@@ -66,14 +74,22 @@ struct InspectIssuerCLITests {
         let token = try await CLI.run(["token", "--id-token"], environment: environment)
         #expect(token.status == 0, "\(token.stderr)")
         let idToken = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let unchecked = try await CLI.run(["inspect", "--issuer", TestIdentityProvider.issuer, idToken], environment: environment)
+        let unchecked = try await CLI.run(
+            ["inspect", "--issuer", TestIdentityProvider.issuer, idToken], environment: environment)
         #expect(unchecked.status == 1, "\(unchecked.stdout) \(unchecked.stderr)")
-        #expect(unchecked.stdout.contains("✘ not accepted: audience not checked: pass --aud AUDIENCE (or --any-audience to accept any) "
-                                          + "(the token is for \"moose-cli\")"), "\(unchecked.stdout)")
-        #expect(!unchecked.stdout.contains("configure this verifier") && !unchecked.stdout.contains("✘ invalid"), "\(unchecked.stdout)")
-        let json = try await CLI.run(["inspect", "--issuer", TestIdentityProvider.issuer, idToken, "--json"], environment: environment)
+        #expect(
+            unchecked.stdout.contains(
+                "✘ not accepted: audience not checked: pass --aud AUDIENCE (or --any-audience to accept any) "
+                    + "(the token is for \"moose-cli\")"), "\(unchecked.stdout)")
+        #expect(
+            !unchecked.stdout.contains("configure this verifier") && !unchecked.stdout.contains("✘ invalid"),
+            "\(unchecked.stdout)")
+        let json = try await CLI.run(
+            ["inspect", "--issuer", TestIdentityProvider.issuer, idToken, "--json"], environment: environment)
         #expect(try json.reasonCodes() == ["audienceNotChecked"], "\(json.stdout)")
-        let checked = try await CLI.run(["inspect", "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", idToken], environment: environment)
+        let checked = try await CLI.run(
+            ["inspect", "--issuer", TestIdentityProvider.issuer, "--aud", "moose-cli", idToken],
+            environment: environment)
         #expect(checked.status == 0 && checked.stdout.contains("✔ valid"), "\(checked.stdout) \(checked.stderr)")
         let help = try await CLI.run(["--help"])
         #expect(help.stdout.contains("moose inspect --issuer https://id.example.com --aud my-api"), "\(help.stdout)")
@@ -88,8 +104,9 @@ struct TokenCLITests {
     /// provider. The token goes in on standard input, never on a command line a failure message repeats;
     /// the wait is on a thread of its own (CLI.run), not one of the two cooperative ones.
     static func familySize(of refreshToken: String) async throws -> Int {
-        let result = try await CLI.run(["env", "python3", LocalServer.repositoryRoot + "/tools/idp/token_family.py"],
-                                       stdin: Data(refreshToken.utf8), timeout: 60, executable: "/usr/bin/env")
+        let result = try await CLI.run(
+            ["env", "python3", LocalServer.repositoryRoot + "/tools/idp/token_family.py"],
+            stdin: Data(refreshToken.utf8), timeout: 60, executable: "/usr/bin/env")
         guard result.status == 0 else {
             Issue.record("tools/idp/token_family.py failed (\(result.status)): \(result.stdout) \(result.stderr)")
             return -1
@@ -104,17 +121,21 @@ struct TokenCLITests {
 
     /// Rewrites the stored session so its access token looks expired; returns its refresh token, if any.
     @discardableResult
-    static func expireStoredSession(environment: [String: String], requiringRefreshToken: Bool) async throws -> String? {
+    static func expireStoredSession(environment: [String: String], requiringRefreshToken: Bool) async throws -> String?
+    {
         var row = try await CLI.storedRow(environment: environment)
         var session = try #require(row["session"] as? [String: Any])
         var tokens = try #require(session["tokens"] as? [String: Any])
         let refreshToken = tokens["refreshToken"] as? String
         if requiringRefreshToken { try #require(refreshToken != nil, "the stored session has no refresh token") }
-        tokens["expiresAt"] = 0   // 2001-01-01 in JSONEncoder's default date format
+        tokens["expiresAt"] = 0 // 2001-01-01 in JSONEncoder's default date format
         session["tokens"] = tokens
         row["session"] = session
         let edited = try JSONSerialization.data(withJSONObject: row)
-        #expect(try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment).status == 0)
+        #expect(
+            try await CLI.run(
+                ["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment
+            ).status == 0)
         return refreshToken
     }
 
@@ -125,7 +146,9 @@ struct TokenCLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         let firstRefreshToken = try await Self.expireStoredSession(environment: environment)
 
-        let worker = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("moose-store-worker").path
+        let worker = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent(
+            "moose-store-worker"
+        ).path
         let store = home.appendingPathComponent("data/moose/store.sqlite").path
         let key = home.appendingPathComponent("config/moose/store.key").path
         let processes = try (0..<8).map { _ -> (Process, Pipe) in
@@ -147,7 +170,9 @@ struct TokenCLITests {
             printed += lines.map(String.init)
         }
         #expect(printed.count == 8 && Set(printed).count == 1, "the processes got different tokens: \(printed)")
-        #expect(try await Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
+        #expect(
+            try await Self.familySize(of: firstRefreshToken) == 2,
+            "the provider issued more than one refresh for this session")
 
         // The refresh token the store ends with is the live one: the provider accepts it.
         let refresh = try await CLI.run(["refresh"], environment: environment)
@@ -168,11 +193,14 @@ struct TokenCLITests {
         let firstRefreshToken = try await Self.expireStoredSession(environment: environment)
         let sizeBefore = try await Self.familySize(of: firstRefreshToken)
         #expect(sizeBefore == 1, "family of \(sizeBefore) refresh tokens before any refresh")
-        let results = await BackgroundCLI.finishAll(try (0..<12).map { _ in try BackgroundCLI(["token", "--format", "json"], environment: environment) })
+        let results = await BackgroundCLI.finishAll(
+            try (0..<12).map { _ in try BackgroundCLI(["token", "--format", "json"], environment: environment) })
         #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
         let values = Set(results.compactMap { try? $0.json()["token"] as? String })
         #expect(values.count == 1, "the processes got different tokens")
-        #expect(try await Self.familySize(of: firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
+        #expect(
+            try await Self.familySize(of: firstRefreshToken) == 2,
+            "the provider issued more than one refresh for this session")
     }
 }
 
@@ -203,12 +231,16 @@ final class BackgroundCLI {
                 // Written by the reader thread before it signals, read here only after the wait.
                 nonisolated(unsafe) var stderr = Data()
                 let done = DispatchSemaphore(value: 0)
-                Thread { stderr = err.fileHandleForReading.readDataToEndOfFile(); done.signal() }.start()
+                Thread {
+                    stderr = err.fileHandleForReading.readDataToEndOfFile(); done.signal()
+                }.start()
                 let stdout = out.fileHandleForReading.readDataToEndOfFile()
                 done.wait()
                 process.waitUntilExit()
-                continuation.resume(returning: CLIResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                                                         stderr: String(decoding: stderr, as: UTF8.self)))
+                continuation.resume(
+                    returning: CLIResult(
+                        status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                        stderr: String(decoding: stderr, as: UTF8.self)))
             }.start()
         }
     }

@@ -23,7 +23,8 @@ struct ShortLivedTokenCLITests {
         // The second IdP starts from a copy of the first one's database: count from here.
         let before = try await idp.refreshTokensIssued(to: "moose-cli")
         func issued() async throws -> Int { try await idp.refreshTokensIssued(to: "moose-cli") - before }
-        let login = try await CLI.run(["login", "--issuer", idp.issuer, "--client-id", "moose-cli"], environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            ["login", "--issuer", idp.issuer, "--client-id", "moose-cli"], environment: environment, timeout: 60)
         #expect(login.status == 0, "\(login.stderr)")
         #expect(try await issued() == 1)
 

@@ -74,8 +74,9 @@ struct StoreCLITests {
         let wrong = try await CLI.run(["store", "get", "a", "--key-file", otherKey], environment: environment)
         #expect(wrong.status == 1)
         #expect(wrong.stderr.contains("keyUnavailable") || wrong.stderr.contains("wrongKey"))
-        let fresh = try await CLI.run(["store", "init", "--store", home.appendingPathComponent("x.sqlite").path, "--key-file", otherKey],
-                                environment: environment)
+        let fresh = try await CLI.run(
+            ["store", "init", "--store", home.appendingPathComponent("x.sqlite").path, "--key-file", otherKey],
+            environment: environment)
         #expect(fresh.status == 0)
         let wrongKey = try await CLI.run(["store", "get", "a", "--key-file", otherKey], environment: environment)
         #expect(wrongKey.stderr.contains("wrongKey"))

@@ -8,7 +8,8 @@ struct StoreFaultCLITests {
     /// Whether `chattr +i` works on a file in the temporary folder (root ignores permission bits, so an
     /// immutable file is how a test makes a store unwritable; some file systems have no such flag).
     static let immutableFilesWork: Bool = {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moose-chattr-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moose-chattr-\(UUID().uuidString)")
+            .path
         guard FileManager.default.createFile(atPath: path, contents: Data("x".utf8)) else { return false }
         defer {
             _ = chattr("-i", path)
@@ -38,11 +39,15 @@ struct StoreFaultCLITests {
         let store = folder.appendingPathComponent("store.sqlite").path
         let noise = Data((0..<4096).map { _ in UInt8.random(in: 0...255) })
         #expect(FileManager.default.createFile(atPath: store, contents: noise))
-        for arguments in [["status"], ["token"], ["store", "check"], ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"]] {
+        for arguments in [
+            ["status"], ["token"], ["store", "check"],
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"]
+        ] {
             let result = try await CLI.run(arguments, environment: environment, timeout: 60)
             #expect(result.status == 1, "\(arguments): \(result.stdout) \(result.stderr)")
-            #expect(result.stderr.contains(store) && result.stderr.contains("damaged or not a Moose store")
-                        && result.stderr.contains("restore it from a backup"), "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.contains(store) && result.stderr.contains("damaged or not a Moose store")
+                    && result.stderr.contains("restore it from a backup"), "\(arguments): \(result.stderr)")
         }
         #expect(FileManager.default.contents(atPath: store) == noise, "the foreign file was changed")
 
@@ -50,7 +55,9 @@ struct StoreFaultCLITests {
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)
         let result = try await CLI.run(["status"], environment: environment, timeout: 60)
         #expect(result.status == 1, "\(result.stdout) \(result.stderr)")
-        #expect(result.stderr.contains("cannot open \(store)") && result.stderr.contains("check that it is a file"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("cannot open \(store)") && result.stderr.contains("check that it is a file"),
+            "\(result.stderr)")
     }
 
     /// An immutable store (it can be read, not written): `moose token` still prints the valid cached
@@ -63,8 +70,12 @@ struct StoreFaultCLITests {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let secret = home.appendingPathComponent("secret")
         try Data("moose-service-secret\n".utf8).write(to: secret)
-        let login = try await CLI.run(["login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-service",
-                                       "--client-secret-file", secret.path], environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            [
+                "login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id",
+                "moose-service",
+                "--client-secret-file", secret.path
+            ], environment: environment, timeout: 60)
         try #require(login.status == 0, "\(login.stderr)")
         let first = try await CLI.run(["token"], environment: environment)
         try #require(first.status == 0, "\(first.stderr)")
@@ -77,8 +88,10 @@ struct StoreFaultCLITests {
 
         let refresh = try await CLI.run(["refresh"], environment: environment, timeout: 60)
         #expect(refresh.status == 1, "\(refresh.stdout) \(refresh.stderr)")
-        #expect(refresh.stderr.contains("no refresh token was spent") && refresh.stderr.contains(store)
-                    && refresh.stderr.contains("cannot be written") && refresh.stderr.contains("lsattr"), "\(refresh.stderr)")
+        #expect(
+            refresh.stderr.contains("no refresh token was spent") && refresh.stderr.contains(store)
+                && refresh.stderr.contains("cannot be written") && refresh.stderr.contains("lsattr"),
+            "\(refresh.stderr)")
         Self.chattr("-i", store)
         let after = try await CLI.run(["token"], environment: environment)
         #expect(after.status == 0 && after.stdout == first.stdout, "the session was changed: \(after.stderr)")

@@ -15,16 +15,17 @@ struct UntrustedInputCLITests {
         let listing = home.appendingPathComponent("browser-fds.txt").path
         let script = home.appendingPathComponent("browser.sh")
         try """
-            #!/bin/bash
-            # This shell's descriptors (255 is bash's own copy of this script), read by a child so that
-            # no redirection of the shell's own adds one: what moose handed over.
-            python3 -c 'import os; d = "/proc/%d/fd" % os.getppid(); print("\\n".join(n + " " + os.readlink(d + "/" + n) for n in os.listdir(d)))' > '\(listing)'
-            exec \(TestIdentityProvider.browserCommand) "$@"
-            """.write(to: script, atomically: true, encoding: .utf8)
+        #!/bin/bash
+        # This shell's descriptors (255 is bash's own copy of this script), read by a child so that
+        # no redirection of the shell's own adds one: what moose handed over.
+        python3 -c 'import os; d = "/proc/%d/fd" % os.getppid(); print("\\n".join(n + " " + os.readlink(d + "/" + n) for n in os.listdir(d)))' > '\(listing)'
+        exec \(TestIdentityProvider.browserCommand) "$@"
+        """.write(to: script, atomically: true, encoding: .utf8)
         #expect(chmod(script.path, 0o755) == 0)
         environment["BROWSER"] = script.path
-        let login = try await CLI.run(["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
-                                      environment: environment, timeout: 60)
+        let login = try await CLI.run(
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"],
+            environment: environment, timeout: 60)
         #expect(login.status == 0, "\(login.stderr)")
         let lines = try String(contentsOfFile: listing, encoding: .utf8).split(separator: "\n")
         let inherited = lines.filter { line in !["0", "1", "2", "255"].contains(String(line.prefix { $0 != " " })) }
@@ -46,19 +47,23 @@ struct UntrustedInputCLITests {
         let store = home.appendingPathComponent("data/moose/store.sqlite").path
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["python3", "-c", """
+        holder.arguments = [
+            "python3", "-c",
+            """
             import sqlite3, sys, time
             c = sqlite3.connect(sys.argv[1]); c.execute("select count(*) from sqlite_master").fetchall()
             print("open", flush=True); time.sleep(30)
-            """, store]
+            """, store
+        ]
         let pipe = Pipe()
         holder.standardOutput = pipe
         try holder.run()
         defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
-        _ = pipe.fileHandleForReading.availableData   // "open"
+        _ = pipe.fileHandleForReading.availableData // "open"
 
-        let limited = try await CLI.run(["/bin/sh", "-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" refresh", CLI.binary],
-                                  environment: environment, timeout: 60, executable: "/bin/sh")
+        let limited = try await CLI.run(
+            ["/bin/sh", "-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" refresh", CLI.binary],
+            environment: environment, timeout: 60, executable: "/bin/sh")
         #expect(limited.status == 1, "\(limited.stdout) \(limited.stderr)")
         #expect(limited.stderr.contains("no refresh token was spent"), "\(limited.stderr)")
         #expect(try await TokenCLITests.familySize(of: refreshToken) == before, "the provider saw a refresh")
@@ -77,7 +82,10 @@ struct UntrustedInputCLITests {
         #expect(try await CLI.run(["store", "init"], environment: environment).status == 0)
         let store = home.appendingPathComponent("data/moose/store.sqlite").path
         #expect(truncate(store, 0) == 0)
-        for arguments in [["status"], ["store", "check"], ["store", "list"], ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"]] {
+        for arguments in [
+            ["status"], ["store", "check"], ["store", "list"],
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"]
+        ] {
             let result = try await CLI.run(arguments, environment: environment, timeout: 60)
             #expect(result.status == 1, "\(arguments): \(result.stdout) \(result.stderr)")
             #expect(result.stderr.contains("empty (0 bytes)"), "\(arguments): \(result.stderr)")
@@ -100,7 +108,9 @@ struct UntrustedInputCLITests {
                        "scopes":["openid"],"requestedAt":\(reference - 4000)},
              "state":"active","updatedAt":\(reference - 600)}
             """
-        let put = try await CLI.run(["store", "put", "default", "--namespace", "moose.session"], stdin: Data(session.utf8), environment: environment)
+        let put = try await CLI.run(
+            ["store", "put", "default", "--namespace", "moose.session"], stdin: Data(session.utf8),
+            environment: environment)
         #expect(put.status == 0, "\(put.stderr)")
         let token = try await CLI.run(["token"], environment: environment, timeout: 60)
         #expect(token.status == 3, "\(token.stdout) \(token.stderr)")
@@ -109,7 +119,9 @@ struct UntrustedInputCLITests {
         let row = try await CLI.storedRow(environment: environment)
         let stored = row["session"] as? [String: Any] ?? row
         #expect(stored["state"] as? String == "active", "\(row)")
-        #expect((stored["attributes"] as? [String: String])?["moose.rotation-in-flight"] == nil, "a refused connection left a rotation record")
+        #expect(
+            (stored["attributes"] as? [String: String])?["moose.rotation-in-flight"] == nil,
+            "a refused connection left a rotation record")
     }
 }
 

@@ -11,12 +11,13 @@ import Testing
 final class EventLog: Sendable {
     private let events = Mutex<[String]>([])
     func record(_ event: RefreshEvent) {
-        let name = switch event {
-        case .refreshed(let generation, _): "refreshed \(generation)"
-        case .refreshFailed: "refreshFailed"
-        case .needsReauthentication: "needsReauthentication"
-        case .loggedOut: "loggedOut"
-        }
+        let name =
+            switch event {
+            case .refreshed(let generation, _): "refreshed \(generation)"
+            case .refreshFailed: "refreshFailed"
+            case .needsReauthentication: "needsReauthentication"
+            case .loggedOut: "loggedOut"
+            }
         events.withLock { $0.append(name) }
     }
     var names: [String] { events.withLock { $0 } }
@@ -26,10 +27,13 @@ final class EventLog: Sendable {
 func mintingCoordinator() async throws -> RefreshCoordinator {
     let storage = InMemorySessionStorage()
     let tokens = TokenSet(accessToken: "at-0", refreshToken: "rt-0", expiresAt: Date().addingTimeInterval(3600))
-    try await storage.replace(OAuthSession(issuer: "https://id.example", clientID: "app", tokens: tokens), key: "default")
+    try await storage.replace(
+        OAuthSession(issuer: "https://id.example", clientID: "app", tokens: tokens), key: "default")
     let minted = Mutex(0)
     return RefreshCoordinator(key: "default", storage: storage) { _ in
-        let n = minted.withLock { $0 += 1; return $0 }
+        let n = minted.withLock {
+            $0 += 1; return $0
+        }
         return TokenSet(accessToken: "at-\(n)", refreshToken: "rt-\(n)", expiresAt: Date().addingTimeInterval(3600))
     }
 }
@@ -39,11 +43,11 @@ func mintingCoordinator() async throws -> RefreshCoordinator {
     /// `AsyncStream` read by two tasks), and cancelling one ended the other.
     @Test func aStoredPublisherGivesEverySubscriberEveryEventAndCancelsOnlyItsOwn() async throws {
         let coordinator = try await mintingCoordinator()
-        let events = coordinator.eventsPublisher          // stored once, subscribed twice
+        let events = coordinator.eventsPublisher // stored once, subscribed twice
         let first = EventLog(), second = EventLog()
         let a = events.sink { first.record($0) }
         let b = events.sink { second.record($0) }
-        try await Task.sleep(nanoseconds: 100_000_000)   // both listening
+        try await Task.sleep(nanoseconds: 100_000_000) // both listening
         for _ in 0..<4 { try await coordinator.refreshNow() }
         await eventually(10) { first.names.count >= 4 && second.names.count >= 4 }
         let four = ["refreshed 1", "refreshed 2", "refreshed 3", "refreshed 4"]
@@ -61,7 +65,7 @@ func mintingCoordinator() async throws -> RefreshCoordinator {
     /// Issue: a publisher made before a logout and subscribed after it received the stale `.loggedOut`.
     @Test func aLateSubscriberGetsNothingFromBeforeItSubscribed() async throws {
         let coordinator = try await mintingCoordinator()
-        let events = coordinator.eventsPublisher          // made before the events happen
+        let events = coordinator.eventsPublisher // made before the events happen
         try await coordinator.refreshNow()
         await coordinator.didLogOut()
         try await Task.sleep(nanoseconds: 200_000_000)
@@ -69,7 +73,7 @@ func mintingCoordinator() async throws -> RefreshCoordinator {
         let subscription = events.sink { late.record($0) }
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(late.names.isEmpty, "a late subscriber got earlier events: \(late.names)")
-        await coordinator.didLogOut()                     // after it subscribed: this one it gets
+        await coordinator.didLogOut() // after it subscribed: this one it gets
         await eventually(10) { !late.names.isEmpty }
         try await Task.sleep(nanoseconds: 100_000_000)
         #expect(late.names == ["loggedOut"])

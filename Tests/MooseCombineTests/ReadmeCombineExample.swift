@@ -1,4 +1,4 @@
-#if MooseCombine   // (the README shows this file without this line and the last)
+#if MooseCombine // (the README shows this file without this line and the last)
 import Foundation
 import MooseCombine
 import MooseHTTP
@@ -8,7 +8,7 @@ import OpenCombineShim
 struct Me: Endpoint {
     let baseURL: URL
     var path: String { "/userinfo/" }
-    var requiresAuthentication: Bool { true }      // the manager's middleware attaches the token
+    var requiresAuthentication: Bool { true } // the manager's middleware attaches the token
 }
 struct Profile: Decodable, Sendable { let sub: String; let preferred_username: String? }
 
@@ -18,15 +18,17 @@ final class ProfileModel {
     private var cancellables = Set<AnyCancellable>()
 
     init(moose: TokenManager, api: APIClient, apiBase: URL) {
-        moose.eventsPublisher                               // refreshed, refresh failed, needs a new login…
+        moose.eventsPublisher // refreshed, refresh failed, needs a new login…
             .sink { [weak self] event in if case .needsReauthentication = event { self?.needsLogin = true } }
             .store(in: &cancellables)
-        moose.accessTokenPublisher()                        // one refresh, however many subscribe
+        moose.accessTokenPublisher() // one refresh, however many subscribe
             .flatMap { _ in api.publisher(for: Me(baseURL: apiBase), as: Profile.self) }
-            .sink(receiveCompletion: { completion in
-                      if case .failure(let error) = completion { print("could not load the profile: \(error)") }
-                  },
-                  receiveValue: { [weak self] profile in self?.name = profile.preferred_username ?? profile.sub })
+            .sink(
+                receiveCompletion: { completion in
+                    if case .failure(let error) = completion { print("could not load the profile: \(error)") }
+                },
+                receiveValue: { [weak self] profile in self?.name = profile.preferred_username ?? profile.sub }
+            )
             .store(in: &cancellables)
     }
 }

@@ -26,10 +26,14 @@ struct SymmetricInteropTests {
             let libcrypto = try AESGCM.seal(plaintext, using: key, nonce: nonce, authenticating: aad)
             let swift = try key.withUnsafeBytes { k in
                 try plaintext.withUnsafeBytes { p in
-                    try nonce.withUnsafeBytes { n in try aad.withUnsafeBytes { a in try SwiftCryptoBackend.seal(p, key: k, nonce: n, aad: a) } }
+                    try nonce.withUnsafeBytes { n in
+                        try aad.withUnsafeBytes { a in try SwiftCryptoBackend.seal(p, key: k, nonce: n, aad: a) }
+                    }
                 }
             }
-            #expect(swift.ciphertext == libcrypto.ciphertext && swift.tag == libcrypto.tag, "\(keySize * 8)-bit key, \(size) bytes")
+            #expect(
+                swift.ciphertext == libcrypto.ciphertext && swift.tag == libcrypto.tag,
+                "\(keySize * 8)-bit key, \(size) bytes")
         }
     }
 
@@ -42,18 +46,24 @@ struct SymmetricInteropTests {
             // libcrypto → swift-crypto
             let sealedByLibCrypto = try context.sealCombined(plaintext, authenticating: aad)
             let opened = try key.withUnsafeBytes { k in
-                try sealedByLibCrypto.withUnsafeBytes { s in try aad.withUnsafeBytes { a in try SwiftCryptoBackend.openCombined(s, key: k, aad: a) } }
+                try sealedByLibCrypto.withUnsafeBytes { s in
+                    try aad.withUnsafeBytes { a in try SwiftCryptoBackend.openCombined(s, key: k, aad: a) }
+                }
             }
             #expect(opened == plaintext)
             // swift-crypto → libcrypto (the context, and the one-shot form)
             let sealedBySwift = try key.withUnsafeBytes { k in
-                try plaintext.withUnsafeBytes { p in try aad.withUnsafeBytes { a in try SwiftCryptoBackend.sealCombined(p, key: k, aad: a) } }
+                try plaintext.withUnsafeBytes { p in
+                    try aad.withUnsafeBytes { a in try SwiftCryptoBackend.sealCombined(p, key: k, aad: a) }
+                }
             }
             #expect(sealedBySwift.count == 12 + size + 16)
             #expect(try context.openCombined(sealedBySwift, authenticating: aad) == plaintext)
             #expect(try AESGCM.openCombined(sealedBySwift, using: key, authenticating: aad) == plaintext)
             // A changed AAD fails on both, with the same code.
-            expectCode(CryptographyError.authenticationFailure) { try context.openCombined(sealedBySwift, authenticating: aad + [0]) }
+            expectCode(CryptographyError.authenticationFailure) {
+                try context.openCombined(sealedBySwift, authenticating: aad + [0])
+            }
             expectCode(CryptographyError.authenticationFailure) {
                 try key.withUnsafeBytes { k in
                     try sealedByLibCrypto.withUnsafeBytes { s in
@@ -76,30 +86,40 @@ struct SymmetricInteropTests {
         // libcrypto wraps, swift-crypto unwraps.
         let wrapped = try Envelope.wrap(dataKey, id: id, master: master, storeID: storeID)
         let unwrapped = try master.withUnsafeBytes { m in
-            try wrapped.withUnsafeBytes { w in try wrapAAD.withUnsafeBytes { a in try SwiftCryptoBackend.openCombined(w, key: m, aad: a) } }
+            try wrapped.withUnsafeBytes { w in
+                try wrapAAD.withUnsafeBytes { a in try SwiftCryptoBackend.openCombined(w, key: m, aad: a) }
+            }
         }
         #expect(unwrapped == dataKey.withUnsafeBytes { Array($0) })
 
         // swift-crypto wraps, libcrypto (Envelope.unwrap) unwraps.
         let wrappedBySwift = try master.withUnsafeBytes { m in
-            try dataKey.withUnsafeBytes { d in try wrapAAD.withUnsafeBytes { a in try SwiftCryptoBackend.sealCombined(d, key: m, aad: a) } }
+            try dataKey.withUnsafeBytes { d in
+                try wrapAAD.withUnsafeBytes { a in try SwiftCryptoBackend.sealCombined(d, key: m, aad: a) }
+            }
         }
         let back = try Envelope.unwrap(wrappedBySwift, id: id, master: master, storeID: storeID)
         #expect(back.withUnsafeBytes { Array($0) } == dataKey.withUnsafeBytes { Array($0) })
-        #expect(throws: SealingError.self) { try Envelope.unwrap(wrappedBySwift, id: id + 1, master: master, storeID: storeID) }
+        #expect(throws: SealingError.self) {
+            try Envelope.unwrap(wrappedBySwift, id: id + 1, master: master, storeID: storeID)
+        }
 
         // A value, sealed by swift-crypto under the data key, opens in libcrypto's context (the store's read path).
         let aad = Envelope.valueAAD(storeID: storeID, namespace: "sessions", name: "default", keyID: id)
         let value = Array(#"{"refresh_token":"not-a-real-one"}"#.utf8)
         let sealedValue = try dataKey.withUnsafeBytes { d in
-            try value.withUnsafeBytes { v in try aad.withUnsafeBytes { a in try SwiftCryptoBackend.sealCombined(v, key: d, aad: a) } }
+            try value.withUnsafeBytes { v in
+                try aad.withUnsafeBytes { a in try SwiftCryptoBackend.sealCombined(v, key: d, aad: a) }
+            }
         }
         #expect(try AESGCM.Context(key: back).openCombined(sealedValue, authenticating: aad) == value)
 
         // The key check: HMAC-SHA-256(master, label ‖ store id) on both.
         let check = try Envelope.keyCheck(master: master, storeID: storeID)
         let label = Array("moose-key-check/v1".utf8) + storeID
-        let swiftCheck = master.withUnsafeBytes { m in label.withUnsafeBytes { SwiftCryptoBackend.hmac(key: m, message: $0, hash: .sha256) } }
+        let swiftCheck = master.withUnsafeBytes { m in
+            label.withUnsafeBytes { SwiftCryptoBackend.hmac(key: m, message: $0, hash: .sha256) }
+        }
         #expect(swiftCheck == check)
     }
 
@@ -110,17 +130,22 @@ struct SymmetricInteropTests {
                 #expect(data.withUnsafeBytes { SwiftCryptoBackend.hash($0, algorithm) } == algorithm.hash(data))
                 let key = try SecureRandom.bytes(count: size % 200)
                 let mac = try HMACAuthenticator(key: SecretKey(key), hash: algorithm).authenticationCode(for: data)
-                #expect(key.withUnsafeBytes { k in data.withUnsafeBytes { SwiftCryptoBackend.hmac(key: k, message: $0, hash: algorithm) } } == mac)
+                #expect(
+                    key.withUnsafeBytes { k in
+                        data.withUnsafeBytes { SwiftCryptoBackend.hmac(key: k, message: $0, hash: algorithm) }
+                    } == mac)
                 let keyed = key.withUnsafeBytes { SwiftCryptoBackend.KeyedHMAC(key: $0, hash: algorithm) }
                 #expect(data.withUnsafeBytes { keyed.authenticationCode(for: $0) } == mac)
                 #expect(data.withUnsafeBytes { keyed.authenticationCode(for: $0) } == mac, "a keyed HMAC is reusable")
                 let salt = Array(data.prefix(13)), info = Array(data.suffix(9))
                 let length = 1 + size % (255 * algorithm.outputByteCount)
-                let derived = try HKDFDerivation.deriveKey(inputKeyMaterial: key, salt: salt, info: info, outputByteCount: length, hash: algorithm)
+                let derived = try HKDFDerivation.deriveKey(
+                    inputKeyMaterial: key, salt: salt, info: info, outputByteCount: length, hash: algorithm)
                 let swift = try key.withUnsafeBytes { k in
                     try salt.withUnsafeBytes { s in
                         try info.withUnsafeBytes { i in
-                            try SwiftCryptoBackend.hkdf(inputKeyMaterial: k, salt: s, info: i, outputByteCount: length, hash: algorithm)
+                            try SwiftCryptoBackend.hkdf(
+                                inputKeyMaterial: k, salt: s, info: i, outputByteCount: length, hash: algorithm)
                         }
                     }
                 }
@@ -135,11 +160,12 @@ struct SymmetricInteropTests {
         let cases: [(String, String, Scrypt.Parameters, Int)] = [
             ("", "", .init(n: 16, r: 1, p: 1), 64),
             ("password", "NaCl", .init(n: 1024, r: 8, p: 16), 64),
-            ("correct horse battery staple", "moose-store-salt", .init(n: 1 << 12, r: 8, p: 1), 32),
+            ("correct horse battery staple", "moose-store-salt", .init(n: 1 << 12, r: 8, p: 1), 32)
         ]
         for (password, salt, parameters, length) in cases {
-            let libcrypto = try Scrypt.deriveKey(password: Array(password.utf8), salt: Array(salt.utf8), parameters: parameters,
-                                                 outputByteCount: length)
+            let libcrypto = try Scrypt.deriveKey(
+                password: Array(password.utf8), salt: Array(salt.utf8), parameters: parameters,
+                outputByteCount: length)
             let swift = try Array(password.utf8).withUnsafeBytes { p in
                 try Array(salt.utf8).withUnsafeBytes { s in
                     try SwiftCryptoBackend.scrypt(password: p, salt: s, parameters: parameters, outputByteCount: length)
@@ -148,7 +174,10 @@ struct SymmetricInteropTests {
             #expect(libcrypto.withUnsafeBytes { Array($0) } == swift, "scrypt \(parameters)")
         }
         expectCode(CryptographyError.invalidParameter) {
-            try [UInt8]().withUnsafeBytes { e in try SwiftCryptoBackend.scrypt(password: e, salt: e, parameters: .init(n: 1000, r: 8, p: 1), outputByteCount: 32) }
+            try [UInt8]().withUnsafeBytes { e in
+                try SwiftCryptoBackend.scrypt(
+                    password: e, salt: e, parameters: .init(n: 1000, r: 8, p: 1), outputByteCount: 32)
+            }
         }
     }
 
@@ -165,9 +194,12 @@ struct SymmetricInteropTests {
 /// components), and a signature by either verifies with the other.
 struct SignatureInteropTests {
     static let cases: [(PrivateKey.GenerationSpec, SignatureAlgorithm)] = [
-        (.rsa(bits: 2048), .rsaPKCS1v15(.sha256)), (.rsa(bits: 2048), .rsaPKCS1v15(.sha384)), (.rsa(bits: 2048), .rsaPKCS1v15(.sha512)),
-        (.rsa(bits: 2048), .rsaPSS(.sha256)), (.rsa(bits: 2048), .rsaPSS(.sha384)), (.rsa(bits: 2048), .rsaPSS(.sha512)),
-        (.ec(.p256), .ecdsa(.sha256)), (.ec(.p384), .ecdsa(.sha384)), (.ec(.p521), .ecdsa(.sha512)), (.ed25519, .ed25519),
+        (.rsa(bits: 2048), .rsaPKCS1v15(.sha256)), (.rsa(bits: 2048), .rsaPKCS1v15(.sha384)),
+        (.rsa(bits: 2048), .rsaPKCS1v15(.sha512)),
+        (.rsa(bits: 2048), .rsaPSS(.sha256)), (.rsa(bits: 2048), .rsaPSS(.sha384)),
+        (.rsa(bits: 2048), .rsaPSS(.sha512)),
+        (.ec(.p256), .ecdsa(.sha256)), (.ec(.p384), .ecdsa(.sha384)), (.ec(.p521), .ecdsa(.sha512)),
+        (.ed25519, .ed25519)
     ]
 
     @Test(arguments: cases)
@@ -176,10 +208,14 @@ struct SignatureInteropTests {
         let libPublic = try libPrivate.publicKey()
         let swiftPrivate = try SwiftCryptoPrivateKey(pem: libPrivate.pemRepresentation())
         let swiftPublic = try SwiftCryptoPublicKey(pem: libPublic.pemRepresentation())
-        #expect(try SwiftCryptoPublicKey(der: libPublic.derRepresentation()).derRepresentation() == libPublic.derRepresentation())
+        #expect(
+            try SwiftCryptoPublicKey(der: libPublic.derRepresentation()).derRepresentation()
+                == libPublic.derRepresentation())
         #expect(swiftPrivate.publicKey.derRepresentation() == (try libPublic.derRepresentation()))
         #expect(swiftPublic.type == libPublic.type)
-        try crossVerify(libPrivate: libPrivate, libPublic: libPublic, swiftPrivate: swiftPrivate, swiftPublic: swiftPublic, algorithm: algorithm)
+        try crossVerify(
+            libPrivate: libPrivate, libPublic: libPublic, swiftPrivate: swiftPrivate, swiftPublic: swiftPublic,
+            algorithm: algorithm)
     }
 
     @Test(arguments: cases)
@@ -190,7 +226,9 @@ struct SignatureInteropTests {
         let libPublic = try PublicKey(der: swiftPublic.derRepresentation())
         #expect(try libPublic.pemRepresentation() == swiftPublic.pemRepresentation())
         #expect(try libPrivate.pemRepresentation() == swiftPrivate.pemRepresentation())
-        try crossVerify(libPrivate: libPrivate, libPublic: libPublic, swiftPrivate: swiftPrivate, swiftPublic: swiftPublic, algorithm: algorithm)
+        try crossVerify(
+            libPrivate: libPrivate, libPublic: libPublic, swiftPrivate: swiftPrivate, swiftPublic: swiftPublic,
+            algorithm: algorithm)
     }
 
     /// JWK components (what `JWK` reads and writes) round-trip between the backends.
@@ -205,8 +243,9 @@ struct SignatureInteropTests {
         case .rsa:
             let (n, e) = try #require(libPublic.rsaComponents)
             swiftPublic = try SwiftCryptoPublicKey(rsaModulus: n, exponent: e)
-            swiftPrivate = try SwiftCryptoPrivateKey(rsaModulus: n, publicExponent: e, privateExponent: #require(components["d"]),
-                                                     primes: (#require(components["p"]), #require(components["q"])))
+            swiftPrivate = try SwiftCryptoPrivateKey(
+                rsaModulus: n, publicExponent: e, privateExponent: #require(components["d"]),
+                primes: (#require(components["p"]), #require(components["q"])))
             #expect(swiftPublic.rsaComponents?.modulus == n && swiftPublic.rsaComponents?.exponent == e)
         case .ec(let curve):
             let (x, y) = try #require(libPublic.ecCoordinates)
@@ -219,18 +258,23 @@ struct SignatureInteropTests {
             #expect(swiftPublic.ed25519Raw == libPublic.ed25519Raw)
         }
         #expect(swiftPrivate.privateComponents == components)
-        try crossVerify(libPrivate: libPrivate, libPublic: libPublic, swiftPrivate: swiftPrivate, swiftPublic: swiftPublic, algorithm: algorithm)
+        try crossVerify(
+            libPrivate: libPrivate, libPublic: libPublic, swiftPrivate: swiftPrivate, swiftPublic: swiftPublic,
+            algorithm: algorithm)
     }
 
     private func crossVerify(
-        libPrivate: PrivateKey, libPublic: PublicKey, swiftPrivate: SwiftCryptoPrivateKey, swiftPublic: SwiftCryptoPublicKey,
+        libPrivate: PrivateKey, libPublic: PublicKey, swiftPrivate: SwiftCryptoPrivateKey,
+        swiftPublic: SwiftCryptoPublicKey,
         algorithm: SignatureAlgorithm
     ) throws {
         let message = Array("interop \(algorithm)".utf8)
         let byLibCrypto = try libPrivate.signature(for: message, algorithm: algorithm)
         let bySwift = try message.withUnsafeBytes { try swiftPrivate.signature(for: $0, algorithm: algorithm) }
         #expect(try swiftVerify(swiftPublic, byLibCrypto, message, algorithm), "libcrypto → swift-crypto, \(algorithm)")
-        #expect(try libPublic.isValidSignature(bySwift, for: message, algorithm: algorithm), "swift-crypto → libcrypto, \(algorithm)")
+        #expect(
+            try libPublic.isValidSignature(bySwift, for: message, algorithm: algorithm),
+            "swift-crypto → libcrypto, \(algorithm)")
         // Deterministic schemes sign identically (PKCS#1 v1.5, Ed25519); ECDSA and PSS are randomised.
         switch algorithm {
         case .rsaPKCS1v15, .ed25519: #expect(byLibCrypto == bySwift)
@@ -245,12 +289,18 @@ struct SignatureInteropTests {
         // The same mismatch error on both.
         let other: SignatureAlgorithm = if case .ed25519 = algorithm { .ecdsa(.sha256) } else { .ed25519 }
         expectCode(CryptographyError.algorithmMismatch) { try swiftVerify(swiftPublic, bySwift, message, other) }
-        expectCode(CryptographyError.algorithmMismatch) { try libPublic.isValidSignature(bySwift, for: message, algorithm: other) }
+        expectCode(CryptographyError.algorithmMismatch) {
+            try libPublic.isValidSignature(bySwift, for: message, algorithm: other)
+        }
     }
 }
 
-func swiftVerify(_ key: SwiftCryptoPublicKey, _ signature: [UInt8], _ message: [UInt8], _ algorithm: SignatureAlgorithm) throws -> Bool {
-    try signature.withUnsafeBytes { s in try message.withUnsafeBytes { try key.isValidSignature(s, for: $0, algorithm: algorithm) } }
+func swiftVerify(_ key: SwiftCryptoPublicKey, _ signature: [UInt8], _ message: [UInt8], _ algorithm: SignatureAlgorithm)
+    throws -> Bool
+{
+    try signature.withUnsafeBytes { s in
+        try message.withUnsafeBytes { try key.isValidSignature(s, for: $0, algorithm: algorithm) }
+    }
 }
 
 /// JWS (RFC 7515) and DPoP proofs (RFC 9449): what MooseJWT and MooseOAuth sign on libcrypto verifies on
@@ -258,12 +308,15 @@ func swiftVerify(_ key: SwiftCryptoPublicKey, _ signature: [UInt8], _ message: [
 struct JOSEInteropTests {
     static let algorithms: [(JWTAlgorithm, PrivateKey.GenerationSpec, SignatureAlgorithm)] = [
         (.rs256, .rsa(bits: 2048), .rsaPKCS1v15(.sha256)), (.ps384, .rsa(bits: 2048), .rsaPSS(.sha384)),
-        (.es256, .ec(.p256), .ecdsa(.sha256)), (.es384, .ec(.p384), .ecdsa(.sha384)), (.es512, .ec(.p521), .ecdsa(.sha512)),
-        (.eddsa, .ed25519, .ed25519),
+        (.es256, .ec(.p256), .ecdsa(.sha256)), (.es384, .ec(.p384), .ecdsa(.sha384)),
+        (.es512, .ec(.p521), .ecdsa(.sha512)),
+        (.eddsa, .ed25519, .ed25519)
     ]
 
     @Test(arguments: algorithms)
-    func jwsSignedByEitherVerifiesWithTheOther(jwt: JWTAlgorithm, spec: PrivateKey.GenerationSpec, algorithm: SignatureAlgorithm) throws {
+    func jwsSignedByEitherVerifiesWithTheOther(
+        jwt: JWTAlgorithm, spec: PrivateKey.GenerationSpec, algorithm: SignatureAlgorithm
+    ) throws {
         let libPrivate = try PrivateKey.generate(spec)
         let libPublic = try libPrivate.publicKey()
         let swiftPrivate = try SwiftCryptoPrivateKey(pem: libPrivate.pemRepresentation())
@@ -275,7 +328,9 @@ struct JOSEInteropTests {
         #expect(try swiftVerify(swiftPrivate.publicKey, jws.signature, jws.signingInput, algorithm))
 
         // swift-crypto signs the same signing input; MooseJWT's verifier (libcrypto) accepts the token.
-        let signature = try jws.signingInput.withUnsafeBytes { try swiftPrivate.signature(for: $0, algorithm: algorithm) }
+        let signature = try jws.signingInput.withUnsafeBytes {
+            try swiftPrivate.signature(for: $0, algorithm: algorithm)
+        }
         let parts = token.split(separator: ".")
         let swiftToken = "\(parts[0]).\(parts[1]).\(Base64URL.encode(signature))"
         let verifier = JWTVerifier(keys: [JWTKey(publicKey: libPublic)], allowedAlgorithms: [jwt])

@@ -58,14 +58,15 @@ struct SwiftCryptoVectorTests {
     @Test(arguments: [
         ("ecdsa_secp256r1_sha256_p1363_test.json", EllipticCurve.p256, DigestAlgorithm.sha256),
         ("ecdsa_secp384r1_sha384_p1363_test.json", .p384, .sha384),
-        ("ecdsa_secp521r1_sha512_p1363_test.json", .p521, .sha512),
+        ("ecdsa_secp521r1_sha512_p1363_test.json", .p521, .sha512)
     ])
     func ecdsa(file: String, curve: EllipticCurve, hash: DigestAlgorithm) throws {
         var count = 0
         for group in try Self.load(file, as: ECGroup.self) {
             let size = curve.coordinateByteCount
-            let key = try SwiftCryptoPublicKey(curve: curve, x: Self.coordinate(group.publicKey.wx, size: size),
-                                               y: Self.coordinate(group.publicKey.wy, size: size))
+            let key = try SwiftCryptoPublicKey(
+                curve: curve, x: Self.coordinate(group.publicKey.wx, size: size),
+                y: Self.coordinate(group.publicKey.wy, size: size))
             #expect(try SwiftCryptoPublicKey(pem: group.publicKeyPem).ecCoordinates?.x == key.ecCoordinates?.x)
             for test in group.tests {
                 Self.check(test, try swiftVerify(key, Self.hex(test.sig), Self.hex(test.msg), .ecdsa(hash)), file)
@@ -89,7 +90,7 @@ struct SwiftCryptoVectorTests {
 
     @Test(arguments: [
         ("rsa_signature_2048_sha256_test.json", SignatureAlgorithm.rsaPKCS1v15(.sha256)),
-        ("rsa_pss_2048_sha256_mgf1_32_test.json", .rsaPSS(.sha256)),
+        ("rsa_pss_2048_sha256_mgf1_32_test.json", .rsaPSS(.sha256))
     ])
     func rsa(file: String, algorithm: SignatureAlgorithm) throws {
         var count = 0
@@ -123,7 +124,8 @@ struct SwiftCryptoVectorTests {
                 let derived = try? Self.hex(test.ikm).withUnsafeBytes { i in
                     try Self.hex(test.salt).withUnsafeBytes { s in
                         try Self.hex(test.info).withUnsafeBytes { n in
-                            try SwiftCryptoBackend.hkdf(inputKeyMaterial: i, salt: s, info: n, outputByteCount: test.size ?? 0, hash: .sha256)
+                            try SwiftCryptoBackend.hkdf(
+                                inputKeyMaterial: i, salt: s, info: n, outputByteCount: test.size ?? 0, hash: .sha256)
                         }
                     }
                 }
@@ -145,7 +147,11 @@ struct SwiftCryptoVectorTests {
                 guard (96...1024).contains(group.ivSize) else {
                     expectCode(CryptographyError.invalidParameter) {
                         try key.withUnsafeBytes { k in
-                            try nonce.withUnsafeBytes { n in try message.withUnsafeBytes { m in try SwiftCryptoBackend.seal(m, key: k, nonce: n, aad: m) } }
+                            try nonce.withUnsafeBytes { n in
+                                try message.withUnsafeBytes { m in
+                                    try SwiftCryptoBackend.seal(m, key: k, nonce: n, aad: m)
+                                }
+                            }
                         }
                     }
                     continue
@@ -153,14 +159,23 @@ struct SwiftCryptoVectorTests {
                 let opened = try? ciphertext.withUnsafeBytes { c in
                     try tag.withUnsafeBytes { t in
                         try key.withUnsafeBytes { k in
-                            try nonce.withUnsafeBytes { n in try aad.withUnsafeBytes { a in try SwiftCryptoBackend.open(ciphertext: c, tag: t, key: k, nonce: n, aad: a) } }
+                            try nonce.withUnsafeBytes { n in
+                                try aad.withUnsafeBytes { a in
+                                    try SwiftCryptoBackend.open(ciphertext: c, tag: t, key: k, nonce: n, aad: a)
+                                }
+                            }
                         }
                     }
                 }
                 Self.check(test, opened == message, "aes-gcm")
                 if test.result == "valid" {
                     let sealed = try message.withUnsafeBytes { m in
-                        try key.withUnsafeBytes { k in try nonce.withUnsafeBytes { n in try aad.withUnsafeBytes { a in try SwiftCryptoBackend.seal(m, key: k, nonce: n, aad: a) } } }
+                        try key.withUnsafeBytes { k in
+                            try nonce.withUnsafeBytes { n in
+                                try aad.withUnsafeBytes { a in try SwiftCryptoBackend.seal(m, key: k, nonce: n, aad: a)
+                                }
+                            }
+                        }
                     }
                     #expect(sealed.ciphertext == ciphertext && sealed.tag == tag, "aes-gcm tcId \(test.tcId) seal")
                 }

@@ -58,21 +58,22 @@ struct WycheproofTests {
         switch test.result {
         case "valid": #expect(passed, "\(file) tcId \(test.tcId) (\(test.comment)) should pass")
         case "invalid": #expect(!passed, "\(file) tcId \(test.tcId) (\(test.comment), \(test.flags)) should fail")
-        default: break   // acceptable: either outcome is allowed by Wycheproof
+        default: break // acceptable: either outcome is allowed by Wycheproof
         }
     }
 
     @Test(arguments: [
         ("ecdsa_secp256r1_sha256_p1363_test.json", EllipticCurve.p256, DigestAlgorithm.sha256),
         ("ecdsa_secp384r1_sha384_p1363_test.json", .p384, .sha384),
-        ("ecdsa_secp521r1_sha512_p1363_test.json", .p521, .sha512),
+        ("ecdsa_secp521r1_sha512_p1363_test.json", .p521, .sha512)
     ])
     func ecdsaP1363(file: String, curve: EllipticCurve, hash: DigestAlgorithm) throws {
         var count = 0
         for group in try Self.load(file, as: ECGroup.self) {
             let size = curve.coordinateByteCount
-            let key = try PublicKey(curve: curve, x: Self.coordinate(group.publicKey.wx, size: size),
-                                    y: Self.coordinate(group.publicKey.wy, size: size))
+            let key = try PublicKey(
+                curve: curve, x: Self.coordinate(group.publicKey.wx, size: size),
+                y: Self.coordinate(group.publicKey.wy, size: size))
             // The PEM form of the same key must import to the same point.
             let pemKey = try PublicKey(pem: group.publicKeyPem)
             #expect(pemKey.ecCoordinates?.x == key.ecCoordinates?.x)
@@ -100,7 +101,7 @@ struct WycheproofTests {
 
     @Test(arguments: [
         ("rsa_signature_2048_sha256_test.json", SignatureAlgorithm.rsaPKCS1v15(.sha256)),
-        ("rsa_pss_2048_sha256_mgf1_32_test.json", .rsaPSS(.sha256)),
+        ("rsa_pss_2048_sha256_mgf1_32_test.json", .rsaPSS(.sha256))
     ])
     func rsa(file: String, algorithm: SignatureAlgorithm) throws {
         var count = 0
@@ -137,7 +138,8 @@ struct WycheproofTests {
                 if expected.count < 32 {
                     #expect(!mac.isValidAuthenticationCode(expected, for: Self.hex(test.msg)))
                 } else {
-                    #expect(mac.isValidAuthenticationCode(expected, for: Self.hex(test.msg)) == (test.result == "valid"))
+                    #expect(
+                        mac.isValidAuthenticationCode(expected, for: Self.hex(test.msg)) == (test.result == "valid"))
                 }
                 count += 1
             }
@@ -149,8 +151,9 @@ struct WycheproofTests {
         var count = 0
         for group in try Self.load("hkdf_sha256_test.json", as: PlainGroup.self) {
             for test in group.tests {
-                let derived = try? HKDFDerivation.deriveKey(inputKeyMaterial: Self.hex(test.ikm), salt: Self.hex(test.salt),
-                                                  info: Self.hex(test.info), outputByteCount: test.size ?? 0, hash: .sha256)
+                let derived = try? HKDFDerivation.deriveKey(
+                    inputKeyMaterial: Self.hex(test.ikm), salt: Self.hex(test.salt),
+                    info: Self.hex(test.info), outputByteCount: test.size ?? 0, hash: .sha256)
                 let bytes = derived.map { $0.withUnsafeBytes { Array($0) } }
                 Self.expectOutcome(test, bytes == Self.hex(test.okm), file: "hkdf")
                 count += 1
@@ -173,15 +176,19 @@ struct WycheproofTests {
             #endif
             if nonceRefused {
                 for test in group.tests {
-                    let box = AESGCM.SealedBox(nonce: Self.hex(test.iv), ciphertext: Self.hex(test.ct), tag: Self.hex(test.tag))
-                    #expect(throws: CryptographyError.self) { try AESGCM.open(box, using: SecretKey(Self.hex(test.key))) }
+                    let box = AESGCM.SealedBox(
+                        nonce: Self.hex(test.iv), ciphertext: Self.hex(test.ct), tag: Self.hex(test.tag))
+                    #expect(throws: CryptographyError.self) {
+                        try AESGCM.open(box, using: SecretKey(Self.hex(test.key)))
+                    }
                     skipped += 1
                 }
                 continue
             }
             for test in group.tests {
                 let key = SecretKey(Self.hex(test.key))
-                let box = AESGCM.SealedBox(nonce: Self.hex(test.iv), ciphertext: Self.hex(test.ct), tag: Self.hex(test.tag))
+                let box = AESGCM.SealedBox(
+                    nonce: Self.hex(test.iv), ciphertext: Self.hex(test.ct), tag: Self.hex(test.tag))
                 let opened = try? AESGCM.open(box, using: key, authenticating: Self.hex(test.aad))
                 let decryptedOK = opened == Self.hex(test.msg)
                 Self.expectOutcome(test, decryptedOK, file: "aes-gcm")
@@ -189,19 +196,24 @@ struct WycheproofTests {
                     // The reusable context (used by the secret store) on the combined form, same outcome.
                     let context = try AESGCM.Context(key: key)
                     let combined = Self.hex(test.iv) + Self.hex(test.ct) + Self.hex(test.tag)
-                    let viaContext = (try? context.openCombined(combined, authenticating: Self.hex(test.aad))) == Self.hex(test.msg)
+                    let viaContext =
+                        (try? context.openCombined(combined, authenticating: Self.hex(test.aad))) == Self.hex(test.msg)
                     Self.expectOutcome(test, viaContext, file: "aes-gcm context")
                     if test.result == "valid" {
                         let resealed = try context.sealCombined(Self.hex(test.msg), authenticating: Self.hex(test.aad))
-                        #expect(try context.openCombined(resealed, authenticating: Self.hex(test.aad)) == Self.hex(test.msg))
+                        #expect(
+                            try context.openCombined(resealed, authenticating: Self.hex(test.aad)) == Self.hex(test.msg)
+                        )
                     }
                 }
                 if test.result == "valid" {
                     // Sealing with the same nonce reproduces the vector exactly.
-                    let sealed = try AESGCM.seal(Self.hex(test.msg), using: key, nonce: Self.hex(test.iv),
-                                                 authenticating: Self.hex(test.aad))
-                    #expect(sealed.ciphertext == Self.hex(test.ct) && sealed.tag == Self.hex(test.tag),
-                            "aes-gcm tcId \(test.tcId) seal")
+                    let sealed = try AESGCM.seal(
+                        Self.hex(test.msg), using: key, nonce: Self.hex(test.iv),
+                        authenticating: Self.hex(test.aad))
+                    #expect(
+                        sealed.ciphertext == Self.hex(test.ct) && sealed.tag == Self.hex(test.tag),
+                        "aes-gcm tcId \(test.tcId) seal")
                 }
                 count += 1
             }

@@ -11,8 +11,9 @@ import HTTPTypes
 
 struct RequestBuildingTests {
     @Test func pathParametersArePercentEncodedAsOneSegment() throws {
-        let endpoint = TestEndpoint(path: "/users/{id}/files/{name}",
-                                    pathParameters: ["id": "a b/c?d#e%f+g", "name": "ünï;=&"])
+        let endpoint = TestEndpoint(
+            path: "/users/{id}/files/{name}",
+            pathParameters: ["id": "a b/c?d#e%f+g", "name": "ünï;=&"])
         let request = try RequestBuilder().build(endpoint)
         let url = try #require(request.url).absoluteString
         #expect(url.hasSuffix("/users/a%20b%2Fc%3Fd%23e%25f%2Bg/files/%C3%BCn%C3%AF%3B%3D%26"))
@@ -22,17 +23,24 @@ struct RequestBuildingTests {
         // swift-http-types' HTTPField turns CR, LF and NUL into spaces when the field is made: the
         // value arrives as one line, and no "Injected" header reaches the server.
         let echo = try await APIClient(transport: URLSessionTransport()).decode(
-            Echo.self, from: TestEndpoint(path: "/echo", headerFields: [HTTPField.Name("X-Evil")!: "a\r\nInjected: yes"]))
+            Echo.self,
+            from: TestEndpoint(path: "/echo", headerFields: [HTTPField.Name("X-Evil")!: "a\r\nInjected: yes"]))
         #expect(echo.headers["injected"] == nil)
-        #expect(echo.headers["x-evil"]?.hasPrefix("a") == true && echo.headers["x-evil"]?.hasSuffix("Injected: yes") == true)
+        #expect(
+            echo.headers["x-evil"]?.hasPrefix("a") == true && echo.headers["x-evil"]?.hasSuffix("Injected: yes") == true
+        )
     }
 
     @Test func missingOrBrokenPathParametersFailBeforeAnyIO() async throws {
         let counting = CountingTransport(URLSessionTransport())
         let client = APIClient(transport: counting)
         await #expect(throws: HTTPRequestError.self) { try await client.send(TestEndpoint(path: "/users/{id}")) }
-        await #expect(throws: HTTPRequestError.self) { try await client.send(TestEndpoint(path: "/users/{id", pathParameters: ["id": "1"])) }
-        await #expect(throws: HTTPRequestError.self) { try await client.send(TestEndpoint(path: "/x", body: .data(Data("b".utf8), .plainText))) }
+        await #expect(throws: HTTPRequestError.self) {
+            try await client.send(TestEndpoint(path: "/users/{id", pathParameters: ["id": "1"]))
+        }
+        await #expect(throws: HTTPRequestError.self) {
+            try await client.send(TestEndpoint(path: "/x", body: .data(Data("b".utf8), .plainText)))
+        }
         #expect(counting.count == 0)
         do {
             _ = try RequestBuilder().build(TestEndpoint(path: "/users/{id}"))
@@ -49,9 +57,15 @@ struct RequestBuildingTests {
     }
 
     @Test func redaction() {
-        #expect(Redaction.url("https://u:p@id.example.com/cb?code=abc&state=xyz&x=1") == "https://***@id.example.com/cb?code=***&state=***&x=1")
-        #expect(Redaction.form("grant_type=refresh_token&refresh_token=secret&client_id=c") == "grant_type=refresh_token&refresh_token=***&client_id=c")
-        #expect(HTTPResponse.Status(code: 503).kind == .serverError && HTTPResponse.Status.notFound.description == "404 Not Found")
+        #expect(
+            Redaction.url("https://u:p@id.example.com/cb?code=abc&state=xyz&x=1")
+                == "https://***@id.example.com/cb?code=***&state=***&x=1")
+        #expect(
+            Redaction.form("grant_type=refresh_token&refresh_token=secret&client_id=c")
+                == "grant_type=refresh_token&refresh_token=***&client_id=c")
+        #expect(
+            HTTPResponse.Status(code: 503).kind == .serverError
+                && HTTPResponse.Status.notFound.description == "404 Not Found")
         #expect(RetryPolicy.retryAfter("120") == 120)
         #expect(RetryPolicy.retryAfter(HTTPDate.format(Date().addingTimeInterval(30)))! > 28)
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
@@ -64,29 +78,38 @@ struct ClientTests {
 
     @Test func everyBodyEncodingAsTheServerReceivedIt() async throws {
         struct Payload: Codable, Sendable { let name: String; let count: Int }
-        let json = try await client.decode(Echo.self, from: TestEndpoint(path: "/echo", method: .post,
-                                                                          body: .json(Payload(name: "moose", count: 2))))
+        let json = try await client.decode(
+            Echo.self,
+            from: TestEndpoint(
+                path: "/echo", method: .post,
+                body: .json(Payload(name: "moose", count: 2))))
         #expect(json.headers["content-type"] == "application/json")
         #expect(json.bodyText == #"{"count":2,"name":"moose"}"#)
 
-        let form = try await client.decode(Echo.self, from: TestEndpoint(path: "/echo", method: .post,
-                                                                          body: .form([("grant_type", "refresh_token"), ("scope", "a b+c&d")])))
+        let form = try await client.decode(
+            Echo.self,
+            from: TestEndpoint(
+                path: "/echo", method: .post,
+                body: .form([("grant_type", "refresh_token"), ("scope", "a b+c&d")])))
         #expect(form.headers["content-type"] == "application/x-www-form-urlencoded")
         #expect(form.bodyText == "grant_type=refresh_token&scope=a+b%2Bc%26d")
 
-        let raw = try await client.decode(Echo.self, from: TestEndpoint(path: "/echo", method: .put, body: .data(Data([0, 1, 2, 255]), .octetStream)))
+        let raw = try await client.decode(
+            Echo.self, from: TestEndpoint(path: "/echo", method: .put, body: .data(Data([0, 1, 2, 255]), .octetStream)))
         #expect(raw.body_size == 4 && raw.headers["content-type"] == "application/octet-stream")
     }
 
     @Test func multipartWithAFiveMebibyteFileStreamedFromDisk() async throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moose-upload-\(UUID().uuidString).bin")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moose-upload-\(UUID().uuidString).bin")
         let content = Data((0..<(5 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 7) })
         try content.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         var form = MultipartForm()
         form.add(field: "title", value: "holiday \"2026\"")
         form.add(file: file, name: "photo", filename: "photo.bin", type: .octetStream)
-        let echo = try await client.decode(Echo.self, from: TestEndpoint(path: "/echo/upload", method: .post, body: .multipart(form)))
+        let echo = try await client.decode(
+            Echo.self, from: TestEndpoint(path: "/echo/upload", method: .post, body: .multipart(form)))
         #expect(echo.headers["content-type"]?.hasPrefix("multipart/form-data; boundary=moose-") == true)
         #expect(echo.body_size > 5 << 20)
         // The server's body contains the file byte for byte between the part headers and the boundary.
@@ -101,9 +124,11 @@ struct ClientTests {
     }
 
     @Test func resourcePathAndQueryArriveEncoded() async throws {
-        let echo = try await client.decode(Echo.self, from: TestEndpoint(
-            path: "/echo/users/{id}", pathParameters: ["id": "a b/c?d"],
-            query: [QueryItem("ids", array: ["1", "2"]), QueryItem("q", "x&y")], arrayEncoding: .brackets))
+        let echo = try await client.decode(
+            Echo.self,
+            from: TestEndpoint(
+                path: "/echo/users/{id}", pathParameters: ["id": "a b/c?d"],
+                query: [QueryItem("ids", array: ["1", "2"]), QueryItem("q", "x&y")], arrayEncoding: .brackets))
         #expect(echo.path == "/echo/users/a%20b%2Fc%3Fd")
         #expect(echo.query == "ids%5B%5D=1&ids%5B%5D=2&q=x%26y")
     }
@@ -111,7 +136,8 @@ struct ClientTests {
     @Test func retriesA503HonouringRetryAfter() async throws {
         let key = UUID().uuidString
         let started = Date()
-        let response = try await client.send(TestEndpoint(path: "/flaky/\(key)", query: [QueryItem("fail", "2"), QueryItem("retry_after", "1")]))
+        let response = try await client.send(
+            TestEndpoint(path: "/flaky/\(key)", query: [QueryItem("fail", "2"), QueryItem("retry_after", "1")]))
         #expect(response.status.code == 200)
         #expect(Date().timeIntervalSince(started) >= 1.9, "Retry-After: 1 was not honoured twice")
         let count = try await client.json(from: TestEndpoint(path: "/count/\(key)"))
@@ -129,7 +155,8 @@ struct ClientTests {
         let count = try await client.json(from: TestEndpoint(path: "/count/\(key)"))
         #expect(count["count"]?.number == 1)
         // …unless the endpoint says it may be.
-        let retried = try await client.send(TestEndpoint(path: "/flaky/\(key)-2", method: .post, query: [QueryItem("fail", "1")], retryable: true))
+        let retried = try await client.send(
+            TestEndpoint(path: "/flaky/\(key)-2", method: .post, query: [QueryItem("fail", "1")], retryable: true))
         #expect(retried.status == 200)
     }
 
@@ -184,10 +211,12 @@ struct ClientTests {
     @Test func logsAreRedacted() async throws {
         let log = CapturedLog()
         let client = APIClient(transport: URLSessionTransport(), logger: log.logger())
-        _ = try await client.send(TestEndpoint(path: "/echo", method: .post,
-                                               query: [QueryItem("access_token", "query-secret")],
-                                               headerFields: [.authorization: "Bearer header-secret", .cookie: "sid=cookie-secret"],
-                                               body: .form([("refresh_token", "body-secret"), ("client_id", "moose")])))
+        _ = try await client.send(
+            TestEndpoint(
+                path: "/echo", method: .post,
+                query: [QueryItem("access_token", "query-secret")],
+                headerFields: [.authorization: "Bearer header-secret", .cookie: "sid=cookie-secret"],
+                body: .form([("refresh_token", "body-secret"), ("client_id", "moose")])))
         let text = log.text
         #expect(text.contains("POST") && text.contains("client_id=moose"))
         for secret in ["query-secret", "header-secret", "cookie-secret", "body-secret"] {
@@ -201,8 +230,10 @@ struct MiddlewareTests {
     /// auth middleware (`AuthMiddleware` in MooseOAuth is the real one).
     struct TokenMiddleware: HTTPMiddleware {
         let seen = CapturedLog()
-        func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
-                       next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
+        func intercept(
+            _ request: APIRequest, context: HTTPMiddlewareContext,
+            next: @Sendable (APIRequest) async throws -> APIResponse
+        ) async throws -> APIResponse {
             var request = request
             request.headerFields[.authorization] = AuthScheme.bearer.credentials("stale")
             let response = try await next(request)
@@ -228,9 +259,13 @@ struct MiddlewareTests {
 
     @Test func aMiddlewareCanRecoverFromATransportError() async throws {
         struct Fallback: HTTPMiddleware {
-            func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
-                           next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
-                do { return try await next(request) } catch { return APIResponse(status: 200, body: Data("cached".utf8)) }
+            func intercept(
+                _ request: APIRequest, context: HTTPMiddlewareContext,
+                next: @Sendable (APIRequest) async throws -> APIResponse
+            ) async throws -> APIResponse {
+                do { return try await next(request) } catch {
+                    return APIResponse(status: 200, body: Data("cached".utf8))
+                }
             }
         }
         let client = APIClient(transport: URLSessionTransport(), middlewares: [Fallback()], retryPolicy: .none)
@@ -243,16 +278,19 @@ struct MiddlewareTests {
     @Test func retryWrapsMiddlewaresWhichWrapLogging() async throws {
         struct Counting: HTTPMiddleware {
             let seen = CapturedLog()
-            func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
-                           next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
+            func intercept(
+                _ request: APIRequest, context: HTTPMiddlewareContext,
+                next: @Sendable (APIRequest) async throws -> APIResponse
+            ) async throws -> APIResponse {
                 seen.append("pass")
                 return try await next(request)
             }
         }
         let counting = Counting()
         let log = CapturedLog()
-        let client = APIClient(transport: URLSessionTransport(), middlewares: [counting],
-                               retryPolicy: RetryPolicy(backoff: .constant(0.01)), logger: log.logger())
+        let client = APIClient(
+            transport: URLSessionTransport(), middlewares: [counting],
+            retryPolicy: RetryPolicy(backoff: .constant(0.01)), logger: log.logger())
         let key = UUID().uuidString
         _ = try await client.send(TestEndpoint(path: "/flaky/\(key)", query: [QueryItem("fail", "2")]))
         #expect(counting.seen.text == "pass\npass\npass")
@@ -272,7 +310,8 @@ struct TransportContractTests {
         try await HTTPTransportContract.responseHeadersArrive(#require(Self.transports[name]), base: Self.base)
     }
     @Test(arguments: ["URLSession", "curl"]) func requestHeadersArriveAsHTTP1Lines(_ name: String) async throws {
-        try await HTTPTransportContract.requestHeadersArriveAsHTTP1Lines(#require(Self.transports[name]), base: Self.base)
+        try await HTTPTransportContract.requestHeadersArriveAsHTTP1Lines(
+            #require(Self.transports[name]), base: Self.base)
     }
     @Test(arguments: ["URLSession", "curl"]) func bodiesArriveByteForByte(_ name: String) async throws {
         try await HTTPTransportContract.bodiesArriveByteForByte(#require(Self.transports[name]), base: Self.base)
@@ -308,7 +347,8 @@ struct TransportContractTests {
         let transport = URLSessionTransport(session: appSession)
         try await HTTPTransportContract.redirectsAreNotFollowed(transport, base: Self.base)
         try await HTTPTransportContract.requestHeadersArriveAsHTTP1Lines(transport, base: Self.base)
-        let echo = try JSONDecoder().decode(Echo.self, from: try await transport.send(APIRequest(url: Self.base.appendingPathComponent("echo"))).body)
+        let echo = try JSONDecoder().decode(
+            Echo.self, from: try await transport.send(APIRequest(url: Self.base.appendingPathComponent("echo"))).body)
         #expect(echo.headers["x-app"] == "configured", "the app's session configuration was not used")
         try await HTTPTransportContract.uploadsStreamFromAFileWithProgress(transport, base: Self.base)
     }
@@ -326,7 +366,8 @@ struct TransportMemoryTests {
     @Test func urlSessionDownloadsStreamToDiskInBoundedMemory() async throws {
         try await MemoryMeasurement.shared.exclusively {
             try await HTTPTransportContract.downloadsStreamToDiskInBoundedMemory(
-                URLSessionTransport(), base: TestServer.base, size: Self.underSanitizer ? 16 << 20 : 256 << 20, checksMemory: !Self.underSanitizer)
+                URLSessionTransport(), base: TestServer.base, size: Self.underSanitizer ? 16 << 20 : 256 << 20,
+                checksMemory: !Self.underSanitizer)
         }
     }
 }
@@ -337,7 +378,8 @@ extension TransportMemoryTests {
         guard !Self.underSanitizer else { return }
         _ = try await MemoryMeasurement.shared.exclusively {
             await #expect(throws: HTTPTransportContract.Violation.self) {
-                try await HTTPTransportContract.downloadsStreamToDiskInBoundedMemory(BufferingTransport(), base: TestServer.base, size: 64 << 20)
+                try await HTTPTransportContract.downloadsStreamToDiskInBoundedMemory(
+                    BufferingTransport(), base: TestServer.base, size: 64 << 20)
             }
         }
     }
@@ -361,13 +403,17 @@ extension TransportMemoryTests {
             }
             return Transfer(progress: stream, task: task)
         }
-        func upload(_ request: APIRequest, fromFile file: URL) throws(HTTPRequestError) -> Transfer { try inner.upload(request, fromFile: file) }
+        func upload(_ request: APIRequest, fromFile file: URL) throws(HTTPRequestError) -> Transfer {
+            try inner.upload(request, fromFile: file)
+        }
     }
 }
 
 struct TransportHeaderTests {
     @Test func curlHeaderBlocksAreParsedOnBytes() {
-        let block = Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n  folded: no\r\nBad Name: x\r\nX-Ctl: a\u{1B}b\r\nRetry-After: 5\nwww-authenticate: DPoP error=\"use_dpop_nonce\"\r\n\r\n".utf8)
+        let block = Array(
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n  folded: no\r\nBad Name: x\r\nX-Ctl: a\u{1B}b\r\nRetry-After: 5\nwww-authenticate: DPoP error=\"use_dpop_nonce\"\r\n\r\n"
+                .utf8)
         let headers = CurlTransport.parseHeaders(block)
         #expect(headers[.date] == "Sun, 06 Nov 1994 08:49:37 GMT")
         #expect(headers[.retryAfter] == "5")
@@ -377,8 +423,10 @@ struct TransportHeaderTests {
 
     @Test func httpDatesAndRetryAfterAreBounded() throws {
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
-        for hostile in ["Fri, 01 Jan 99999999 00:00:00 GMT", "Fri, 01 Jan 2027 99999999999999999999:00:00 GMT",
-                        "Fri, 99 Jan 2027 00:00:00 GMT", "Fri, 01 Jan 2027 24:00:00 GMT", "Fri, 01 Jan -2027 00:00:00 GMT"] {
+        for hostile in [
+            "Fri, 01 Jan 99999999 00:00:00 GMT", "Fri, 01 Jan 2027 99999999999999999999:00:00 GMT",
+            "Fri, 99 Jan 2027 00:00:00 GMT", "Fri, 01 Jan 2027 24:00:00 GMT", "Fri, 01 Jan -2027 00:00:00 GMT"
+        ] {
             #expect(HTTPDate.parse(hostile) == nil, "\(hostile)")
         }
         #expect(RetryPolicy.retryAfter("99999999999999999999999") == RetryPolicy.maximumRetryAfterValue)
@@ -388,8 +436,11 @@ struct TransportHeaderTests {
         let yearOne = try #require(HTTPDate.parse("Mon, 01 Jan 0001 00:00:00 GMT"))
         #expect(HTTPDate.format(yearOne) == "Mon, 01 Jan 0001 00:00:00 GMT")
         #expect(HTTPDate.parse(HTTPDate.format(yearOne)) == yearOne)
-        #expect(AuthenticationChallenge.parse(#"Bearer realm="api", error="invalid_token", DPoP algs="ES256 EdDSA""#)
-            .map { "\($0.scheme) \($0["error"] ?? $0["algs"] ?? "")" } == ["Bearer invalid_token", "DPoP ES256 EdDSA"])
+        #expect(
+            AuthenticationChallenge.parse(#"Bearer realm="api", error="invalid_token", DPoP algs="ES256 EdDSA""#)
+                .map { "\($0.scheme) \($0["error"] ?? $0["algs"] ?? "")" } == [
+                    "Bearer invalid_token", "DPoP ES256 EdDSA"
+                ])
         #expect(AuthenticationChallenge.parse("Basic dXNlcjpwYXNz==, Bearer")[0].token68 == "dXNlcjpwYXNz==")
     }
 }
@@ -398,8 +449,12 @@ struct FormDecodingTests {
     /// RFC 6749 Appendix B: redirect queries are form-encoded, so "+" is a space (a real provider's
     /// error_description "Not+now" read as "Not+now" before).
     @Test func formDecodingIsTotalAndReadsPlusAsSpace() {
-        let items = RequestBuilder.decodeForm("error=access_denied&error_description=Not+now%21+%2B1&empty=&flag&bad=%zz%4")
-        #expect(items.map { "\($0.0)=\($0.1)" } == ["error=access_denied", "error_description=Not now! +1", "empty=", "flag=", "bad=%zz%4"])
+        let items = RequestBuilder.decodeForm(
+            "error=access_denied&error_description=Not+now%21+%2B1&empty=&flag&bad=%zz%4")
+        #expect(
+            items.map { "\($0.0)=\($0.1)" } == [
+                "error=access_denied", "error_description=Not now! +1", "empty=", "flag=", "bad=%zz%4"
+            ])
         let round = RequestBuilder.decodeForm(RequestBuilder.encodeForm([("a b", "c+d&e=f é")]))
         #expect(round.count == 1 && round[0].0 == "a b" && round[0].1 == "c+d&e=f é")
     }

@@ -124,7 +124,8 @@ struct DeadlineWatchTests {
                 let answers = index % 2 == 0
                 group.addTask {
                     do {
-                        _ = try await (answers ? answering : stuck).send(Self.request(timeout: answers ? 30 : 0.5), context: Self.context)
+                        _ = try await (answers ? answering : stuck).send(
+                            Self.request(timeout: answers ? 30 : 0.5), context: Self.context)
                         return (answers, true)
                     } catch let error as HTTPRequestError where error.code == HTTPRequestError.timedOut {
                         return (answers, false)
@@ -136,6 +137,8 @@ struct DeadlineWatchTests {
             return all
         }
         #expect(outcomes.count == 1000)
-        #expect(outcomes.allSatisfy { $0.0 == $0.1 }, "\(outcomes.filter { $0.0 != $0.1 }.count) exchanges got the other outcome")
+        #expect(
+            outcomes.allSatisfy { $0.0 == $0.1 },
+            "\(outcomes.filter { $0.0 != $0.1 }.count) exchanges got the other outcome")
     }
 }

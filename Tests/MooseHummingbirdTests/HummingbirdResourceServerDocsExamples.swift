@@ -11,17 +11,21 @@ func serveWithHummingbird(server: ResourceServer) async throws {
     // docs/resource-server.md hummingbird begins
     struct APIContext: ResourceServerRequestContext {
         var coreContext: CoreRequestContextStorage
-        var principal: VerifiedPrincipal?                // set by the middleware before the route runs
+        var principal: VerifiedPrincipal? // set by the middleware before the route runs
         init(source: Source) { coreContext = .init(source: source) }
     }
 
-    let document = ProtectedResourceDocument(resource: "https://api.example.com", authorizationServers: ["https://id.example.com"],
-                                             scopesSupported: ["api.read"])
+    let document = ProtectedResourceDocument(
+        resource: "https://api.example.com", authorizationServers: ["https://id.example.com"],
+        scopesSupported: ["api.read"])
     let router = Router(context: APIContext.self)
-    document.addRoute(to: router)                        // GET /.well-known/oauth-protected-resource, no token
+    document.addRoute(to: router) // GET /.well-known/oauth-protected-resource, no token
     router.group("items")
-        .add(middleware: ResourceServerMiddleware(server: server, publicBaseURL: "https://api.example.com",
-                                                  requiredScopes: ["api.read"]))
+        .add(
+            middleware: ResourceServerMiddleware(
+                server: server, publicBaseURL: "https://api.example.com",
+                requiredScopes: ["api.read"])
+        )
         .get { _, context in "hello \(context.principal?.subject ?? "")" }
     let app = Application(router: router, configuration: .init(address: .hostname("0.0.0.0", port: 8080)))
     try await app.runService()
@@ -39,8 +43,9 @@ struct HummingbirdResourceServerDocsExamplesTests {
         let end = try #require(source.range(of: "    // docs/resource-server.md hummingbird ends"))
         let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
-        #expect(page.contains("```swift\n" + example + "```"),
-                "docs/resource-server.md's hummingbird example differs from HummingbirdResourceServerDocsExamples.swift")
+        #expect(
+            page.contains("```swift\n" + example + "```"),
+            "docs/resource-server.md's hummingbird example differs from HummingbirdResourceServerDocsExamples.swift")
     }
 }
 #endif

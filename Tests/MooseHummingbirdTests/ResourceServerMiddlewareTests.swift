@@ -37,24 +37,33 @@ import Testing
 
     func token(scope: String = "api.read", bound: Bool = false) throws -> String {
         let now = Int64(Date().timeIntervalSince1970)
-        var claims: JSONObject = ["iss": .string(Self.issuer), "sub": "alice", "aud": .string(Self.resource), "client_id": "app",
-                                  "exp": .number(JSONNumber(now + 300)), "iat": .number(JSONNumber(now)), "jti": "t1",
-                                  "scope": .string(scope)]
+        var claims: JSONObject = [
+            "iss": .string(Self.issuer), "sub": "alice", "aud": .string(Self.resource), "client_id": "app",
+            "exp": .number(JSONNumber(now + 300)), "iat": .number(JSONNumber(now)), "jti": "t1",
+            "scope": .string(scope)
+        ]
         if bound { claims["cnf"] = .object(["jkt": .string(try clientJWK.thumbprint())]) }
         return try issuerSigner.sign(claims, extraHeader: ["typ": "at+jwt"])
     }
 
     func application() -> some ApplicationProtocol {
-        var configuration = ResourceServerConfiguration(issuer: Self.issuer, resource: Self.resource, algorithms: [.es256])
-        let document = ProtectedResourceDocument(resource: Self.resource, authorizationServers: [Self.issuer], scopesSupported: ["api.read"],
-                                                 dpopSigningAlgorithms: ["ES256"])
+        var configuration = ResourceServerConfiguration(
+            issuer: Self.issuer, resource: Self.resource, algorithms: [.es256])
+        let document = ProtectedResourceDocument(
+            resource: Self.resource, authorizationServers: [Self.issuer], scopesSupported: ["api.read"],
+            dpopSigningAlgorithms: ["ES256"])
         configuration.resourceMetadataURL = document.url
         let server = ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([issuerKey]))
         let router = Router(context: APIContext.self)
         document.addRoute(to: router)
         router.group("items")
-            .add(middleware: ResourceServerMiddleware(server: server, publicBaseURL: Self.resource, requiredScopes: ["api.read"]))
-            .get { _, context in "hello \(context.principal?.subject ?? "nobody") by \(context.principal?.scheme.rawValue ?? "-")" }
+            .add(
+                middleware: ResourceServerMiddleware(
+                    server: server, publicBaseURL: Self.resource, requiredScopes: ["api.read"])
+            )
+            .get { _, context in
+                "hello \(context.principal?.subject ?? "nobody") by \(context.principal?.scheme.rawValue ?? "-")"
+            }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
     }
 
@@ -62,18 +71,25 @@ import Testing
         let token = try token()
         let bound = try self.token(bound: true)
         let weak = try self.token(scope: "profile")
-        let proof = try DPoP.proof(signer: clientSigner, publicJWK: clientJWK, method: "GET", url: Self.resource + "/items", accessToken: bound)
+        let proof = try DPoP.proof(
+            signer: clientSigner, publicJWK: clientJWK, method: "GET", url: Self.resource + "/items", accessToken: bound
+        )
         try await application().test(.live) { client in
-            try await client.execute(uri: "/items", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+            try await client.execute(uri: "/items", method: .get, headers: [.authorization: "Bearer \(token)"]) {
+                response in
                 #expect(response.status == .ok)
                 #expect(String(buffer: response.body) == "hello alice by Bearer")
             }
-            try await client.execute(uri: "/items?page=2", method: .get, headers: [.authorization: "DPoP \(bound)", .dpop: proof]) { response in
+            try await client.execute(
+                uri: "/items?page=2", method: .get, headers: [.authorization: "DPoP \(bound)", .dpop: proof]
+            ) { response in
                 #expect(response.status == .ok)
                 #expect(String(buffer: response.body) == "hello alice by DPoP")
             }
             // The same proof again: replayed.
-            try await client.execute(uri: "/items?page=2", method: .get, headers: [.authorization: "DPoP \(bound)", .dpop: proof]) { response in
+            try await client.execute(
+                uri: "/items?page=2", method: .get, headers: [.authorization: "DPoP \(bound)", .dpop: proof]
+            ) { response in
                 #expect(response.status == .unauthorized)
                 let challenges = AuthenticationChallenge.parse(response.headers[values: .wwwAuthenticate])
                 #expect(challenges.first { $0.hasScheme("DPoP") }?["error"] == "invalid_dpop_proof")
@@ -82,9 +98,12 @@ import Testing
                 #expect(response.status == .unauthorized)
                 let challenges = AuthenticationChallenge.parse(response.headers[values: .wwwAuthenticate])
                 #expect(challenges.map(\.scheme) == ["Bearer", "DPoP"])
-                #expect(challenges.first?["resource_metadata"] == "https://api.example.com/.well-known/oauth-protected-resource")
+                #expect(
+                    challenges.first?["resource_metadata"]
+                        == "https://api.example.com/.well-known/oauth-protected-resource")
             }
-            try await client.execute(uri: "/items", method: .get, headers: [.authorization: "Bearer \(weak)"]) { response in
+            try await client.execute(uri: "/items", method: .get, headers: [.authorization: "Bearer \(weak)"]) {
+                response in
                 #expect(response.status == .forbidden)
                 let bearer = AuthenticationChallenge.parse(response.headers[values: .wwwAuthenticate]).first
                 #expect(bearer?["error"] == "insufficient_scope" && bearer?["scope"] == "api.read")

@@ -14,8 +14,10 @@ struct DurationTextTests {
     }
 
     @Test func refusesAnythingElse() {
-        for text in ["", "-5", "x", "5x", "1h30", "30m1h", "1m1m", "h", ".5", "5.", "1.5h", "366d", "99999999999999999999",
-                     "1e3", " 60", "60 ", "٣", "inf", "nan", String(repeating: "1", count: 40)] {
+        for text in [
+            "", "-5", "x", "5x", "1h30", "30m1h", "1m1m", "h", ".5", "5.", "1.5h", "366d", "99999999999999999999",
+            "1e3", " 60", "60 ", "٣", "inf", "nan", String(repeating: "1", count: 40)
+        ] {
             #expect(DurationText.parse(text) == nil, "\(text)")
         }
     }

@@ -23,8 +23,8 @@ struct ParsingTests {
         let standard = expectJWTError(JWTError.invalidBase64URL) { _ = try Base64URL.decode("ab+c") }
         #expect(standard?.position == 2)
         expectJWTError(JWTError.invalidBase64URL) { _ = try Base64URL.decode("ab c") }
-        expectJWTError(JWTError.invalidBase64URL) { _ = try Base64URL.decode("abcde") }      // impossible length
-        expectJWTError(JWTError.invalidBase64URL) { _ = try Base64URL.decode("e31") }        // non-zero trailing bits
+        expectJWTError(JWTError.invalidBase64URL) { _ = try Base64URL.decode("abcde") } // impossible length
+        expectJWTError(JWTError.invalidBase64URL) { _ = try Base64URL.decode("e31") } // non-zero trailing bits
     }
 
     @Test func badBase64URLInATokenNamesThePartAndOffset() throws {
@@ -91,7 +91,7 @@ struct ParsingTests {
 
     @Test(arguments: [
         "", "{", "{\"a\":1,}", "[1,]", "01", "1.", "-", "{'a':1}", "\"\u{01}\"", "\"\\x\"", "\"\\ud800\"",
-        "tru", "nul", "{\"a\" 1}", "[1 2]", "1 2", "\"abc", "{\"a\":1}}", "NaN", "+1",
+        "tru", "nul", "{\"a\" 1}", "[1 2]", "1 2", "\"abc", "{\"a\":1}}", "NaN", "+1"
     ])
     func jsonParserRejects(text: String) {
         expectJWTError(JWTError.invalidJSON) { _ = try JSONValue(parsing: Array(text.utf8)) }
@@ -116,7 +116,8 @@ struct ParsingTests {
     // MARK: JWK / JWKS
 
     @Test func jwksSkipsUnsupportedKeysAndSaysWhy() throws {
-        let json = #"{"keys":[{"kty":"EC","crv":"secp256k1","x":"AA","y":"AA","kid":"k1"},{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"ok"},{"nokty":1}]}"#
+        let json =
+            #"{"keys":[{"kty":"EC","crv":"secp256k1","x":"AA","y":"AA","kid":"k1"},{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"ok"},{"nokty":1}]}"#
         let jwks = try JWKS(json: json)
         #expect(jwks.keys.map(\.keyID) == ["ok"])
         #expect(jwks.skipped.count == 2)
@@ -144,7 +145,7 @@ struct ParsingTests {
             (.ps512, try JWTKey(privateKey: .generate(.rsa(bits: 2048)))),
             (.es384, try JWTKey(privateKey: .generate(.ec(.p384)))),
             (.es512, try JWTKey(privateKey: .generate(.ec(.p521)))),
-            (.ed25519, try JWTKey(privateKey: .generate(.ed25519))),
+            (.ed25519, try JWTKey(privateKey: .generate(.ed25519)))
         ]
         for (algorithm, key) in keys {
             let token = try JWTSigner(key: key, algorithm: algorithm).sign(["sub": "moose", "n": 42])

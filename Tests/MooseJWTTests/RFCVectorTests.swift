@@ -11,8 +11,9 @@ struct RFCVectorTests {
         for vector in fixtures.vectors {
             let key = try jwk(vector.key).verificationKey()
             let algorithm = try #require(JWTAlgorithm(rawValue: vector.alg))
-            let verifier = JWTVerifier(keys: [key], allowedAlgorithms: [algorithm],
-                                       validation: ClaimValidation(checksTime: false))
+            let verifier = JWTVerifier(
+                keys: [key], allowedAlgorithms: [algorithm],
+                validation: ClaimValidation(checksTime: false))
             let jws = try JWS(compact: vector.compact)
             #expect(throws: Never.self, "\(vector.source)") { try verifier.verifySignature(of: jws) }
             if let payload = vector.payload {
@@ -71,19 +72,21 @@ struct RFCVectorTests {
 
     @Test func unsecuredRFCExampleIsNeverAccepted() throws {
         let fixtures = try RFCVectors.load()
-        let jwt = try JWT(compact: fixtures.unsecured.compact)   // decoding is fine…
+        let jwt = try JWT(compact: fixtures.unsecured.compact) // decoding is fine…
         #expect(jwt.header.algorithm == "none")
         let key = try jwk(fixtures.vectors[0].key).verificationKey()
         let verifier = JWTVerifier(keys: [key], allowedAlgorithms: Set(JWTAlgorithm.allCases))
-        expectJWTError(JWTError.algorithmNone) { _ = try verifier.verify(fixtures.unsecured.compact) }   // …verifying never
+        // …verifying never
+        expectJWTError(JWTError.algorithmNone) { _ = try verifier.verify(fixtures.unsecured.compact) }
     }
 
     /// Wycheproof's JSON Web Crypto cases. Compact JWS cases must match `result`; JSON-serialized JWS
     /// (not a compact token) must be refused; every JWE — even Wycheproof's `valid` ones — must be refused
     /// with `encryptedTokenUnsupported`, because Moose does not decrypt tokens (documented in README).
     @Test func wycheproofJSONWebCrypto() throws {
-        let root = try #require(JSONSerialization.jsonObject(with: Fixtures.data("wycheproof/json_web_crypto_test.json"))
-            as? [String: Any])
+        let root = try #require(
+            JSONSerialization.jsonObject(with: Fixtures.data("wycheproof/json_web_crypto_test.json"))
+                as? [String: Any])
         let groups = try #require(root["testGroups"] as? [[String: Any]])
         var count = 0
         for group in groups {
@@ -95,7 +98,7 @@ struct RFCVectorTests {
                 let result = test["result"] as? String
                 count += 1
                 if let jwe = test["jwe"] {
-                    guard let compact = jwe as? String else { continue }   // JSON-serialized JWE: nothing to parse
+                    guard let compact = jwe as? String else { continue } // JSON-serialized JWE: nothing to parse
                     // Five parts: "encrypted tokens are not supported"; a JWE missing a part is plainly malformed.
                     let fiveParts = compact.split(separator: ".", omittingEmptySubsequences: false).count == 5
                     expectJWTError(fiveParts ? JWTError.encryptedTokenUnsupported : JWTError.malformed) {
@@ -108,7 +111,8 @@ struct RFCVectorTests {
                     continue
                 }
                 let algorithms = Set(keys.compactMap { $0.pinnedAlgorithm.flatMap(JWTAlgorithm.init(rawValue:)) })
-                let verifier = JWTVerifier(keys: keys, allowedAlgorithms: algorithms.isEmpty ? Set(JWTAlgorithm.allCases) : algorithms)
+                let verifier = JWTVerifier(
+                    keys: keys, allowedAlgorithms: algorithms.isEmpty ? Set(JWTAlgorithm.allCases) : algorithms)
                 let accepted = (try? verifier.verifySignature(of: JWS(compact: compact))) != nil
                 switch result {
                 case "valid": #expect(accepted, "tcId \(id) \(test["comment"] ?? "")")

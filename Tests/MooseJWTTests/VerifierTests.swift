@@ -21,8 +21,9 @@ struct VerifierTests {
         _ algorithms: Set<JWTAlgorithm> = JWTAlgorithm.asymmetric,
         issuer: String? = nil, audiences: Set<String>? = ["moose-cli"], leeway: TimeInterval = 0
     ) -> JWTVerifier {
-        JWTVerifier(keys: asymmetricKeys, allowedAlgorithms: algorithms,
-                    validation: ClaimValidation(issuer: issuer, audiences: audiences, leeway: leeway, clock: fixtures.clock))
+        JWTVerifier(
+            keys: asymmetricKeys, allowedAlgorithms: algorithms,
+            validation: ClaimValidation(issuer: issuer, audiences: audiences, leeway: leeway, clock: fixtures.clock))
     }
 
     @Test func jwksLoadsEveryKey() {
@@ -42,8 +43,9 @@ struct VerifierTests {
     @Test func hmacTokenVerifiesWithTheSecretFileBytes() throws {
         let secret = try Fixtures.data("joserfc/hs256.secret")
         let key = JWTKey(secret: secret)
-        let verifier = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256],
-                                   validation: ClaimValidation(audiences: ["moose-cli"], clock: fixtures.clock))
+        let verifier = JWTVerifier(
+            keys: [key], allowedAlgorithms: [.hs256],
+            validation: ClaimValidation(audiences: ["moose-cli"], clock: fixtures.clock))
         #expect(try verifier.verify(fixtures.token("hs256")).claims.subject == "248289761001")
         // A secret shorter than the hash is refused (RFC 7518 §3.2) even if the MAC would match.
         let short = JWTVerifier(keys: [JWTKey(secret: Array(secret.prefix(16)))], allowedAlgorithms: [.hs256])
@@ -60,14 +62,18 @@ struct VerifierTests {
     // MARK: - One test per rule
 
     @Test func algNoneIsNeverAccepted() throws {
-        expectJWTError(JWTError.algorithmNone) { _ = try verifier(Set(JWTAlgorithm.allCases)).verify(fixtures.token("alg_none")) }
+        expectJWTError(JWTError.algorithmNone) {
+            _ = try verifier(Set(JWTAlgorithm.allCases)).verify(fixtures.token("alg_none"))
+        }
         expectJWTError(JWTError.algorithmNone) {
             _ = try verifier(Set(JWTAlgorithm.allCases)).verify(fixtures.token("alg_none_uppercase"))
         }
     }
 
     @Test func algorithmMustBeInTheAllowList() throws {
-        let error = expectJWTError(JWTError.algorithmNotAllowed) { _ = try verifier([.rs256]).verify(fixtures.token("es256")) }
+        let error = expectJWTError(JWTError.algorithmNotAllowed) {
+            _ = try verifier([.rs256]).verify(fixtures.token("es256"))
+        }
         #expect(error?.field == "alg")
     }
 
@@ -78,15 +84,17 @@ struct VerifierTests {
         // Even if the caller hands the PEM bytes over as an HMAC "secret" next to the public key, the
         // mixed key set is refused.
         let pem = try Fixtures.data("joserfc/rsa-public.pem")
-        let mixed = JWTVerifier(keys: asymmetricKeys + [JWTKey(secret: pem, keyID: "rsa-2026")],
-                                allowedAlgorithms: Set(JWTAlgorithm.allCases))
+        let mixed = JWTVerifier(
+            keys: asymmetricKeys + [JWTKey(secret: pem, keyID: "rsa-2026")],
+            allowedAlgorithms: Set(JWTAlgorithm.allCases))
         expectJWTError(JWTError.invalidKey) { _ = try mixed.verify(token) }
     }
 
     @Test func keyTypeAndCurveMustMatchTheAlgorithm() throws {
         // An EdDSA token verified against only the P-256 key: wrong key type.
         let ec = try #require(asymmetricKeys.first { $0.keyID == "ec256-2026" })
-        let only = JWTVerifier(keys: [JWTKey(publicKey: try #require(ec.publicKey))], allowedAlgorithms: [.eddsa, .es384])
+        let only = JWTVerifier(
+            keys: [JWTKey(publicKey: try #require(ec.publicKey))], allowedAlgorithms: [.eddsa, .es384])
         expectJWTError(JWTError.keyAlgorithmMismatch) { _ = try only.verify(fixtures.token("eddsa")) }
         // ES384 token with a P-256 key: wrong curve.
         let error = expectJWTError(JWTError.keyAlgorithmMismatch) { _ = try only.verify(fixtures.token("es384")) }
@@ -103,14 +111,19 @@ struct VerifierTests {
         expectJWTError(JWTError.unknownKey) { _ = try verifier.verify(token) }
         // The same RSA key, still pinned to RS256, under the PS256 token's kid.
         let renamed = JWTVerifier(
-            keys: [try JWK(publicKey: #require(pinned.publicKey), keyID: "rsa-pss-2026", algorithm: .rs256).verificationKey()],
+            keys: [
+                try JWK(publicKey: #require(pinned.publicKey), keyID: "rsa-pss-2026", algorithm: .rs256)
+                    .verificationKey()
+            ],
             allowedAlgorithms: [.ps256])
         expectJWTError(JWTError.keyAlgorithmMismatch) { _ = try renamed.verify(token) }
     }
 
     @Test func headerKeyReferencesAreNeverTrusted() throws {
         for (name, field) in [("embedded_jwk", "jwk"), ("jku_header", "jku"), ("x5u_header", "x5u")] {
-            let error = expectJWTError(JWTError.untrustedKeyReference) { _ = try verifier().verify(fixtures.token(name)) }
+            let error = expectJWTError(JWTError.untrustedKeyReference) {
+                _ = try verifier().verify(fixtures.token(name))
+            }
             #expect(error?.field == field)
         }
     }
@@ -150,7 +163,7 @@ struct VerifierTests {
     }
 
     @Test func expiryNotBeforeAndIssuedAtUseTheInjectedClockAndLeeway() throws {
-        let expired = try fixtures.token("expired")   // exp = now - 180 s
+        let expired = try fixtures.token("expired") // exp = now - 180 s
         let error = expectJWTError(JWTError.expired) { _ = try verifier().verify(expired) }
         #expect(error?.message.contains("3m") == true)
         #expect(throws: Never.self) { _ = try verifier(leeway: 200).verify(expired) }
@@ -171,7 +184,9 @@ struct VerifierTests {
 
     @Test func audiencePresentButNotConfiguredIsRefusedUnlessAnyIsAccepted() throws {
         // RFC 7519 §4.1.3: a processor that does not identify itself in aud MUST reject the token.
-        let error = expectJWTError(JWTError.audienceNotChecked) { _ = try verifier(audiences: nil).verify(fixtures.token("es256")) }
+        let error = expectJWTError(JWTError.audienceNotChecked) {
+            _ = try verifier(audiences: nil).verify(fixtures.token("es256"))
+        }
         #expect(error?.field == "aud")
         var any = verifier(audiences: nil)
         any.validation.acceptsAnyAudience = true
@@ -185,21 +200,25 @@ struct VerifierTests {
         let key = JWTKey(secret: Array(repeating: UInt8(7), count: 32))
         let signer = try JWTSigner(key: key, algorithm: .hs256)
         let token = try signer.sign(["iss": .string(nfd), "aud": .string(nfd), "sub": "alice"])
-        let strict = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256],
-                                 validation: ClaimValidation(issuer: nfc, audiences: [nfd], checksTime: false))
+        let strict = JWTVerifier(
+            keys: [key], allowedAlgorithms: [.hs256],
+            validation: ClaimValidation(issuer: nfc, audiences: [nfd], checksTime: false))
         expectJWTError(JWTError.issuerMismatch) { _ = try strict.verify(token) }
-        let audience = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256],
-                                   validation: ClaimValidation(issuer: nfd, audiences: [nfc], checksTime: false))
+        let audience = JWTVerifier(
+            keys: [key], allowedAlgorithms: [.hs256],
+            validation: ClaimValidation(issuer: nfd, audiences: [nfc], checksTime: false))
         expectJWTError(JWTError.audienceMismatch) { _ = try audience.verify(token) }
-        let exact = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256],
-                                validation: ClaimValidation(issuer: nfd, audiences: [nfd], checksTime: false))
+        let exact = JWTVerifier(
+            keys: [key], allowedAlgorithms: [.hs256],
+            validation: ClaimValidation(issuer: nfd, audiences: [nfd], checksTime: false))
         #expect(throws: Never.self) { _ = try exact.verify(token) }
     }
 
     @Test func numericDatesOutsideTheRangeAreRefusedAndFormattingIsTotal() throws {
         let key = JWTKey(secret: Array(repeating: UInt8(7), count: 32))
         let signer = try JWTSigner(key: key, algorithm: .hs256)
-        let verifier = JWTVerifier(keys: [key], allowedAlgorithms: [.hs256], validation: ClaimValidation(acceptsAnyAudience: true))
+        let verifier = JWTVerifier(
+            keys: [key], allowedAlgorithms: [.hs256], validation: ClaimValidation(acceptsAnyAudience: true))
         for text in ["1e300", "-1e300", "18446744073709551616", "100000000001", "-100000000001"] {
             for claim in ["exp", "nbf", "iat"] {
                 let payload = Array("{\"sub\":\"a\",\"\(claim)\":\(text)}".utf8)
@@ -243,4 +262,3 @@ struct VerifierTests {
         #expect(!fresh.hasROCAFingerprint)
     }
 }
-

@@ -16,7 +16,9 @@ extension MCPServerTests {
         try await MCPTestServer.reset()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-readme-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let client = try await connectToMCPServer(Self.url, storeFolder: folder) { url in try await MCPTestServer.approve(url) }
+        let client = try await connectToMCPServer(Self.url, storeFolder: folder) { url in
+            try await MCPTestServer.approve(url)
+        }
         #expect(try await listAndCall(client) == "hello")
         await client.disconnect()
         // A second run finds the session in the store: no new login, no new registration.
@@ -26,19 +28,25 @@ extension MCPServerTests {
         let stats = try await MCPTestServer.stats()
         #expect(Self.stat(stats, "registrations") == 1 && Self.stat(stats, "authorize_requests") == 1)
         // initialize, tools/list and tools/call, twice: all answered as event streams.
-        #expect(Self.stat(stats, "response_types", "POST 200 text/event-stream") == 6, "\(String(describing: stats["response_types"]))")
+        #expect(
+            Self.stat(stats, "response_types", "POST 200 text/event-stream") == 6,
+            "\(String(describing: stats["response_types"]))")
     }
 
     /// The README quotes the example word for word.
     @Test func readmeQuotesTheExample() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("docs/mcp.md"), encoding: .utf8)
-        let source = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                                    .appendingPathComponent("ReadmeMCPExample.swift"), encoding: .utf8)
+        let source = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("ReadmeMCPExample.swift"), encoding: .utf8)
         let begin = try #require(source.range(of: "// README example begins\n"))
         let end = try #require(source.range(of: "// README example ends"))
         let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\n" + example + "```"), "docs/mcp.md's MCP example differs from ReadmeMCPExample.swift")
+        #expect(
+            readme.contains("```swift\n" + example + "```"),
+            "docs/mcp.md's MCP example differs from ReadmeMCPExample.swift")
     }
 
     /// `moose mcp login SERVER_URL` discovers, registers and logs in; `moose token --resource` hands
@@ -48,8 +56,10 @@ extension MCPServerTests {
         try await MCPTestServer.reset()
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-mcp-cli-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: home) }
-        let environment = ["XDG_DATA_HOME=\(home.path)/data", "XDG_CONFIG_HOME=\(home.path)/config", "MOOSE_STORE_KEY=",
-                           "BROWSER=\(LocalServer.repositoryRoot)/tools/mcp/approve"]
+        let environment = [
+            "XDG_DATA_HOME=\(home.path)/data", "XDG_CONFIG_HOME=\(home.path)/config", "MOOSE_STORE_KEY=",
+            "BROWSER=\(LocalServer.repositoryRoot)/tools/mcp/approve"
+        ]
         func moose(_ arguments: String...) -> (Int32, String) {
             runCapturingStdout(["/usr/bin/env"] + environment + [MooseCLI.binary] + arguments)
         }
@@ -64,7 +74,8 @@ extension MCPServerTests {
 
         let (_, status) = moose("status", "--json")
         let sessions = try #require(try JSONValue(parsing: Array(status.utf8)).arrayValue)
-        #expect(sessions.first?["resource"]?.stringValue == url && sessions.first?["issuer"]?.stringValue == Self.issuer)
+        #expect(
+            sessions.first?["resource"]?.stringValue == url && sessions.first?["issuer"]?.stringValue == Self.issuer)
         let (_, human) = moose("status")
         #expect(human.contains("at \(Self.issuer) for \(url)"), "\(human)")
 
@@ -77,7 +88,8 @@ extension MCPServerTests {
         #expect(refreshStatus == 0 && refreshed.trimmingCharacters(in: .whitespacesAndNewlines) != token)
         let stats = try await MCPTestServer.stats()
         #expect(Self.stat(stats, "refreshes") == 1)
-        #expect(stats["token_log"]?.arrayValue?.last?["resource"]?.stringValue == url, "resource on the refresh request")
+        #expect(
+            stats["token_log"]?.arrayValue?.last?["resource"]?.stringValue == url, "resource on the refresh request")
 
         // The long form, under a profile of its own: now two sessions are for the resource.
         let (secondStatus, second) = moose("login", "--resource", url, "--profile", "second")
@@ -92,10 +104,15 @@ extension MCPServerTests {
 
     /// An MCP `initialize` POST with `Authorization: Bearer token`; the HTTP status.
     static func initialize(bearer token: String) async throws -> Int {
-        let body = #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#
-        let request = APIRequest(method: .post, url: url, headerFields: [.authorization: "Bearer \(token)", .contentType: "application/json",
-                                                                         .accept: "application/json, text/event-stream"],
-                                 body: Data(body.utf8), timeout: 10)
+        let body =
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#
+        let request = APIRequest(
+            method: .post, url: url,
+            headerFields: [
+                .authorization: "Bearer \(token)", .contentType: "application/json",
+                .accept: "application/json, text/event-stream"
+            ],
+            body: Data(body.utf8), timeout: 10)
         return try await CurlTransport().send(request).status.code
     }
 }
@@ -103,7 +120,11 @@ extension MCPServerTests {
 /// The `moose` binary: `$MOOSE_BIN`, or next to the test bundle.
 enum MooseCLI {
     static let binary: String = {
-        if let path = ProcessInfo.processInfo.environment["MOOSE_BIN"], FileManager.default.isExecutableFile(atPath: path) { return path }
+        if let path = ProcessInfo.processInfo.environment["MOOSE_BIN"],
+            FileManager.default.isExecutableFile(atPath: path)
+        {
+            return path
+        }
         return builtExecutable("moose")
     }()
 }

@@ -11,29 +11,35 @@ import Testing
 
 /// The quick start: a protected MCP server's parts, given the app's own HTTP server (`serve` hands it every
 /// request to the MCP endpoint and to the metadata path as the SDK's `HTTPRequest`).
-func protectedMCPServer(serve: @escaping @Sendable (@escaping @Sendable (MCP.HTTPRequest) async -> MCP.HTTPResponse) async throws -> Void)
-    async throws {
+func protectedMCPServer(
+    serve: @escaping @Sendable (@escaping @Sendable (MCP.HTTPRequest) async -> MCP.HTTPResponse) async throws -> Void
+)
+    async throws
+{
     // docs/mcp.md server begins
-    let endpoint = "https://mcp.example.com/mcp"              // the MCP endpoint: its canonical URI is the resource
-    let document = ProtectedResourceDocument(resource: endpoint, authorizationServers: ["https://id.example.com"],
-                                             scopesSupported: ["mcp"])
-    var configuration = ResourceServerConfiguration(issuer: "https://id.example.com", resource: endpoint,
-                                                    algorithms: [.rs256, .es256])
-    configuration.resourceMetadataURL = document.url          // …/.well-known/oauth-protected-resource/mcp in every 401
+    let endpoint = "https://mcp.example.com/mcp" // the MCP endpoint: its canonical URI is the resource
+    let document = ProtectedResourceDocument(
+        resource: endpoint, authorizationServers: ["https://id.example.com"],
+        scopesSupported: ["mcp"])
+    var configuration = ResourceServerConfiguration(
+        issuer: "https://id.example.com", resource: endpoint,
+        algorithms: [.rs256, .es256])
+    configuration.resourceMetadataURL = document.url // …/.well-known/oauth-protected-resource/mcp in every 401
     let verifier = ResourceServer(
         configuration: configuration,
         keys: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: CurlTransport()))
-    let gate = MCPResourceGate(server: verifier, document: document, publicBaseURL: "https://mcp.example.com",
-                               requiredScopes: ["mcp"])
+    let gate = MCPResourceGate(
+        server: verifier, document: document, publicBaseURL: "https://mcp.example.com",
+        requiredScopes: ["mcp"])
 
     let server = Server(name: "my-server", version: "1.0", capabilities: .init(tools: .init()))
     await server.withMethodHandler(CallTool.self) { _ in
-        let caller = gate.principal(for: Server.currentHandlerContext?.httpContext)   // verified; the token is not there
+        let caller = gate.principal(for: Server.currentHandlerContext?.httpContext) // verified; the token is not there
         return CallTool.Result(content: [.text(text: "hello \(caller?.subject ?? "")", annotations: nil, _meta: nil)])
     }
     let transport = StatelessHTTPServerTransport()
     try await server.start(transport: transport)
-    try await serve { request in                              // POST /mcp and GET /.well-known/oauth-protected-resource/mcp
+    try await serve { request in // POST /mcp and GET /.well-known/oauth-protected-resource/mcp
         await gate.handle(request) { await transport.handleRequest($0) }
     }
     // docs/mcp.md server ends
@@ -50,7 +56,9 @@ struct MCPServerDocsExamplesTests {
         let end = try #require(source.range(of: "    // docs/mcp.md server ends"))
         let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
-        #expect(page.contains("```swift\n" + example + "```"), "docs/mcp.md's server example differs from MCPServerDocsExamples.swift")
+        #expect(
+            page.contains("```swift\n" + example + "```"),
+            "docs/mcp.md's server example differs from MCPServerDocsExamples.swift")
     }
 }
 #endif

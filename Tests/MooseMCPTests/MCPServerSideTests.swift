@@ -28,8 +28,9 @@ import Testing
             let issuer = TestIdentityProvider.issuer
             let url = try #require(URL(string: issuer + "/.well-known/oauth-authorization-server"))
             let metadata = try JSONValue(parsing: Array(try await transport.send(APIRequest(url: url)).body))
-            return IdP(issuer: issuer, token: try #require(metadata["token_endpoint"]?.stringValue.flatMap(URL.init(string:))),
-                       introspection: try #require(metadata["introspection_endpoint"]?.stringValue.flatMap(URL.init(string:))))
+            return IdP(
+                issuer: issuer, token: try #require(metadata["token_endpoint"]?.stringValue.flatMap(URL.init(string:))),
+                introspection: try #require(metadata["introspection_endpoint"]?.stringValue.flatMap(URL.init(string:))))
         }
 
         /// A client-credentials token of `moose-service`, bound to `resource` when given (RFC 8707).
@@ -38,7 +39,8 @@ import Testing
             if let resource { form.append(("resource", resource)) }
             var request = APIRequest(method: .post, url: token, body: Data(RequestBuilder.encodeForm(form).utf8))
             request.headerFields[.contentType] = "application/x-www-form-urlencoded"
-            request.headerFields[.authorization] = "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
+            request.headerFields[.authorization] =
+                "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
             let response = try await transport.send(request)
             #expect(response.status.code == 200, "token endpoint: \(response.status.code)")
             return try #require(try JSONValue(parsing: Array(response.body))["access_token"]?.stringValue)
@@ -71,7 +73,9 @@ import Testing
     final class Routes: Sendable {
         let handler = Mutex<MCPTestHTTPHost.Handler?>(nil)
         func handle(_ request: MCP.HTTPRequest) async -> MCP.HTTPResponse {
-            guard let handler = handler.withLock({ $0 }) else { return .error(statusCode: 503, .internalError("starting")) }
+            guard let handler = handler.withLock({ $0 }) else {
+                return .error(statusCode: 503, .internalError("starting"))
+            }
             return await handler(request)
         }
     }
@@ -80,14 +84,20 @@ import Testing
     static func mcpServer(gate: @escaping @Sendable () -> MCPResourceGate?) async -> Server {
         let server = Server(name: "moose-protected", version: "1.0", capabilities: .init(tools: .init()))
         await server.withMethodHandler(ListTools.self) { _ in
-            ListTools.Result(tools: [Tool(name: "whoami", description: "Who the verified caller is", inputSchema: .object(["type": "object"]))])
+            ListTools.Result(tools: [
+                Tool(
+                    name: "whoami", description: "Who the verified caller is", inputSchema: .object(["type": "object"]))
+            ])
         }
         await server.withMethodHandler(CallTool.self) { call in
             let request = Server.currentHandlerContext?.httpContext
             let caller = gate()?.principal(for: request)
             let passedOn = request?.headers.keys.contains { $0.lowercased() == "authorization" } ?? false
-            let text = "\(caller?.subject ?? "nobody") via \(caller?.clientID ?? "-"); token passed on: \(passedOn ? "yes" : "no")"
-            return CallTool.Result(content: [.text(text: call.name == "whoami" ? text : "unknown tool", annotations: nil, _meta: nil)])
+            let text =
+                "\(caller?.subject ?? "nobody") via \(caller?.clientID ?? "-"); token passed on: \(passedOn ? "yes" : "no")"
+            return CallTool.Result(content: [
+                .text(text: call.name == "whoami" ? text : "unknown tool", annotations: nil, _meta: nil)
+            ])
         }
         return server
     }
@@ -98,15 +108,19 @@ import Testing
         let host = try await MCPTestHTTPHost.start { await routes.handle($0) }
         let base = "http://127.0.0.1:\(host.port)"
         let resource = base + "/mcp"
-        let document = ProtectedResourceDocument(resource: resource, authorizationServers: [idp.issuer], scopesSupported: ["read"],
-                                                 resourceName: "Moose test MCP server")
-        var configuration = ResourceServerConfiguration(issuer: idp.issuer, resource: resource, algorithms: [.rs256, .es256])
+        let document = ProtectedResourceDocument(
+            resource: resource, authorizationServers: [idp.issuer], scopesSupported: ["read"],
+            resourceName: "Moose test MCP server")
+        var configuration = ResourceServerConfiguration(
+            issuer: idp.issuer, resource: resource, algorithms: [.rs256, .es256])
         configuration.resourceMetadataURL = document.url
         configuration.introspectedTokensNeedAudience = true
-        let introspector = TokenIntrospector(endpoint: idp.introspection, clientID: "moose-resource-server",
-                                             clientSecret: "moose-resource-server-secret", transport: transport)
+        let introspector = TokenIntrospector(
+            endpoint: idp.introspection, clientID: "moose-resource-server",
+            clientSecret: "moose-resource-server-secret", transport: transport)
         // The IdP issues opaque tokens only: no JWT keys.
-        let verifier = ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector)
+        let verifier = ResourceServer(
+            configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector)
         let gate = MCPResourceGate(server: verifier, document: document, publicBaseURL: base, requiredScopes: ["read"])
         let mcp = await mcpServer { gate }
         let mcpTransport = StatelessHTTPServerTransport()
@@ -118,8 +132,11 @@ import Testing
     }
 
     /// An MCP `initialize` POST with `authorization` (if any).
-    static func initialize(_ url: String, authorization: String?, _ transport: URLSessionTransport) async throws -> APIResponse {
-        let body = #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-like","version":"1"}}}"#
+    static func initialize(_ url: String, authorization: String?, _ transport: URLSessionTransport) async throws
+        -> APIResponse
+    {
+        let body =
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-like","version":"1"}}}"#
         var request = APIRequest(method: .post, url: try #require(URL(string: url)), body: Data(body.utf8))
         request.headerFields[.contentType] = "application/json"
         request.headerFields[.accept] = "application/json, text/event-stream"
@@ -133,9 +150,11 @@ import Testing
 
     /// tools/mcp's venv (mcp 2.3.0): `$MOOSE_MCP_VENV`, else the repository's, made by tools/mcp/start.
     static var python: String {
-        if let venv = ProcessInfo.processInfo.environment["MOOSE_MCP_VENV"], !venv.isEmpty { return venv + "/bin/python" }
+        if let venv = ProcessInfo.processInfo.environment["MOOSE_MCP_VENV"], !venv.isEmpty {
+            return venv + "/bin/python"
+        }
         let venv = LocalServer.repositoryRoot + "/tools/mcp/.state/venv/bin/python"
-        if !FileManager.default.fileExists(atPath: venv) { _ = MCPTestServer.sse }   // its start builds the venv
+        if !FileManager.default.fileExists(atPath: venv) { _ = MCPTestServer.sse } // its start builds the venv
         return venv
     }
 
@@ -153,7 +172,10 @@ import Testing
         #expect(challenge.hasPrefix("Bearer "))
         #expect(challenge.contains(#"resource_metadata="\#(deployment.metadataURL)""#), "\(challenge)")
         #expect(!challenge.contains("error="), "no credentials: no error code (RFC 6750 §3.1)")
-        #expect(deployment.metadataURL == deployment.resource.replacingOccurrences(of: "/mcp", with: "/.well-known/oauth-protected-resource/mcp"))
+        #expect(
+            deployment.metadataURL
+                == deployment.resource.replacingOccurrences(
+                    of: "/mcp", with: "/.well-known/oauth-protected-resource/mcp"))
 
         let metadata = try await transport.send(APIRequest(url: try #require(URL(string: deployment.metadataURL))))
         #expect(metadata.status.code == 200)
@@ -164,7 +186,8 @@ import Testing
         #expect(document["scopes_supported"]?.arrayValue?.compactMap(\.stringValue) == ["read"])
 
         // A made-up token: invalid_token, still with resource_metadata.
-        let forged = try await Self.initialize(deployment.resource, authorization: "Bearer not-a-token-\(UUID().uuidString)", transport)
+        let forged = try await Self.initialize(
+            deployment.resource, authorization: "Bearer not-a-token-\(UUID().uuidString)", transport)
         #expect(forged.status.code == 401)
         #expect(Self.wwwAuthenticate(forged).contains(#"error="invalid_token""#))
         #expect(Self.wwwAuthenticate(forged).contains("resource_metadata="))
@@ -211,13 +234,17 @@ import Testing
 
         // Not bound to any resource (no aud in the introspection answer): refused too.
         let unbound = try await idp.serviceToken(scope: "read", resource: nil, transport)
-        #expect(try await Self.initialize(deployment.resource, authorization: "Bearer \(unbound)", transport).status.code == 401)
+        #expect(
+            try await Self.initialize(deployment.resource, authorization: "Bearer \(unbound)", transport).status.code
+                == 401)
 
         // The same client, the same scope, this server's resource: accepted, and the MCP server answers.
         let here = try await idp.serviceToken(scope: "read", resource: deployment.resource, transport)
         let accepted = try await Self.initialize(deployment.resource, authorization: "Bearer \(here)", transport)
         #expect(accepted.status.code == 200)
-        #expect(try JSONValue(parsing: Array(accepted.body))["result"]?["serverInfo"]?["name"]?.stringValue == "moose-protected")
+        #expect(
+            try JSONValue(parsing: Array(accepted.body))["result"]?["serverInfo"]?["name"]?.stringValue
+                == "moose-protected")
 
         // This server's resource without the scope it requires: 403 insufficient_scope naming it.
         let writer = try await idp.serviceToken(scope: "write", resource: deployment.resource, transport)
@@ -242,37 +269,52 @@ import Testing
         let resource = base + "/mcp"
 
         let transport = URLSessionTransport()
-        let keys = WarmAccessTokenKeys(source: JWKSCache(url: try #require(URL(string: base + "/jwks")), transport: transport, cooldown: 0),
-                                       unknownKeyCooldown: 0)
-        var configuration = ResourceServerConfiguration(issuer: issuer, resource: resource, algorithms: [.es256], dpop: .disabled)
+        let keys = WarmAccessTokenKeys(
+            source: JWKSCache(url: try #require(URL(string: base + "/jwks")), transport: transport, cooldown: 0),
+            unknownKeyCooldown: 0)
+        var configuration = ResourceServerConfiguration(
+            issuer: issuer, resource: resource, algorithms: [.es256], dpop: .disabled)
         configuration.resourceMetadataURL = base + "/.well-known/oauth-protected-resource/mcp"
-        let validator = ResourceServerValidator(server: ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([])),
-                                                keys: keys, requiredScopes: ["mcp"])
+        let validator = ResourceServerValidator(
+            server: ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([])),
+            keys: keys, requiredScopes: ["mcp"])
         let mcp = await Self.mcpServer { nil }
-        let mcpTransport = StatelessHTTPServerTransport(validationPipeline: StandardValidationPipeline(validators: [
-            validator, OriginValidator.localhost(), AcceptHeaderValidator(mode: .jsonOnly), ContentTypeValidator(), ProtocolVersionValidator(),
-        ]))
+        let mcpTransport = StatelessHTTPServerTransport(
+            validationPipeline: StandardValidationPipeline(validators: [
+                validator, OriginValidator.localhost(), AcceptHeaderValidator(mode: .jsonOnly), ContentTypeValidator(),
+                ProtocolVersionValidator()
+            ]))
         try await mcp.start(transport: mcpTransport)
         routes.handler.withLock { slot in
             slot = { request in
                 guard request.path == "/jwks" else { return await mcpTransport.handleRequest(request) }
                 try? await Task.sleep(for: jwksDelay.withLock { $0 })
-                let document = JSONValue.object(["keys": .array(published.withLock { $0 }.map { .object($0.fields) })]).serialized()
+                let document = JSONValue.object(["keys": .array(published.withLock { $0 }.map { .object($0.fields) })])
+                    .serialized()
                 return .data(Data(document.utf8), headers: ["Content-Type": "application/json"])
             }
         }
-        defer { Task { await mcp.stop(); await host.stop() } }
+        defer {
+            Task {
+                await mcp.stop(); await host.stop()
+            }
+        }
 
         func token(_ key: PrivateKey, kid: String) throws -> String {
             let now = Int64(Date().timeIntervalSince1970)
-            let claims: JSONObject = ["iss": .string(issuer), "sub": "bob", "aud": .string(resource), "client_id": "moose-app",
-                                      "exp": .number(JSONNumber(now + 300)), "iat": .number(JSONNumber(now)), "jti": .string(UUID().uuidString),
-                                      "scope": "mcp"]
-            return try JWTSigner(key: JWTKey(privateKey: key, keyID: kid), algorithm: .es256).sign(claims, extraHeader: ["typ": "at+jwt"])
+            let claims: JSONObject = [
+                "iss": .string(issuer), "sub": "bob", "aud": .string(resource), "client_id": "moose-app",
+                "exp": .number(JSONNumber(now + 300)), "iat": .number(JSONNumber(now)),
+                "jti": .string(UUID().uuidString),
+                "scope": "mcp"
+            ]
+            return try JWTSigner(key: JWTKey(privateKey: key, keyID: kid), algorithm: .es256).sign(
+                claims, extraHeader: ["typ": "at+jwt"])
         }
 
         try await keys.refresh()
-        let known = try await Self.initialize(resource, authorization: "Bearer \(try token(first, kid: "k1"))", transport)
+        let known = try await Self.initialize(
+            resource, authorization: "Bearer \(try token(first, kid: "k1"))", transport)
         #expect(known.status.code == 200)
 
         // Rotation: k2 is published, and the JWKS now takes 1.5 s to answer.
@@ -300,8 +342,12 @@ import Testing
         #expect(after >= .milliseconds(1500), "accepted before the JWKS answered: \(after)")
 
         // A kid nobody published stays refused; the old key still passes.
-        #expect(try await Self.initialize(resource, authorization: "Bearer \(try token(second, kid: "k9"))", transport).status.code == 401)
-        #expect(try await Self.initialize(resource, authorization: "Bearer \(try token(first, kid: "k1"))", transport).status.code == 200)
+        #expect(
+            try await Self.initialize(resource, authorization: "Bearer \(try token(second, kid: "k9"))", transport)
+                .status.code == 401)
+        #expect(
+            try await Self.initialize(resource, authorization: "Bearer \(try token(first, kid: "k1"))", transport)
+                .status.code == 200)
     }
 
     /// Opaque IdP tokens through the synchronous validator: the first sight refused, the next answered
@@ -310,14 +356,17 @@ import Testing
         let transport = URLSessionTransport()
         let idp = try await IdP.discover(transport)
         let resource = "https://mcp.moose.test/mcp"
-        var configuration = ResourceServerConfiguration(issuer: idp.issuer, resource: resource, algorithms: [.rs256], dpop: .disabled)
+        var configuration = ResourceServerConfiguration(
+            issuer: idp.issuer, resource: resource, algorithms: [.rs256], dpop: .disabled)
         configuration.resourceMetadataURL = "https://mcp.moose.test/.well-known/oauth-protected-resource/mcp"
         configuration.introspectedTokensNeedAudience = true
-        let introspector = TokenIntrospector(endpoint: idp.introspection, clientID: "moose-resource-server",
-                                             clientSecret: "moose-resource-server-secret", transport: transport)
+        let introspector = TokenIntrospector(
+            endpoint: idp.introspection, clientID: "moose-resource-server",
+            clientSecret: "moose-resource-server-secret", transport: transport)
         let answers = WarmIntrospectionAnswers(introspector: introspector)
         let validator = ResourceServerValidator(
-            server: ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector),
+            server: ResourceServer(
+                configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector),
             keys: nil, introspection: answers, requiredScopes: ["read"])
         let token = try await idp.serviceToken(scope: "read", resource: resource, transport)
         let request = MCP.HTTPRequest(method: "POST", headers: ["Authorization": "Bearer \(token)"], path: "/mcp")

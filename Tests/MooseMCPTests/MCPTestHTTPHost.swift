@@ -29,7 +29,8 @@ final class MCPTestHTTPHost: Sendable {
             .bind(host: "127.0.0.1", port: 0) { child in
                 child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: child)
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: child)
                 }
             }
         let port = server.channel.localAddress?.port ?? 0
@@ -54,7 +55,9 @@ final class MCPTestHTTPHost: Sendable {
         await task.value
     }
 
-    private static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, _ handler: Handler) async {
+    private static func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, _ handler: Handler
+    ) async {
         let channel = connection.channel
         await withTaskCancellationHandler {
             try? await connection.executeThenClose { inbound, outbound in
@@ -70,9 +73,12 @@ final class MCPTestHTTPHost: Sendable {
                     case .end:
                         guard let received = head else { continue }
                         var headers: [String: String] = [:]
-                        for (name, value) in received.headers { headers[name] = headers[name].map { $0 + ", " + value } ?? value }
-                        let request = MCP.HTTPRequest(method: received.method.rawValue, headers: headers,
-                                                      body: body.readableBytes > 0 ? Data(body.readableBytesView) : nil, path: received.uri)
+                        for (name, value) in received.headers {
+                            headers[name] = headers[name].map { $0 + ", " + value } ?? value
+                        }
+                        let request = MCP.HTTPRequest(
+                            method: received.method.rawValue, headers: headers,
+                            body: body.readableBytes > 0 ? Data(body.readableBytesView) : nil, path: received.uri)
                         try await write(await handler(request), to: outbound)
                     }
                 }
@@ -82,7 +88,9 @@ final class MCPTestHTTPHost: Sendable {
         }
     }
 
-    private static func write(_ response: MCP.HTTPResponse, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws {
+    private static func write(
+        _ response: MCP.HTTPResponse, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    ) async throws {
         var headers = HTTPHeaders()
         for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) { headers.add(name: name, value: value) }
         let status = HTTPResponseStatus(statusCode: response.statusCode)

@@ -41,18 +41,22 @@ struct MCPServerTests {
     static var issuer: String { MCPTestServer.issuer ?? "" }
 
     /// An authorizer that logs in through the server's auto-approving /authorize, counting logins.
-    static func authorizer(_ server: MCPTestServer? = MCPTestServer.sse, storage: any SessionStorage, logins: Counter = Counter(),
-                           client: ResourceTokenManager.ClientIdentity = .dynamic(),
-                           transport: (any HTTPTransport)? = nil, maxStepUpAttempts: Int = 2,
-                           clock: (@Sendable () -> Date)? = nil) throws -> MooseMCPAuthorizer {
+    static func authorizer(
+        _ server: MCPTestServer? = MCPTestServer.sse, storage: any SessionStorage, logins: Counter = Counter(),
+        client: ResourceTokenManager.ClientIdentity = .dynamic(),
+        transport: (any HTTPTransport)? = nil, maxStepUpAttempts: Int = 2,
+        clock: (@Sendable () -> Date)? = nil
+    ) throws -> MooseMCPAuthorizer {
         var configuration = RefreshCoordinator.Configuration()
         configuration.backoff = 0.05
         configuration.clock = clock
         let url = try #require(server.flatMap { URL(string: $0.url) }, "\(MCPTestServer.unavailable)")
-        return try MooseMCPAuthorizer(serverURL: url, storage: storage, login: .loopback { authorizationURL in
-            logins.increment()
-            try await MCPTestServer.approve(authorizationURL)
-        }, client: client, transport: transport, maxStepUpAttempts: maxStepUpAttempts, configuration: configuration)
+        return try MooseMCPAuthorizer(
+            serverURL: url, storage: storage,
+            login: .loopback { authorizationURL in
+                logins.increment()
+                try await MCPTestServer.approve(authorizationURL)
+            }, client: client, transport: transport, maxStepUpAttempts: maxStepUpAttempts, configuration: configuration)
     }
 
     /// The SDK's own client over `route`'s transport, authorized by `authorizer`.
@@ -62,12 +66,15 @@ struct MCPServerTests {
 
     /// The client and its transport.
     static func connected(_ authorizer: MooseMCPAuthorizer, route: Route = .mooseSSE) async throws
-        -> (client: Client, transport: any Transport, result: Initialize.Result) {
+        -> (client: Client, transport: any Transport, result: Initialize.Result)
+    {
         let url = try #require(URL(string: try route.server().url))
-        let transport: any Transport = switch route {
-        case .mooseSSE, .mooseJSON: MooseMCPTransport(endpoint: url, authorizer: authorizer)
-        case .sdkJSON: HTTPClientTransport(endpoint: url, configuration: .default, streaming: false, authorizer: authorizer)
-        }
+        let transport: any Transport =
+            switch route {
+            case .mooseSSE, .mooseJSON: MooseMCPTransport(endpoint: url, authorizer: authorizer)
+            case .sdkJSON:
+                HTTPClientTransport(endpoint: url, configuration: .default, streaming: false, authorizer: authorizer)
+            }
         let client = Client(name: "moose-tests", version: "1.0")
         let result = try await client.connect(transport: transport)
         return (client, transport, result)
@@ -105,7 +112,9 @@ struct MCPServerTests {
 
         let stats = try await server.stats()
         #expect(Self.stat(stats, "registrations") == 1 && logins.value == 1)
-        #expect(Self.stat(stats, "authorize_redirects") == 1 && Self.stat(stats, "token_requests_by_grant", "authorization_code") == 1)
+        #expect(
+            Self.stat(stats, "authorize_redirects") == 1
+                && Self.stat(stats, "token_requests_by_grant", "authorization_code") == 1)
         let authorize = try #require(stats["authorize_log"]?.arrayValue?.last)
         #expect(authorize["resource"]?.stringValue == server.url, "RFC 8707 resource on the authorization request")
         let token = try #require(stats["token_log"]?.arrayValue?.last)
@@ -113,13 +122,16 @@ struct MCPServerTests {
         // The session: keyed by issuer + resource, with the registration sealed in it.
         let key = OAuthSession.storageKey(issuer: server.issuer, resource: server.url)
         let session = try #require(try await storage.load(key)?.session)
-        #expect(session.resource == server.url && session.issuer == server.issuer && session.tokens.resource == server.url)
+        #expect(
+            session.resource == server.url && session.issuer == server.issuer && session.tokens.resource == server.url)
         #expect(session.registration?.clientID == session.clientID && session.registration?.issuer == server.issuer)
         #expect(session.tokens.scopes == ["mcp:tools"], "the scopes the resource's metadata lists")
         // The answers came in the shape this route is about.
         let sse = Self.stat(stats, "response_types", "POST 200 text/event-stream")
         let json = Self.stat(stats, "response_types", "POST 200 application/json")
-        #expect(route.answersJSON ? (json >= 3 && sse == 0) : (sse >= 3 && json == 0), "\(String(describing: stats["response_types"]))")
+        #expect(
+            route.answersJSON ? (json >= 3 && sse == 0) : (sse >= 3 && json == 0),
+            "\(String(describing: stats["response_types"]))")
     }
 
     /// Tokens expire mid-session (the server expires every token it issued): 8 concurrent calls over
@@ -161,8 +173,9 @@ struct MCPServerTests {
         let server = try route.server()
         try await server.reset()
         let skew = Mutex<TimeInterval>(0)
-        let authorizer = try Self.authorizer(server, storage: InMemorySessionStorage(),
-                                             clock: { Date().addingTimeInterval(skew.withLock { $0 }) })
+        let authorizer = try Self.authorizer(
+            server, storage: InMemorySessionStorage(),
+            clock: { Date().addingTimeInterval(skew.withLock { $0 }) })
         let client = try await Self.connect(authorizer, route: route)
         #expect(try await Self.call(client, "fresh") == "fresh")
         try await server.reset(statsOnly: true)
@@ -181,7 +194,8 @@ struct MCPServerTests {
         try await MCPTestServer.reset()
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-mcp-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: home) }
-        let storePath = home.appendingPathComponent("store.sqlite").path, keyPath = home.appendingPathComponent("store.key").path
+        let storePath = home.appendingPathComponent("store.sqlite").path,
+            keyPath = home.appendingPathComponent("store.key").path
         let store = try SecretStore(path: storePath, masterKey: .keyFile(keyPath))
         let authorizer = try Self.authorizer(storage: EncryptedSessionStorage(store: store))
         let client = try await Self.connect(authorizer)
@@ -225,17 +239,22 @@ struct MCPServerTests {
         try await MCPTestServer.reset(statsOnly: true)
         try await MCPTestServer.mode(#"{"expire_all": true}"#)
         await #expect(throws: MCPAuthorizationError.self) { _ = try await Self.call(client, "down") }
-        #expect(authorizer.lastError?.oauthError?.code == OAuthError.transient, "\(String(describing: authorizer.lastError))")
+        #expect(
+            authorizer.lastError?.oauthError?.code == OAuthError.transient,
+            "\(String(describing: authorizer.lastError))")
         #expect(network.failures >= 1)
         let kept = try #require(try await storage.load(key)?.session)
         #expect(kept.state == .active && kept.tokens.refreshToken == before, "the refresh token is kept")
         var stats = try await MCPTestServer.stats()
-        #expect(Self.stat(stats, "token_requests") == 0 && Self.stat(stats, "authorize_requests") == 0 && logins.value == 1)
+        #expect(
+            Self.stat(stats, "token_requests") == 0 && Self.stat(stats, "authorize_requests") == 0 && logins.value == 1)
 
         network.failRefreshes(false)
         #expect(try await Self.call(client, "back") == "back")
         stats = try await MCPTestServer.stats()
-        #expect(Self.stat(stats, "refreshes") == 1 && Self.stat(stats, "invalid_grant") == 0, "the kept refresh token worked")
+        #expect(
+            Self.stat(stats, "refreshes") == 1 && Self.stat(stats, "invalid_grant") == 0,
+            "the kept refresh token worked")
         await client.disconnect()
     }
 
@@ -250,11 +269,14 @@ struct MCPServerTests {
         try await MCPTestServer.mode(#"{"iss": "\#(mode)"}"#)
         let authorizer = try Self.authorizer(storage: InMemorySessionStorage())
         await #expect(throws: (any Error).self) { _ = try await Self.connect(authorizer) }
-        #expect(authorizer.lastError?.oauthError?.code == OAuthError.issuerMismatchInResponse,
-                "\(String(describing: authorizer.lastError))")
+        #expect(
+            authorizer.lastError?.oauthError?.code == OAuthError.issuerMismatchInResponse,
+            "\(String(describing: authorizer.lastError))")
         let stats = try await MCPTestServer.stats()
-        #expect(Self.stat(stats, "authorize_redirects") == 1 && Self.stat(stats, "token_requests_by_grant", "authorization_code") == 0,
-                "the code was never redeemed")
+        #expect(
+            Self.stat(stats, "authorize_redirects") == 1
+                && Self.stat(stats, "token_requests_by_grant", "authorization_code") == 0,
+            "the code was never redeemed")
         try await MCPTestServer.reset()
     }
 
@@ -273,12 +295,15 @@ struct MCPServerTests {
             _ = try await Self.connect(authorizer)
             Issue.record("connected to a server without S256")
         } catch {
-            #expect("\(error)".contains("code_challenge_methods_supported"), "the error carries Moose's message: \(error)")
+            #expect(
+                "\(error)".contains("code_challenge_methods_supported"), "the error carries Moose's message: \(error)")
         }
         let failure = try #require(authorizer.lastError?.oauthError)
-        #expect(failure.code == OAuthError.pkceNotSupported && failure.message.contains("code_challenge_methods_supported"))
+        #expect(
+            failure.code == OAuthError.pkceNotSupported && failure.message.contains("code_challenge_methods_supported"))
         let stats = try await MCPTestServer.stats()
-        #expect(Self.stat(stats, "registrations") == 0 && Self.stat(stats, "authorize_requests") == 0 && logins.value == 0)
+        #expect(
+            Self.stat(stats, "registrations") == 0 && Self.stat(stats, "authorize_requests") == 0 && logins.value == 0)
         try await MCPTestServer.reset()
     }
 
@@ -295,7 +320,9 @@ struct MCPServerTests {
         #expect(try await Self.call(client, "plain") == "plain")
         #expect(try await Self.call(client, "root", tool: "admin_echo") == "admin: root")
         let stats = try await server.stats()
-        #expect(Self.stat(stats, "insufficient_scope_403") == 1 && logins.value == 2 && Self.stat(stats, "registrations") == 1)
+        #expect(
+            Self.stat(stats, "insufficient_scope_403") == 1 && logins.value == 2
+                && Self.stat(stats, "registrations") == 1)
         let last = try #require(stats["authorize_log"]?.arrayValue?.last)
         #expect(last["scopes"]?.arrayValue?.compactMap(\.stringValue) == ["mcp:tools", "mcp:admin"])
         #expect(last["resource"]?.stringValue == server.url)
@@ -308,8 +335,9 @@ struct MCPServerTests {
         // the same address carried (the authorizer tracks requests by task).
         let again = try await Task.detached {
             try await authorizer.prepareAuthorization(for: endpoint, session: .shared)
-            return try await authorizer.handleChallenge(statusCode: 403, headers: ["WWW-Authenticate": header], endpoint: endpoint,
-                                                        operationKey: "tools/call", session: .shared)
+            return try await authorizer.handleChallenge(
+                statusCode: 403, headers: ["WWW-Authenticate": header], endpoint: endpoint,
+                operationKey: "tools/call", session: .shared)
         }.value
         #expect(!again && logins.value == 2)
         await client.disconnect()
@@ -324,8 +352,9 @@ struct MCPServerTests {
         let server = try route.server()
         try await server.reset()
         let logins = Counter()
-        let authorizer = try Self.authorizer(server, storage: InMemorySessionStorage(), logins: logins,
-                                             client: .dynamic(clientName: "narrow", scopes: ["mcp:tools"]), maxStepUpAttempts: 2)
+        let authorizer = try Self.authorizer(
+            server, storage: InMemorySessionStorage(), logins: logins,
+            client: .dynamic(clientName: "narrow", scopes: ["mcp:tools"]), maxStepUpAttempts: 2)
         let client = try await Self.connect(authorizer, route: route)
         #expect(try await Self.call(client, "plain") == "plain")
         var errors: [any Error] = []
@@ -339,11 +368,14 @@ struct MCPServerTests {
         }
         let stats = try await server.stats()
         #expect(Self.stat(stats, "insufficient_scope_403") == 3)
-        #expect(Self.stat(stats, "authorize_requests") == 3 && logins.value == 3, "one login, then two step-up attempts, then none: \(stats)")
+        #expect(
+            Self.stat(stats, "authorize_requests") == 3 && logins.value == 3,
+            "one login, then two step-up attempts, then none: \(stats)")
         #expect(Self.stat(stats, "tool_calls_by_name", "admin_echo") == 0)
         if route == .mooseSSE {
             let last = try #require(errors.last as? OAuthError, "\(errors)")
-            #expect(last.code == OAuthError.insufficientScope && last.status == 403 && last.scope == "mcp:tools mcp:admin")
+            #expect(
+                last.code == OAuthError.insufficientScope && last.status == 403 && last.scope == "mcp:tools mcp:admin")
             let challenge = try #require(last.challenges.first)
             #expect(challenge.hasScheme("Bearer") && challenge["error"] == "insufficient_scope")
             #expect(challenge["resource_metadata"] == server.issuer + "/.well-known/oauth-protected-resource/mcp")
@@ -378,7 +410,9 @@ struct MCPServerTests {
         }
         var stats = try await server.stats()
         #expect(Self.stat(stats, "responses", "POST /mcp 401") == 3 && Self.stat(stats, "refreshes") == 2, "\(stats)")
-        #expect(Self.stat(stats, "authorize_requests") == 0 && logins.value == 1, "a refused token is not a reason to log in")
+        #expect(
+            Self.stat(stats, "authorize_requests") == 0 && logins.value == 1,
+            "a refused token is not a reason to log in")
         try await server.mode(#"{"reject_tokens": false}"#)
         #expect(try await Self.call(client, "again") == "again")
         stats = try await server.stats()
@@ -402,14 +436,17 @@ struct MCPServerTests {
         }
         _ = try await client.connect(transport: MooseMCPTransport(endpoint: url, authorizer: authorizer))
         #expect(try await Self.call(client, "hello", tool: "chatty_echo") == "hello")
-        #expect(logs.withLock { $0 } == ["chatty_echo: 5 characters", "chatty_echo: echoing"], "before the answer, in order")
+        #expect(
+            logs.withLock { $0 } == ["chatty_echo: 5 characters", "chatty_echo: echoing"], "before the answer, in order"
+        )
         await client.disconnect()
 
         let sdkClient = Client(name: "moose-tests", version: "1.0")
         await sdkClient.onNotification(LogMessageNotification.self) { message in
             logs.withLock { $0.append(message.params.data.stringValue ?? "(not text)") }
         }
-        _ = try await sdkClient.connect(transport: HTTPClientTransport(endpoint: url, streaming: false, authorizer: authorizer))
+        _ = try await sdkClient.connect(
+            transport: HTTPClientTransport(endpoint: url, streaming: false, authorizer: authorizer))
         #expect(try await Self.call(sdkClient, "again", tool: "chatty_echo") == "again")
         #if canImport(FoundationNetworking)
         #expect(logs.withLock { $0.count } == 2, "the SDK's transport on Linux gets the answer only")
@@ -417,7 +454,9 @@ struct MCPServerTests {
         await sdkClient.disconnect()
         let stats = try await server.stats()
         #expect(Self.stat(stats, "tool_calls_by_name", "chatty_echo") == 2)
-        #expect(Self.stat(stats, "response_types", "POST 200 application/json") == 0, "\(String(describing: stats["response_types"]))")
+        #expect(
+            Self.stat(stats, "response_types", "POST 200 application/json") == 0,
+            "\(String(describing: stats["response_types"]))")
     }
 
     /// A transport to another server than the one its authorizer's tokens are for (the JSON server,
@@ -432,15 +471,22 @@ struct MCPServerTests {
         #expect(try await Self.call(try await Self.connect(authorizer), "mine") == "mine")
         let other = try #require(URL(string: json.url))
         do {
-            _ = try await Client(name: "moose-tests", version: "1.0").connect(transport: MooseMCPTransport(endpoint: other, authorizer: authorizer))
+            _ = try await Client(name: "moose-tests", version: "1.0").connect(
+                transport: MooseMCPTransport(endpoint: other, authorizer: authorizer))
             Issue.record("connected to another server")
         } catch let error as OAuthError {
-            #expect(error.code == OAuthError.tokenRejected && error.status == 401 && error.message.contains("no token could be sent"), "\(error)")
-            #expect(error.challenges.first?["resource_metadata"] == json.issuer + "/.well-known/oauth-protected-resource/mcp")
+            #expect(
+                error.code == OAuthError.tokenRejected && error.status == 401
+                    && error.message.contains("no token could be sent"), "\(error)")
+            #expect(
+                error.challenges.first?["resource_metadata"] == json.issuer
+                    + "/.well-known/oauth-protected-resource/mcp")
         }
         #expect(logins.value == 1)
         let stats = try await json.stats()
-        #expect(Self.stat(stats, "responses", "POST /mcp 401") == 1 && Self.stat(stats, "registrations") == 0 && Self.stat(stats, "token_requests") == 0)
+        #expect(
+            Self.stat(stats, "responses", "POST /mcp 401") == 1 && Self.stat(stats, "registrations") == 0
+                && Self.stat(stats, "token_requests") == 0)
     }
 
     /// The session and version headers: the transport keeps the server's `MCP-Session-Id`, sends the

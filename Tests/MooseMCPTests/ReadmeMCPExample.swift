@@ -10,14 +10,18 @@ import MooseSQLiteStorage
 import MooseSecretStore
 
 /// Connects to the MCP server at `serverURL`; the first time, the user signs in in a browser.
-func connectToMCPServer(_ serverURL: URL, storeFolder: URL,
-                        openBrowser: @escaping @Sendable (URL) async throws -> Void) async throws -> Client {
+func connectToMCPServer(
+    _ serverURL: URL, storeFolder: URL,
+    openBrowser: @escaping @Sendable (URL) async throws -> Void
+) async throws -> Client {
     // Tokens and the client's registration, encrypted at rest; processes may share the file.
-    let store = try SecretStore(path: storeFolder.appendingPathComponent("store.sqlite").path,
-                                masterKey: .keyFile(storeFolder.appendingPathComponent("store.key").path))
+    let store = try SecretStore(
+        path: storeFolder.appendingPathComponent("store.sqlite").path,
+        masterKey: .keyFile(storeFolder.appendingPathComponent("store.key").path))
     // Discovery, registration, login, refresh and step-up: the MCP authorization specification.
-    let authorizer = try MooseMCPAuthorizer(serverURL: serverURL, storage: EncryptedSessionStorage(store: store),
-                                            login: .loopback(open: openBrowser))
+    let authorizer = try MooseMCPAuthorizer(
+        serverURL: serverURL, storage: EncryptedSessionStorage(store: store),
+        login: .loopback(open: openBrowser))
     let transport = HTTPClientTransport(endpoint: serverURL, streaming: false, authorizer: authorizer)
     let client = Client(name: "my-app", version: "1.0")
     _ = try await client.connect(transport: transport)

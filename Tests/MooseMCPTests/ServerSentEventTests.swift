@@ -7,14 +7,17 @@ import Testing
 
 @Suite struct ServerSentEventTests {
     /// Parses `text` in one piece; the events, and whether the end of the stream discarded anything.
-    static func parse(_ text: String, limits: ServerSentEventParser.Limits = .init()) throws -> (events: [ServerSentEvent], discarded: Bool) {
+    static func parse(_ text: String, limits: ServerSentEventParser.Limits = .init()) throws -> (
+        events: [ServerSentEvent], discarded: Bool
+    ) {
         try parse(Array(text.utf8), chunks: [Int.max], limits: limits).0
     }
 
     /// Parses `bytes` cut into pieces of the given sizes (cycled); the events, what `finish()` said,
     /// and the parser at the end.
     static func parse(_ bytes: [UInt8], chunks: [Int], limits: ServerSentEventParser.Limits = .init()) throws
-        -> ((events: [ServerSentEvent], discarded: Bool), ServerSentEventParser) {
+        -> ((events: [ServerSentEvent], discarded: Bool), ServerSentEventParser)
+    {
         var parser = ServerSentEventParser(limits: limits)
         var events: [ServerSentEvent] = []
         var start = 0, index = 0
@@ -43,8 +46,11 @@ import Testing
     @Test func fourBlocksExample() throws {
         let stream = ": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n"
         let (events, _) = try Self.parse(stream)
-        #expect(events == [ServerSentEvent(data: "first event", id: "1"), ServerSentEvent(data: "second event", id: ""),
-                           ServerSentEvent(data: " third event", id: "")])
+        #expect(
+            events == [
+                ServerSentEvent(data: "first event", id: "1"), ServerSentEvent(data: "second event", id: ""),
+                ServerSentEvent(data: " third event", id: "")
+            ])
     }
 
     /// "data / (blank) / data / data / (blank) / data:": the first block fires an empty event, the
@@ -63,7 +69,8 @@ import Testing
 
     /// Named events (the specification's `addEventListener('add', …)` example).
     @Test func eventTypes() throws {
-        let (events, _) = try Self.parse("event: add\ndata: 73857293\n\nevent: remove\ndata: 2153\n\nevent: add\ndata: 113411\n\n")
+        let (events, _) = try Self.parse(
+            "event: add\ndata: 73857293\n\nevent: remove\ndata: 2153\n\nevent: add\ndata: 113411\n\n")
         #expect(events.map(\.type) == ["add", "remove", "add"] && events.map(\.data) == ["73857293", "2153", "113411"])
         // The type does not outlive its block.
         let (next, _) = try Self.parse("event: add\ndata: 1\n\ndata: 2\n\n")
@@ -107,11 +114,13 @@ import Testing
     /// The last event ID persists across events until set again; an `id` containing NUL is ignored;
     /// an over-long one too.
     @Test func lastEventID() throws {
-        let ((events, _), parser) = try Self.parse(Array("id: 7\ndata: a\n\ndata: b\n\nid: x\u{0}y\ndata: c\n\n".utf8), chunks: [Int.max])
+        let ((events, _), parser) = try Self.parse(
+            Array("id: 7\ndata: a\n\ndata: b\n\nid: x\u{0}y\ndata: c\n\n".utf8), chunks: [Int.max])
         #expect(events.map(\.id) == ["7", "7", "7"])
         #expect(parser.lastEventID == "7")
         let limits = ServerSentEventParser.Limits(maximumIDLength: 4)
-        let ((long, _), _) = try Self.parse(Array("id: 1234\ndata: a\n\nid: 12345\ndata: b\n\n".utf8), chunks: [Int.max], limits: limits)
+        let ((long, _), _) = try Self.parse(
+            Array("id: 1234\ndata: a\n\nid: 12345\ndata: b\n\n".utf8), chunks: [Int.max], limits: limits)
         #expect(long.map(\.id) == ["1234", "1234"])
         // A blank line without data still commits the ID.
         let ((_, _), committed) = try Self.parse(Array("id: 5\n\n".utf8), chunks: [Int.max])
@@ -156,7 +165,8 @@ import Testing
     /// and a priming event with an id and empty data (nothing to dispatch).
     @Test func pythonSDKFraming() throws {
         let message = #"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#
-        let stream = "id: prime\r\ndata: \r\n\r\n: ping - 2025-06-01 12:00:00.000000+00:00\r\n\r\nevent: message\r\ndata: \(message)\r\n\r\n"
+        let stream =
+            "id: prime\r\ndata: \r\n\r\n: ping - 2025-06-01 12:00:00.000000+00:00\r\n\r\nevent: message\r\ndata: \(message)\r\n\r\n"
         let ((events, discarded), parser) = try Self.parse(Array(stream.utf8), chunks: [Int.max])
         #expect(events == [ServerSentEvent(data: "", id: "prime"), ServerSentEvent(data: message, id: "prime")])
         #expect(!discarded && parser.lastEventID == "prime")
@@ -170,22 +180,31 @@ import Testing
         let limits = ServerSentEventParser.Limits(maximumLineLength: 16, maximumEventSize: 12)
         var parser = ServerSentEventParser(limits: limits)
         #expect(try parser.feed(Array("data: 0123456789\n".utf8)).isEmpty, "a 16-byte line is allowed")
-        #expect(throws: ServerSentEventError.lineTooLong(limit: 16)) { _ = try parser.feed(Array("data: 01234567890\n".utf8)) }
+        #expect(throws: ServerSentEventError.lineTooLong(limit: 16)) {
+            _ = try parser.feed(Array("data: 01234567890\n".utf8))
+        }
         #expect(throws: ServerSentEventError.lineTooLong(limit: 16)) { _ = try parser.feed(Array("\n".utf8)) }
         parser.finish()
-        #expect(try parser.feed(Array("data: 12345\ndata: 1234\n\n".utf8)) == [ServerSentEvent(data: "12345\n1234")], "11 + 1 bytes")
-        #expect(throws: ServerSentEventError.eventTooLarge(limit: 12)) { _ = try parser.feed(Array("data: 12345\ndata: 123456\n\n".utf8)) }
+        #expect(
+            try parser.feed(Array("data: 12345\ndata: 1234\n\n".utf8)) == [ServerSentEvent(data: "12345\n1234")],
+            "11 + 1 bytes")
+        #expect(throws: ServerSentEventError.eventTooLarge(limit: 12)) {
+            _ = try parser.feed(Array("data: 12345\ndata: 123456\n\n".utf8))
+        }
         #expect(parser.failure == .eventTooLarge(limit: 12))
         // Comments and unknown fields count against the line limit too (no unbounded buffering).
         var comments = ServerSentEventParser(limits: limits)
-        #expect(throws: ServerSentEventError.lineTooLong(limit: 16)) { _ = try comments.feed(Array((":" + String(repeating: "x", count: 100)).utf8)) }
+        #expect(throws: ServerSentEventError.lineTooLong(limit: 16)) {
+            _ = try comments.feed(Array((":" + String(repeating: "x", count: 100)).utf8))
+        }
     }
 
     /// The same events and state whatever the chunking, over a stream mixing everything above
     /// (deterministic pseudo-random cuts).
     @Test func chunkingDoesNotMatter() throws {
-        let stream = Array(("\u{FEFF}: hi\r\nevent: a\rdata: 1\r\ndata:  2\n\nid: 3\nretry: 250\ndata\n\r\n" +
-                            "data: é\u{1F600}\r\r: x\nevent: message\ndata: {\"k\":[1,2]}\r\n\r\ndata: tail").utf8)
+        let stream = Array(
+            ("\u{FEFF}: hi\r\nevent: a\rdata: 1\r\ndata:  2\n\nid: 3\nretry: 250\ndata\n\r\n"
+                + "data: é\u{1F600}\r\r: x\nevent: message\ndata: {\"k\":[1,2]}\r\n\r\ndata: tail").utf8)
         let ((whole, wholeDiscarded), wholeParser) = try Self.parse(stream, chunks: [Int.max])
         #expect(whole.count == 4 && wholeDiscarded && wholeParser.retry == 250 && wholeParser.lastEventID == "3")
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -196,7 +215,9 @@ import Testing
                 sizes.append(Int(seed >> 60) + 1)
             }
             let ((events, discarded), parser) = try Self.parse(stream, chunks: sizes)
-            #expect(events == whole && discarded == wholeDiscarded && parser.retry == 250 && parser.lastEventID == "3", "chunks \(sizes)")
+            #expect(
+                events == whole && discarded == wholeDiscarded && parser.retry == 250 && parser.lastEventID == "3",
+                "chunks \(sizes)")
         }
     }
 }
@@ -213,7 +234,9 @@ import Testing
     }
 
     @Test func protocolVersionsMustBeShortTokens() {
-        #expect(MooseMCPTransport.isValidProtocolVersion("2025-11-25") && MooseMCPTransport.isValidProtocolVersion("draft_1.2"))
+        #expect(
+            MooseMCPTransport.isValidProtocolVersion("2025-11-25")
+                && MooseMCPTransport.isValidProtocolVersion("draft_1.2"))
         for bad in ["", "2025 11", "2025-11-25\r\nX: y", "v\u{0}", String(repeating: "1", count: 65)] {
             #expect(!MooseMCPTransport.isValidProtocolVersion(bad))
         }

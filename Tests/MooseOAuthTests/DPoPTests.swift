@@ -15,8 +15,9 @@ struct DPoPProofTests {
     func aProofCarriesWhatTheServerChecksAndVerifiesWithItsOwnJWK(algorithm: JWTAlgorithm) throws {
         let key = try DPoPKey.generate(algorithm)
         let url = URL(string: "https://api.example.com/v1/me?x=1#frag")!
-        let proof = try key.proof(method: .get, url: url, accessToken: "Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU", nonce: "n-1",
-                                  at: Date(timeIntervalSince1970: 1_700_000_000))
+        let proof = try key.proof(
+            method: .get, url: url, accessToken: "Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU", nonce: "n-1",
+            at: Date(timeIntervalSince1970: 1_700_000_000))
         let jwt = try JWT(compact: proof)
         #expect(jwt.header.type == "dpop+jwt" && jwt.header.algorithm == algorithm.rawValue)
         let jwk = try JWK(#require(jwt.header.fields["jwk"]?.objectValue))
@@ -27,7 +28,7 @@ struct DPoPProofTests {
         #expect(try jwk.verificationKey().verify(jwt.jws.signature, over: jwt.jws.signingInput, algorithm: algorithm))
         let claims = jwt.claims
         #expect(claims["htm"]?.stringValue == "GET")
-        #expect(claims["htu"]?.stringValue == "https://api.example.com/v1/me")   // no query, no fragment
+        #expect(claims["htu"]?.stringValue == "https://api.example.com/v1/me") // no query, no fragment
         #expect(claims["iat"]?.int64Value == 1_700_000_000)
         #expect(claims["nonce"]?.stringValue == "n-1")
         // ath = base64url(SHA-256(access token)): RFC 9449 §7.1's example token and its ath.
@@ -42,7 +43,8 @@ struct DPoPProofTests {
         tokens.dpopKey = key
         let decoded = try JSONDecoder().decode(TokenSet.self, from: JSONEncoder().encode(tokens))
         #expect(decoded.dpopKey == key && decoded.isDPoPBound)
-        let proof = try #require(decoded.dpopKey).proof(method: .post, url: URL(string: "https://id.example.com/token")!)
+        let proof = try #require(decoded.dpopKey).proof(
+            method: .post, url: URL(string: "https://id.example.com/token")!)
         #expect(try JWK(#require(JWT(compact: proof).header.fields["jwk"]?.objectValue)).thumbprint() == key.thumbprint)
         #expect(!String(describing: key).contains("PRIVATE") && !tokens.description.contains("PRIVATE"))
         #expect(tokens.description.contains(key.thumbprint))
@@ -54,9 +56,11 @@ struct DPoPProofTests {
             sent.withLock { $0 += 1 }
             return .json(#"{"access_token":"a2","token_type":"DPoP"}"#)
         }
-        let client = OAuthClient(metadata: ProviderMetadata(issuer: "https://id.example.com",
-                                                            tokenEndpoint: URL(string: "https://id.example.com/token")),
-                                 clientID: "c", transport: transport)
+        let client = OAuthClient(
+            metadata: ProviderMetadata(
+                issuer: "https://id.example.com",
+                tokenEndpoint: URL(string: "https://id.example.com/token")),
+            clientID: "c", transport: transport)
         await #expect(throws: OAuthError.self) {
             _ = try await client.refresh(TokenSet(accessToken: "a1", tokenType: "DPoP", refreshToken: "r1"))
         }
@@ -67,9 +71,12 @@ struct DPoPProofTests {
     @Test(arguments: DPoPKey.supportedAlgorithms)
     func joserfcVerifiesMoosesProofs(algorithm: JWTAlgorithm) throws {
         let key = try DPoPKey.generate(algorithm)
-        let proof = try key.proof(method: .post, url: URL(string: "https://id.example.com/token")!, accessToken: "tok", nonce: "abc")
+        let proof = try key.proof(
+            method: .post, url: URL(string: "https://id.example.com/token")!, accessToken: "tok", nonce: "abc")
         let script = Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/fixtures/verify_dpop_proof.py")
-        let (status, output) = runCapturingStdout(["python3", script, proof, "POST", "https://id.example.com/token", "tok", "abc"])
+        let (status, output) = runCapturingStdout([
+            "python3", script, proof, "POST", "https://id.example.com/token", "tok", "abc"
+        ])
         #expect(status == 0, "\(output)")
         #expect(output.contains("ok \(key.thumbprint)"), "\(output)")
     }
@@ -90,7 +97,9 @@ struct GlewlwydDPoPTests {
         func count(_ suffix: String) -> Int { paths.withLock { $0.filter { $0.hasSuffix(suffix) }.count } }
     }
 
-    static func login(issuer: String, transport: any HTTPTransport) async throws -> (OAuthClient, AuthorizationCodeFlow.Request, TokenSet) {
+    static func login(issuer: String, transport: any HTTPTransport) async throws -> (
+        OAuthClient, AuthorizationCodeFlow.Request, TokenSet
+    ) {
         let metadata = try await Discovery(transport: transport).metadata(for: issuer)
         var client = OAuthClient(metadata: metadata, clientID: "moose-public", transport: transport)
         client.dpop = .es256
@@ -100,12 +109,16 @@ struct GlewlwydDPoPTests {
                 DispatchQueue.global().async { done.resume(with: Result { try Glewlwyd.signIn(url) }) }
             }
         }
-        let validator = IDTokenValidator(issuer: metadata.issuer, clientID: "moose-public",
-                                         jwks: JWKSCache(url: try #require(metadata.jwksURI), transport: transport),
-                                         algorithms: [.rs256, .es256, .eddsa])
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
-        let request = try await flow.prepareRequest(AuthorizationParameters(scopes: ["openid", "profile", "email", "offline_access"]))
-        let callback = try await agent.authorize(url: request.url, redirectURI: agent.redirectURI, expectedState: request.state)
+        let validator = IDTokenValidator(
+            issuer: metadata.issuer, clientID: "moose-public",
+            jwks: JWKSCache(url: try #require(metadata.jwksURI), transport: transport),
+            algorithms: [.rs256, .es256, .eddsa])
+        let flow = AuthorizationCodeFlow(
+            client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
+        let request = try await flow.prepareRequest(
+            AuthorizationParameters(scopes: ["openid", "profile", "email", "offline_access"]))
+        let callback = try await agent.authorize(
+            url: request.url, redirectURI: agent.redirectURI, expectedState: request.state)
         return (client, request, try await flow.complete(request, callback: callback))
     }
 
@@ -117,7 +130,8 @@ struct GlewlwydDPoPTests {
             let (client, request, tokens) = try await Self.login(issuer: issuer, transport: transport)
             // PAR: the browser saw only client_id and request_uri.
             #expect(request.pushed)
-            let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems?.map(\.name).sorted()
+            let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems?.map(\.name)
+                .sorted()
             #expect(query == ["client_id", "request_uri"])
             #expect(transport.count("/par") == 1)
             // The tokens are bound to the login's key: token_type DPoP and cnf.jkt is its thumbprint.
@@ -137,7 +151,9 @@ struct GlewlwydDPoPTests {
             // Refresh with a proof from the same key: rotated, still bound, still usable.
             let fresh = try await client.refresh(tokens)
             #expect(fresh.isDPoPBound && fresh.dpopKey == key)
-            #expect(fresh.refreshToken != nil && !(fresh.refreshToken ?? "").utf8.elementsEqual((tokens.refreshToken ?? "").utf8))
+            #expect(
+                fresh.refreshToken != nil
+                    && !(fresh.refreshToken ?? "").utf8.elementsEqual((tokens.refreshToken ?? "").utf8))
             _ = try await client.userInfo(tokens: fresh, expectedSubject: nil)
         }
     }
@@ -160,13 +176,23 @@ struct GlewlwydDPoPTests {
             let nonce = { DPoPNonces.nonce(for: userinfo) }
             // The right proof works (after at most one nonce round trip)…
             _ = try await client.userInfo(tokens: tokens, expectedSubject: nil)
-            #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: tokens.accessToken, nonce: nonce())) == 200)
+            #expect(
+                try await send(key.proof(method: .get, url: userinfo, accessToken: tokens.accessToken, nonce: nonce()))
+                    == 200)
             // …and each wrong claim is refused: the server really checks the proofs.
-            #expect(try await send(key.proof(method: .post, url: userinfo, accessToken: tokens.accessToken, nonce: nonce())) == 401)
+            #expect(
+                try await send(key.proof(method: .post, url: userinfo, accessToken: tokens.accessToken, nonce: nonce()))
+                    == 401)
             let elsewhere = userinfo.deletingLastPathComponent().appendingPathComponent("token")
-            #expect(try await send(key.proof(method: .get, url: elsewhere, accessToken: tokens.accessToken, nonce: nonce())) == 401)
-            #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: "another-token", nonce: nonce())) == 401)
-            #expect(try await send(key.proof(method: .get, url: userinfo, accessToken: tokens.accessToken, nonce: "stale")) == 401)
+            #expect(
+                try await send(key.proof(method: .get, url: elsewhere, accessToken: tokens.accessToken, nonce: nonce()))
+                    == 401)
+            #expect(
+                try await send(key.proof(method: .get, url: userinfo, accessToken: "another-token", nonce: nonce()))
+                    == 401)
+            #expect(
+                try await send(key.proof(method: .get, url: userinfo, accessToken: tokens.accessToken, nonce: "stale"))
+                    == 401)
             // A stolen access token presented without any proof: refused.
             var stolen = APIRequest(url: userinfo)
             stolen.headerFields[.authorization] = "DPoP \(tokens.accessToken)"

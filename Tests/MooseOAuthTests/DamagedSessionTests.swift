@@ -15,13 +15,18 @@ struct DamagedSessionTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-damaged-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("store.sqlite").path
-        let storage = EncryptedSessionStorage(store: try SecretStore(path: path, masterKey: .raw(try SecureRandom.bytes(count: 32))))
+        let storage = EncryptedSessionStorage(
+            store: try SecretStore(path: path, masterKey: .raw(try SecureRandom.bytes(count: 32))))
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
         let login = TokenManager.LoginMethod.loopback(timeout: 30) { url in
-            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "redirect_uri" }?.value ?? ""
+            let redirect =
+                URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first {
+                    $0.name == "redirect_uri"
+                }?.value ?? ""
             try await browser.visit(url, stopAt: redirect)
         }
-        let first = TokenManager(issuer: TestIdP.issuer, clientID: "moose-cli", storage: storage, transport: TestIdP.transport)
+        let first = TokenManager(
+            issuer: TestIdP.issuer, clientID: "moose-cli", storage: storage, transport: TestIdP.transport)
         _ = try await first.login(with: login)
         // A second session beside it, which must keep working.
         let copy = try #require(try await storage.load("default")).session
@@ -38,13 +43,19 @@ struct DamagedSessionTests {
             return nil
         }
         let code = await errorCode { _ = try await app.accessToken() }
-        #expect(code == OAuthError.sessionDamaged, "a damaged row is sessionDamaged, not the retryable storeUnavailable (got \(String(describing: code)))")
+        #expect(
+            code == OAuthError.sessionDamaged,
+            "a damaged row is sessionDamaged, not the retryable storeUnavailable (got \(String(describing: code)))")
         #expect(spy.tokenCalls == 0, "nothing was sent to the provider for a session that cannot be opened")
         let event = await firstEvent.value
-        if case .needsReauthentication? = event {} else { Issue.record("expected needsReauthentication, got \(String(describing: event))") }
+        if case .needsReauthentication? = event {
+        } else {
+            Issue.record("expected needsReauthentication, got \(String(describing: event))")
+        }
         #expect(try await storage.keys() == ["default", "other"], "the damaged row is still listed")
 
-        let other = TokenManager(issuer: TestIdP.issuer, clientID: "moose-cli", storage: storage, key: "other", transport: TestIdP.transport)
+        let other = TokenManager(
+            issuer: TestIdP.issuer, clientID: "moose-cli", storage: storage, key: "other", transport: TestIdP.transport)
         #expect(try await other.accessToken().value == copy.tokens.accessToken, "the other session keeps working")
 
         // A login replaces the damaged row: the grant is stored, and served.

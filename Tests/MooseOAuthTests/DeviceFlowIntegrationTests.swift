@@ -9,20 +9,26 @@ import Testing
 /// The device authorization grant against the real provider: the "user" approves in the headless
 /// browser (sign in, type the user code at /device/, accept) while the flow polls.
 struct DeviceFlowIntegrationTests {
-    static func flow(present: @escaping @Sendable (DeviceAuthorization) async -> Void) async throws -> DeviceAuthorizationFlow {
+    static func flow(present: @escaping @Sendable (DeviceAuthorization) async -> Void) async throws
+        -> DeviceAuthorizationFlow
+    {
         let metadata = try await TestIdP.discovery.metadata(
             for: TestIdP.issuer,
-            overrides: EndpointOverrides(deviceAuthorizationEndpoint: URL(string: TestIdP.issuer + "/device-authorization/")))
+            overrides: EndpointOverrides(
+                deviceAuthorizationEndpoint: URL(string: TestIdP.issuer + "/device-authorization/")))
         let client = OAuthClient(metadata: metadata, clientID: "moose-device", transport: TestIdP.transport)
-        return DeviceAuthorizationFlow(client: client, idTokens: try LoginIntegrationTests.validator(metadata, clientID: "moose-device"),
-                                       present: present)
+        return DeviceAuthorizationFlow(
+            client: client, idTokens: try LoginIntegrationTests.validator(metadata, clientID: "moose-device"),
+            present: present)
     }
 
     /// The user, on another device: sign in, enter the code, accept.
     static func approve(_ device: DeviceAuthorization, in browser: HeadlessBrowser) async throws {
         let (page, _) = try await browser.page(device.verificationURI)
         let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
-        if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
+        if let location = answer.headerFields[.location],
+            let confirm = URL(string: location, relativeTo: page)?.absoluteURL
+        {
             _ = try await browser.visit(confirm, stopAt: "http://never/")
         }
     }
@@ -51,7 +57,7 @@ struct DeviceFlowIntegrationTests {
         var tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid", "profile", "email"]))
         tokens.idToken = nil
         let storage = InMemorySessionStorage()
-        let engine = SessionEngine(key: "tv", storage: storage)   // in memory: the provider is the real part here
+        let engine = SessionEngine(key: "tv", storage: storage) // in memory: the provider is the real part here
         let session = try await engine.completeLogin(tokens, client: flow.client)
         #expect(SessionSummary(key: "tv", session: session).displayName == "alice", "\(session.attributes)")
 
@@ -62,7 +68,9 @@ struct DeviceFlowIntegrationTests {
         let fresh = try await coordinator.refreshNow()
         #expect(!fresh.value.isEmpty)
         let stored = try #require(try await storage.load("tv")).session
-        #expect(stored.tokens.idToken != nil && SessionSummary(key: "tv", session: stored).displayName == "alice", "\(stored.attributes)")
+        #expect(
+            stored.tokens.idToken != nil && SessionSummary(key: "tv", session: stored).displayName == "alice",
+            "\(stored.attributes)")
     }
 
     @Test func deniedRequestEndsWithAccessDenied() async throws {
@@ -71,7 +79,9 @@ struct DeviceFlowIntegrationTests {
             Task {
                 let (page, _) = try await browser.page(device.verificationURI)
                 let answer = try await browser.submitForm(at: page, values: ["user_code": device.userCode])
-                if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page)?.absoluteURL {
+                if let location = answer.headerFields[.location],
+                    let confirm = URL(string: location, relativeTo: page)?.absoluteURL
+                {
                     _ = try await browser.submitForm(at: confirm, values: ["action": "deny"])
                 }
             }
@@ -102,19 +112,25 @@ struct DevicePollingTests {
     }
 
     @Test func slowDownAddsFiveSecondsAndPendingKeepsPolling() async throws {
-        let metadata = ProviderMetadata(issuer: "https://id.example.com", tokenEndpoint: URL(string: "https://id.example.com/token")!)
+        let metadata = ProviderMetadata(
+            issuer: "https://id.example.com", tokenEndpoint: URL(string: "https://id.example.com/token")!)
         let script = Script(["pending", "slow", "pending", "ok"])
-        var flow = DeviceAuthorizationFlow(client: OAuthClient(metadata: metadata, clientID: "c", transport: script),
-                                           idTokens: nil) { _ in }
+        var flow = DeviceAuthorizationFlow(
+            client: OAuthClient(metadata: metadata, clientID: "c", transport: script),
+            idTokens: nil
+        ) { _ in }
         let waits = Mutex<[TimeInterval]>([])
         flow.sleep = { seconds in waits.withLock { $0.append(seconds) } }
-        let device = DeviceAuthorization(deviceCode: "d", userCode: "U", verificationURI: URL(string: "https://x")!,
-                                         verificationURIComplete: nil, expiresAt: Date().addingTimeInterval(600), interval: 2)
+        let device = DeviceAuthorization(
+            deviceCode: "d", userCode: "U", verificationURI: URL(string: "https://x")!,
+            verificationURIComplete: nil, expiresAt: Date().addingTimeInterval(600), interval: 2)
         let tokens = try await flow.poll(device, scopes: [])
         #expect(tokens.accessToken == "a")
         #expect(waits.withLock { $0 } == [2, 2, 7, 7])
         let expiring = Script(["pending", "expired"])
-        var second = DeviceAuthorizationFlow(client: OAuthClient(metadata: metadata, clientID: "c", transport: expiring), idTokens: nil) { _ in }
+        var second = DeviceAuthorizationFlow(
+            client: OAuthClient(metadata: metadata, clientID: "c", transport: expiring), idTokens: nil
+        ) { _ in }
         second.sleep = { _ in }
         await #expect(throws: OAuthError.self) { _ = try await second.poll(device, scopes: []) }
     }
@@ -124,8 +140,9 @@ struct DevicePollingTests {
     @Test func anIntervalLongerThanTheCodesLifeWakesAtExpiry() async throws {
         let flow = try await DeviceFlowIntegrationTests.flow { _ in }
         let real = try await flow.start(AuthorizationParameters(scopes: ["openid"]))
-        let device = DeviceAuthorization(deviceCode: real.deviceCode, userCode: real.userCode, verificationURI: real.verificationURI,
-                                         verificationURIComplete: nil, expiresAt: Date().addingTimeInterval(2), interval: 60)
+        let device = DeviceAuthorization(
+            deviceCode: real.deviceCode, userCode: real.userCode, verificationURI: real.verificationURI,
+            verificationURIComplete: nil, expiresAt: Date().addingTimeInterval(2), interval: 60)
         let clock = ContinuousClock()
         let begun = clock.now
         do {

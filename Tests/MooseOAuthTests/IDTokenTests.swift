@@ -11,12 +11,15 @@ import Testing
 final class FakeJWKS: HTTPTransport, @unchecked Sendable {
     private let state = Mutex<(document: Data, fetches: Int)>((Data(), 0))
     func publish(_ keys: [PrivateKey], kids: [String]) throws {
-        let jwks = JWKS(keys: try zip(keys, kids).map { try JWK(publicKey: $0.publicKey(), keyID: $1, algorithm: .rs256) })
+        let jwks = JWKS(
+            keys: try zip(keys, kids).map { try JWK(publicKey: $0.publicKey(), keyID: $1, algorithm: .rs256) })
         state.withLock { $0.document = Data(jwks.json.utf8) }
     }
     var fetches: Int { state.withLock { $0.fetches } }
     func send(_ request: APIRequest) async throws -> APIResponse {
-        let document = state.withLock { state -> Data in state.fetches += 1; return state.document }
+        let document = state.withLock { state -> Data in
+            state.fetches += 1; return state.document
+        }
         return APIResponse(status: 200, body: document)
     }
 }
@@ -29,28 +32,35 @@ struct IDTokenTests {
     init() throws { key = try PrivateKey.generate(.rsa(bits: 2048)) }
 
     func mint(_ claims: JSONObject, kid: String = "k1", key: PrivateKey? = nil) throws -> String {
-        var base: JSONObject = ["iss": .string(issuer), "sub": "alice", "aud": "moose-cli", "nonce": "n-123",
-                                "iat": .number(JSONNumber(Int64(now.timeIntervalSince1970))),
-                                "exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) + 300))]
+        var base: JSONObject = [
+            "iss": .string(issuer), "sub": "alice", "aud": "moose-cli", "nonce": "n-123",
+            "iat": .number(JSONNumber(Int64(now.timeIntervalSince1970))),
+            "exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) + 300))
+        ]
         for member in claims { base[member.key] = member.value }
         return try JWTSigner(key: JWTKey(privateKey: key ?? self.key, keyID: kid), algorithm: .rs256).sign(base)
     }
 
     func validator(_ fake: FakeJWKS) -> IDTokenValidator {
         let now = self.now
-        return IDTokenValidator(issuer: issuer, clientID: "moose-cli",
-                                jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake, cooldown: 0),
-                                leeway: 30, clock: { now })
+        return IDTokenValidator(
+            issuer: issuer, clientID: "moose-cli",
+            jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake, cooldown: 0),
+            leeway: 30, clock: { now })
     }
 
-    func expectRejected(_ token: String, nonce: String? = "n-123", fake: FakeJWKS, because code: JWTError.Code?,
-                        sourceLocation: SourceLocation = #_sourceLocation) async {
+    func expectRejected(
+        _ token: String, nonce: String? = "n-123", fake: FakeJWKS, because code: JWTError.Code?,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         do {
             try await validator(fake).validate(token, nonce: nonce)
             Issue.record("accepted", sourceLocation: sourceLocation)
         } catch let error as OAuthError {
             #expect(error.code == OAuthError.invalidIDToken, sourceLocation: sourceLocation)
-            if let code { #expect((error.underlying as? JWTError)?.code == code, "\(error)", sourceLocation: sourceLocation) }
+            if let code {
+                #expect((error.underlying as? JWTError)?.code == code, "\(error)", sourceLocation: sourceLocation)
+            }
         } catch {
             Issue.record("\(error)", sourceLocation: sourceLocation)
         }
@@ -60,23 +70,29 @@ struct IDTokenTests {
         let fake = FakeJWKS()
         try fake.publish([key], kids: ["k1"])
         #expect(try await validator(fake).validate(try mint([:]), nonce: "n-123").subject == "alice")
-        await expectRejected(try mint([:]), nonce: "other-nonce", fake: fake, because: nil)          // wrong nonce
-        await expectRejected(try mint(["nonce": .null]), nonce: "n-123", fake: fake, because: nil)    // missing nonce
-        await expectRejected(try mint(["iss": "https://evil.example.net"]), fake: fake, because: JWTError.issuerMismatch)
+        await expectRejected(try mint([:]), nonce: "other-nonce", fake: fake, because: nil) // wrong nonce
+        await expectRejected(try mint(["nonce": .null]), nonce: "n-123", fake: fake, because: nil) // missing nonce
+        await expectRejected(
+            try mint(["iss": "https://evil.example.net"]), fake: fake, because: JWTError.issuerMismatch)
         await expectRejected(try mint(["aud": "someone-else"]), fake: fake, because: JWTError.audienceMismatch)
-        await expectRejected(try mint(["exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) - 120))]), fake: fake,
-                             because: JWTError.expired)
-        await expectRejected(try mint(["aud": ["moose-cli", "other"]]), fake: fake, because: nil)      // several aud, no azp
+        await expectRejected(
+            try mint(["exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) - 120))]), fake: fake,
+            because: JWTError.expired)
+        await expectRejected(try mint(["aud": ["moose-cli", "other"]]), fake: fake, because: nil) // several aud, no azp
         // Rule 3 (errata set 2): an audience the client does not trust is refused even with azp…
         await expectRejected(try mint(["aud": ["moose-cli", "other"], "azp": "moose-cli"]), fake: fake, because: nil)
         // …and accepted once the client says it trusts it.
         var trusting = validator(fake)
         trusting.trustedAudiences = ["other"]
-        #expect(try await trusting.validate(try mint(["aud": ["moose-cli", "other"], "azp": "moose-cli"]), nonce: "n-123")
-            .subject == "alice")
-        await expectRejected(try mint([:], key: try PrivateKey.generate(.rsa(bits: 2048))), fake: fake, because: JWTError.invalidSignature)
+        #expect(
+            try await trusting.validate(try mint(["aud": ["moose-cli", "other"], "azp": "moose-cli"]), nonce: "n-123")
+                .subject == "alice")
+        await expectRejected(
+            try mint([:], key: try PrivateKey.generate(.rsa(bits: 2048))), fake: fake,
+            because: JWTError.invalidSignature)
         // Identities are compared code point for code point: an NFD issuer is not the NFC one.
-        await expectRejected(try mint(["iss": "https://id.example.com/cafe\u{301}"]), fake: fake, because: JWTError.issuerMismatch)
+        await expectRejected(
+            try mint(["iss": "https://id.example.com/cafe\u{301}"]), fake: fake, because: JWTError.issuerMismatch)
     }
 
     @Test func atHashIsCheckedWhenAnAccessTokenCameWithTheIDToken() async throws {
@@ -89,7 +105,8 @@ struct IDTokenTests {
         let good = try mint(["at_hash": .string(atHash)])
         _ = try await validator(fake).validate(good, nonce: "n-123", accessToken: accessToken, serverClockOffset: nil)
         do {
-            _ = try await validator(fake).validate(good, nonce: "n-123", accessToken: accessToken + "x", serverClockOffset: nil)
+            _ = try await validator(fake).validate(
+                good, nonce: "n-123", accessToken: accessToken + "x", serverClockOffset: nil)
             Issue.record("an at_hash for another access token was accepted")
         } catch let error as OAuthError {
             #expect(error.code == OAuthError.invalidIDToken && error.message.contains("at_hash"))
@@ -100,20 +117,25 @@ struct IDTokenTests {
         let fake = FakeJWKS()
         try fake.publish([key], kids: ["k1"])
         let secret = "moose-confidential-secret-with-32-bytes!"
-        var claims: JSONObject = ["iss": .string(issuer), "sub": "alice", "aud": "moose-cli", "nonce": "n-123",
-                                  "iat": .number(JSONNumber(Int64(now.timeIntervalSince1970))),
-                                  "exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) + 300))]
+        var claims: JSONObject = [
+            "iss": .string(issuer), "sub": "alice", "aud": "moose-cli", "nonce": "n-123",
+            "iat": .number(JSONNumber(Int64(now.timeIntervalSince1970))),
+            "exp": .number(JSONNumber(Int64(now.timeIntervalSince1970) + 300))
+        ]
         let token = try JWTSigner(key: JWTKey(secret: Array(secret.utf8)), algorithm: .hs256).sign(claims)
         // Not opted in: refused, whatever the signature.
         await expectRejected(token, fake: fake, because: nil)
         // Opted in (OIDC Core §10.1): the client secret's octets are the key.
         let now = self.now
-        let confidential = IDTokenValidator(issuer: issuer, clientID: "moose-cli",
-                                            jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake),
-                                            algorithms: [.rs256, .hs256], clientSecret: secret, leeway: 30, clock: { now })
+        let confidential = IDTokenValidator(
+            issuer: issuer, clientID: "moose-cli",
+            jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake),
+            algorithms: [.rs256, .hs256], clientSecret: secret, leeway: 30, clock: { now })
         #expect(try await confidential.validate(token, nonce: "n-123").subject == "alice")
         claims["sub"] = "mallory"
-        let forged = try JWTSigner(key: JWTKey(secret: Array("another-secret-of-thirty-two-bytes!!".utf8)), algorithm: .hs256).sign(claims)
+        let forged = try JWTSigner(
+            key: JWTKey(secret: Array("another-secret-of-thirty-two-bytes!!".utf8)), algorithm: .hs256
+        ).sign(claims)
         await #expect(throws: OAuthError.self) { try await confidential.validate(forged, nonce: "n-123") }
     }
 
@@ -154,8 +176,9 @@ struct JWKSPersistenceTests {
         let fake = FakeJWKS()
         try fake.publish([key], kids: ["k1"])
         let saved = Mutex<([UInt8], Date)?>(nil)
-        let persistence = JWKSCache.Persistence(load: { saved.withLock { $0.map { (document: $0.0, fetchedAt: $0.1) } } },
-                                                save: { document, date in saved.withLock { $0 = (document, date) } })
+        let persistence = JWKSCache.Persistence(
+            load: { saved.withLock { $0.map { (document: $0.0, fetchedAt: $0.1) } } },
+            save: { document, date in saved.withLock { $0 = (document, date) } })
         let url = URL(string: "https://id.example.com/jwks")!
         let first = JWKSCache(url: url, transport: fake, persistence: persistence)
         #expect(try await first.keys(for: "k1").count == 1)
@@ -174,14 +197,17 @@ struct ClockSkewValidationTests {
         try fake.publish([key], kids: ["k1"])
         let serverNow = Date(timeIntervalSince1970: 1_800_000_000)
         let token = try JWTSigner(key: JWTKey(privateKey: key, keyID: "k1"), algorithm: .rs256).sign(
-            ["iss": "https://id.example.com", "sub": "a", "aud": "c", "nonce": "n",
-             "iat": .number(JSONNumber(Int64(serverNow.timeIntervalSince1970))),
-             "exp": .number(JSONNumber(Int64(serverNow.timeIntervalSince1970) + 300))])
+            [
+                "iss": "https://id.example.com", "sub": "a", "aud": "c", "nonce": "n",
+                "iat": .number(JSONNumber(Int64(serverNow.timeIntervalSince1970))),
+                "exp": .number(JSONNumber(Int64(serverNow.timeIntervalSince1970) + 300))
+            ])
         // Our clock is an hour behind: iat looks like the future.
         let localNow = serverNow.addingTimeInterval(-3600)
-        let validator = IDTokenValidator(issuer: "https://id.example.com", clientID: "c",
-                                         jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake),
-                                         leeway: 60, clock: { localNow })
+        let validator = IDTokenValidator(
+            issuer: "https://id.example.com", clientID: "c",
+            jwks: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: fake),
+            leeway: 60, clock: { localNow })
         await #expect(throws: OAuthError.self) { try await validator.validate(token, nonce: "n") }
         #expect(try await validator.validate(token, nonce: "n", serverClockOffset: 3600).subject == "a")
     }

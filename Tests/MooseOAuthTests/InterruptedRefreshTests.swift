@@ -22,15 +22,20 @@ struct InterruptedRefreshTests {
         }
         await #expect(throws: Killed.self) { _ = try await dying.accessToken() }
         #expect(fixture.spy.tokenCalls == 1)
-        let record = try #require(try fixture.sessions.loadNow("default")?.session.attributes[RefreshCoordinator.rotationAttribute])
-        #expect(!record.contains(fixture.original.refreshToken ?? "-"), "the record holds a fingerprint, never the token")
+        let record = try #require(
+            try fixture.sessions.loadNow("default")?.session.attributes[RefreshCoordinator.rotationAttribute])
+        #expect(
+            !record.contains(fixture.original.refreshToken ?? "-"), "the record holds a fingerprint, never the token")
 
         var refused: OAuthError?
         do { _ = try await fixture.coordinator().accessToken() } catch { refused = error as? OAuthError }
         #expect(refused?.code == OAuthError.invalidGrant, "\(String(describing: refused))")
-        #expect(refused?.message.contains("interrupted after the provider rotated the token") == true, "\(String(describing: refused))")
+        #expect(
+            refused?.message.contains("interrupted after the provider rotated the token") == true,
+            "\(String(describing: refused))")
         let stored = try #require(try fixture.sessions.loadNow("default")?.session)
-        #expect(stored.state == .needsReauthentication && stored.attributes[RefreshCoordinator.rotationAttribute] == nil)
+        #expect(
+            stored.state == .needsReauthentication && stored.attributes[RefreshCoordinator.rotationAttribute] == nil)
     }
 
     /// A refresh that commits leaves no record; a refusal whose answer came back clears it, and the
@@ -40,6 +45,8 @@ struct InterruptedRefreshTests {
         defer { fixture.cleanUp() }
         _ = try await fixture.coordinator().accessToken()
         let stored = try #require(try fixture.sessions.loadNow("default")?.session)
-        #expect(stored.attributes[RefreshCoordinator.rotationAttribute] == nil && stored.tokens.refreshToken != fixture.original.refreshToken)
+        #expect(
+            stored.attributes[RefreshCoordinator.rotationAttribute] == nil
+                && stored.tokens.refreshToken != fixture.original.refreshToken)
     }
 }

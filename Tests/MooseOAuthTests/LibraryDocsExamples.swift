@@ -8,16 +8,18 @@ import Testing
 func serviceAndWorkloadLogins(storage: any SessionStorage, transport: any HTTPTransport) async throws {
     // docs/library.md service begins
     // A pod whose kubelet projects an identity token into a file: no secret on disk.
-    var pod = SessionPlan(name: "deployer", issuer: "https://id.example.com", clientID: "deployer", scopes: [], grant: .workload)
-    pod.workload = "file:/var/run/secrets/tokens/moose"       // or github, gitlab, env:VAR, command:PROGRAM ARG…
+    var pod = SessionPlan(
+        name: "deployer", issuer: "https://id.example.com", clientID: "deployer", scopes: [], grant: .workload)
+    pod.workload = "file:/var/run/secrets/tokens/moose" // or github, gitlab, env:VAR, command:PROGRAM ARG…
     pod.audience = "https://api.example.com"
     let workload = try TokenManager(plan: pod, storage: storage, transport: transport)
     try await workload.login(with: .workload)
-    let token = try await workload.accessToken()   // renewed with a fresh identity token when due
+    let token = try await workload.accessToken() // renewed with a fresh identity token when due
 
     // A service with its secret in a file (or clientSecretEnv, or privateKeyFile + privateKeyID).
-    let billing = SessionPlan(name: "billing", issuer: "https://id.example.com", clientID: "billing", scopes: ["invoices"],
-                              grant: .clientCredentials, clientSecretFile: "/run/secrets/billing")
+    let billing = SessionPlan(
+        name: "billing", issuer: "https://id.example.com", clientID: "billing", scopes: ["invoices"],
+        grant: .clientCredentials, clientSecretFile: "/run/secrets/billing")
     let service = try TokenManager(plan: billing, storage: storage, transport: transport)
     try await service.login(with: .clientCredentials)
     // docs/library.md service ends
@@ -43,9 +45,13 @@ struct LibraryDocsExamplesTests {
         for name in ["service", "open"] {
             let begin = try #require(source.range(of: "    // docs/library.md \(name) begins\n"))
             let end = try #require(source.range(of: "    // docs/library.md \(name) ends"))
-            let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
-                .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
-            #expect(page.contains("```swift\n" + example + "```"), "docs/library.md's \(name) example differs from LibraryDocsExamples.swift")
+            let example = source[begin.upperBound..<end.lowerBound].split(
+                separator: "\n", omittingEmptySubsequences: false
+            )
+            .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
+            #expect(
+                page.contains("```swift\n" + example + "```"),
+                "docs/library.md's \(name) example differs from LibraryDocsExamples.swift")
         }
     }
 }
@@ -54,10 +60,14 @@ struct LibraryDocsExamplesTests {
 struct ErrorClassDocsTests {
     @Test func everyCodeIsDocumentedWithItsClass() throws {
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let page = try String(contentsOf: here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/library.md"),
-                              encoding: .utf8)
+        let page = try String(
+            contentsOf: here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "docs/library.md"),
+            encoding: .utf8)
         for code in OAuthError.allCodes {
-            #expect(page.contains("| `\(code)` | `.\(OAuthError.errorClass(of: code).rawValue)` |"), "\(code) is not in the errors table")
+            #expect(
+                page.contains("| `\(code)` | `.\(OAuthError.errorClass(of: code).rawValue)` |"),
+                "\(code) is not in the errors table")
         }
         #expect(OAuthError.errorClass(of: OAuthError.invalidGrant) == .needsLogin)
         #expect(OAuthError.errorClass(of: OAuthError.transient) == .retryable)

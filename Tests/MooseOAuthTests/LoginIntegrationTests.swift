@@ -10,22 +10,27 @@ import Testing
 /// Authorization code + PKCE against the real provider, through its own login form.
 struct LoginIntegrationTests {
     static func validator(_ metadata: ProviderMetadata, clientID: String = "moose-cli") throws -> IDTokenValidator {
-        IDTokenValidator(issuer: metadata.issuer, clientID: clientID,
-                         jwks: JWKSCache(url: try #require(metadata.jwksURI), transport: TestIdP.transport))
+        IDTokenValidator(
+            issuer: metadata.issuer, clientID: clientID,
+            jwks: JWKSCache(url: try #require(metadata.jwksURI), transport: TestIdP.transport))
     }
 
     /// Logs alice in; returns the flow and the tokens.
-    static func login(scopes: [String] = ["openid", "profile", "email"]) async throws -> (AuthorizationCodeFlow, TokenSet, HeadlessBrowser) {
+    static func login(scopes: [String] = ["openid", "profile", "email"]) async throws -> (
+        AuthorizationCodeFlow, TokenSet, HeadlessBrowser
+    ) {
         let client = try await TestIdP.client("moose-cli")
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
         let agent = try LoopbackUserAgent(timeout: 30) { url in
             // Stop at the redirect URI the request names (the IdP lives on 127.0.0.1 too).
-            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
+            let redirect =
+                URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
                 .first { $0.name == "redirect_uri" }?.value ?? "http://127.0.0.1:0/callback"
             try await browser.visit(url, stopAt: redirect)
         }
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent,
-                                         idTokens: try validator(client.metadata))
+        let flow = AuthorizationCodeFlow(
+            client: client, redirectURI: agent.redirectURI, userAgent: agent,
+            idTokens: try validator(client.metadata))
         let tokens = try await flow.authorize(AuthorizationParameters(scopes: scopes))
         return (flow, tokens, browser)
     }
@@ -43,7 +48,9 @@ struct LoginIntegrationTests {
         // The authorization request carried PKCE S256, state and nonce.
         let authorize = try #require(await browser.visited.first)
         let query = authorize.query ?? ""
-        for name in ["code_challenge_method=S256", "code_challenge=", "state=", "nonce=", "redirect_uri=http://127.0.0.1:"] {
+        for name in [
+            "code_challenge_method=S256", "code_challenge=", "state=", "nonce=", "redirect_uri=http://127.0.0.1:"
+        ] {
             #expect(query.contains(name), "authorization request lacks \(name)")
         }
     }
@@ -80,8 +87,9 @@ struct LoginIntegrationTests {
     @Test func wrongStateIsRefusedBeforeTheCodeIsUsed() async throws {
         let client = try await TestIdP.client("moose-cli")
         let receiver = try LoopbackReceiver()
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: receiver.redirectURI,
-                                         userAgent: try LoopbackUserAgent { _ in }, idTokens: try Self.validator(client.metadata))
+        let flow = AuthorizationCodeFlow(
+            client: client, redirectURI: receiver.redirectURI,
+            userAgent: try LoopbackUserAgent { _ in }, idTokens: try Self.validator(client.metadata))
         let request = try flow.makeRequest(AuthorizationParameters())
         // With the provider's own iss (it promises one, RFC 9207): the state check is what refuses these.
         let iss = "&iss=" + (client.metadata.issuer.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
@@ -92,7 +100,8 @@ struct LoginIntegrationTests {
         } catch let error as OAuthError {
             #expect(error.code == OAuthError.stateMismatch)
         }
-        let denied = URL(string: "\(receiver.redirectURI.absoluteString)?error=access_denied&state=\(request.state)\(iss)")!
+        let denied = URL(
+            string: "\(receiver.redirectURI.absoluteString)?error=access_denied&state=\(request.state)\(iss)")!
         do {
             _ = try await flow.complete(request, callback: denied)
         } catch let error as OAuthError {
@@ -125,9 +134,11 @@ struct UserInfoAndClientAuthTests {
 
     @Test func clientSecretBasicFormEncodesIdAndSecret() throws {
         // RFC 6749 §2.3.1: id and secret are form-encoded before "id:secret" is base64-encoded.
-        let endpoint = TokenEndpoint(url: URL(string: "https://id.example.com/token")!, clientID: "my client:1",
-                                     authentication: .clientSecretBasic("p@ss wörd+/="), transport: TestIdP.transport)
-        let request = try endpoint.authenticatedRequest(url: endpoint.url, parameters: [("grant_type", "client_credentials")])
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://id.example.com/token")!, clientID: "my client:1",
+            authentication: .clientSecretBasic("p@ss wörd+/="), transport: TestIdP.transport)
+        let request = try endpoint.authenticatedRequest(
+            url: endpoint.url, parameters: [("grant_type", "client_credentials")])
         let header = try #require(request.headerFields[.authorization])
         #expect(header.hasPrefix("Basic "))
         let decoded = String(decoding: try #require(Data(base64Encoded: String(header.dropFirst(6)))), as: UTF8.self)
@@ -137,15 +148,21 @@ struct UserInfoAndClientAuthTests {
 
     @Test func privateKeyJWTAssertion() throws {
         let key = try JWTKey(privateKey: .generate(.es256Curve), keyID: "k")
-        let endpoint = TokenEndpoint(url: URL(string: "https://id.example.com/token")!, clientID: "svc",
-                                     authentication: .privateKeyJWT(key, .es256), transport: TestIdP.transport)
-        let request = try endpoint.authenticatedRequest(url: endpoint.url, parameters: [("grant_type", "client_credentials")])
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://id.example.com/token")!, clientID: "svc",
+            authentication: .privateKeyJWT(key, .es256), transport: TestIdP.transport)
+        let request = try endpoint.authenticatedRequest(
+            url: endpoint.url, parameters: [("grant_type", "client_credentials")])
         let form = String(decoding: request.body ?? Data(), as: UTF8.self)
         #expect(form.contains("client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer"))
-        let assertion = try #require(form.split(separator: "&").first { $0.hasPrefix("client_assertion=") }?.dropFirst(17))
-        let jwt = try JWTVerifier(keys: [key], allowedAlgorithms: [.es256],
-                                  validation: ClaimValidation(issuer: "svc", audiences: ["https://id.example.com/token"],
-                                                              requiredClaims: ["jti", "exp", "sub"])).verify(String(assertion))
+        let assertion = try #require(
+            form.split(separator: "&").first { $0.hasPrefix("client_assertion=") }?.dropFirst(17))
+        let jwt = try JWTVerifier(
+            keys: [key], allowedAlgorithms: [.es256],
+            validation: ClaimValidation(
+                issuer: "svc", audiences: ["https://id.example.com/token"],
+                requiredClaims: ["jti", "exp", "sub"])
+        ).verify(String(assertion))
         #expect(jwt.claims.subject == "svc")
         #expect(request.headerFields[.authorization] == nil)
     }
@@ -154,12 +171,14 @@ struct UserInfoAndClientAuthTests {
         let client = try await TestIdP.client("moose-confidential", .clientSecretBasic("moose-confidential-secret"))
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
         let agent = try LoopbackUserAgent(timeout: 30) { url in
-            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
+            let redirect =
+                URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
                 .first { $0.name == "redirect_uri" }?.value ?? ""
             try await browser.visit(url, stopAt: redirect)
         }
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent,
-                                         idTokens: try LoginIntegrationTests.validator(client.metadata, clientID: "moose-confidential"))
+        let flow = AuthorizationCodeFlow(
+            client: client, redirectURI: agent.redirectURI, userAgent: agent,
+            idTokens: try LoginIntegrationTests.validator(client.metadata, clientID: "moose-confidential"))
         let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
         #expect(tokens.idToken != nil && tokens.refreshToken != nil)
     }

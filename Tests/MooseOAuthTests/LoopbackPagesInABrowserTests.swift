@@ -21,7 +21,9 @@ struct LoopbackPagesInABrowserTests {
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let page = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "chromium said: \(String(decoding: data, as: UTF8.self))")
+        let page = try #require(
+            try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            "chromium said: \(String(decoding: data, as: UTF8.self))")
         return (page["title"] as? String ?? "", page["text"] as? String ?? "")
     }
 
@@ -30,10 +32,12 @@ struct LoopbackPagesInABrowserTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let agent = try LoopbackUserAgent(timeout: 60) { _ in }
         let base = "http://127.0.0.1:\(agent.receiver.port)/callback"
-        async let callback = agent.authorize(url: URL(string: "https://id.example.com/authorize")!,
-                                             redirectURI: agent.redirectURI, expectedState: "s3")
+        async let callback = agent.authorize(
+            url: URL(string: "https://id.example.com/authorize")!,
+            redirectURI: agent.redirectURI, expectedState: "s3")
         // Another sign-in's redirect: ignored, with a page that says so.
-        let mismatch = try await Task.detached { try Self.render(base + "?state=other&code=abc", screenshots: folder) }.value
+        let mismatch = try await Task.detached { try Self.render(base + "?state=other&code=abc", screenshots: folder) }
+            .value
         #expect(mismatch.title == "Moose — not this sign-in")
         #expect(mismatch.text.contains("This response was ignored") && mismatch.text.contains("You may close this tab"))
         // The provider's error, with markup in its description: shown as the characters it sent.

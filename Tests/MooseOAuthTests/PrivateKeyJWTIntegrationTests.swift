@@ -15,7 +15,9 @@ struct PrivateKeyJWTIntegrationTests {
     static func client(issuer: String, key: JWTKey) async throws -> OAuthClient {
         let transport = URLSessionTransport()
         let metadata = try await Discovery(transport: transport).metadata(for: issuer)
-        return OAuthClient(metadata: metadata, clientID: "moose-pkjwt", authentication: .privateKeyJWT(key, .es256), transport: transport)
+        return OAuthClient(
+            metadata: metadata, clientID: "moose-pkjwt", authentication: .privateKeyJWT(key, .es256),
+            transport: transport)
     }
 
     @Test func aServiceSignedInWithItsKeyGetsAnAccessTokenAndAnotherKeyIsRefused() async throws {
@@ -37,9 +39,12 @@ struct PrivateKeyJWTIntegrationTests {
             let impostor = try JWTKey(privateKey: .generate(.ec(.p256)), keyID: "moose-pkjwt-1")
             let client = try await Self.client(issuer: issuer, key: impostor)
             let refused = await #expect(throws: OAuthError.self) {
-                _ = try await ClientCredentialsFlow(client: client).authorize(AuthorizationParameters(scopes: ["api.read"]))
+                _ = try await ClientCredentialsFlow(client: client).authorize(
+                    AuthorizationParameters(scopes: ["api.read"]))
             }
-            #expect(refused?.status == 403 && "\(refused.map { "\($0)" } ?? "")".contains("credentials were refused"), "\(String(describing: refused))")
+            #expect(
+                refused?.status == 403 && "\(refused.map { "\($0)" } ?? "")".contains("credentials were refused"),
+                "\(String(describing: refused))")
         }
     }
 }

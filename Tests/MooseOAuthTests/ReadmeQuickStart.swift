@@ -6,7 +6,7 @@ import MooseHTTP
 import MooseOAuth
 import MooseURLSession
 
-struct MyProfile: Endpoint {                       // an API call that needs the user's token
+struct MyProfile: Endpoint { // an API call that needs the user's token
     var baseURL: URL { URL(string: "https://api.example.com")! }
     var path: String { "/me" }
     var requiresAuthentication: Bool { true }
@@ -14,12 +14,14 @@ struct MyProfile: Endpoint {                       // an API call that needs the
 
 func quickStart(storage: any SessionStorage, openBrowser: @escaping @Sendable (URL) async throws -> Void) async throws {
     let transport = URLSessionTransport()
-    let moose = TokenManager(issuer: "https://id.example.com", clientID: "my-app", storage: storage, transport: transport)
-    let user = try await moose.login(with: .loopback(open: openBrowser))        // browser, PKCE, a 127.0.0.1 redirect
-    let token = try await moose.accessToken()      // valid now; one refresh however many callers ask
-    let api = APIClient(transport: transport, middlewares: [moose.middleware])   // the token on every call; a 401 refreshes once
+    let moose = TokenManager(
+        issuer: "https://id.example.com", clientID: "my-app", storage: storage, transport: transport)
+    let user = try await moose.login(with: .loopback(open: openBrowser)) // browser, PKCE, a 127.0.0.1 redirect
+    let token = try await moose.accessToken() // valid now; one refresh however many callers ask
+    // the token on every call; a 401 refreshes once
+    let api = APIClient(transport: transport, middlewares: [moose.middleware])
     let me = try await api.json(from: MyProfile())
     print(user.displayName ?? "-", token.expiresAt ?? "-", me["sub"]?.string ?? "-")
-    _ = await moose.logout()                       // revoke, end-session URL, wipe the local session
+    _ = await moose.logout() // revoke, end-session URL, wipe the local session
 }
 // README quick start ends

@@ -11,6 +11,7 @@ struct ReadmeQuickStartTests {
         let begin = try #require(source.range(of: "// README quick start begins\n"))
         let end = try #require(source.range(of: "// README quick start ends"))
         let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\n" + example + "```"), "README's quick start differs from ReadmeQuickStart.swift")
+        #expect(
+            readme.contains("```swift\n" + example + "```"), "README's quick start differs from ReadmeQuickStart.swift")
     }
 }

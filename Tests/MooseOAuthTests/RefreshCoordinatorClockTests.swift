@@ -29,10 +29,14 @@ struct RefreshCoordinatorClockTests {
         // A token living 20 s: every margin is capped at a quarter of it (5 s), the caller's too.
         fixture.refresher.then(.tokens(lifetime: 20))
         #expect(try await coordinator.refreshNow().value == "access-2")
-        #expect(coordinator.cachedAccessToken()?.value == "access-2", "a fresh 20 s token is not 'about to expire' for a 30 s margin")
+        #expect(
+            coordinator.cachedAccessToken()?.value == "access-2",
+            "a fresh 20 s token is not 'about to expire' for a 30 s margin")
         fixture.clock.advance(by: 14)
         #expect(coordinator.cachedAccessToken()?.value == "access-2", "6 s left of 20")
-        #expect(coordinator.cachedAccessToken(minimumValidity: 60)?.value == "access-2", "a caller's 60 s margin is capped too")
+        #expect(
+            coordinator.cachedAccessToken(minimumValidity: 60)?.value == "access-2",
+            "a caller's 60 s margin is capped too")
         #expect(try await coordinator.accessToken().value == "access-2")
         #expect(fixture.refresher.calls == 2)
         fixture.clock.advance(by: 1.5)
@@ -72,7 +76,9 @@ struct RefreshCoordinatorClockTests {
     }
 
     @Test func transientFailuresRetryWithABackoffThatEndsOnlyWhenTheClockMoves() async throws {
-        let fixture = ClockFixture { $0.backoff = 1; $0.transientAttempts = 3 }
+        let fixture = ClockFixture {
+            $0.backoff = 1; $0.transientAttempts = 3
+        }
         try await fixture.seed(expiresIn: -5)
         let coordinator = fixture.coordinator()
         fixture.refresher.then(.failure(.transientFailure), .failure(.transientFailure))
@@ -84,7 +90,7 @@ struct RefreshCoordinatorClockTests {
         #expect((0.5 - 1e-3...1.0 + 1e-3).contains(first), "\(first)")
         try await Task.sleep(nanoseconds: 100_000_000)
         #expect(fixture.refresher.calls == 1, "the second attempt did not wait for the clock")
-        fixture.clock.advance(by: 1)   // the jitter's upper bound: past the deadline, whatever it drew
+        fixture.clock.advance(by: 1) // the jitter's upper bound: past the deadline, whatever it drew
 
         // Second backoff: doubled, 1–2 s.
         try await waitUntil("the second backoff sleeps") { fixture.refresher.calls == 2 && fixture.clock.sleepers == 2 }
@@ -100,7 +106,9 @@ struct RefreshCoordinatorClockTests {
     }
 
     @Test func theLoopGuardCountsOnly401dRefreshesAndItsWindowPassesWithTheClock() async throws {
-        let fixture = ClockFixture { $0.refreshLimit = 2; $0.refreshWindow = 30 }
+        let fixture = ClockFixture {
+            $0.refreshLimit = 2; $0.refreshWindow = 30
+        }
         try await fixture.seed(expiresIn: 3600)
         let coordinator = fixture.coordinator()
         // Refreshes that give a usable token are not futile: any number of them within the window.
@@ -125,17 +133,21 @@ struct RefreshCoordinatorClockTests {
         let fixture = ClockFixture {
             $0.refreshLimit = 2
             $0.refreshWindow = 30
-            $0.transientAttempts = 1   // no retries: one call, one failure
+            $0.transientAttempts = 1 // no retries: one call, one failure
         }
         try await fixture.seed(expiresIn: -5)
         let coordinator = fixture.coordinator()
         fixture.refresher.then(.failure(.transientFailure), .failure(.transientFailure))
         for _ in 0..<2 {
-            do { _ = try await coordinator.accessToken(); Issue.record("a scripted failure succeeded") } catch let error as OAuthError {
+            do { _ = try await coordinator.accessToken(); Issue.record("a scripted failure succeeded") } catch let error
+                as OAuthError
+            {
                 #expect(error.code == OAuthError.transient)
             }
         }
-        do { _ = try await coordinator.accessToken(); Issue.record("a third refresh inside the window ran") } catch let error as OAuthError {
+        do { _ = try await coordinator.accessToken(); Issue.record("a third refresh inside the window ran") } catch let
+            error as OAuthError
+        {
             #expect(error.code == OAuthError.refreshLimit)
         }
         #expect(fixture.refresher.calls == 2)
@@ -163,13 +175,19 @@ struct RefreshCoordinatorClockTests {
         try await Task.sleep(nanoseconds: 100_000_000)
         #expect(storage.failedSaves == 1, "the write was retried before the clock moved")
         fixture.clock.advance(by: 0.25)
-        try await waitUntil("the first retry fails and the next one sleeps") { storage.failedSaves == 2 && fixture.clock.sleepers == 1 }
+        try await waitUntil("the first retry fails and the next one sleeps") {
+            storage.failedSaves == 2 && fixture.clock.sleepers == 1
+        }
         #expect(await coordinator.hasPendingWrite)
-        #expect(abs(try #require(fixture.clock.nextDeadline).timeIntervalSince(fixture.clock.now) - 0.5) < 1e-3, "the retry backs off")
+        #expect(
+            abs(try #require(fixture.clock.nextDeadline).timeIntervalSince(fixture.clock.now) - 0.5) < 1e-3,
+            "the retry backs off")
         fixture.clock.advance(by: 0.5)
         try await waitUntil("the second retry writes the tokens") { await !coordinator.hasPendingWrite }
         let stored = try #require(try await fixture.storage.load("k")?.session)
-        #expect(stored.tokens.refreshToken == "refresh-1" && stored.state == .active, "the rotated refresh token reached the store")
+        #expect(
+            stored.tokens.refreshToken == "refresh-1" && stored.state == .active,
+            "the rotated refresh token reached the store")
         #expect(fixture.clock.sleepers == 0)
         #expect(fixture.refresher.calls == 1)
     }
@@ -180,7 +198,9 @@ struct RefreshCoordinatorClockTests {
         let coordinator = fixture.coordinator()
         let events = coordinator.events
         fixture.refresher.then(.failure(OAuthError(OAuthError.invalidGrant, "scripted: the refresh token was revoked")))
-        do { _ = try await coordinator.accessToken(); Issue.record("a refused refresh token gave a token") } catch let error as OAuthError {
+        do { _ = try await coordinator.accessToken(); Issue.record("a refused refresh token gave a token") } catch let
+            error as OAuthError
+        {
             #expect(error.code == OAuthError.invalidGrant)
         }
         #expect(try await fixture.storage.load("k")?.session.state == .needsReauthentication)
@@ -192,7 +212,9 @@ struct RefreshCoordinatorClockTests {
         }
         // Final: no further refresh, however long the app waits.
         fixture.clock.advance(by: 3600)
-        do { _ = try await coordinator.accessToken(); Issue.record("refreshed a session marked for re-authentication") } catch let error as OAuthError {
+        do {
+            _ = try await coordinator.accessToken(); Issue.record("refreshed a session marked for re-authentication")
+        } catch let error as OAuthError {
             #expect(error.code == OAuthError.needsLogin)
         }
         #expect(fixture.refresher.calls == 1)
@@ -204,7 +226,9 @@ struct TestClockSleepTests {
     @Test func aSleeperWakesOnlyWhenTheClockPassesItsDeadline() async throws {
         let clock = TestClock()
         let woke = Counter()
-        let sleeper = Task { try await clock.sleep(for: 10); woke.increment() }
+        let sleeper = Task {
+            try await clock.sleep(for: 10); woke.increment()
+        }
         try await waitUntil("the sleeper sleeps") { clock.sleepers == 1 }
         clock.advance(by: 9.5)
         try await Task.sleep(nanoseconds: 50_000_000)
@@ -212,7 +236,7 @@ struct TestClockSleepTests {
         clock.advance(by: 0.5)
         try await sleeper.value
         #expect(woke.value == 1 && clock.sleepers == 0)
-        try await clock.sleep(for: 0)   // nothing to wait for
+        try await clock.sleep(for: 0) // nothing to wait for
     }
 
     @Test func aCancelledSleeperThrowsCancellationError() async throws {
@@ -257,14 +281,18 @@ struct ClockFixture {
     /// expired) after a lifetime of `lifetime`.
     func seed(expiresIn: TimeInterval, lifetime: TimeInterval = 3600) async throws {
         let expiresAt = clock.now.addingTimeInterval(expiresIn)
-        let tokens = TokenSet(accessToken: "access-0", refreshToken: "refresh-0", expiresAt: expiresAt,
-                              requestedAt: expiresAt.addingTimeInterval(-lifetime))
-        try await storage.replace(OAuthSession(issuer: "https://id.example.com", clientID: "app", tokens: tokens), key: "k")
+        let tokens = TokenSet(
+            accessToken: "access-0", refreshToken: "refresh-0", expiresAt: expiresAt,
+            requestedAt: expiresAt.addingTimeInterval(-lifetime))
+        try await storage.replace(
+            OAuthSession(issuer: "https://id.example.com", clientID: "app", tokens: tokens), key: "k")
     }
 
     func coordinator(storage: (any SessionStorage)? = nil) -> RefreshCoordinator {
         let refresher = self.refresher
-        return RefreshCoordinator(key: "k", storage: storage ?? self.storage, configuration: configuration) { try await refresher.refresh($0) }
+        return RefreshCoordinator(key: "k", storage: storage ?? self.storage, configuration: configuration) {
+            try await refresher.refresh($0)
+        }
     }
 }
 
@@ -307,8 +335,9 @@ final class ScriptedRefresher: Sendable {
 
     private func tokens(_ call: Int, lifetime: TimeInterval) -> TokenSet {
         let now = clock.now
-        return TokenSet(accessToken: "access-\(call)", refreshToken: "refresh-\(call)", expiresAt: now.addingTimeInterval(lifetime),
-                        requestedAt: now)
+        return TokenSet(
+            accessToken: "access-\(call)", refreshToken: "refresh-\(call)", expiresAt: now.addingTimeInterval(lifetime),
+            requestedAt: now)
     }
 }
 
@@ -334,30 +363,40 @@ final class SaveFailingStorage: SessionStorage {
     var failedSaves: Int { state.withLock { $0.failed } }
 
     func load(_ key: String) async throws -> StoredSession? { try await base.load(key) }
-    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws
+        -> Int64
+    {
         // The record of a refresh about to be sent is written; the writes of answers fail.
-        let fail = session.attributes[RefreshCoordinator.rotationAttribute] == nil && state.withLock { state -> Bool in
-            guard state.remaining > 0 else { return false }
-            state.remaining -= 1
-            state.failed += 1
-            return true
-        }
+        let fail =
+            session.attributes[RefreshCoordinator.rotationAttribute] == nil
+            && state.withLock { state -> Bool in
+                guard state.remaining > 0 else { return false }
+                state.remaining -= 1
+                state.failed += 1
+                return true
+            }
         if fail { throw OAuthError(OAuthError.storeUnavailable, "scripted: the store cannot be written") }
         return try await base.save(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
     }
-    func replace(_ session: OAuthSession, key: String) async throws -> Int64 { try await base.replace(session, key: key) }
+    func replace(_ session: OAuthSession, key: String) async throws -> Int64 {
+        try await base.replace(session, key: key)
+    }
     func delete(_ key: String) async throws -> Bool { try await base.delete(key) }
     func keys() async throws -> [String] { try await base.keys() }
     func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {
         try await base.acquireLease(name, ttl: ttl, timeout: timeout)
     }
-    func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease { try await base.renewLease(lease, ttl: ttl) }
+    func renewLease(_ lease: SessionLease, ttl: TimeInterval) async throws -> SessionLease {
+        try await base.renewLease(lease, ttl: ttl)
+    }
     func releaseLease(_ lease: SessionLease) async throws { try await base.releaseLease(lease) }
 }
 
 extension OAuthError {
     /// A scripted network failure (retried with backoff).
-    static var transientFailure: OAuthError { OAuthError(OAuthError.transient, "scripted: the provider is unreachable") }
+    static var transientFailure: OAuthError {
+        OAuthError(OAuthError.transient, "scripted: the provider is unreachable")
+    }
 }
 
 /// Polls `condition` (in real time, up to 90 s: a full run on 2 busy cores has starved the

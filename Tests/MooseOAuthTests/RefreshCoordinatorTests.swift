@@ -49,14 +49,19 @@ struct CoordinatorFixture {
         var expired = tokens
         expired.expiresAt = Date().addingTimeInterval(-5)
         original = expired
-        try sessions.replaceNow(OAuthSession(issuer: TestIdP.issuer, clientID: "moose-cli", tokens: expired), key: "default")
+        try sessions.replaceNow(
+            OAuthSession(issuer: TestIdP.issuer, clientID: "moose-cli", tokens: expired), key: "default")
         spy = TokenEndpointSpy(TestIdP.transport)
         client = OAuthClient(metadata: try await TestIdP.metadata(), clientID: "moose-cli", transport: spy)
     }
 
-    func coordinator(_ configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) -> RefreshCoordinator {
+    func coordinator(_ configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration())
+        -> RefreshCoordinator
+    {
         let client = self.client
-        return RefreshCoordinator(key: "default", storage: sessions, configuration: configuration) { try await client.refresh($0) }
+        return RefreshCoordinator(key: "default", storage: sessions, configuration: configuration) {
+            try await client.refresh($0)
+        }
     }
 
     func cleanUp() { try? FileManager.default.removeItem(at: folder) }
@@ -67,7 +72,7 @@ struct RefreshCoordinatorTests {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         let coordinator = fixture.coordinator()
-        #expect(coordinator.cachedAccessToken() == nil)   // expired: the hot path says so without a hop
+        #expect(coordinator.cachedAccessToken() == nil) // expired: the hot path says so without a hop
         let tokens = try await withThrowingTaskGroup(of: AccessToken.self) { group in
             for _ in 0..<1000 { group.addTask { try await coordinator.accessToken() } }
             var all: [AccessToken] = []
@@ -125,7 +130,7 @@ struct RefreshCoordinatorTests {
     @Test func invalidGrantReachesEveryWaiterAndIsFinal() async throws {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
-        _ = await fixture.client.logout(fixture.original)   // revoke the refresh token at the provider
+        _ = await fixture.client.logout(fixture.original) // revoke the refresh token at the provider
         let callsBefore = fixture.spy.tokenCalls
         let coordinator = fixture.coordinator()
         let results = await withTaskGroup(of: (any Error)?.self) { group in
@@ -196,7 +201,7 @@ struct RefreshCoordinatorTests {
         let client = APIClient(transport: TestIdP.transport, middlewares: [AuthMiddleware(coordinator: coordinator)])
         let info = try await client.json(from: UserInfoEndpoint())
         #expect(info["sub"]?.string != nil)
-        #expect(fixture.spy.tokenCalls == 1)   // the expired token was refreshed before the first request
+        #expect(fixture.spy.tokenCalls == 1) // the expired token was refreshed before the first request
 
         // A token the provider refuses although it looks valid here: one 401, one refresh, one
         // more send — with RetryPolicy.none too (it used to spend the refresh and then fail as
@@ -205,8 +210,9 @@ struct RefreshCoordinatorTests {
         session.tokens.accessToken = "revoked-but-unexpired"
         session.tokens.expiresAt = Date().addingTimeInterval(3600)
         try fixture.sessions.replaceNow(session, key: "default")
-        let strict = APIClient(transport: TestIdP.transport, middlewares: [AuthMiddleware(coordinator: fixture.coordinator())],
-                               retryPolicy: .none)
+        let strict = APIClient(
+            transport: TestIdP.transport, middlewares: [AuthMiddleware(coordinator: fixture.coordinator())],
+            retryPolicy: .none)
         let again = try await strict.json(from: UserInfoEndpoint())
         #expect(again["sub"]?.string != nil)
         #expect(fixture.spy.tokenCalls == 2)
@@ -217,17 +223,21 @@ struct RefreshCoordinatorRobustnessTests {
     @Test func aReadOnlyStoreSpendsNoRefreshToken() async throws {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
-        let readOnly = try SecretStore(path: fixture.folder.appendingPathComponent("store.sqlite").path,
-                                       masterKey: .raw(fixture.key), readOnly: true)
+        let readOnly = try SecretStore(
+            path: fixture.folder.appendingPathComponent("store.sqlite").path,
+            masterKey: .raw(fixture.key), readOnly: true)
         let client = fixture.client
-        let coordinator = RefreshCoordinator(key: "default", storage: EncryptedSessionStorage(store: readOnly)) { try await client.refresh($0) }
+        let coordinator = RefreshCoordinator(key: "default", storage: EncryptedSessionStorage(store: readOnly)) {
+            try await client.refresh($0)
+        }
         do {
             _ = try await coordinator.accessToken()
             Issue.record("refreshed with a read-only store")
         } catch let error as OAuthError {
             #expect(error.code == OAuthError.storeUnavailable, "\(error)")
         }
-        #expect(fixture.spy.tokenCalls == 0, "a refresh token was spent although the store could not keep its successor")
+        #expect(
+            fixture.spy.tokenCalls == 0, "a refresh token was spent although the store could not keep its successor")
         // The old refresh token still works: nothing was lost.
         #expect(try await fixture.client.refresh(fixture.original).accessToken.isEmpty == false)
     }
@@ -262,7 +272,7 @@ struct RefreshCoordinatorRobustnessTests {
             var session = try #require(try sessions.loadNow("default")?.session)
             session.tokens = rotated
             try sessions.replaceNow(session, key: "default")
-            return try await client.refresh(old)   // the old refresh token: invalid_grant
+            return try await client.refresh(old) // the old refresh token: invalid_grant
         }
         let token = try await b.accessToken()
         let stored = try #require(try sessions.loadNow("default")?.session)
@@ -338,7 +348,9 @@ struct RefreshCoordinatorRobustnessTests {
             started.withLock { $0 = true }
             // The order is the point, not the timing: the loser's answer comes after the winner's commit.
             let deadline = Date().addingTimeInterval(60)
-            while try sessions.loadNow("default")?.session.tokens.refreshToken == original.refreshToken, Date() < deadline {
+            while try sessions.loadNow("default")?.session.tokens.refreshToken == original.refreshToken,
+                Date() < deadline
+            {
                 try await Task.sleep(nanoseconds: 20_000_000)
             }
             var graced = old.tokens
@@ -349,7 +361,7 @@ struct RefreshCoordinatorRobustnessTests {
         }
         async let lost = loser.accessToken()
         while !started.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
-        try await Task.sleep(nanoseconds: 400_000_000)   // the loser's lease has lapsed
+        try await Task.sleep(nanoseconds: 400_000_000) // the loser's lease has lapsed
         let winner = try await fixture.coordinator(configuration).refreshNow()
         let adopted = try await lost
         #expect(adopted.value == winner.value, "the loser's tokens overwrote the winner's or were handed out")
@@ -378,11 +390,11 @@ struct RefreshCoordinatorRobustnessTests {
         let successor = RefreshCoordinator(key: "default", storage: sessions, configuration: configuration) { old in
             takenOver.withLock { $0 = true }
             while !answered.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
-            return try await client.refresh(old)   // the spent refresh token: invalid_grant
+            return try await client.refresh(old) // the spent refresh token: invalid_grant
         }
         async let first = lapsed.accessToken()
         while !started.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
-        try await Task.sleep(nanoseconds: 400_000_000)   // the first holder's lease has lapsed
+        try await Task.sleep(nanoseconds: 400_000_000) // the first holder's lease has lapsed
         let second = try await successor.refreshNow()
         let firstToken = try await first
         #expect(firstToken.value == second.value, "the refused holder did not adopt the first answer")
@@ -398,8 +410,9 @@ struct RefreshCoordinatorRobustnessTests {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         // Another "process" took the lease and died: the lease lapses after its ttl, then we refresh.
-        let dead = try #require(try fixture.sessions.store.tryAcquireLease(name: "refresh:default", ttl: 1.5, as: SessionLease.self))
-        _ = dead   // never released, as after kill -9
+        let dead = try #require(
+            try fixture.sessions.store.tryAcquireLease(name: "refresh:default", ttl: 1.5, as: SessionLease.self))
+        _ = dead // never released, as after kill -9
         let started = Date()
         let token = try await fixture.coordinator().accessToken()
         #expect(Date().timeIntervalSince(started) >= 1.2)
@@ -424,18 +437,24 @@ final class FaultyStorage: SessionStorage, Sendable {
     var failedSaves: Int { state.withLock { $0.failed } }
 
     func load(_ key: String) async throws -> StoredSession? { try await base.load(key) }
-    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws
+        -> Int64
+    {
         // The record of a refresh about to be sent is written; the fenced writes of answers fail.
-        let fail = lease != nil && session.attributes[RefreshCoordinator.rotationAttribute] == nil && state.withLock { state -> Bool in
-            guard state.remaining > 0 else { return false }
-            state.remaining -= 1
-            state.failed += 1
-            return true
-        }
+        let fail =
+            lease != nil && session.attributes[RefreshCoordinator.rotationAttribute] == nil
+            && state.withLock { state -> Bool in
+                guard state.remaining > 0 else { return false }
+                state.remaining -= 1
+                state.failed += 1
+                return true
+            }
         if fail { throw OAuthError.injectedStoreFailure }
         return try await base.save(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
     }
-    func replace(_ session: OAuthSession, key: String) async throws -> Int64 { try await base.replace(session, key: key) }
+    func replace(_ session: OAuthSession, key: String) async throws -> Int64 {
+        try await base.replace(session, key: key)
+    }
     func delete(_ key: String) async throws -> Bool { try await base.delete(key) }
     func keys() async throws -> [String] { try await base.keys() }
     func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {

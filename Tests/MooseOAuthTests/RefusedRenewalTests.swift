@@ -14,20 +14,23 @@ struct RefusedRenewalTests {
             #"{"access_token":"cc-1","token_type":"Bearer","expires_in":3600}"#,
             #"{"error":"invalid_grant","error_description":"assertion expired"}"#,
             #"{"error":"invalid_client","error_description":"secret rotated"}"#,
-            #"{"access_token":"cc-4","token_type":"Bearer","expires_in":3600}"#,
+            #"{"access_token":"cc-4","token_type":"Bearer","expires_in":3600}"#
         ])
         let transport = ScriptedTransport { request in
             let path = request.url?.path ?? ""
             if path.hasSuffix("/.well-known/openid-configuration") {
-                return .json(#"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#)
+                return .json(
+                    #"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#
+                )
             }
             guard path.hasSuffix("/token") else { return .json("{}", status: .notFound) }
             let next = answers.withLock { $0.isEmpty ? "{}" : $0.removeFirst() }
             return .json(next, status: next.contains("\"error\"") ? .badRequest : .ok)
         }
         let storage = InMemorySessionStorage()
-        let moose = TokenManager(issuer: "https://id.example.com", clientID: "svc", authentication: .clientSecretBasic("s"),
-                                 storage: storage, transport: transport, scopes: ["read"])
+        let moose = TokenManager(
+            issuer: "https://id.example.com", clientID: "svc", authentication: .clientSecretBasic("s"),
+            storage: storage, transport: transport, scopes: ["read"])
         let events = moose.events
         let seen = Task { () -> [String] in
             var names: [String] = []
@@ -37,7 +40,7 @@ struct RefusedRenewalTests {
                 case .needsReauthentication: names.append("needsReauthentication")
                 case .refreshed:
                     names.append("refreshed")
-                    if names.contains("failed:invalidClient") { return names }   // the renewal after both refusals
+                    if names.contains("failed:invalidClient") { return names } // the renewal after both refusals
                 case .loggedOut: names.append("loggedOut")
                 }
             }
@@ -49,9 +52,12 @@ struct RefusedRenewalTests {
 
         var refused: OAuthError?
         do { _ = try await moose.coordinator.refresh(rejecting: first) } catch { refused = error as? OAuthError }
-        #expect(refused?.code == OAuthError.renewalRefused && refused?.oauthError == "invalid_grant" && refused?.errorDescription == "assertion expired",
-                "\(String(describing: refused))")
-        #expect(try await storage.load("default")?.session.state == .active, "a refused renewal does not mark the session")
+        #expect(
+            refused?.code == OAuthError.renewalRefused && refused?.oauthError == "invalid_grant"
+                && refused?.errorDescription == "assertion expired",
+            "\(String(describing: refused))")
+        #expect(
+            try await storage.load("default")?.session.state == .active, "a refused renewal does not mark the session")
 
         let client = await errorCode { _ = try await moose.coordinator.refreshNow() }
         #expect(client == OAuthError.invalidClient)
@@ -69,18 +75,27 @@ struct RefusedRenewalTests {
 /// the resource's metadata cannot be fetched (the resource is down): nothing revoked, said so, wiped.
 struct ResourceLogoutWithoutDiscoveryTests {
     @Test func aResourceLogoutWipesWhenDiscoveryFails() async throws {
-        let transport = ScriptedTransport { request in throw HTTPRequestError.transportFailure("the resource is down", request) }
+        let transport = ScriptedTransport { request in
+            throw HTTPRequestError.transportFailure("the resource is down", request)
+        }
         let storage = InMemorySessionStorage()
         let resource = "https://mcp.example.com/mcp"
-        let session = OAuthSession(issuer: "https://id.example.com", clientID: "dyn-1", tokens: TokenSet(accessToken: "at", refreshToken: "rt"),
-                                   resource: resource)
-        try await storage.replace(session, key: OAuthSession.storageKey(issuer: "https://id.example.com", resource: resource))
-        try await storage.replace(OAuthSession(issuer: "https://id.example.com", clientID: "other", tokens: TokenSet(accessToken: "x"),
-                                               resource: "https://other.example.com/"), key: "unrelated")
+        let session = OAuthSession(
+            issuer: "https://id.example.com", clientID: "dyn-1",
+            tokens: TokenSet(accessToken: "at", refreshToken: "rt"),
+            resource: resource)
+        try await storage.replace(
+            session, key: OAuthSession.storageKey(issuer: "https://id.example.com", resource: resource))
+        try await storage.replace(
+            OAuthSession(
+                issuer: "https://id.example.com", clientID: "other", tokens: TokenSet(accessToken: "x"),
+                resource: "https://other.example.com/"), key: "unrelated")
         let manager = try ResourceTokenManager(resource: resource, storage: storage, transport: transport)
         let result = await manager.logout()
         #expect(result.hadSession && result.wipeError == nil)
-        #expect(result.revocationError?.message.contains("nothing was revoked") == true, "\(String(describing: result.revocationError))")
+        #expect(
+            result.revocationError?.message.contains("nothing was revoked") == true,
+            "\(String(describing: result.revocationError))")
         #expect(try await storage.keys() == ["unrelated"], "the resource's session was not wiped, or another one was")
     }
 }

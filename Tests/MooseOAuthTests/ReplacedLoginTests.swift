@@ -11,9 +11,12 @@ import Testing
 /// no valid refresh token is left behind with no one holding it. Against the test IdP, in a real store.
 struct ReplacedLoginTests {
     @Test func theReplacedRefreshTokenIsRevokedSequentiallyAndConcurrently() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-replaced-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moose-replaced-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SecretStore(path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        let store = try SecretStore(
+            path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32))
+        )
         let engine = SessionEngine(key: "default", storage: EncryptedSessionStorage(store: store))
         let client = try await TestIdP.client("moose-cli")
 
@@ -22,7 +25,9 @@ struct ReplacedLoginTests {
         let (_, second, _) = try await LoginIntegrationTests.login(scopes: ["openid"])
         try await engine.completeLogin(first, client: client)
         try await engine.completeLogin(second, client: client)
-        await #expect(throws: OAuthError.self, "the replaced refresh token still works") { _ = try await client.refresh(first) }
+        await #expect(throws: OAuthError.self, "the replaced refresh token still works") {
+            _ = try await client.refresh(first)
+        }
         let stored = try #require(try await engine.storage.load("default")).session.tokens
         #expect(stored.refreshToken == second.refreshToken)
 
@@ -38,6 +43,6 @@ struct ReplacedLoginTests {
             _ = try await client.refresh(lost)
         }
         await #expect(throws: OAuthError.self) { _ = try await client.refresh(second) }
-        _ = try await client.refresh(kept)   // the kept session is live
+        _ = try await client.refresh(kept) // the kept session is live
     }
 }

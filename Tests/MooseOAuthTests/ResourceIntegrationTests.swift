@@ -21,9 +21,13 @@ struct GlewlwydResourceTests {
         }
     }
 
-    static func validator(_ metadata: ProviderMetadata, _ clientID: String, _ transport: any HTTPTransport) throws -> IDTokenValidator {
-        IDTokenValidator(issuer: metadata.issuer, clientID: clientID, jwks: JWKSCache(url: try #require(metadata.jwksURI), transport: transport),
-                         algorithms: [.rs256, .es256, .eddsa])
+    static func validator(_ metadata: ProviderMetadata, _ clientID: String, _ transport: any HTTPTransport) throws
+        -> IDTokenValidator
+    {
+        IDTokenValidator(
+            issuer: metadata.issuer, clientID: clientID,
+            jwks: JWKSCache(url: try #require(metadata.jwksURI), transport: transport),
+            algorithms: [.rs256, .es256, .eddsa])
     }
 
     /// Registers a client (RFC 7591), logs in with it, keeps the registration sealed with the session
@@ -38,29 +42,41 @@ struct GlewlwydResourceTests {
             try metadata.requireS256()
             let port: UInt16 = 53684
             // Glewlwyd stores "none" as a confidential client without a secret unless told otherwise (its README).
-            let request = ClientRegistrationRequest(clientName: "moose-test-\(UUID().uuidString.prefix(8))",
-                                                    redirectURIs: ["http://127.0.0.1:\(port)/callback"],
-                                                    extra: [("client_confidential", false)])
+            let request = ClientRegistrationRequest(
+                clientName: "moose-test-\(UUID().uuidString.prefix(8))",
+                redirectURIs: ["http://127.0.0.1:\(port)/callback"],
+                extra: [("client_confidential", false)])
             let registered = try await ClientRegistration.register(request, with: metadata, transport: transport)
             let accessToken = try #require(registered.registrationAccessToken)
             #expect(registered.registrationClientURI != nil && !registered.description.contains(accessToken))
 
-            let client = OAuthClient(metadata: metadata, clientID: registered.clientID, authentication: registered.authentication, transport: transport)
+            let client = OAuthClient(
+                metadata: metadata, clientID: registered.clientID, authentication: registered.authentication,
+                transport: transport)
             let agent = try Self.signingIn(port: port)
-            let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent,
-                                             idTokens: try Self.validator(metadata, registered.clientID, transport))
+            let flow = AuthorizationCodeFlow(
+                client: client, redirectURI: agent.redirectURI, userAgent: agent,
+                idTokens: try Self.validator(metadata, registered.clientID, transport))
             let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid", "offline_access"]))
 
-            let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-registration-\(UUID().uuidString)")
+            let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "moose-registration-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: home) }
             let path = home.appendingPathComponent("store.sqlite").path
-            let storage = EncryptedSessionStorage(store: try SecretStore(path: path, masterKey: .keyFile(home.appendingPathComponent("key").path)))
-            try await storage.replace(OAuthSession(issuer: metadata.issuer, clientID: registered.clientID, tokens: tokens, registration: registered),
-                                      key: "registered")
-            let files = try FileManager.default.contentsOfDirectory(atPath: home.path).filter { $0.hasPrefix("store.sqlite") }
+            let storage = EncryptedSessionStorage(
+                store: try SecretStore(path: path, masterKey: .keyFile(home.appendingPathComponent("key").path)))
+            try await storage.replace(
+                OAuthSession(
+                    issuer: metadata.issuer, clientID: registered.clientID, tokens: tokens, registration: registered),
+                key: "registered")
+            let files = try FileManager.default.contentsOfDirectory(atPath: home.path).filter {
+                $0.hasPrefix("store.sqlite")
+            }
             for file in files {
                 let bytes = try Data(contentsOf: home.appendingPathComponent(file))
-                #expect(bytes.range(of: Data(accessToken.utf8)) == nil, "the registration access token is sealed, not in \(file)")
+                #expect(
+                    bytes.range(of: Data(accessToken.utf8)) == nil,
+                    "the registration access token is sealed, not in \(file)")
             }
 
             let kept = try #require(try await storage.load("registered")?.session.registration)
@@ -70,8 +86,10 @@ struct GlewlwydResourceTests {
             let answer = try await transport.send(read)
             #expect(answer.status.code == 200, "RFC 7592 read with the kept registration access token")
             #expect(try JSONValue(parsing: Array(answer.body))["client_id"]?.stringValue == registered.clientID)
-            let fresh = try await OAuthClient(metadata: metadata, clientID: kept.clientID, authentication: kept.authentication, transport: transport)
-                .refresh(tokens)
+            let fresh = try await OAuthClient(
+                metadata: metadata, clientID: kept.clientID, authentication: kept.authentication, transport: transport
+            )
+            .refresh(tokens)
             #expect(fresh.refreshToken != nil && !fresh.accessToken.utf8.elementsEqual(tokens.accessToken.utf8))
         }
     }
@@ -89,9 +107,11 @@ struct GlewlwydResourceTests {
             var client = OAuthClient(metadata: metadata, clientID: "moose-public", transport: transport)
             client.resource = "https://api.moose.test"
             let agent = try Self.signingIn(port: 53683)
-            let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent,
-                                             idTokens: try Self.validator(metadata, "moose-public", transport))
-            let tokens = try await flow.authorize(AuthorizationParameters(scopes: ["openid", "api.read", "offline_access"]))
+            let flow = AuthorizationCodeFlow(
+                client: client, redirectURI: agent.redirectURI, userAgent: agent,
+                idTokens: try Self.validator(metadata, "moose-public", transport))
+            let tokens = try await flow.authorize(
+                AuthorizationParameters(scopes: ["openid", "api.read", "offline_access"]))
             #expect(tokens.resource == "https://api.moose.test")
             #expect(try JWT(compact: tokens.accessToken).claims.audience == ["https://api.moose.test"])
             let fresh = try await client.refresh(tokens)

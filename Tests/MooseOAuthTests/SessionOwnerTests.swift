@@ -14,30 +14,41 @@ struct SessionOwnerTests {
     @Test func aManagerOpensACLISessionOfItsClientAndRefusesAnotherClients() async throws {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-owner-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: home) }
-        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""]
-        let login = await runProcessOffThePool([builtExecutable("moose"), "login", "--issuer", TestIdP.issuer, "--client-id", "moose-cli"],
-                                               environment: environment)
+        let environment = [
+            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": ""
+        ]
+        let login = await runProcessOffThePool(
+            [builtExecutable("moose"), "login", "--issuer", TestIdP.issuer, "--client-id", "moose-cli"],
+            environment: environment)
         #expect(login.status == 0, "\(login.output)")
-        let store = try SecretStore(path: home.appendingPathComponent("data/moose/store.sqlite").path,
-                                    masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
+        let store = try SecretStore(
+            path: home.appendingPathComponent("data/moose/store.sqlite").path,
+            masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
         let storage = EncryptedSessionStorage(store: store)
         let made = try #require(try await storage.load("default"))
 
         // Another client pointed at the CLI's key: refused, nothing sent, nothing written.
         let spy = TokenEndpointSpy(TestIdP.transport)
-        let stranger = TokenManager(issuer: TestIdP.issuer, clientID: "moose-confidential", authentication: .clientSecretBasic("x"),
-                                    storage: storage, transport: spy)
+        let stranger = TokenManager(
+            issuer: TestIdP.issuer, clientID: "moose-confidential", authentication: .clientSecretBasic("x"),
+            storage: storage, transport: spy)
         var refused: OAuthError?
         do { _ = try await stranger.accessToken() } catch { refused = error as? OAuthError }
         #expect(refused?.code == OAuthError.invalidConfiguration, "\(String(describing: refused))")
         #expect(refused?.message.contains("belongs to client moose-cli") == true, "\(String(describing: refused))")
-        do { _ = try await stranger.coordinator.refreshNow(); Issue.record("another client renewed the CLI's session") } catch {}
+        do {
+            _ = try await stranger.coordinator.refreshNow(); Issue.record("another client renewed the CLI's session")
+        } catch {}
         #expect(spy.tokenCalls == 0, "another client's manager sent a grant for the CLI's session")
-        #expect(try await storage.load("default")?.generation == made.generation, "another client's manager wrote the CLI's session")
+        #expect(
+            try await storage.load("default")?.generation == made.generation,
+            "another client's manager wrote the CLI's session")
 
         // The same issuer and client (the app the profile was made for): adopted, and renewed.
-        let owner = TokenManager(issuer: TestIdP.issuer, clientID: "moose-cli", storage: storage, transport: TestIdP.transport)
+        let owner = TokenManager(
+            issuer: TestIdP.issuer, clientID: "moose-cli", storage: storage, transport: TestIdP.transport)
         #expect(try await owner.accessToken().value == made.session.tokens.accessToken)
         let renewed = try await owner.coordinator.refreshNow()
         #expect(renewed.value != made.session.tokens.accessToken)

@@ -31,20 +31,27 @@ struct ShortLivedTokenTests {
 
     private func run(_ idp: SecondIdP) async throws {
         let spy = TokenEndpointSpy(URLSessionTransport())
-        let moose = TokenManager(issuer: idp.issuer, clientID: "moose-cli", storage: InMemorySessionStorage(), transport: spy,
-                                 scopes: ["openid"])   // RefreshCoordinator.Configuration() defaults
+        let moose = TokenManager(
+            issuer: idp.issuer, clientID: "moose-cli", storage: InMemorySessionStorage(), transport: spy,
+            scopes: ["openid"]) // RefreshCoordinator.Configuration() defaults
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: URLSessionTransport())
-        try await moose.login(with: .loopback(timeout: 30) { url in
-            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "redirect_uri" }?.value ?? ""
-            try await browser.visit(url, stopAt: redirect)
-        })
+        try await moose.login(
+            with: .loopback(timeout: 30) { url in
+                let redirect =
+                    URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first {
+                        $0.name == "redirect_uri"
+                    }?.value ?? ""
+                try await browser.visit(url, stopAt: redirect)
+            })
         let afterLogin = spy.tokenCalls
         let first = try await moose.accessToken()
         #expect(first.expiresAt.map { $0.timeIntervalSinceNow <= 5.5 } == true, "the provider's tokens live 5 s")
 
         // No refresh before expiry: calls in the first part of the token's life use it.
         for _ in 0..<20 { #expect(try await moose.accessToken().value == first.value) }
-        #expect(spy.tokenCalls == afterLogin, "\(spy.tokenCalls - afterLogin) refreshes of a token that had seconds to live")
+        #expect(
+            spy.tokenCalls == afterLogin, "\(spy.tokenCalls - afterLogin) refreshes of a token that had seconds to live"
+        )
 
         // After expiry: 10 requests at once through the middleware → one refresh, ten answers.
         let expiry = try #require(first.expiresAt)
@@ -56,7 +63,8 @@ struct ShortLivedTokenTests {
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(statuses == Array(repeating: 200, count: 10), "\(statuses)")
-        #expect(spy.tokenCalls - afterLogin == 1, "\(spy.tokenCalls - afterLogin) refreshes for 10 callers after expiry")
+        #expect(
+            spy.tokenCalls - afterLogin == 1, "\(spy.tokenCalls - afterLogin) refreshes for 10 callers after expiry")
 
         // A minute of steady calls (every 100 ms): one refresh per token (refreshed in its last
         // quarter, so every 3.75–5 s), never refused by the loop guard.

@@ -21,18 +21,26 @@ struct TokenManagerTests {
     @Test func loginRequestRefreshAndLogoutThroughOneObject() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-manager-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SecretStore(path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        let store = try SecretStore(
+            path: folder.appendingPathComponent("store.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32))
+        )
         let storage = EncryptedSessionStorage(store: store)
         let spy = TokenEndpointSpy(TestIdP.transport)
         let moose = TokenManager(issuer: TestIdP.issuer, clientID: "moose-cli", storage: storage, transport: spy)
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
-        let user = try await moose.login(with: .loopback(timeout: 30) { url in
-            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "redirect_uri" }?.value ?? ""
-            try await browser.visit(url, stopAt: redirect)
-        })
+        let user = try await moose.login(
+            with: .loopback(timeout: 30) { url in
+                let redirect =
+                    URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first {
+                        $0.name == "redirect_uri"
+                    }?.value ?? ""
+                try await browser.visit(url, stopAt: redirect)
+            })
         #expect(user.state == .active && user.issuer == TestIdP.issuer)
         // The ID token carries only sub: the names come from UserInfo, preferred_username first.
-        #expect(user.displayName == "alice" && user.email == "alice@example.com" && user.name == "Alice Liddell" && user.subject == "1")
+        #expect(
+            user.displayName == "alice" && user.email == "alice@example.com" && user.name == "Alice Liddell"
+                && user.subject == "1")
 
         // Requests get the token; a 401-style refresh goes through the one coordinator.
         let api = APIClient(transport: TestIdP.transport, middlewares: [moose.middleware])
@@ -50,8 +58,12 @@ struct TokenManagerTests {
         let result = await moose.logout()
         #expect(result.refreshTokenRevoked == true && result.endSessionURL != nil)
         #expect(try await storage.load("default") == nil)
-        await #expect(throws: OAuthError.self) { _ = try await OAuthClient(metadata: try await moose.metadata(), clientID: "moose-cli",
-                                                                          transport: TestIdP.transport).refresh(stored) }
+        await #expect(throws: OAuthError.self) {
+            _ = try await OAuthClient(
+                metadata: try await moose.metadata(), clientID: "moose-cli",
+                transport: TestIdP.transport
+            ).refresh(stored)
+        }
         await #expect(throws: OAuthError.self) { _ = try await moose.accessToken() }
     }
 
@@ -62,7 +74,9 @@ struct TokenManagerTests {
         let transport = ScriptedTransport { request in
             let path = (request.url?.path ?? "")
             if path.hasSuffix("/.well-known/openid-configuration") {
-                return .json(#"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","revocation_endpoint":"https://id.example.com/revoke","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#)
+                return .json(
+                    #"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","revocation_endpoint":"https://id.example.com/revoke","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#
+                )
             }
             if path.hasSuffix("/token") {
                 let n = grants.increment()
@@ -71,8 +85,9 @@ struct TokenManagerTests {
             throw HTTPRequestError.transportFailure("the provider is down", request)
         }
         let storage = InMemorySessionStorage()
-        let moose = TokenManager(issuer: "https://id.example.com", clientID: "svc", authentication: .clientSecretBasic("s"),
-                                 storage: storage, transport: transport, scopes: ["read"])
+        let moose = TokenManager(
+            issuer: "https://id.example.com", clientID: "svc", authentication: .clientSecretBasic("s"),
+            storage: storage, transport: transport, scopes: ["read"])
         _ = try await moose.login(with: .clientCredentials)
         let token = try await moose.accessToken()
         #expect(token.value == "cc-1")
@@ -86,5 +101,9 @@ struct TokenManagerTests {
 
 final class LockedCounter: Sendable {
     private let value = Mutex(0)
-    func increment() -> Int { value.withLock { $0 += 1; return $0 } }
+    func increment() -> Int {
+        value.withLock {
+            $0 += 1; return $0
+        }
+    }
 }

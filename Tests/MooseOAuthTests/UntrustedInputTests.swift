@@ -19,7 +19,9 @@ enum RawClient {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard result == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
         return fd
@@ -29,7 +31,9 @@ enum RawClient {
     /// on the cooperative pool).
     static func get(_ port: UInt16, _ target: String) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue(label: "raw-client").async { continuation.resume(with: Result { try getBlocking(port, target) }) }
+            DispatchQueue(label: "raw-client").async {
+                continuation.resume(with: Result { try getBlocking(port, target) })
+            }
         }
     }
 
@@ -56,11 +60,14 @@ struct LoopbackHostileClientTests {
         let agent = try LoopbackUserAgent(timeout: 20) { _ in }
         let port = agent.receiver.port
         let state = "the-real-state"
-        async let callback = agent.authorize(url: URL(string: "https://id.example.com/authorize?state=x")!,
-                                             redirectURI: agent.redirectURI, expectedState: state)
+        async let callback = agent.authorize(
+            url: URL(string: "https://id.example.com/authorize?state=x")!,
+            redirectURI: agent.redirectURI, expectedState: state)
         try await Task.sleep(nanoseconds: 100_000_000)
-        for forged in ["/callback?code=stolen&state=wrong", "/callback?code=stolen", "/callback?error=access_denied",
-                       "/callback?error=access_denied&state=the-real-state%C3%A9", "/callback?state=THE-REAL-STATE&code=x"] {
+        for forged in [
+            "/callback?code=stolen&state=wrong", "/callback?code=stolen", "/callback?error=access_denied",
+            "/callback?error=access_denied&state=the-real-state%C3%A9", "/callback?state=THE-REAL-STATE&code=x"
+        ] {
             let answer = try await RawClient.get(port, forged)
             #expect(answer.hasPrefix("HTTP/1.1 400"), "\(forged): \(answer.prefix(40))")
             #expect(answer.contains("This response was ignored"))
@@ -77,8 +84,9 @@ struct LoopbackHostileClientTests {
     @Test func slowAndIdleConnectionsDoNotDelayTheRealRedirect() async throws {
         let agent = try LoopbackUserAgent(timeout: 30) { _ in }
         let port = agent.receiver.port
-        async let callback = agent.authorize(url: URL(string: "https://id.example.com/authorize")!,
-                                             redirectURI: agent.redirectURI, expectedState: "s1")
+        async let callback = agent.authorize(
+            url: URL(string: "https://id.example.com/authorize")!,
+            redirectURI: agent.redirectURI, expectedState: "s1")
         try await Task.sleep(nanoseconds: 100_000_000)
         let idle = try (0..<10).map { _ in try RawClient.connect(port) }
         let slow = try RawClient.connect(port)
@@ -123,7 +131,8 @@ struct LoopbackHostileClientTests {
         DispatchQueue(label: "wait").async {
             let started = Date()
             do {
-                _ = try receiver.acceptLoop(until: started.addingTimeInterval(1.5), expectedState: "s", cancelled: LockedFlag())
+                _ = try receiver.acceptLoop(
+                    until: started.addingTimeInterval(1.5), expectedState: "s", cancelled: LockedFlag())
                 outcome.value = (Date().timeIntervalSince(started), nil)
             } catch {
                 outcome.value = (Date().timeIntervalSince(started), error)
@@ -131,7 +140,9 @@ struct LoopbackHostileClientTests {
             done.signal()
         }
         await withCheckedContinuation { (resume: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async { done.wait(); resume.resume() }
+            DispatchQueue.global().async {
+                done.wait(); resume.resume()
+            }
         }
         let result = try #require(outcome.value)
         #expect((result.error as? OAuthError)?.code == OAuthError.timedOut, "\(String(describing: result.error))")
@@ -143,10 +154,13 @@ struct LoopbackHostileClientTests {
     @Test func theProvidersErrorIsEscapedOnThePage() async throws {
         let agent = try LoopbackUserAgent(timeout: 20) { _ in }
         let port = agent.receiver.port
-        async let callback = agent.authorize(url: URL(string: "https://id.example.com/authorize")!,
-                                             redirectURI: agent.redirectURI, expectedState: "s2")
+        async let callback = agent.authorize(
+            url: URL(string: "https://id.example.com/authorize")!,
+            redirectURI: agent.redirectURI, expectedState: "s2")
         try await Task.sleep(nanoseconds: 100_000_000)
-        let page = try await RawClient.get(port, "/callback?state=s2&error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E%1B%5B2J")
+        let page = try await RawClient.get(
+            port, "/callback?state=s2&error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E%1B%5B2J"
+        )
         #expect(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
         #expect(!page.contains("<script>") && !page.contains("\u{1B}"))
         #expect(page.contains("<title>Moose — sign-in did not complete</title>"))
@@ -154,7 +168,9 @@ struct LoopbackHostileClientTests {
     }
 
     @Test func requestLineParsingIsStrict() {
-        #expect(LoopbackReceiver.requestTarget(fromHead: Array("GET /callback?a=b HTTP/1.1\r\n\r\n".utf8)) == "/callback?a=b")
+        #expect(
+            LoopbackReceiver.requestTarget(fromHead: Array("GET /callback?a=b HTTP/1.1\r\n\r\n".utf8))
+                == "/callback?a=b")
         #expect(LoopbackReceiver.requestTarget(fromHead: Array("POST /callback HTTP/1.1\r\n".utf8)) == nil)
         #expect(LoopbackReceiver.requestTarget(fromHead: Array("GET http://evil/ HTTP/1.1\r\n".utf8)) == nil)
         #expect(LoopbackReceiver.requestTarget(fromHead: Array("GET /a\u{1B}b HTTP/1.1\r\n".utf8)) == nil)
@@ -164,19 +180,23 @@ struct LoopbackHostileClientTests {
 
 struct AuthorizationResponseIssuerTests {
     func flow(issParameterSupported: Bool?) throws -> AuthorizationCodeFlow {
-        var metadata = ProviderMetadata(issuer: "https://id.example.com", authorizationEndpoint: URL(string: "https://id.example.com/authorize"),
-                                        tokenEndpoint: URL(string: "https://id.example.com/token"))
+        var metadata = ProviderMetadata(
+            issuer: "https://id.example.com", authorizationEndpoint: URL(string: "https://id.example.com/authorize"),
+            tokenEndpoint: URL(string: "https://id.example.com/token"))
         metadata.authorizationResponseIssParameterSupported = issParameterSupported
         let client = OAuthClient(metadata: metadata, clientID: "c", authentication: .none, transport: CurlTransport())
-        return AuthorizationCodeFlow(client: client, redirectURI: URL(string: "http://127.0.0.1:1/callback")!,
-                                     userAgent: try LoopbackUserAgent { _ in }, idTokens: nil)
+        return AuthorizationCodeFlow(
+            client: client, redirectURI: URL(string: "http://127.0.0.1:1/callback")!,
+            userAgent: try LoopbackUserAgent { _ in }, idTokens: nil)
     }
 
     /// RFC 9207: a wrong `iss` (even one canonically equivalent), or none where promised, stops the
     /// flow before the code is redeemed.
     @Test func aWrongOrMissingIssIsRefusedBeforeTheCodeIsUsed() async throws {
-        for (supported, query) in [(true, "iss=https%3A%2F%2Fevil.example"), (nil, "iss=https%3A%2F%2Fevil.example"),
-                                   (true, ""), (false, "iss=https%3A%2F%2Fid.example.com%2F")] {
+        for (supported, query) in [
+            (true, "iss=https%3A%2F%2Fevil.example"), (nil, "iss=https%3A%2F%2Fevil.example"),
+            (true, ""), (false, "iss=https%3A%2F%2Fid.example.com%2F")
+        ] {
             let flow = try flow(issParameterSupported: supported)
             let request = try flow.makeRequest(AuthorizationParameters(scopes: ["profile"]))
             let callback = URL(string: "http://127.0.0.1:1/callback?code=c&state=\(request.state)&\(query)")!
@@ -196,21 +216,27 @@ struct DiscoveryValidationTests {
     }
 
     var complete: [String: Any] {
-        ["issuer": "https://id.example.com", "authorization_endpoint": "https://id.example.com/authorize",
-         "token_endpoint": "https://id.example.com/token", "jwks_uri": "https://id.example.com/jwks",
-         "response_types_supported": ["code"], "subject_types_supported": ["public"],
-         "id_token_signing_alg_values_supported": ["RS256"]]
+        [
+            "issuer": "https://id.example.com", "authorization_endpoint": "https://id.example.com/authorize",
+            "token_endpoint": "https://id.example.com/token", "jwks_uri": "https://id.example.com/jwks",
+            "response_types_supported": ["code"], "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["RS256"]
+        ]
     }
 
     @Test func requiredMembersAreReportedByName() throws {
         _ = try Discovery.parseDocument(document(complete), issuer: "https://id.example.com", kind: .openIDConnect)
         var partial = complete
-        for name in ["jwks_uri", "subject_types_supported", "id_token_signing_alg_values_supported"] { partial[name] = nil }
+        for name in ["jwks_uri", "subject_types_supported", "id_token_signing_alg_values_supported"] {
+            partial[name] = nil
+        }
         do {
             _ = try Discovery.parseDocument(document(partial), issuer: "https://id.example.com", kind: .openIDConnect)
             Issue.record("an incomplete OIDC document was accepted")
         } catch let error as OAuthError {
-            #expect(error.message.contains("lacks jwks_uri, subject_types_supported, id_token_signing_alg_values_supported"))
+            #expect(
+                error.message.contains("lacks jwks_uri, subject_types_supported, id_token_signing_alg_values_supported")
+            )
         }
         // RFC 8414 needs less: no jwks_uri, no subject types.
         var rfc8414 = complete
@@ -219,7 +245,8 @@ struct DiscoveryValidationTests {
         _ = try Discovery.parseDocument(document(rfc8414), issuer: "https://id.example.com", kind: .authorizationServer)
         rfc8414["response_types_supported"] = nil
         #expect(throws: OAuthError.self) {
-            _ = try Discovery.parseDocument(document(rfc8414), issuer: "https://id.example.com", kind: .authorizationServer)
+            _ = try Discovery.parseDocument(
+                document(rfc8414), issuer: "https://id.example.com", kind: .authorizationServer)
         }
     }
 
@@ -227,7 +254,8 @@ struct DiscoveryValidationTests {
         var nfd = complete
         nfd["issuer"] = "https://id.example.com/cafe\u{301}"
         do {
-            _ = try Discovery.parseDocument(document(nfd), issuer: "https://id.example.com/caf\u{E9}", kind: .openIDConnect)
+            _ = try Discovery.parseDocument(
+                document(nfd), issuer: "https://id.example.com/caf\u{E9}", kind: .openIDConnect)
             Issue.record("an NFD issuer matched the NFC one")
         } catch let error as OAuthError {
             #expect(error.code == OAuthError.issuerMismatch)
@@ -237,7 +265,8 @@ struct DiscoveryValidationTests {
     @Test func plainHTTPIsRefusedExceptToLoopback() throws {
         var mixed = complete
         mixed["token_endpoint"] = "http://id.example.com/token"
-        let metadata = try Discovery.parseDocument(document(mixed), issuer: "https://id.example.com", kind: .openIDConnect)
+        let metadata = try Discovery.parseDocument(
+            document(mixed), issuer: "https://id.example.com", kind: .openIDConnect)
         #expect(throws: OAuthError.self) { try metadata.checkTransportSecurity() }
         #expect(TransportSecurity.permits(URL(string: "http://127.0.0.1:8765/token")!))
         #expect(TransportSecurity.permits(URL(string: "http://[::1]:8765/token")!))
@@ -259,8 +288,10 @@ struct DiscoveryValidationTests {
 
 struct ResponseBoundsTests {
     func parse(_ body: String, status: Int = 200) throws -> TokenSet {
-        try TokenResponse.parse(APIResponse(status: HTTPResponse.Status(code: status), body: Data(body.utf8)), requestedAt: Date(timeIntervalSince1970: 1_000),
-                                requestedScopes: [])
+        try TokenResponse.parse(
+            APIResponse(status: HTTPResponse.Status(code: status), body: Data(body.utf8)),
+            requestedAt: Date(timeIntervalSince1970: 1_000),
+            requestedScopes: [])
     }
 
     @Test func hugeExpiresInIsClampedAndEverythingStaysTotal() throws {
@@ -275,8 +306,12 @@ struct ResponseBoundsTests {
 
     @Test func tokensAndTypesThatCouldEscapeAreRefusedOrFlagged() throws {
         #expect(throws: OAuthError.self) { _ = try parse(#"{"access_token":"a\u001bb","token_type":"Bearer"}"#) }
-        #expect(throws: OAuthError.self) { _ = try parse(#"{"access_token":"abc","token_type":"Bearer'; touch /tmp/p; echo '"}"#) }
-        #expect(throws: OAuthError.self) { _ = try parse(#"{"access_token":"abc","refresh_token":"r\nX-Evil: 1","token_type":"Bearer"}"#) }
+        #expect(throws: OAuthError.self) {
+            _ = try parse(#"{"access_token":"abc","token_type":"Bearer'; touch /tmp/p; echo '"}"#)
+        }
+        #expect(throws: OAuthError.self) {
+            _ = try parse(#"{"access_token":"abc","refresh_token":"r\nX-Evil: 1","token_type":"Bearer"}"#)
+        }
         // VSCHAR but not b64token: accepted from the server, refused wherever it would become a header.
         let shell = try parse(#"{"access_token":"x'; touch /tmp/p; echo '","token_type":"Bearer"}"#)
         #expect(!TokenCharacters.isB64Token(shell.accessToken))
@@ -287,13 +322,16 @@ struct ResponseBoundsTests {
 
     @Test func errorBodiesNeverQuoteSecrets() throws {
         do {
-            _ = try parse(#"{"access_token":"SECRET-AT-1234567890","refresh_token":"SECRET-RT-1234567890","message":"nope"}"#, status: 400)
+            _ = try parse(
+                #"{"access_token":"SECRET-AT-1234567890","refresh_token":"SECRET-RT-1234567890","message":"nope"}"#,
+                status: 400)
             Issue.record("a 400 parsed")
         } catch let error as OAuthError {
             #expect(!error.description.contains("SECRET"), "\(error)")
             #expect(error.description.contains("access_token") && error.description.contains("values not shown"))
         }
-        let text = Redaction.body(Array("invalid token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijklmnop here".utf8))
+        let text = Redaction.body(
+            Array("invalid token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijklmnop here".utf8))
         #expect(!text.contains("eyJhbGci"), "\(text)")
     }
 
@@ -306,12 +344,18 @@ struct ResponseBoundsTests {
     /// RFC 8628's interval and expires_in are bounded before use (1e300 trapped `moose login --device`).
     @Test func deviceIntervalsAreBounded() async throws {
         let transport = ScriptedTransport { _ in
-            APIResponse(status: 200, body: Data(#"{"device_code":"d","user_code":"U","verification_uri":"https://id.example.com/device","interval":1e300,"expires_in":1e300}"#.utf8))
+            APIResponse(
+                status: 200,
+                body: Data(
+                    #"{"device_code":"d","user_code":"U","verification_uri":"https://id.example.com/device","interval":1e300,"expires_in":1e300}"#
+                        .utf8))
         }
-        let metadata = ProviderMetadata(issuer: "https://id.example.com", tokenEndpoint: URL(string: "https://id.example.com/token"),
-                                        deviceAuthorizationEndpoint: URL(string: "https://id.example.com/device"))
+        let metadata = ProviderMetadata(
+            issuer: "https://id.example.com", tokenEndpoint: URL(string: "https://id.example.com/token"),
+            deviceAuthorizationEndpoint: URL(string: "https://id.example.com/device"))
         let client = OAuthClient(metadata: metadata, clientID: "c", authentication: .none, transport: transport)
-        let device = try await DeviceAuthorizationFlow(client: client, idTokens: nil) { _ in }.start(AuthorizationParameters())
+        let device = try await DeviceAuthorizationFlow(client: client, idTokens: nil) { _ in }.start(
+            AuthorizationParameters())
         #expect(device.interval == DeviceAuthorization.maximumInterval)
         #expect(device.expiresAt.timeIntervalSinceNow <= DeviceAuthorization.maximumLifetime + 1)
     }

@@ -18,7 +18,8 @@ struct WorkloadManagerTests {
     static func mint() async throws -> String { try await WorkloadPlatform.mint() }
 
     @Test func aManagerLogsInAsAWorkloadAndRenewsACLIsWorkloadSession() async throws {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-workload-manager-\(UUID().uuidString)")
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moose-workload-manager-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: home) }
         let file = home.appendingPathComponent("token")
@@ -27,32 +28,43 @@ struct WorkloadManagerTests {
 
         // An app: the same few lines as an interactive login.
         let storage = InMemorySessionStorage()
-        let app = TokenManager(issuer: Self.issuer, clientID: "moose-ci", storage: storage, transport: URLSessionTransport(), scopes: [],
-                               workload: workload)
+        let app = TokenManager(
+            issuer: Self.issuer, clientID: "moose-ci", storage: storage, transport: URLSessionTransport(), scopes: [],
+            workload: workload)
         let user = try await app.login(with: .workload)
         #expect(user.state == .active)
         let first = try await app.accessToken()
-        try Data(try await Self.mint().utf8).write(to: file)   // the kubelet rotates the file
+        try Data(try await Self.mint().utf8).write(to: file) // the kubelet rotates the file
         let renewed = try await app.coordinator.refreshNow()
         #expect(renewed.value != first.value, "the renewal was not a new grant")
 
         // A session `moose login --workload` made, renewed by a manager in this process on the same store.
-        let environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                           "MOOSE_STORE_KEY": ""]
-        let login = await runProcessOffThePool([builtExecutable("moose"), "login", "--workload", "file:" + file.path, "--issuer", Self.issuer,
-                                                "--client-id", "moose-ci", "--audience", Self.audience], environment: environment)
+        let environment = [
+            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "MOOSE_STORE_KEY": ""
+        ]
+        let login = await runProcessOffThePool(
+            [
+                builtExecutable("moose"), "login", "--workload", "file:" + file.path, "--issuer", Self.issuer,
+                "--client-id", "moose-ci", "--audience", Self.audience
+            ], environment: environment)
         #expect(login.status == 0, "\(login.output)")
-        let store = try SecretStore(path: home.appendingPathComponent("data/moose/store.sqlite").path,
-                                    masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
+        let store = try SecretStore(
+            path: home.appendingPathComponent("data/moose/store.sqlite").path,
+            masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
         let shared = EncryptedSessionStorage(store: store)
         let made = try #require(try await shared.load("default")).session
         try Data(try await Self.mint().utf8).write(to: file)
-        let service = TokenManager(issuer: Self.issuer, clientID: "moose-ci", storage: shared, transport: URLSessionTransport(), scopes: [],
-                                   workload: workload)
+        let service = TokenManager(
+            issuer: Self.issuer, clientID: "moose-ci", storage: shared, transport: URLSessionTransport(), scopes: [],
+            workload: workload)
         let fresh = try await service.coordinator.refreshNow()
         #expect(fresh.value != made.tokens.accessToken, "the CLI's workload session was not renewed")
         // …and the CLI serves what the manager committed.
         let token = await runProcessOffThePool([builtExecutable("moose"), "token"], environment: environment)
-        #expect(token.status == 0 && token.output.trimmingCharacters(in: .whitespacesAndNewlines) == fresh.value, "\(token.output)")
+        #expect(
+            token.status == 0 && token.output.trimmingCharacters(in: .whitespacesAndNewlines) == fresh.value,
+            "\(token.output)")
     }
 }

@@ -51,7 +51,9 @@ final class GrantCounter: HTTPTransport, @unchecked Sendable {
     init(_ inner: any HTTPTransport) { self.inner = inner }
     var count: Int { grants.withLock { $0 } }
     func send(_ request: APIRequest) async throws -> APIResponse {
-        if request.method == .post, let body = request.body, String(decoding: body, as: UTF8.self).contains("grant_type=") {
+        if request.method == .post, let body = request.body,
+            String(decoding: body, as: UTF8.self).contains("grant_type=")
+        {
             grants.withLock { $0 += 1 }
         }
         return try await inner.send(request)
@@ -66,24 +68,30 @@ struct Service {
 
     init() async throws {
         grants = GrantCounter(Shared.transport)
-        moose = TokenManager(issuer: TestIdentityProvider.issuer, clientID: "moose-service",
-                             authentication: .clientSecretBasic("moose-service-secret"), storage: storage,
-                             key: "svc-\(UUID().uuidString)", transport: grants, scopes: ["read"])
+        moose = TokenManager(
+            issuer: TestIdentityProvider.issuer, clientID: "moose-service",
+            authentication: .clientSecretBasic("moose-service-secret"), storage: storage,
+            key: "svc-\(UUID().uuidString)", transport: grants, scopes: ["read"])
         try await moose.login(with: .clientCredentials)
     }
 
     /// The generated client for `server`, with `middlewares` (default: Moose's alone).
-    func client(_ server: SpawnedServer, middlewares: [any ClientMiddleware]? = nil,
-                transport: (any ClientTransport)? = nil) -> Client {
-        Client(serverURL: server.url, transport: transport ?? Shared.openAPITransport,
-               middlewares: middlewares ?? [AccessTokenMiddleware(coordinator: moose.coordinator)])
+    func client(
+        _ server: SpawnedServer, middlewares: [any ClientMiddleware]? = nil,
+        transport: (any ClientTransport)? = nil
+    ) -> Client {
+        Client(
+            serverURL: server.url, transport: transport ?? Shared.openAPITransport,
+            middlewares: middlewares ?? [AccessTokenMiddleware(coordinator: moose.coordinator)])
     }
 
     /// Revokes `token` at the IdP (RFC 7009): the API refuses it from now on, the coordinator still holds it.
     func revoke(_ token: AccessToken) async throws {
-        try await OAuthClient(metadata: try await moose.metadata(), clientID: "moose-service",
-                              authentication: .clientSecretBasic("moose-service-secret"), transport: Shared.transport)
-            .revoke(token.value, hint: "access_token")
+        try await OAuthClient(
+            metadata: try await moose.metadata(), clientID: "moose-service",
+            authentication: .clientSecretBasic("moose-service-secret"), transport: Shared.transport
+        )
+        .revoke(token.value, hint: "access_token")
     }
 
     /// Makes the stored token look expired to this process (and forgets the in-memory copy).
@@ -102,10 +110,12 @@ func fingerprint(_ token: String) -> String { Hex.encode(DigestAlgorithm.sha256.
 struct Stats {
     let json: JSON
     static func reset(_ server: SpawnedServer) async throws {
-        _ = try await Shared.transport.send(APIRequest(method: .post, url: server.url.appendingPathComponent("_test/reset")))
+        _ = try await Shared.transport.send(
+            APIRequest(method: .post, url: server.url.appendingPathComponent("_test/reset")))
     }
     static func read(_ server: SpawnedServer) async throws -> Stats {
-        let response = try await Shared.transport.send(APIRequest(url: server.url.appendingPathComponent("_test/stats")))
+        let response = try await Shared.transport.send(
+            APIRequest(url: server.url.appendingPathComponent("_test/stats")))
         return Stats(json: try JSONDecoder().decode(JSON.self, from: response.body))
     }
     func count(_ key: String) -> Int { Int(json[key]?.number ?? -1) }
@@ -174,7 +184,9 @@ struct AccessTokenMiddlewareTests {
         let raced = RaceOnce(inner: Shared.openAPITransport) { _ = try await coordinator.refresh(rejecting: old) }
         let me = try await service.client(api, transport: raced).getMe().ok.body.json
         let current = try await service.moose.accessToken()
-        #expect(service.grants.count == 2, "login + the other caller's refresh; the 401 for the replaced token refreshed nothing")
+        #expect(
+            service.grants.count == 2,
+            "login + the other caller's refresh; the 401 for the replaced token refreshed nothing")
         #expect(me.tokenFingerprint == fingerprint(current.value))
         let stats = try await Stats.read(api)
         #expect(stats.refused(fingerprint(old.value)) == 1 && stats.accepted(fingerprint(current.value)) == 1)
@@ -204,7 +216,9 @@ struct AccessTokenMiddlewareTests {
             #expect(oauth?.code == OAuthError.tokenRejected, "got \(error)")
             #expect(oauth?.message.contains("only once") == true)
             // What the server said: the 401 and its challenge, parsed.
-            #expect(oauth?.status == 401 && oauth?.challenges.first?.hasScheme("Bearer") == true, "got \(String(describing: oauth))")
+            #expect(
+                oauth?.status == 401 && oauth?.challenges.first?.hasScheme("Bearer") == true,
+                "got \(String(describing: oauth))")
             #expect(oauth?.challenges.first?["error"] == "invalid_token")
         }
         #expect(service.grants.count == 2, "the rejected token was refreshed all the same")
@@ -216,15 +230,17 @@ struct AccessTokenMiddlewareTests {
         // token, revoked before its first use: the API caches introspection answers for 3 s.)
         let second = try await service.moose.coordinator.refreshNow()
         try await service.revoke(second)
-        let echoed = try await service.client(api).echo(body: .json(.init(additionalProperties: try OpenAPIObjectContainer(unvalidatedValue: ["n": 7]))))
+        let echoed = try await service.client(api).echo(
+            body: .json(.init(additionalProperties: try OpenAPIObjectContainer(unvalidatedValue: ["n": 7]))))
         #expect(try echoed.ok.body.json.additionalProperties.value["n"] as? Int == 7)
         #expect(service.grants.count == 4, "login, the stream's refresh, refreshNow, the JSON body's refresh")
         let stats = try await Stats.read(api)
         var recent: [JSON] = []
         if case .array(let items)? = stats.json["recent"] { recent = items }
         let echoes = recent.filter { $0["path"]?.string == "/v1/echo" }
-        #expect(echoes.map { $0["outcome"]?.string ?? "" } == ["refused", "accepted", "refused", "accepted"],
-                "stream: refused once, not resent; the caller's try: accepted; JSON body: refused, resent, accepted")
+        #expect(
+            echoes.map { $0["outcome"]?.string ?? "" } == ["refused", "accepted", "refused", "accepted"],
+            "stream: refused once, not resent; the caller's try: accepted; JSON body: refused, resent, accepted")
     }
 
     /// A 403 insufficient_scope is a typed error naming the scope, and is not retried.
@@ -241,8 +257,9 @@ struct AccessTokenMiddlewareTests {
             #expect(oauth?.requiredScopes == ["write"] && oauth?.status == 403)
         }
         let stats = try await Stats.read(scoped)
-        #expect(stats.count("insufficient_scope") == 1 && stats.count("accepted") == 0 && stats.count("refused") == 0,
-                "one call, refused for its scope, not sent again")
+        #expect(
+            stats.count("insufficient_scope") == 1 && stats.count("accepted") == 0 && stats.count("refused") == 0,
+            "one call, refused for its scope, not sent again")
         #expect(service.grants.count == 1, "no refresh for a scope problem")
     }
 
@@ -255,7 +272,8 @@ struct AccessTokenMiddlewareTests {
         try await service.revoke(old)
         let retry = Recorder(name: "retry"), logging = Recorder(name: "logging")
         let api = try await Shared.api()
-        let client = service.client(api, middlewares: [retry, AccessTokenMiddleware(coordinator: service.moose.coordinator), logging])
+        let client = service.client(
+            api, middlewares: [retry, AccessTokenMiddleware(coordinator: service.moose.coordinator), logging])
         _ = try await client.getMe().ok
         let fresh = try await service.moose.accessToken()
         #expect(retry.seen == ["retry 200"])
@@ -271,10 +289,15 @@ extension Service {
         var request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/echo")
         request.headerFields[.contentType] = "application/json"
         do {
-            let (response, _) = try await middleware.intercept(request, body: body, baseURL: server.url, operationID: "echo") { request, body, url in
+            let (response, _) = try await middleware.intercept(
+                request, body: body, baseURL: server.url, operationID: "echo"
+            ) { request, body, url in
                 try await Shared.openAPITransport.send(request, body: body, baseURL: url, operationID: "echo")
             }
-            guard response.status == .ok else { return .failure(HTTPRequestError.transportFailure("echo answered \(response.status)", APIRequest(url: server.url))) }
+            guard response.status == .ok else {
+                return .failure(
+                    HTTPRequestError.transportFailure("echo answered \(response.status)", APIRequest(url: server.url)))
+            }
             return .success(())
         } catch {
             return .failure(error)
@@ -288,8 +311,10 @@ final class Recorder: ClientMiddleware, @unchecked Sendable {
     private let lines = Mutex<[String]>([])
     init(name: String) { self.name = name }
     var seen: [String] { lines.withLock { $0 } }
-    func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
-                   next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
         let result = try await next(request, body, baseURL)
         let token = request.headerFields[.authorization].map { String($0.dropFirst("Bearer ".count)) }
         lines.withLock { $0.append("\(name) \(result.0.status.code)" + (token.map { " \(fingerprint($0))" } ?? "")) }
@@ -307,7 +332,9 @@ final class RaceOnce: ClientTransport, @unchecked Sendable {
         self.inner = inner
         self.race = race
     }
-    func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String) async throws -> (HTTPResponse, HTTPBody?) {
+    func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String) async throws -> (
+        HTTPResponse, HTTPBody?
+    ) {
         let first = done.withLock { alreadyRaced in
             defer { alreadyRaced = true }
             return !alreadyRaced

@@ -21,12 +21,17 @@ struct ExampleServiceTests {
         do {
             let api = try await ResourceServer.start(issuer: idp.issuer)
             servers.append(api)
-            let binary = try #require(ExampleService.binary, "moose-example-service is not built next to the tests (swift build --build-tests)")
-            let issuedBefore = try await idp.tokensIssued(to: "moose-service")   // tokens the copied database already holds
-            let service = try await SpawnedServer.launch([binary], environment: [
-                "MOOSE_IDP_ISSUER": idp.issuer, "MOOSE_API_URL": api.url.absoluteString, "MOOSE_SERVICE_PORT": "0",
-                "MOOSE_MIN_VALIDITY": "2", "MOOSE_STOP_ON_EOF": "1",
-            ])
+            let binary = try #require(
+                ExampleService.binary,
+                "moose-example-service is not built next to the tests (swift build --build-tests)")
+            // tokens the copied database already holds
+            let issuedBefore = try await idp.tokensIssued(to: "moose-service")
+            let service = try await SpawnedServer.launch(
+                [binary],
+                environment: [
+                    "MOOSE_IDP_ISSUER": idp.issuer, "MOOSE_API_URL": api.url.absoluteString, "MOOSE_SERVICE_PORT": "0",
+                    "MOOSE_MIN_VALIDITY": "2", "MOOSE_STOP_ON_EOF": "1"
+                ])
             servers.append(service)
             try await load(service, idp, issuedBefore: issuedBefore)
         } catch {
@@ -47,12 +52,17 @@ struct ExampleServiceTests {
                 group.addTask {
                     for round in 0..<10 {
                         // Request k goes out at k × 40 ms: 500 requests spread over 20 s.
-                        try? await Task.sleep(until: started + .milliseconds(((round * 50) + client) * 40), clock: .continuous)
+                        try? await Task.sleep(
+                            until: started + .milliseconds(((round * 50) + client) * 40), clock: .continuous)
                         do {
                             let response = try await Shared.transport.send(APIRequest(url: whoami, timeout: 15))
                             let body = try JSONDecoder().decode(JSON.self, from: response.body)
                             guard response.status.code == 200, let fingerprint = body["tokenFingerprint"]?.string else {
-                                outcomes.state.withLock { $0.failures.append("\(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))") }
+                                outcomes.state.withLock {
+                                    $0.failures.append(
+                                        "\(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))"
+                                    )
+                                }
                                 continue
                             }
                             outcomes.state.withLock { $0.fingerprints[fingerprint, default: 0] += 1 }
@@ -67,8 +77,9 @@ struct ExampleServiceTests {
         let (failures, fingerprints) = outcomes.state.withLock { ($0.failures, $0.fingerprints) }
         #expect(failures.isEmpty, "\(failures.count) failed: \(failures.prefix(3))")
         #expect(fingerprints.values.reduce(0, +) == 500)
-        #expect(try await idp.tokensIssued(to: "moose-service") - issuedBefore == 3,
-                "login + exactly two refreshes at the IdP (the run took \(elapsed); past ~24 s a third expiry is reached)")
+        #expect(
+            try await idp.tokensIssued(to: "moose-service") - issuedBefore == 3,
+            "login + exactly two refreshes at the IdP (the run took \(elapsed); past ~24 s a third expiry is reached)")
         #expect(fingerprints.count == 3, "three tokens served the 500 requests: \(fingerprints.values.sorted())")
     }
 }

@@ -11,15 +11,15 @@ func openAPIResourceServer(server: ResourceServer) -> (ResourceServerOpenAPIMidd
     // docs/resource-server.md openapi begins
     let middleware = ResourceServerOpenAPIMiddleware(
         server: server, publicBaseURL: "https://api.example.com",
-        requiredScopes: ["api.read"],                                   // every operation not named below
-        scopesByOperation: ["deleteItem": ["api.read", "api.write"]],   // operationId → the scopes it needs
-        publicOperations: ["getHealth"])                                // served without a token
+        requiredScopes: ["api.read"], // every operation not named below
+        scopesByOperation: ["deleteItem": ["api.read", "api.write"]], // operationId → the scopes it needs
+        publicOperations: ["getHealth"]) // served without a token
     // With the generated server and your framework's transport (swift-openapi-hummingbird, -vapor…):
     // try Handler().registerHandlers(on: transport, serverURL: URL(string: "/")!, middlewares: [middleware])
 
     // In a handler (a method of the generated APIProtocol): the caller the middleware verified.
     let greeting: @Sendable () -> String = {
-        guard let caller = ResourceServerPrincipal.current else { return "hello, whoever you are" }   // getHealth
+        guard let caller = ResourceServerPrincipal.current else { return "hello, whoever you are" } // getHealth
         return "hello \(caller.subject) (client \(caller.clientID), scopes \(caller.scopes.joined(separator: " ")))"
     }
     // docs/resource-server.md openapi ends
@@ -38,12 +38,15 @@ struct OpenAPIResourceServerDocsExamplesTests {
         let end = try #require(source.range(of: "    // docs/resource-server.md openapi ends"))
         let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
-        #expect(page.contains("```swift\n" + example + "```"),
-                "docs/resource-server.md's openapi example differs from OpenAPIResourceServerDocsExamples.swift")
+        #expect(
+            page.contains("```swift\n" + example + "```"),
+            "docs/resource-server.md's openapi example differs from OpenAPIResourceServerDocsExamples.swift")
 
-        let server = ResourceServer(configuration: ResourceServerConfiguration(issuer: "https://id.example.com",
-                                                                               resource: "https://api.example.com", algorithms: [.es256]),
-                                    keys: StaticAccessTokenKeys([]))
+        let server = ResourceServer(
+            configuration: ResourceServerConfiguration(
+                issuer: "https://id.example.com",
+                resource: "https://api.example.com", algorithms: [.es256]),
+            keys: StaticAccessTokenKeys([]))
         let (middleware, greeting) = openAPIResourceServer(server: server)
         #expect(middleware.requiredScopes(for: "listItems") == ["api.read"])
         #expect(middleware.requiredScopes(for: "deleteItem") == ["api.read", "api.write"])

@@ -10,7 +10,11 @@ import Testing
 /// The built `moose` binary (`$MOOSE_BIN`, or next to the tests).
 enum MooseBinary {
     static let path: String = {
-        if let path = ProcessInfo.processInfo.environment["MOOSE_BIN"], FileManager.default.isExecutableFile(atPath: path) { return path }
+        if let path = ProcessInfo.processInfo.environment["MOOSE_BIN"],
+            FileManager.default.isExecutableFile(atPath: path)
+        {
+            return path
+        }
         return URL(fileURLWithPath: WorkerBinary.path).deletingLastPathComponent().appendingPathComponent("moose").path
     }()
 }
@@ -21,18 +25,24 @@ struct Machine {
     let environment: [String: String]
 
     init(store: String?, key: String) {
-        var environment = ["XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                           "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-                           "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": key]
+        var environment = [
+            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "BROWSER": TestIdentityProvider.browserCommand, "MOOSE_STORE_KEY": key
+        ]
         if let store { environment["MOOSE_STORE"] = store }
         self.environment = environment
     }
 
     /// Runs `moose arguments…`; fails the test if the database password shows anywhere.
-    func moose(_ arguments: [String], timeout: TimeInterval = 60, sourceLocation: SourceLocation = #_sourceLocation) -> (status: Int32, output: String) {
+    func moose(_ arguments: [String], timeout: TimeInterval = 60, sourceLocation: SourceLocation = #_sourceLocation)
+        -> (status: Int32, output: String)
+    {
         let (status, output) = PG.run(MooseBinary.path, arguments, environment: environment, timeout: timeout)
-        #expect(!output.contains(PG.password), "the database password appeared in the output of moose \(arguments.first ?? "")",
-                sourceLocation: sourceLocation)
+        #expect(
+            !output.contains(PG.password),
+            "the database password appeared in the output of moose \(arguments.first ?? "")",
+            sourceLocation: sourceLocation)
         return (status, output)
     }
 
@@ -61,8 +71,10 @@ extension PostgresTests {
             #expect(a.moose(["token", "--store", url]).output == cached.output, "two machines saw different sessions")
 
             // Expire the shared session (as time would), then six scripts on two machines ask at once.
-            let first = try await PostgresSessionStorage.withRunning(try PostgresStorageConfiguration(url: url),
-                                                                     masterKey: .raw(try #require(Data(base64Encoded: key)).map { $0 })) { storage in
+            let first = try await PostgresSessionStorage.withRunning(
+                try PostgresStorageConfiguration(url: url),
+                masterKey: .raw(try #require(Data(base64Encoded: key)).map { $0 })
+            ) { storage in
                 let stored = try #require(try await storage.load("default"))
                 var session = stored.session
                 session.tokens.expiresAt = Date().addingTimeInterval(-5)
@@ -72,14 +84,20 @@ extension PostgresTests {
             let results = await withTaskGroup(of: (Int32, String).self) { group in
                 for index in 0..<6 {
                     let machine = index % 2 == 0 ? a : b
-                    group.addTask { machine.moose(index % 2 == 0 ? ["token", "--store", url, "--format", "json"] : ["token", "--format", "json"]) }
+                    group.addTask {
+                        machine.moose(
+                            index % 2 == 0
+                                ? ["token", "--store", url, "--format", "json"] : ["token", "--format", "json"])
+                    }
                 }
                 var all: [(Int32, String)] = []
                 for await result in group { all.append(result) }
                 return all
             }
             #expect(results.allSatisfy { $0.0 == 0 }, "\(results.map(\.1))")
-            let values = Set(results.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.1.utf8))) as? [String: Any] }.compactMap { $0["token"] as? String })
+            let values = Set(
+                results.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.1.utf8))) as? [String: Any] }
+                    .compactMap { $0["token"] as? String })
             #expect(values.count == 1, "the scripts got different tokens")
             #expect(IdP.familySize(of: first) == 2, "more than one refresh at the provider")
 
@@ -93,7 +111,9 @@ extension PostgresTests {
             let logout = b.moose(["logout"])
             #expect(logout.status == 0, "\(logout.output)")
             // The second hour §2: the settings cannot be kept here (sessions only), so it says how to log in again.
-            #expect(logout.output.contains("moose login --issuer \(IdP.issuer) --client-id moose-cli logs in again"), "\(logout.output)")
+            #expect(
+                logout.output.contains("moose login --issuer \(IdP.issuer) --client-id moose-cli logs in again"),
+                "\(logout.output)")
             #expect(a.moose(["status", "--store", url]).output.contains("no sessions"))
             #expect(a.moose(["token", "--store", url]).status == 1)
         }
@@ -109,19 +129,24 @@ extension PostgresTests {
             let key = try SecureRandom.bytes(count: 32).base64
             let machines = (0..<3).map { _ in Machine(store: url, key: key) }
             defer { for machine in machines { machine.cleanUp() } }
-            let tokenFile = FileManager.default.temporaryDirectory.appendingPathComponent("moose-pg-pod-token-\(UUID().uuidString)")
+            let tokenFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "moose-pg-pod-token-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: tokenFile) }
             try Data(try await WorkloadPlatform.mint().utf8).write(to: tokenFile)
-            let login = machines[0].moose(["login", "--workload", "file:" + tokenFile.path, "--workload-grant", "jwt-bearer",
-                                           "--issuer", WorkloadPlatform.issuer, "--client-id", "moose-ci"])
+            let login = machines[0].moose([
+                "login", "--workload", "file:" + tokenFile.path, "--workload-grant", "jwt-bearer",
+                "--issuer", WorkloadPlatform.issuer, "--client-id", "moose-ci"
+            ])
             #expect(login.status == 0, "\(login.output)")
             let first = machines[1].moose(["token"])
             #expect(first.status == 0 && !first.output.isEmpty, "\(first.output)")
 
             // The kubelet rotates the file; the session expires; every machine asks at once.
             try Data(try await WorkloadPlatform.mint().utf8).write(to: tokenFile)
-            try await PostgresSessionStorage.withRunning(try PostgresStorageConfiguration(url: url),
-                                                         masterKey: .raw(try #require(Data(base64Encoded: key)).map { $0 })) { storage in
+            try await PostgresSessionStorage.withRunning(
+                try PostgresStorageConfiguration(url: url),
+                masterKey: .raw(try #require(Data(base64Encoded: key)).map { $0 })
+            ) { storage in
                 let stored = try #require(try await storage.load("default"))
                 var session = stored.session
                 session.tokens.expiresAt = Date().addingTimeInterval(-5)
@@ -135,8 +160,9 @@ extension PostgresTests {
             }
             #expect(results.allSatisfy { $0.0 == 0 }, "a second exchange replayed the assertion: \(results.map(\.1))")
             let tokens = Set(results.map { $0.1.trimmingCharacters(in: .whitespacesAndNewlines) })
-            #expect(tokens.count == 1 && !tokens.contains(first.output.trimmingCharacters(in: .whitespacesAndNewlines)),
-                    "\(tokens.count) tokens among three machines")
+            #expect(
+                tokens.count == 1 && !tokens.contains(first.output.trimmingCharacters(in: .whitespacesAndNewlines)),
+                "\(tokens.count) tokens among three machines")
         }
 
         /// `moose store check` names a session that does not open; the exit status says so.
@@ -148,15 +174,21 @@ extension PostgresTests {
             let machine = Machine(store: url, key: key)
             defer { machine.cleanUp() }
             #expect(machine.moose(["store", "init"]).status == 0)
-            try await PostgresSessionStorage.withRunning(try PostgresStorageConfiguration(url: url),
-                                                         masterKey: .raw(try #require(Data(base64Encoded: key)).map { $0 })) { storage in
+            try await PostgresSessionStorage.withRunning(
+                try PostgresStorageConfiguration(url: url),
+                masterKey: .raw(try #require(Data(base64Encoded: key)).map { $0 })
+            ) { storage in
                 _ = try await storage.replace(session("good"), key: "good")
                 _ = try await storage.replace(session("bad"), key: "bad")
             }
-            _ = try await PG.sql("UPDATE \(unescaped: "\"\(schema)\".sessions") SET sealed = set_byte(sealed, 30, get_byte(sealed, 30) # 4) WHERE key = 'bad'")
+            _ = try await PG.sql(
+                "UPDATE \(unescaped: "\"\(schema)\".sessions") SET sealed = set_byte(sealed, 30, get_byte(sealed, 30) # 4) WHERE key = 'bad'"
+            )
             let check = machine.moose(["store", "check"])
-            #expect(check.status == 1 && check.output.contains("BAD  moose.session/bad: tampered") && check.output.contains("1 sessions open, 1 do not"),
-                    "\(check.output)")
+            #expect(
+                check.status == 1 && check.output.contains("BAD  moose.session/bad: tampered")
+                    && check.output.contains("1 sessions open, 1 do not"),
+                "\(check.output)")
             let rotate = machine.moose(["store", "rotate-key"])
             #expect(rotate.status == 1, "rotating over a tampered session must fail: \(rotate.output)")
         }
@@ -165,16 +197,19 @@ extension PostgresTests {
         @Test func passwordsNeverAppear() throws {
             let servers = try PG.require()
             let key = try SecureRandom.bytes(count: 32).base64
-            let wrong = servers.url.replacingOccurrences(of: PG.password, with: "not-the-" + PG.password) + "?connect_timeout=3"
+            let wrong =
+                servers.url.replacingOccurrences(of: PG.password, with: "not-the-" + PG.password) + "?connect_timeout=3"
             let machine = Machine(store: nil, key: key)
             defer { machine.cleanUp() }
             let refused = machine.moose(["status", "--store", wrong])
-            #expect(refused.status == 1 && refused.output.contains("password authentication failed"), "\(refused.output)")
+            #expect(
+                refused.status == 1 && refused.output.contains("password authentication failed"), "\(refused.output)")
             let typo = machine.moose(["status", "--store", servers.url + "?sslmod=verify-full"])
             #expect(typo.status == 2 && typo.output.contains("unknown URL parameter"), "\(typo.output)")
             let closed = servers.url.replacingOccurrences(of: ":\(servers.port)/", with: ":1/") + "?connect_timeout=1"
             let down = machine.moose(["token", "--store", closed])
-            #expect(down.status == 1 && down.output.contains("postgres://moose:***@127.0.0.1:1/moose"), "\(down.output)")
+            #expect(
+                down.status == 1 && down.output.contains("postgres://moose:***@127.0.0.1:1/moose"), "\(down.output)")
         }
     }
 }

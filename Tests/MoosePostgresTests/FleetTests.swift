@@ -21,8 +21,10 @@ struct FleetFixture {
         keyFile = folder.appendingPathComponent("store.key").path
         original = try await IdP.expiredSession()
         let session = original
-        try await PostgresSessionStorage.withRunning(try PostgresStorageConfiguration(url: try PG.direct(schema: schema)),
-                                                     masterKey: .keyFile(keyFile)) { storage in
+        try await PostgresSessionStorage.withRunning(
+            try PostgresStorageConfiguration(url: try PG.direct(schema: schema)),
+            masterKey: .keyFile(keyFile)
+        ) { storage in
             _ = try await storage.replace(session, key: "default")
         }
     }
@@ -36,8 +38,10 @@ struct FleetFixture {
     }
 
     /// A replica in this process: its own storage (pool) and coordinator, refreshing at the IdP through `spy`.
-    func coordinator(_ storage: any SessionStorage, spy: TokenSpy, configuration: RefreshCoordinator.Configuration = .init(),
-                     after: (@Sendable () async throws -> Void)? = nil) async throws -> RefreshCoordinator {
+    func coordinator(
+        _ storage: any SessionStorage, spy: TokenSpy, configuration: RefreshCoordinator.Configuration = .init(),
+        after: (@Sendable () async throws -> Void)? = nil
+    ) async throws -> RefreshCoordinator {
         let client = try await IdP.client(transport: spy)
         return RefreshCoordinator(key: "default", storage: storage, configuration: configuration) { old in
             let fresh = try await client.refresh(old)
@@ -48,7 +52,9 @@ struct FleetFixture {
 
     /// What the store holds now.
     func stored() async throws -> StoredSession? {
-        try await PostgresSessionStorage.withRunning(try PostgresStorageConfiguration(url: try PG.direct(schema: schema)), masterKey: key) {
+        try await PostgresSessionStorage.withRunning(
+            try PostgresStorageConfiguration(url: try PG.direct(schema: schema)), masterKey: key
+        ) {
             try await $0.load("default")
         }
     }
@@ -63,7 +69,9 @@ extension PostgresTests {
         func eightReplicaProcessesOfFiftyTasksCauseOneRefresh(_ route: String) async throws {
             let fixture = try await FleetFixture()
             let url = route == "direct" ? try PG.direct(schema: fixture.schema) : try PG.bouncer(schema: fixture.schema)
-            let workers = try (0..<8).map { _ in try Child(WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "50"]) }
+            let workers = try (0..<8).map { _ in
+                try Child(WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "50"])
+            }
             var printed: [String] = []
             for worker in workers {
                 let status = worker.finish(timeout: 60)
@@ -75,9 +83,12 @@ extension PostgresTests {
                 #expect(!output.joined().contains(PG.password))
             }
             #expect(printed.count == 8 && Set(printed).count == 1, "the replicas got different tokens: \(printed)")
-            #expect(IdP.familySize(of: fixture.firstRefreshToken) == 2, "the provider issued more than one refresh for this session")
+            #expect(
+                IdP.familySize(of: fixture.firstRefreshToken) == 2,
+                "the provider issued more than one refresh for this session")
             let stored = try #require(try await fixture.stored()?.session)
-            #expect(stored.state == .active && printed.first == "token \(TokenSet.fingerprint(stored.tokens.accessToken))")
+            #expect(
+                stored.state == .active && printed.first == "token \(TokenSet.fingerprint(stored.tokens.accessToken))")
             // The stored refresh token is the live one.
             let client = try await IdP.client()
             #expect(try await client.refresh(stored.tokens).refreshToken != nil)
@@ -92,23 +103,32 @@ extension PostgresTests {
             let url = try PG.direct(schema: fixture.schema)
             for round in 1...10 {
                 // Expire the stored token again (as time would).
-                try await PostgresSessionStorage.withRunning(try PostgresStorageConfiguration(url: url), masterKey: fixture.key) { storage in
+                try await PostgresSessionStorage.withRunning(
+                    try PostgresStorageConfiguration(url: url), masterKey: fixture.key
+                ) { storage in
                     let stored = try #require(try await storage.load("default"))
                     var session = stored.session
                     session.tokens.expiresAt = Date().addingTimeInterval(-5)
-                    _ = try await storage.save(session, key: "default", expectedGeneration: stored.generation, lease: nil)
+                    _ = try await storage.save(
+                        session, key: "default", expectedGeneration: stored.generation, lease: nil)
                 }
-                let doomed = try Child(WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "5", "1", "60"])
+                let doomed = try Child(
+                    WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "5", "1", "60"])
                 let refreshing = doomed.waitForLine(timeout: 30) { $0 == "refreshing" }
                 #expect(refreshing != nil, "round \(round): the replica never started its refresh: \(doomed.output)")
                 doomed.kill9()
                 let killedAt = Date()
                 let survivor = try Child(WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "5", "1"])
                 #expect(survivor.finish(timeout: 30) == 0, "round \(round): \(survivor.output)")
-                #expect(survivor.output.filter { $0.hasPrefix("token ") }.count == 1, "round \(round): \(survivor.output)")
+                #expect(
+                    survivor.output.filter { $0.hasPrefix("token ") }.count == 1, "round \(round): \(survivor.output)")
                 #expect(!survivor.output.contains { $0.contains("invalidGrant") || $0.contains("needsLogin") })
-                #expect(Date().timeIntervalSince(killedAt) >= 0.5, "round \(round): the lease of the killed replica did not hold")
-                #expect(IdP.familySize(of: fixture.firstRefreshToken) == round + 1, "round \(round): a refresh token was spent twice or lost")
+                #expect(
+                    Date().timeIntervalSince(killedAt) >= 0.5,
+                    "round \(round): the lease of the killed replica did not hold")
+                #expect(
+                    IdP.familySize(of: fixture.firstRefreshToken) == round + 1,
+                    "round \(round): a refresh token was spent twice or lost")
             }
             let stored = try #require(try await fixture.stored()?.session)
             #expect(stored.state == .active)
@@ -123,14 +143,18 @@ extension PostgresTests {
             let fixture = try await FleetFixture()
             let url = try PG.direct(schema: fixture.schema)
             let doomed = try Child(WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "5", "30", "60"])
-            #expect(doomed.waitForLine(timeout: 30) { $0 == "refreshing" } != nil, "the replica never started its refresh: \(doomed.output)")
+            #expect(
+                doomed.waitForLine(timeout: 30) { $0 == "refreshing" } != nil,
+                "the replica never started its refresh: \(doomed.output)")
             doomed.kill9()
             let killedAt = Date()
             let survivor = try Child(WorkerBinary.path, ["pg-tokens", url, fixture.keyFile, "default", "5", "30"])
             #expect(survivor.finish(timeout: 60) == 0, "\(survivor.output)")
             let waited = Date().timeIntervalSince(killedAt)
             #expect(survivor.output.filter { $0.hasPrefix("token ") }.count == 1, "\(survivor.output)")
-            #expect(waited >= 2 && waited < 12, "the survivor waited \(waited) s (the lease lives 5 s between renewals; the coordinator's ttl is 30 s)")
+            #expect(
+                waited >= 2 && waited < 12,
+                "the survivor waited \(waited) s (the lease lives 5 s between renewals; the coordinator's ttl is 30 s)")
             #expect(IdP.familySize(of: fixture.firstRefreshToken) == 2, "a refresh token was spent twice or lost")
             await fixture.cleanUp()
         }
@@ -142,16 +166,20 @@ extension PostgresTests {
             try await Fleet.with { fleet in
                 let url = try PG.direct(schema: fixture.schema)
                 let slowSpy = TokenSpy(), otherSpy = TokenSpy()
-                slowSpy.delay(3)   // three lease lifetimes (renewed every third of one: a loaded machine may stall it)
+                slowSpy.delay(3) // three lease lifetimes (renewed every third of one: a loaded machine may stall it)
                 var configuration = RefreshCoordinator.Configuration()
                 configuration.leaseTTL = 1
-                let slow = try await fixture.coordinator(try fleet.storage(url, key: fixture.key), spy: slowSpy, configuration: configuration)
-                let other = try await fixture.coordinator(try fleet.storage(url, key: fixture.key), spy: otherSpy, configuration: configuration)
+                let slow = try await fixture.coordinator(
+                    try fleet.storage(url, key: fixture.key), spy: slowSpy, configuration: configuration)
+                let other = try await fixture.coordinator(
+                    try fleet.storage(url, key: fixture.key), spy: otherSpy, configuration: configuration)
                 async let first = slow.accessToken()
                 while slowSpy.tokenCalls == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
                 let second = try await other.accessToken()
                 #expect(try await first.value == second.value)
-                #expect(slowSpy.tokenCalls == 1 && otherSpy.tokenCalls == 0, "the lease lapsed during a slow refresh and a second refresh ran")
+                #expect(
+                    slowSpy.tokenCalls == 1 && otherSpy.tokenCalls == 0,
+                    "the lease lapsed during a slow refresh and a second refresh ran")
                 #expect(IdP.familySize(of: fixture.firstRefreshToken) == 2)
             }
             await fixture.cleanUp()
@@ -167,11 +195,13 @@ extension PostgresTests {
                 configuration.leaseTTL = 0.5
                 let loserSpy = TokenSpy(), winnerSpy = TokenSpy()
                 loserSpy.delay(1.5)
-                let loser = try await fixture.coordinator(NoRenewals(try fleet.storage(url, key: fixture.key)), spy: loserSpy, configuration: configuration)
-                let winner = try await fixture.coordinator(try fleet.storage(url, key: fixture.key), spy: winnerSpy, configuration: configuration)
+                let loser = try await fixture.coordinator(
+                    NoRenewals(try fleet.storage(url, key: fixture.key)), spy: loserSpy, configuration: configuration)
+                let winner = try await fixture.coordinator(
+                    try fleet.storage(url, key: fixture.key), spy: winnerSpy, configuration: configuration)
                 async let lost = loser.accessToken()
                 while loserSpy.tokenCalls == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
-                try await Task.sleep(nanoseconds: 700_000_000)   // the loser's lease has lapsed
+                try await Task.sleep(nanoseconds: 700_000_000) // the loser's lease has lapsed
                 let won = try await winner.refreshNow()
                 let adopted = try await lost
                 #expect(adopted.value == won.value, "the loser's tokens overwrote the winner's or were handed out")
@@ -187,7 +217,8 @@ extension PostgresTests {
         @Test func postgresStoppedBeforeARefreshIsStoreUnavailable() async throws {
             let fixture = try await FleetFixture()
             try await Fleet.with { fleet in
-                let storage = try fleet.storage(try PG.direct(schema: fixture.schema, "connect_timeout=2"), key: fixture.key)
+                let storage = try fleet.storage(
+                    try PG.direct(schema: fixture.schema, "connect_timeout=2"), key: fixture.key)
                 try await storage.prepare()
                 let spy = TokenSpy()
                 let coordinator = try await fixture.coordinator(storage, spy: spy)
@@ -221,7 +252,7 @@ extension PostgresTests {
                 try await storage.prepare()
                 let started = try await PG.sql("SELECT pg_postmaster_start_time()::text").first?.decode(String.self)
                 let spy = TokenSpy()
-                spy.beforeTokenRequest { try? PG.ctl("restart-db") }   // the IdP is asked while PostgreSQL restarts
+                spy.beforeTokenRequest { try? PG.ctl("restart-db") } // the IdP is asked while PostgreSQL restarts
                 let coordinator = try await fixture.coordinator(storage, spy: spy)
                 let token = try await coordinator.accessToken()
                 #expect(spy.tokenCalls == 1)
@@ -230,7 +261,9 @@ extension PostgresTests {
                 if await coordinator.hasPendingWrite { #expect(await coordinator.persistPendingWrite(timeout: 10)) }
                 let stored = try #require(try await fixture.stored()?.session)
                 #expect(stored.tokens.accessToken == token.value, "the rotated tokens never reached the store")
-                #expect(try await IdP.client().refresh(stored.tokens).refreshToken != nil, "the stored refresh token is not the live one")
+                #expect(
+                    try await IdP.client().refresh(stored.tokens).refreshToken != nil,
+                    "the stored refresh token is not the live one")
             }
             await fixture.cleanUp()
         }
@@ -246,7 +279,11 @@ extension PostgresTests {
                 configuration.refreshLimit = 1000
                 let spy = TokenSpy()
                 var replicas: [RefreshCoordinator] = []
-                for _ in 0..<4 { replicas.append(try await fixture.coordinator(try fleet.storage(url, key: fixture.key), spy: spy, configuration: configuration)) }
+                for _ in 0..<4 {
+                    replicas.append(
+                        try await fixture.coordinator(
+                            try fleet.storage(url, key: fixture.key), spy: spy, configuration: configuration))
+                }
                 let failures = try await withThrowingTaskGroup(of: [String].self) { group in
                     for replica in replicas {
                         group.addTask {
@@ -278,10 +315,14 @@ struct NoRenewals: SessionStorage {
     let base: PostgresSessionStorage
     init(_ base: PostgresSessionStorage) { self.base = base }
     func load(_ key: String) async throws -> StoredSession? { try await base.load(key) }
-    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws
+        -> Int64
+    {
         try await base.save(session, key: key, expectedGeneration: expectedGeneration, lease: lease)
     }
-    func replace(_ session: OAuthSession, key: String) async throws -> Int64 { try await base.replace(session, key: key) }
+    func replace(_ session: OAuthSession, key: String) async throws -> Int64 {
+        try await base.replace(session, key: key)
+    }
     func delete(_ key: String) async throws -> Bool { try await base.delete(key) }
     func keys() async throws -> [String] { try await base.keys() }
     func acquireLease(_ name: String, ttl: TimeInterval, timeout: TimeInterval) async throws -> SessionLease {

@@ -34,20 +34,30 @@ enum PG {
         if environment["MOOSE_PG_URL"]?.isEmpty ?? true {
             let (status, output) = run(LocalServer.repositoryRoot + "/tools/postgres/start", [], timeout: 300)
             guard status == 0 else {
-                FileHandle.standardError.write(Data("PostgreSQL tests SKIPPED: tools/postgres/start could not run PostgreSQL here (exit \(status)):\n\(output.suffix(2000))\n".utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        "PostgreSQL tests SKIPPED: tools/postgres/start could not run PostgreSQL here (exit \(status)):\n\(output.suffix(2000))\n"
+                            .utf8))
                 return nil
             }
             for line in output.split(separator: "\n") {
                 let parts = line.split(separator: "=", maxSplits: 1)
-                if parts.count == 2 { environment[String(parts[0])] = String(parts[1]).trimmingCharacters(in: CharacterSet(charactersIn: "'")) }
+                if parts.count == 2 {
+                    environment[String(parts[0])] = String(parts[1]).trimmingCharacters(
+                        in: CharacterSet(charactersIn: "'"))
+                }
             }
         }
-        guard let url = environment["MOOSE_PG_URL"], let bouncer = environment["MOOSE_PGBOUNCER_URL"], let ca = environment["MOOSE_PG_CA"] else {
-            FileHandle.standardError.write(Data("PostgreSQL tests SKIPPED: MOOSE_PG_URL, MOOSE_PGBOUNCER_URL or MOOSE_PG_CA missing\n".utf8))
+        guard let url = environment["MOOSE_PG_URL"], let bouncer = environment["MOOSE_PGBOUNCER_URL"],
+            let ca = environment["MOOSE_PG_CA"]
+        else {
+            FileHandle.standardError.write(
+                Data("PostgreSQL tests SKIPPED: MOOSE_PG_URL, MOOSE_PGBOUNCER_URL or MOOSE_PG_CA missing\n".utf8))
             return nil
         }
-        return Servers(url: url, bouncerURL: bouncer, ca: ca, state: environment["MOOSE_PG_STATE"],
-                       host: environment["MOOSE_PG_HOST"] ?? "127.0.0.1", port: Int(environment["MOOSE_PG_PORT"] ?? "") ?? 55432)
+        return Servers(
+            url: url, bouncerURL: bouncer, ca: ca, state: environment["MOOSE_PG_STATE"],
+            host: environment["MOOSE_PG_HOST"] ?? "127.0.0.1", port: Int(environment["MOOSE_PG_PORT"] ?? "") ?? 55432)
     }()
 
     static var available: Bool { servers != nil }
@@ -72,20 +82,25 @@ enum PG {
     /// The direct URL, TLS verified against the test CA, notifications on.
     static func direct(schema: String, _ parameters: String = "") throws -> String {
         let servers = try require()
-        return url(servers.url, schema: schema, "sslmode=verify-full&sslrootcert=\(servers.ca)" + (parameters.isEmpty ? "" : "&" + parameters))
+        return url(
+            servers.url, schema: schema,
+            "sslmode=verify-full&sslrootcert=\(servers.ca)" + (parameters.isEmpty ? "" : "&" + parameters))
     }
 
     /// Through PgBouncer (transaction pooling), LISTEN on PostgreSQL itself.
     static func bouncer(schema: String, _ parameters: String = "") throws -> String {
         let servers = try require()
-        return url(servers.bouncerURL, schema: schema, "listen_port=\(servers.port)" + (parameters.isEmpty ? "" : "&" + parameters))
+        return url(
+            servers.bouncerURL, schema: schema,
+            "listen_port=\(servers.port)" + (parameters.isEmpty ? "" : "&" + parameters))
     }
 
     /// tools/postgres/ctl COMMAND (stop-db, start-db, restart-db…) for the servers above.
     static func ctl(_ command: String) throws {
         var environment: [String: String] = [:]
         if let state = servers?.state { environment["MOOSE_PG_STATE"] = state }
-        let (status, output) = run(LocalServer.repositoryRoot + "/tools/postgres/ctl", [command], environment: environment, timeout: 120)
+        let (status, output) = run(
+            LocalServer.repositoryRoot + "/tools/postgres/ctl", [command], environment: environment, timeout: 120)
         guard status == 0 else { throw CLIFailure(message: "tools/postgres/ctl \(command) failed: \(output)") }
     }
 
@@ -96,9 +111,11 @@ enum PG {
         let servers = try require()
         let settings = try PostgresStorageConfiguration(url: servers.url + "?sslmode=disable")
         guard case .tcp(let host, let port) = settings.endpoint else { throw CLIFailure(message: "not tcp") }
-        let configuration = PostgresConnection.Configuration(host: host, port: port, username: settings.username,
-                                                             password: settings.password, database: settings.database, tls: .disable)
-        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "test"))
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: settings.username,
+            password: settings.password, database: settings.database, tls: .disable)
+        let connection = try await PostgresConnection.connect(
+            configuration: configuration, id: 1, logger: Logger(label: "test"))
         do {
             let rows = try await connection.query(query, logger: Logger(label: "test")).collect()
             try await connection.close()
@@ -114,8 +131,10 @@ enum PG {
     }
 
     /// Runs an executable with arguments (and extra environment); status and combined output.
-    static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
-                    timeout: TimeInterval = 60) -> (Int32, String) {
+    static func run(
+        _ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
+        timeout: TimeInterval = 60
+    ) -> (Int32, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -196,13 +215,16 @@ enum IdP {
         let client = try await client()
         let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: transport)
         let agent = try LoopbackUserAgent(timeout: 30) { url in
-            let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
+            let redirect =
+                URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?
                 .first { $0.name == "redirect_uri" }?.value ?? "http://127.0.0.1:0/callback"
             try await browser.visit(url, stopAt: redirect)
         }
-        let validator = IDTokenValidator(issuer: client.metadata.issuer, clientID: client.clientID,
-                                         jwks: JWKSCache(url: try #require(client.metadata.jwksURI), transport: transport))
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
+        let validator = IDTokenValidator(
+            issuer: client.metadata.issuer, clientID: client.clientID,
+            jwks: JWKSCache(url: try #require(client.metadata.jwksURI), transport: transport))
+        let flow = AuthorizationCodeFlow(
+            client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
         return try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
     }
 
@@ -216,8 +238,9 @@ enum IdP {
     /// How many refresh tokens the provider issued in the family of `refreshToken` (1 after the
     /// login, +1 per refresh): exact, whatever other tests do at the same time.
     static func familySize(of refreshToken: String) -> Int {
-        let (status, output) = PG.run("/usr/bin/env", ["python3", LocalServer.repositoryRoot + "/tools/idp/token_family.py"],
-                                      stdin: refreshToken, timeout: 30)
+        let (status, output) = PG.run(
+            "/usr/bin/env", ["python3", LocalServer.repositoryRoot + "/tools/idp/token_family.py"],
+            stdin: refreshToken, timeout: 30)
         guard status == 0 else { return -1 }
         return Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }

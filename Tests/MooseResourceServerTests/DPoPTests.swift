@@ -11,8 +11,10 @@ import Testing
     let harness: Harness
     init() throws { harness = try Harness() }
 
-    func verify(_ server: ResourceServer, token: String, proof: String?, method: String = "GET",
-                url: String = Harness.url) async throws(ResourceServerRefusal) -> VerifiedPrincipal {
+    func verify(
+        _ server: ResourceServer, token: String, proof: String?, method: String = "GET",
+        url: String = Harness.url
+    ) async throws(ResourceServerRefusal) -> VerifiedPrincipal {
         try await server.verify(authorizationHeader: "DPoP \(token)", dpopHeader: proof, method: method, url: url)
     }
 
@@ -31,11 +33,12 @@ import Testing
     }
 
     @Test(arguments: [
-        ("https://API.Example.COM/items", "https://api.example.com/items"),      // host case
-        ("HTTPS://api.example.com/items", "https://api.example.com/items"),      // scheme case
-        ("https://api.example.com:443/items", "https://api.example.com/items"),  // default port
-        ("https://api.example.com/%69tems", "https://api.example.com/items"),    // unreserved percent-encoding
-        ("https://api.example.com/items", "https://api.example.com/items?page=2#top"), // the request's query and fragment
+        ("https://API.Example.COM/items", "https://api.example.com/items"), // host case
+        ("HTTPS://api.example.com/items", "https://api.example.com/items"), // scheme case
+        ("https://api.example.com:443/items", "https://api.example.com/items"), // default port
+        ("https://api.example.com/%69tems", "https://api.example.com/items"), // unreserved percent-encoding
+        // the request's query and fragment
+        ("https://api.example.com/items", "https://api.example.com/items?page=2#top")
     ])
     func equivalentURIsMatch(_ htu: String, _ request: String) async throws {
         let token = try harness.token(bound: true)
@@ -47,15 +50,19 @@ import Testing
     @Test(arguments: HostileProof.allCases) func hostileProofsAreRefused(_ hostile: HostileProof) async throws {
         let token = try harness.token(bound: true)
         let proof = try hostile.make(harness, token: token)
-        let refused = try #require(try await refusal { try await verify(harness.server(), token: token, proof: proof) },
-                                   "\(hostile) was accepted")
-        #expect(refused.code == ResourceServerRefusal.invalidDPoPProof && refused.status == 401, "\(hostile): \(refused)")
+        let refused = try #require(
+            try await refusal { try await verify(harness.server(), token: token, proof: proof) },
+            "\(hostile) was accepted")
+        #expect(
+            refused.code == ResourceServerRefusal.invalidDPoPProof && refused.status == 401, "\(hostile): \(refused)")
     }
 
     enum HostileProof: String, CaseIterable, CustomStringConvertible {
-        case missing, htuPathCase, htuQuery, htuFragment, htuTrailingSlash, htuOtherHost, htuOtherPort, htmLowerCase, htmOther
+        case missing, htuPathCase, htuQuery, htuFragment, htuTrailingSlash, htuOtherHost, htuOtherPort, htmLowerCase,
+            htmOther
         case iatFarFuture, iatTooOld, iatMissing, athMismatch, athMissing, jtiMissing, jtiHuge, otherKeySelfConsistent
-        case signedByAnotherKey, privateKeyInJWK, typJWT, typMissing, algHS256, algNone, jwkMissing, oversized, jkuHeader
+        case signedByAnotherKey, privateKeyInJWK, typJWT, typMissing, algHS256, algNone, jwkMissing, oversized,
+            jkuHeader
         case twoProofsCombined
         var description: String { rawValue }
 
@@ -82,7 +89,8 @@ import Testing
                 // A valid proof by another key: the token's cnf.jkt names the harness's key.
                 let key = try PrivateKey.generate(.ec(.p256))
                 let signer = try JWTSigner(key: JWTKey(privateKey: key), algorithm: .es256)
-                return try h.proof(for: token, header: DPoP.proofHeader(publicJWK: JWK(publicKey: key.publicKey())), signer: signer)
+                return try h.proof(
+                    for: token, header: DPoP.proofHeader(publicJWK: JWK(publicKey: key.publicKey())), signer: signer)
             case .signedByAnotherKey:
                 let signer = try JWTSigner(key: JWTKey(privateKey: PrivateKey.generate(.ec(.p256))), algorithm: .es256)
                 return try h.proof(for: token, signer: signer)
@@ -97,21 +105,29 @@ import Testing
                 let signer = try JWTSigner(key: JWTKey(secret: secret), algorithm: .hs256)
                 return try h.proof(for: token, signer: signer)
             case .algNone:
-                let header = Base64URL.encode(Array(JSONValue.object(["alg": "none", "typ": "dpop+jwt", "jwk": .object(h.dpopJWK.fields)])
-                    .serialized().utf8))
-                let claims = try DPoP.proofClaims(method: "GET", url: Harness.url, accessToken: token, issuedAt: Harness.now, jti: "n")
+                let header = Base64URL.encode(
+                    Array(
+                        JSONValue.object(["alg": "none", "typ": "dpop+jwt", "jwk": .object(h.dpopJWK.fields)])
+                            .serialized().utf8))
+                let claims = try DPoP.proofClaims(
+                    method: "GET", url: Harness.url, accessToken: token, issuedAt: Harness.now, jti: "n")
                 return header + "." + Base64URL.encode(Array(JSONValue.object(claims).serialized().utf8)) + "."
             case .jwkMissing: return try h.proof(for: token, header: ["typ": "dpop+jwt"])
-            case .oversized: return try h.proof(for: token, changes: ["pad": .string(String(repeating: "p", count: 9000))])
+            case .oversized:
+                return try h.proof(for: token, changes: ["pad": .string(String(repeating: "p", count: 9000))])
             case .jkuHeader:
-                return try h.proof(for: token, header: ["typ": "dpop+jwt", "jwk": .object(h.dpopJWK.fields), "jku": "https://evil.example"])
+                return try h.proof(
+                    for: token,
+                    header: ["typ": "dpop+jwt", "jwk": .object(h.dpopJWK.fields), "jku": "https://evil.example"])
             case .twoProofsCombined: return try h.proof(for: token) + "," + h.proof(for: token)
             }
         }
     }
 
     /// The client side's proofs (MooseOAuth's DPoPKey, before it switches to the shared DPoP module) pass.
-    @Test(arguments: [JWTAlgorithm.es256, .eddsa, .rs256]) func theClientSidesProofsAreAccepted(_ algorithm: JWTAlgorithm) async throws {
+    @Test(arguments: [JWTAlgorithm.es256, .eddsa, .rs256]) func theClientSidesProofsAreAccepted(
+        _ algorithm: JWTAlgorithm
+    ) async throws {
         let key = try DPoPKey.generate(algorithm)
         let token = try harness.token(["cnf": .object(["jkt": .string(key.thumbprint)])])
         let url = try #require(URL(string: "https://api.example.com/items?page=3"))
@@ -122,33 +138,44 @@ import Testing
 
     @Test func aBoundTokenWithoutCnfIsNotAcceptedAsDPoP() async throws {
         let token = try harness.token()
-        let refused = try #require(try await refusal { try await verify(harness.server(), token: token, proof: harness.proof(for: token)) })
+        let refused = try #require(
+            try await refusal { try await verify(harness.server(), token: token, proof: harness.proof(for: token)) })
         #expect(refused.code == ResourceServerRefusal.invalidToken)
     }
 
     @Test func requiredDPoPRefusesBearerAndDisabledRefusesDPoP() async throws {
         let unbound = try harness.token()
         let required = harness.server(harness.configuration(dpop: .required))
-        let refused = try #require(try await refusal {
-            try await required.verify(authorizationHeader: "Bearer \(unbound)", dpopHeader: nil, method: "GET", url: Harness.url)
-        })
+        let refused = try #require(
+            try await refusal {
+                try await required.verify(
+                    authorizationHeader: "Bearer \(unbound)", dpopHeader: nil, method: "GET", url: Harness.url)
+            })
         #expect(refused.code == ResourceServerRefusal.invalidToken && refused.challenges.map(\.scheme) == ["DPoP"])
         let bound = try harness.token(bound: true)
         let disabled = harness.server(harness.configuration(dpop: .disabled))
-        let refusedDPoP = try #require(try await refusal { try await verify(disabled, token: bound, proof: harness.proof(for: bound)) })
-        #expect(refusedDPoP.code == ResourceServerRefusal.invalidRequest && refusedDPoP.challenges.map(\.scheme) == ["Bearer"])
+        let refusedDPoP = try #require(
+            try await refusal { try await verify(disabled, token: bound, proof: harness.proof(for: bound)) })
+        #expect(
+            refusedDPoP.code == ResourceServerRefusal.invalidRequest
+                && refusedDPoP.challenges.map(\.scheme) == ["Bearer"])
     }
 
     @Test func serverNoncesAreAskedForAndThenAccepted() async throws {
         let nonces = RotatingDPoPNonces(lifetime: 300, clock: { Harness.now })
         let server = harness.server(nonces: nonces)
         let token = try harness.token(bound: true)
-        let first = try #require(try await refusal { try await verify(server, token: token, proof: harness.proof(for: token)) })
+        let first = try #require(
+            try await refusal { try await verify(server, token: token, proof: harness.proof(for: token)) })
         #expect(first.code == ResourceServerRefusal.useDPoPNonce && first.status == 401)
         let nonce = try #require(first.dpopNonce)
         #expect(first.headers.contains { $0.name == "DPoP-Nonce" && $0.value == nonce })
-        #expect(AuthenticationChallenge.parse(first.wwwAuthenticate).first { $0.hasScheme("DPoP") }?["error"] == "use_dpop_nonce")
-        let stale = try #require(try await refusal { try await verify(server, token: token, proof: harness.proof(for: token, nonce: "old")) })
+        #expect(
+            AuthenticationChallenge.parse(first.wwwAuthenticate).first { $0.hasScheme("DPoP") }?["error"]
+                == "use_dpop_nonce")
+        let stale = try #require(
+            try await refusal { try await verify(server, token: token, proof: harness.proof(for: token, nonce: "old")) }
+        )
         #expect(stale.code == ResourceServerRefusal.useDPoPNonce)
         _ = try await verify(server, token: token, proof: harness.proof(for: token, nonce: nonce))
         #expect(await server.currentNonce() == nonce)
@@ -182,10 +209,12 @@ import Testing
         #expect(try DPoP.targetURI("https://[::1]:443/x") == "https://[::1]/x")
         #expect(try DPoP.targetURI("https://EX%41mple.com/%c3%a9") == "https://example.com/%C3%A9")
         #expect(try DPoP.targetURI("https://example.com/A/") == "https://example.com/A/")
-        for bad in ["/relative", "https://user@example.com/", "https://example.com:99999/", "https://example.com/a b",
-                    "https://example.com/%zz", "https://example.com/\u{e9}", "mailto:x@example.com", "",
-                    // Found by the dpop-proof fuzz harness: a ':' left in the host broke idempotence.
-                    "HTTPS://API.Exam:ple.com:443/a", "https://example.com/a\"b", "https://[::1/x", "https://exa[mple.com/"] {
+        for bad in [
+            "/relative", "https://user@example.com/", "https://example.com:99999/", "https://example.com/a b",
+            "https://example.com/%zz", "https://example.com/\u{e9}", "mailto:x@example.com", "",
+            // Found by the dpop-proof fuzz harness: a ':' left in the host broke idempotence.
+            "HTTPS://API.Exam:ple.com:443/a", "https://example.com/a\"b", "https://[::1/x", "https://exa[mple.com/"
+        ] {
             #expect(throws: JWTError.self, "\(bad)") { try DPoP.targetURI(bad) }
         }
         #expect(throws: JWTError.self) { try DPoP.normalizedProofTarget("https://example.com/?q") }

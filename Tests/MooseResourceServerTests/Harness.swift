@@ -35,23 +35,28 @@ struct Harness: Sendable {
         var claims: JSONObject = [
             "iss": .string(Self.issuer), "sub": "alice", "aud": .string(Self.resource), "client_id": "moose-app",
             "exp": .number(JSONNumber(now + 300)), "iat": .number(JSONNumber(now - 10)), "jti": "token-1",
-            "scope": "api.read profile",
+            "scope": "api.read profile"
         ]
         if bound { claims["cnf"] = .object(["jkt": .string(thumbprint)]) }
         for member in changes { claims[member.key] = member.value == .null ? nil : member.value }
         return claims
     }
 
-    func token(_ changes: JSONObject = [:], bound: Bool = false, header: JSONObject = ["typ": "at+jwt"],
-               signer: JWTSigner? = nil) throws -> String {
+    func token(
+        _ changes: JSONObject = [:], bound: Bool = false, header: JSONObject = ["typ": "at+jwt"],
+        signer: JWTSigner? = nil
+    ) throws -> String {
         try (signer ?? issuerSigner).sign(claims(changes, bound: bound), extraHeader: header)
     }
 
     /// A proof for `method url` with `ath` of `token`, claims overridden by `changes`.
-    func proof(for token: String?, method: String = "GET", url: String = Harness.url, nonce: String? = nil,
-               changes: JSONObject = [:], header: JSONObject? = nil, signer: JWTSigner? = nil, jti: String = UUID().uuidString) throws -> String {
-        var claims = try DPoP.proofClaims(method: method, url: url, accessToken: token, nonce: nonce,
-                                          issuedAt: Self.now, jti: jti)
+    func proof(
+        for token: String?, method: String = "GET", url: String = Harness.url, nonce: String? = nil,
+        changes: JSONObject = [:], header: JSONObject? = nil, signer: JWTSigner? = nil, jti: String = UUID().uuidString
+    ) throws -> String {
+        var claims = try DPoP.proofClaims(
+            method: method, url: url, accessToken: token, nonce: nonce,
+            issuedAt: Self.now, jti: jti)
         for member in changes { claims[member.key] = member.value == .null ? nil : member.value }
         return try (signer ?? dpopSigner).sign(claims, extraHeader: header ?? DPoP.proofHeader(publicJWK: dpopJWK))
     }
@@ -63,9 +68,12 @@ struct Harness: Sendable {
             resourceMetadataURL: "https://api.example.com/.well-known/oauth-protected-resource", clock: { Harness.now })
     }
 
-    func server(_ configuration: ResourceServerConfiguration? = nil, nonces: (any DPoPNonceSource)? = nil) -> ResourceServer {
-        ResourceServer(configuration: configuration ?? self.configuration(), keys: StaticAccessTokenKeys([issuerPublic]),
-                       replayCache: InMemoryDPoPReplayCache(clock: { Harness.now }), nonces: nonces)
+    func server(_ configuration: ResourceServerConfiguration? = nil, nonces: (any DPoPNonceSource)? = nil)
+        -> ResourceServer
+    {
+        ResourceServer(
+            configuration: configuration ?? self.configuration(), keys: StaticAccessTokenKeys([issuerPublic]),
+            replayCache: InMemoryDPoPReplayCache(clock: { Harness.now }), nonces: nonces)
     }
 }
 

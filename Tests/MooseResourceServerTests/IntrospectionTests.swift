@@ -23,27 +23,36 @@ import Testing
             try await Task.sleep(for: .milliseconds(50))
             let form = RequestBuilder.decodeForm(String(decoding: request.body ?? Data(), as: UTF8.self))
             let token = form.first { $0.0 == "token" }?.1 ?? ""
-            return APIResponse(status: .ok, headerFields: [.contentType: "application/json"], body: Data(answer(token).utf8))
+            return APIResponse(
+                status: .ok, headerFields: [.contentType: "application/json"], body: Data(answer(token).utf8))
         }
     }
 
     static let exp = Int64(Harness.now.timeIntervalSince1970) + 600
 
     func server(_ introspector: TokenIntrospector) throws -> MooseResourceServer.ResourceServer {
-        MooseResourceServer.ResourceServer(configuration: try Harness().configuration(), keys: StaticAccessTokenKeys([]),
-                                           introspector: introspector)
+        MooseResourceServer.ResourceServer(
+            configuration: try Harness().configuration(), keys: StaticAccessTokenKeys([]),
+            introspector: introspector)
     }
 
     @Test func concurrentRequestsWithOneNewTokenMakeOneCallAndTheAnswerIsCached() async throws {
         let endpoint = Endpoint { token in
-            token == "good" ? #"{"active":true,"client_id":"app","scope":"api.read","exp":\#(Self.exp),"sub":"alice"}"# : #"{"active":false}"#
+            token == "good"
+                ? #"{"active":true,"client_id":"app","scope":"api.read","exp":\#(Self.exp),"sub":"alice"}"#
+                : #"{"active":false}"#
         }
-        let introspector = TokenIntrospector(endpoint: URL(string: "https://id.example.com/introspect")!, clientID: "rs", clientSecret: "s e",
-                                             transport: endpoint, clock: { Harness.now })
+        let introspector = TokenIntrospector(
+            endpoint: URL(string: "https://id.example.com/introspect")!, clientID: "rs", clientSecret: "s e",
+            transport: endpoint, clock: { Harness.now })
         let server = try server(introspector)
         let subjects = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<8 {
-                group.addTask { try await server.verify(authorizationHeader: "Bearer good", dpopHeader: nil, method: "GET", url: Harness.url).subject }
+                group.addTask {
+                    try await server.verify(
+                        authorizationHeader: "Bearer good", dpopHeader: nil, method: "GET", url: Harness.url
+                    ).subject
+                }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
@@ -52,14 +61,19 @@ import Testing
         #expect(endpoint.count == 1 && requests == 1)
         // Client authentication: HTTP Basic with the form-encoded secret ("s e" → "s+e").
         #expect(endpoint.last?.headerFields[.authorization] == "Basic " + Data("rs:s+e".utf8).base64EncodedString())
-        _ = try await server.verify(authorizationHeader: "Bearer good", dpopHeader: nil, method: "GET", url: Harness.url)
+        _ = try await server.verify(
+            authorizationHeader: "Bearer good", dpopHeader: nil, method: "GET", url: Harness.url)
         #expect(endpoint.count == 1)
 
-        let inactive = try #require(try await refusal {
-            try await server.verify(authorizationHeader: "Bearer bad", dpopHeader: nil, method: "GET", url: Harness.url)
-        })
+        let inactive = try #require(
+            try await refusal {
+                try await server.verify(
+                    authorizationHeader: "Bearer bad", dpopHeader: nil, method: "GET", url: Harness.url)
+            })
         #expect(inactive.code == ResourceServerRefusal.invalidToken)
-        _ = try await refusal { try await server.verify(authorizationHeader: "Bearer bad", dpopHeader: nil, method: "GET", url: Harness.url) }
+        _ = try await refusal {
+            try await server.verify(authorizationHeader: "Bearer bad", dpopHeader: nil, method: "GET", url: Harness.url)
+        }
         #expect(endpoint.count == 2, "the inactive answer is cached briefly")
     }
 
@@ -68,22 +82,27 @@ import Testing
         #"{"active":true,"client_id":"app","aud":"https://other.example.com"}"#,
         #"{"active":true,"client_id":"app","exp":1000}"#,
         #"{"active":true}"#,
-        #"{"active":false,"client_id":"app","sub":"alice"}"#,
+        #"{"active":false,"client_id":"app","sub":"alice"}"#
     ])
     func introspectedTokensAreCheckedLikeJWTs(_ answer: String) async throws {
         let endpoint = Endpoint { _ in answer }
-        let introspector = TokenIntrospector(endpoint: URL(string: "https://id.example.com/introspect")!, clientID: "rs", clientSecret: "s",
-                                             authentication: .post, transport: endpoint, clock: { Harness.now })
-        let refused = try #require(try await refusal {
-            try await server(introspector).verify(authorizationHeader: "Bearer opaque", dpopHeader: nil, method: "GET", url: Harness.url)
-        })
+        let introspector = TokenIntrospector(
+            endpoint: URL(string: "https://id.example.com/introspect")!, clientID: "rs", clientSecret: "s",
+            authentication: .post, transport: endpoint, clock: { Harness.now })
+        let refused = try #require(
+            try await refusal {
+                try await server(introspector).verify(
+                    authorizationHeader: "Bearer opaque", dpopHeader: nil, method: "GET", url: Harness.url)
+            })
         #expect(refused.code == ResourceServerRefusal.invalidToken)
         #expect(endpoint.last?.headerFields[.authorization] == nil)
     }
 
     @Test(arguments: [(200, "[]"), (200, #"{"active":"true"}"#), (500, #"{"active":true}"#), (200, "not json")])
     func unusableAnswersAreUnavailableNeverActive(_ status: Int, _ body: String) async throws {
-        #expect(throws: IntrospectionError.self) { try IntrospectionAnswer.parse(status: status, body: Array(body.utf8)) }
+        #expect(throws: IntrospectionError.self) {
+            try IntrospectionAnswer.parse(status: status, body: Array(body.utf8))
+        }
     }
 
     @Test func theTestIdPsOpaqueTokensAreIntrospected() async throws {
@@ -92,26 +111,37 @@ import Testing
             return
         }
         let transport = URLSessionTransport()
-        let metadata = try JSONValue(parsing: Array(try await transport.send(APIRequest(url: URL(string: issuer + "/.well-known/oauth-authorization-server")!)).body))
+        let metadata = try JSONValue(
+            parsing: Array(
+                try await transport.send(
+                    APIRequest(url: URL(string: issuer + "/.well-known/oauth-authorization-server")!)
+                ).body))
         let tokenURL = try #require(metadata["token_endpoint"]?.stringValue.flatMap(URL.init(string:)))
         let introspectionURL = try #require(metadata["introspection_endpoint"]?.stringValue.flatMap(URL.init(string:)))
-        var request = APIRequest(method: .post, url: tokenURL, body: Data("grant_type=client_credentials&scope=read".utf8))
+        var request = APIRequest(
+            method: .post, url: tokenURL, body: Data("grant_type=client_credentials&scope=read".utf8))
         request.headerFields[.contentType] = "application/x-www-form-urlencoded"
-        request.headerFields[.authorization] = "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
+        request.headerFields[.authorization] =
+            "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
         let response = try await transport.send(request)
         let token = try #require(try JSONValue(parsing: Array(response.body))["access_token"]?.stringValue)
 
-        let introspector = TokenIntrospector(endpoint: introspectionURL, clientID: "moose-resource-server",
-                                             clientSecret: "moose-resource-server-secret", transport: transport)
+        let introspector = TokenIntrospector(
+            endpoint: introspectionURL, clientID: "moose-resource-server",
+            clientSecret: "moose-resource-server-secret", transport: transport)
         var configuration = try Harness().configuration()
         configuration.issuer = issuer
         configuration.clock = { Date() }
-        let server = MooseResourceServer.ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector)
-        let principal = try await server.verify(authorizationHeader: "Bearer \(token)", dpopHeader: nil, method: "GET", url: Harness.url,
-                                                requiredScopes: ["read"])
+        let server = MooseResourceServer.ResourceServer(
+            configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector)
+        let principal = try await server.verify(
+            authorizationHeader: "Bearer \(token)", dpopHeader: nil, method: "GET", url: Harness.url,
+            requiredScopes: ["read"])
         #expect(principal.clientID == "moose-service" && principal.scopes == ["read"] && principal.expiresAt != nil)
         let unknown = try await refusal {
-            try await server.verify(authorizationHeader: "Bearer not-a-token-\(UUID().uuidString)", dpopHeader: nil, method: "GET", url: Harness.url)
+            try await server.verify(
+                authorizationHeader: "Bearer not-a-token-\(UUID().uuidString)", dpopHeader: nil, method: "GET",
+                url: Harness.url)
         }
         #expect(unknown?.code == ResourceServerRefusal.invalidToken)
         #expect(await introspector.requestCount == 2)

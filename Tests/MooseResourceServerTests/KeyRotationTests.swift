@@ -18,15 +18,19 @@ import Testing
         var count: Int { lock.withLock { requests } }
         func publish(_ keys: [JWK]) { lock.withLock { document = JWKS(keys: keys).json } }
         func send(_ request: APIRequest) async throws -> APIResponse {
-            let body = lock.withLock { requests += 1; return document }
+            let body = lock.withLock {
+                requests += 1; return document
+            }
             return APIResponse(status: .ok, headerFields: [.contentType: "application/json"], body: Data(body.utf8))
         }
     }
 
     static func signer(kid: String) throws -> (JWTSigner, JWK) {
         let key = try PrivateKey.generate(.ec(.p256))
-        return (try JWTSigner(key: JWTKey(privateKey: key, keyID: kid), algorithm: .es256),
-                try JWK(publicKey: key.publicKey(), keyID: kid, algorithm: .es256))
+        return (
+            try JWTSigner(key: JWTKey(privateKey: key, keyID: kid), algorithm: .es256),
+            try JWK(publicKey: key.publicKey(), keyID: kid, algorithm: .es256)
+        )
     }
 
     @Test func aRotatedKeyIsFetchedOnceAndAnUnknownKidInTheCooldownIsRefused() async throws {
@@ -39,8 +43,10 @@ import Testing
         let cache = JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: endpoint, cooldown: 0.5)
         let server = MooseResourceServer.ResourceServer(configuration: harness.configuration(), keys: cache)
         func verify(_ signer: JWTSigner) async throws -> String {
-            try await server.verify(authorizationHeader: "Bearer \(harness.token(signer: signer))", dpopHeader: nil, method: "GET",
-                                    url: Harness.url).subject
+            try await server.verify(
+                authorizationHeader: "Bearer \(harness.token(signer: signer))", dpopHeader: nil, method: "GET",
+                url: Harness.url
+            ).subject
         }
         #expect(try await verify(old) == "alice")
         #expect(endpoint.count == 1)
@@ -51,8 +57,11 @@ import Testing
         #expect(try await verify(old) == "alice")
         #expect(endpoint.count == 2)
         // A kid nobody published, right after: refused, no request (the cooldown).
-        let refused = try await refusal { try await server.verify(authorizationHeader: "Bearer \(harness.token(signer: stranger))",
-                                                                  dpopHeader: nil, method: "GET", url: Harness.url) }
+        let refused = try await refusal {
+            try await server.verify(
+                authorizationHeader: "Bearer \(harness.token(signer: stranger))",
+                dpopHeader: nil, method: "GET", url: Harness.url)
+        }
         #expect(refused?.code == ResourceServerRefusal.invalidToken)
         #expect(endpoint.count == 2)
     }

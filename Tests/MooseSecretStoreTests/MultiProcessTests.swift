@@ -76,7 +76,7 @@ struct MultiProcessTests {
     @Test func fourProcessesInterleavedWritesAllLand() throws {
         let folder = try TempFolder()
         let path = folder.file("shared.sqlite"), keyPath = folder.file("shared.key")
-        _ = try SecretStore(path: path, masterKey: .keyFile(keyPath))   // create first: workers open it
+        _ = try SecretStore(path: path, masterKey: .keyFile(keyPath)) // create first: workers open it
         let workers = try (0..<4).map { try Worker(["write", path, keyPath, "\($0)", "500"]) }
         for worker in workers { #expect(worker.finish() == 0, "worker failed: \(worker.output.last ?? "")") }
         let store = try SecretStore(path: path, masterKey: .keyFile(keyPath))
@@ -115,8 +115,9 @@ struct MultiProcessTests {
         for (round, last) in committed {
             for index in 0...max(last, 0) where last >= 0 {
                 let value = try store.get(namespace: "worker-r\(round)", name: "item-\(index)")
-                #expect(value?.starts(with: Array("value r\(round) \(index) ".utf8)) == true,
-                        "round \(round): committed write \(index) lost")
+                #expect(
+                    value?.starts(with: Array("value r\(round) \(index) ".utf8)) == true,
+                    "round \(round): committed write \(index) lost")
                 total += 1
             }
         }
@@ -153,7 +154,7 @@ struct MultiProcessTests {
         let folder = try TempFolder()
         let path = folder.file("lease.sqlite"), keyPath = folder.file("lease.key")
         _ = try SecretStore(path: path, masterKey: .keyFile(keyPath))
-        let holder = try Worker(["lease", path, keyPath, "refresh", "30", "-1"])   // holds forever
+        let holder = try Worker(["lease", path, keyPath, "refresh", "30", "-1"]) // holds forever
         let acquired = try #require(holder.waitForLine { $0.hasPrefix("acquired ") })
         let firstToken = Int64(acquired.split(separator: " ")[1]) ?? 0
         // While the holder lives, its 30 s lease excludes others.
@@ -177,9 +178,10 @@ struct MultiProcessTests {
         let folder = try TempFolder()
         let path = folder.file("lease.sqlite"), keyPath = folder.file("lease.key")
         let store = try SecretStore(path: path, masterKey: .keyFile(keyPath))
-        let old: SessionLease = try #require(try store.locked { (state) throws(SecretStoreError) in
-            try Leases.tryAcquire(state, name: "refresh", ttl: 1.5, fileLocked: false)
-        })
+        let old: SessionLease = try #require(
+            try store.locked { (state) throws(SecretStoreError) in
+                try Leases.tryAcquire(state, name: "refresh", ttl: 1.5, fileLocked: false)
+            })
         let started = Date()
         let next = try Worker(["lease", path, keyPath, "refresh", "5", "0"])
         #expect(next.finish() == 0)
@@ -198,7 +200,8 @@ struct InProcessConcurrencyTests {
                 group.addTask {
                     for index in 0..<25 {
                         try store.put(Array("\(task)-\(index)".utf8), namespace: "t\(task)", name: "\(index)")
-                        #expect(try store.get(namespace: "t\(task)", name: "\(index)") == Array("\(task)-\(index)".utf8))
+                        #expect(
+                            try store.get(namespace: "t\(task)", name: "\(index)") == Array("\(task)-\(index)".utf8))
                     }
                 }
             }
@@ -222,7 +225,7 @@ struct InProcessConcurrencyTests {
         #expect(second.fencingToken == lease.fencingToken + 1)
         _ = expectStoreError(SecretStoreError.leaseLost) {
             try store.transaction { tx throws(SecretStoreError) in
-                try tx.requireLease(lease)   // the old holder may not commit any more
+                try tx.requireLease(lease) // the old holder may not commit any more
                 try tx.put(Array("stale".utf8), namespace: "s", name: "v")
             }
         }

@@ -20,9 +20,12 @@ struct SnapshotReadTests {
         try store.put(bytes("other"), namespace: "other", name: "value")
     }
 
-    func snapshot(_ namespace: String = "session", _ name: String = "default", path: String? = nil,
-                  key: MasterKeySource? = nil) throws -> [UInt8]? {
-        try SecretStore.readSnapshot(path: path ?? self.path, masterKey: key ?? .raw(self.key), namespace: namespace, name: name)
+    func snapshot(
+        _ namespace: String = "session", _ name: String = "default", path: String? = nil,
+        key: MasterKeySource? = nil
+    ) throws -> [UInt8]? {
+        try SecretStore.readSnapshot(
+            path: path ?? self.path, masterKey: key ?? .raw(self.key), namespace: namespace, name: name)
     }
 
     func sidecars(_ path: String) -> [String] {
@@ -37,7 +40,9 @@ struct SnapshotReadTests {
         #expect(try snapshot("session", "nobody") == nil)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "a snapshot read changed the store file")
         #expect(sidecars(path).isEmpty, "a snapshot read left \(sidecars(path)) behind")
-        #expect(try SecretStore(path: path, masterKey: .raw(key)).get(namespace: "session", name: "default") == bytes("access-token-BBBB"))
+        #expect(
+            try SecretStore(path: path, masterKey: .raw(key)).get(namespace: "session", name: "default")
+                == bytes("access-token-BBBB"))
     }
 
     /// Another connection has the store open: `busy` at once, never a wait, never that connection's
@@ -52,7 +57,9 @@ struct SnapshotReadTests {
         // The open connection is undisturbed: it writes and reads on, and so does a new ordinary one.
         try open.put(bytes("access-token-DDDD"), namespace: "session", name: "default")
         #expect(try open.get(namespace: "session", name: "default") == bytes("access-token-DDDD"))
-        #expect(try SecretStore(path: path, masterKey: .raw(key)).get(namespace: "session", name: "default") == bytes("access-token-DDDD"))
+        #expect(
+            try SecretStore(path: path, masterKey: .raw(key)).get(namespace: "session", name: "default")
+                == bytes("access-token-DDDD"))
     }
 
     /// Commits still in the write-ahead log (a writer that stopped before any checkpoint) are read.
@@ -66,12 +73,15 @@ struct SnapshotReadTests {
             try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
         }
         #expect(try snapshot(path: copy) == bytes("access-token-EEEE"))
-        #expect(try SecretStore(path: copy, masterKey: .raw(key)).get(namespace: "session", name: "default") == bytes("access-token-EEEE"))
+        #expect(
+            try SecretStore(path: copy, masterKey: .raw(key)).get(namespace: "session", name: "default")
+                == bytes("access-token-EEEE"))
     }
 
     @Test func refusesAsTheOrdinaryOpenDoes() throws {
         _ = expectStoreError(SecretStoreError.io) { _ = try snapshot(path: folder.file("missing.sqlite")) }
-        #expect(!FileManager.default.fileExists(atPath: folder.file("missing.sqlite")), "a snapshot read created a store")
+        #expect(
+            !FileManager.default.fileExists(atPath: folder.file("missing.sqlite")), "a snapshot read created a store")
 
         let empty = folder.file("empty.sqlite")
         _ = FileManager.default.createFile(atPath: empty, contents: Data())
@@ -82,14 +92,17 @@ struct SnapshotReadTests {
         _ = expectStoreError(SecretStoreError.corrupt) { _ = try snapshot(path: garbage) }
 
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        _ = expectStoreError(SecretStoreError.wrongKey) { _ = try snapshot(key: .raw(try SecureRandom.bytes(count: 32))) }
+        _ = expectStoreError(SecretStoreError.wrongKey) {
+            _ = try snapshot(key: .raw(try SecureRandom.bytes(count: 32)))
+        }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 
     @Test func tamperedRowIsTampered() throws {
         do {
             let connection = try SQLiteConnection(path: path, mode: .readWrite)
-            try connection.execute("""
+            try connection.execute(
+                """
                 UPDATE secrets SET sealed = (SELECT sealed FROM secrets WHERE namespace='other' AND name='value')
                 WHERE namespace='session' AND name='default'
                 """)
@@ -102,7 +115,8 @@ struct SnapshotReadTests {
     @Test func passphraseStoreIsLeftToTheOrdinaryRead() throws {
         let phrase = folder.file("phrase.sqlite")
         let source = MasterKeySource.passphrase("correct horse battery staple")
-        try SecretStore(path: phrase, masterKey: source, scryptParameters: fastScrypt).put(bytes("v"), namespace: "n", name: "k")
+        try SecretStore(path: phrase, masterKey: source, scryptParameters: fastScrypt).put(
+            bytes("v"), namespace: "n", name: "k")
         _ = expectStoreError(SecretStoreError.invalidArgument) { _ = try snapshot("n", "k", path: phrase, key: source) }
     }
 
@@ -120,7 +134,8 @@ struct SnapshotReadTests {
                 group.addTask {
                     for _ in 0..<40 {
                         do {
-                            let read = try SecretStore.readSnapshot(path: path, masterKey: .raw(key), namespace: "session", name: "default")
+                            let read = try SecretStore.readSnapshot(
+                                path: path, masterKey: .raw(key), namespace: "session", name: "default")
                             let text = read.map { String(decoding: $0, as: UTF8.self) }
                             #expect(text == "access-token-BBBB" || values.contains(text ?? ""), "read \(text ?? "nil")")
                         } catch let error as SecretStoreError {

@@ -21,8 +21,10 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 /// Fast scrypt for tests (the default costs ~130 ms per open).
 let fastScrypt = Scrypt.Parameters(n: 1024, r: 8, p: 1)
 
-func expectStoreError(_ code: SecretStoreError.Code, sourceLocation: SourceLocation = #_sourceLocation,
-                      _ body: () throws -> Void) -> SecretStoreError? {
+func expectStoreError(
+    _ code: SecretStoreError.Code, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) -> SecretStoreError? {
     do {
         try body()
         Issue.record("expected \(code), nothing thrown", sourceLocation: sourceLocation)
@@ -59,10 +61,14 @@ struct StoreBasicsTests {
         let store = try SecretStore(path: path, masterKey: key, create: false)
         for index in 0..<8 { #expect(try store.get(namespace: "replicas", name: "r\(index)") == bytes("v\(index)")) }
         #expect(FileManager.default.fileExists(atPath: folder.file("config/store.key")))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("config")) == ["store.key"], "a temporary key file was left")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.file("config")) == ["store.key"],
+            "a temporary key file was left")
 
         let missing = folder.file("other/store.sqlite")
-        _ = expectStoreError(SecretStoreError.keyUnavailable) { _ = try SecretStore(path: missing, masterKey: .environment("MOOSE_TEST_NO_SUCH_KEY")) }
+        _ = expectStoreError(SecretStoreError.keyUnavailable) {
+            _ = try SecretStore(path: missing, masterKey: .environment("MOOSE_TEST_NO_SUCH_KEY"))
+        }
         #expect(!FileManager.default.fileExists(atPath: missing), "a store without its key was left behind")
     }
 
@@ -78,11 +84,13 @@ struct StoreBasicsTests {
             try store.put(OAuthSession(access: "a1", expires: 42), namespace: "session", name: "set")
             try store.put(big, namespace: "blobs", name: "one-mebibyte")
             try store.put(bytes("élan 🦌"), namespace: "ünï/cødé 名前", name: "名前 🦌")
-            try store.put(bytes("r2"), namespace: "session", name: "refresh_token")   // replace
+            try store.put(bytes("r2"), namespace: "session", name: "refresh_token") // replace
         }
         let reopened = try SecretStore(path: path, masterKey: key)
         #expect(try reopened.get(namespace: "session", name: "refresh_token") == bytes("r2"))
-        #expect(try reopened.get(OAuthSession.self, namespace: "session", name: "set") == OAuthSession(access: "a1", expires: 42))
+        #expect(
+            try reopened.get(OAuthSession.self, namespace: "session", name: "set")
+                == OAuthSession(access: "a1", expires: 42))
         #expect(try reopened.get(namespace: "blobs", name: "one-mebibyte") == big)
         #expect(try reopened.get(namespace: "ünï/cødé 名前", name: "名前 🦌") == bytes("élan 🦌"))
         #expect(try reopened.get(namespace: "session", name: "missing") == nil)
@@ -126,14 +134,18 @@ struct StoreBasicsTests {
         let envStore = try SecretStore(path: folder.file("env.sqlite"), masterKey: .environment("MOOSE_TEST_STORE_KEY"))
         try envStore.put(bytes("v"), namespace: "n", name: "k")
         // The same key given raw opens it.
-        #expect(try SecretStore(path: folder.file("env.sqlite"), masterKey: .raw(key)).get(namespace: "n", name: "k") == bytes("v"))
+        #expect(
+            try SecretStore(path: folder.file("env.sqlite"), masterKey: .raw(key)).get(namespace: "n", name: "k")
+                == bytes("v"))
         _ = expectStoreError(SecretStoreError.keyUnavailable) {
             _ = try SecretStore(path: folder.file("x.sqlite"), masterKey: .environment("MOOSE_TEST_NO_SUCH_VARIABLE"))
         }
-        let pass = try SecretStore(path: folder.file("pass.sqlite"), masterKey: .passphrase("correct horse"), scryptParameters: fastScrypt)
+        let pass = try SecretStore(
+            path: folder.file("pass.sqlite"), masterKey: .passphrase("correct horse"), scryptParameters: fastScrypt)
         try pass.put(bytes("p"), namespace: "n", name: "k")
-        #expect(try SecretStore(path: folder.file("pass.sqlite"), masterKey: .passphrase("correct horse"))
-            .get(namespace: "n", name: "k") == bytes("p"))
+        #expect(
+            try SecretStore(path: folder.file("pass.sqlite"), masterKey: .passphrase("correct horse"))
+                .get(namespace: "n", name: "k") == bytes("p"))
         _ = expectStoreError(SecretStoreError.wrongKey) {
             _ = try SecretStore(path: folder.file("pass.sqlite"), masterKey: .passphrase("wrong horse"))
         }
@@ -148,7 +160,7 @@ struct StoreBasicsTests {
             try store.transaction { tx throws(SecretStoreError) in
                 try tx.put(bytes("new"), namespace: "s", name: "refresh")
                 try tx.put(bytes("new access"), namespace: "s", name: "access")
-                try tx.put(bytes("x"), namespace: "", name: "invalid")   // fails: rolls everything back
+                try tx.put(bytes("x"), namespace: "", name: "invalid") // fails: rolls everything back
             }
         }
         #expect(try store.get(namespace: "s", name: "refresh") == bytes("old"))
@@ -196,38 +208,46 @@ struct StoreTamperTests {
         #expect(error?.description.contains("master key") == true)
         let after = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(before == after, "the store file changed after a wrong-key open")
-        #expect(try SecretStore(path: path, masterKey: .raw(key)).get(namespace: "other", name: "value") == bytes("other"))
+        #expect(
+            try SecretStore(path: path, masterKey: .raw(key)).get(namespace: "other", name: "value") == bytes("other"))
     }
 
     @Test func flippedByteIsTamperedForThatRowOnly() throws {
         // Flip one bit of the ciphertext (after the 12-byte nonce) of one row, with raw SQL.
         let connection = try SQLiteConnection(path: path, mode: .readWrite)
-        let select = try connection.statement("SELECT sealed FROM secrets WHERE namespace='session' AND name='access_token'")
+        let select = try connection.statement(
+            "SELECT sealed FROM secrets WHERE namespace='session' AND name='access_token'")
         _ = try select.step()
         var sealed = select.blob(0)
         select.reset()
         sealed[20] ^= 0x01
-        let update = try connection.statement("UPDATE secrets SET sealed = ? WHERE namespace='session' AND name='access_token'")
+        let update = try connection.statement(
+            "UPDATE secrets SET sealed = ? WHERE namespace='session' AND name='access_token'")
         try update.bind(1, blob: sealed)
         try update.step()
 
         let store = try SecretStore(path: path, masterKey: .raw(key))
-        let error = expectStoreError(SecretStoreError.tampered) { _ = try store.get(namespace: "session", name: "access_token") }
+        let error = expectStoreError(SecretStoreError.tampered) {
+            _ = try store.get(namespace: "session", name: "access_token")
+        }
         #expect(error?.namespace == "session" && error?.name == "access_token")
         #expect(error?.description.contains("access-token") == false)
-        #expect(try store.get(namespace: "other", name: "value") == bytes("other"))   // other rows still open
+        #expect(try store.get(namespace: "other", name: "value") == bytes("other")) // other rows still open
         let report = try store.check()
         #expect(report.good == 2 && report.bad.count == 1 && report.integrity == "ok")
         #expect(report.bad.first?.entry.name == "access_token")
     }
 
     @Test func ciphertextCopiedToAnotherRowIsTampered() throws {
-        try raw("""
+        try raw(
+            """
             UPDATE secrets SET sealed = (SELECT sealed FROM secrets WHERE namespace='session' AND name='refresh_token')
             WHERE namespace='session' AND name='access_token'
             """)
         let store = try SecretStore(path: path, masterKey: .raw(key))
-        _ = expectStoreError(SecretStoreError.tampered) { _ = try store.get(namespace: "session", name: "access_token") }
+        _ = expectStoreError(SecretStoreError.tampered) {
+            _ = try store.get(namespace: "session", name: "access_token")
+        }
         #expect(try store.get(namespace: "session", name: "refresh_token") == bytes("refresh-token-AAAA"))
         // A row moved to another name does not open either.
         try raw("UPDATE secrets SET name = 'moved' WHERE namespace='other' AND name='value'")
@@ -284,22 +304,28 @@ struct StoreTamperTests {
         _ = expectStoreError(SecretStoreError.wrongKey) { _ = try SecretStore(path: path, masterKey: .raw(key)) }
         // And to a passphrase and back.
         try reopened.rotateMasterKey(to: .passphrase("pass phrase"), scryptParameters: fastScrypt)
-        #expect(try SecretStore(path: path, masterKey: .passphrase("pass phrase")).get(namespace: "other", name: "value") == bytes("other"))
-        _ = expectStoreError(SecretStoreError.wrongKey) { _ = try SecretStore(path: path, masterKey: .keyFile(newKeyPath)) }
+        #expect(
+            try SecretStore(path: path, masterKey: .passphrase("pass phrase")).get(namespace: "other", name: "value")
+                == bytes("other"))
+        _ = expectStoreError(SecretStoreError.wrongKey) {
+            _ = try SecretStore(path: path, masterKey: .keyFile(newKeyPath))
+        }
     }
 
     @Test func newerSchemaIsRefusedUntouched() throws {
         try raw("PRAGMA user_version = 99")
         try checkpoint()
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        let error = expectStoreError(SecretStoreError.unsupportedVersion) { _ = try SecretStore(path: path, masterKey: .raw(key)) }
+        let error = expectStoreError(SecretStoreError.unsupportedVersion) {
+            _ = try SecretStore(path: path, masterKey: .raw(key))
+        }
         #expect(error?.message.contains("99") == true)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 
     @Test func rolledBackKeyIdIsTampered() throws {
         let store = try SecretStore(path: path, masterKey: .raw(key))
-        try store.rotateMasterKey(to: .raw(key))   // no-op rewrap
+        try store.rotateMasterKey(to: .raw(key)) // no-op rewrap
         try raw("UPDATE secrets SET key_id = 7 WHERE namespace='other'")
         _ = expectStoreError(SecretStoreError.tampered) { _ = try store.get(namespace: "other", name: "value") }
     }

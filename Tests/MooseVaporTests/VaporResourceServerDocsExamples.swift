@@ -9,12 +9,15 @@ import Vapor
 
 func serveWithVapor(server: MooseResourceServer.ResourceServer) async throws {
     // docs/resource-server.md vapor begins
-    let document = ProtectedResourceDocument(resource: "https://api.example.com", authorizationServers: ["https://id.example.com"],
-                                             scopesSupported: ["api.read"])
+    let document = ProtectedResourceDocument(
+        resource: "https://api.example.com", authorizationServers: ["https://id.example.com"],
+        scopesSupported: ["api.read"])
     let app = try await Application.make(.detect())
-    document.addRoute(to: app)                           // GET /.well-known/oauth-protected-resource, no token
-    let protected = app.grouped(ResourceServerMiddleware(server: server, publicBaseURL: "https://api.example.com",
-                                                         requiredScopes: ["api.read"]))
+    document.addRoute(to: app) // GET /.well-known/oauth-protected-resource, no token
+    let protected = app.grouped(
+        ResourceServerMiddleware(
+            server: server, publicBaseURL: "https://api.example.com",
+            requiredScopes: ["api.read"]))
     protected.get("items") { req in "hello \(req.verifiedPrincipal?.subject ?? "")" }
     // Or Vapor's own shape: req.auth.require(AuthenticatedPrincipal.self).verified is the same caller.
     try await app.execute()
@@ -33,8 +36,9 @@ struct VaporResourceServerDocsExamplesTests {
         let end = try #require(source.range(of: "    // docs/resource-server.md vapor ends"))
         let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
-        #expect(page.contains("```swift\n" + example + "```"),
-                "docs/resource-server.md's vapor example differs from VaporResourceServerDocsExamples.swift")
+        #expect(
+            page.contains("```swift\n" + example + "```"),
+            "docs/resource-server.md's vapor example differs from VaporResourceServerDocsExamples.swift")
     }
 }
 #endif

@@ -35,34 +35,43 @@ import VaporTesting
         let document = try JSONValue(parsing: Array(try await transport.send(APIRequest(url: discovery)).body))
         let token = try #require(document["token_endpoint"]?.stringValue.flatMap(URL.init(string:)))
         let jwks = try #require(document["jwks_uri"]?.stringValue.flatMap(URL.init(string:)))
-        return Provider(issuer: try #require(document["issuer"]?.stringValue), tokenEndpoint: token,
-                        jwks: JWKSCache(url: jwks, transport: transport))
+        return Provider(
+            issuer: try #require(document["issuer"]?.stringValue), tokenEndpoint: token,
+            jwks: JWKSCache(url: jwks, transport: transport))
     }
 
     /// Client credentials; with `dpop`, a proof (and the nonce Glewlwyd then asks for).
-    static func accessToken(_ provider: Provider, transport: URLSessionTransport, dpop: (signer: JWTSigner, jwk: JWK)? = nil) async throws -> String {
-        try await Glewlwyd.serviceAccessToken(tokenEndpoint: provider.tokenEndpoint, transport: transport, dpop: dpop).token
+    static func accessToken(
+        _ provider: Provider, transport: URLSessionTransport, dpop: (signer: JWTSigner, jwk: JWK)? = nil
+    ) async throws -> String {
+        try await Glewlwyd.serviceAccessToken(tokenEndpoint: provider.tokenEndpoint, transport: transport, dpop: dpop)
+            .token
     }
 
     /// A verifier of Glewlwyd's tokens for `resource`, with DPoP nonces when `nonces`.
-    static func server(_ provider: Provider, resource: String = resource, nonces: Bool = false) -> MooseResourceServer.ResourceServer {
-        var configuration = ResourceServerConfiguration(issuer: provider.issuer, resource: resource, algorithms: [.rs256, .es256, .eddsa])
+    static func server(_ provider: Provider, resource: String = resource, nonces: Bool = false)
+        -> MooseResourceServer.ResourceServer
+    {
+        var configuration = ResourceServerConfiguration(
+            issuer: provider.issuer, resource: resource, algorithms: [.rs256, .es256, .eddsa])
         configuration.resourceMetadataURL = resource + "/.well-known/oauth-protected-resource"
-        return MooseResourceServer.ResourceServer(configuration: configuration, keys: provider.jwks,
-                                                  nonces: nonces ? RotatingDPoPNonces() : nil)
+        return MooseResourceServer.ResourceServer(
+            configuration: configuration, keys: provider.jwks,
+            nonces: nonces ? RotatingDPoPNonces() : nil)
     }
 
     /// `/items` (api.read), `/admin` (api.write), `/other` (another resource), `/dpop` (nonces), `/optional`
     /// (the authenticator), `/guarded` (the authenticator and Vapor's guard), and the document.
     static func configure(_ app: Application, provider: Provider, calls: Calls) {
-        app.logger.logLevel = .error   // not a line per request in the test output
-        let document = ProtectedResourceDocument(resource: resource, authorizationServers: [provider.issuer], scopesSupported: ["api.read"])
+        app.logger.logLevel = .error // not a line per request in the test output
+        let document = ProtectedResourceDocument(
+            resource: resource, authorizationServers: [provider.issuer], scopesSupported: ["api.read"])
         document.addRoute(to: app)
         let server = server(provider)
         let routes: [(path: String, server: MooseResourceServer.ResourceServer, scopes: [String])] = [
             ("items", server, ["api.read"]), ("admin", server, ["api.write"]),
             ("other", Self.server(provider, resource: "https://other.moose.test"), []),
-            ("dpop", Self.server(provider, nonces: true), ["api.read"]),
+            ("dpop", Self.server(provider, nonces: true), ["api.read"])
         ]
         let handler: @Sendable (Request) async -> String = { req in
             await calls.record()
@@ -70,10 +79,13 @@ import VaporTesting
             return "\(principal?.clientID ?? "nobody") by \(principal?.scheme.rawValue ?? "-")"
         }
         for route in routes {
-            app.grouped(ResourceServerMiddleware(server: route.server, publicBaseURL: resource, requiredScopes: route.scopes))
-                .get(.constant(route.path), use: handler)
+            app.grouped(
+                ResourceServerMiddleware(server: route.server, publicBaseURL: resource, requiredScopes: route.scopes)
+            )
+            .get(.constant(route.path), use: handler)
         }
-        let authenticator = ResourceServerAuthenticator(server: server, publicBaseURL: resource, requiredScopes: ["api.read"])
+        let authenticator = ResourceServerAuthenticator(
+            server: server, publicBaseURL: resource, requiredScopes: ["api.read"])
         app.grouped(authenticator).get("optional", use: handler)
         app.grouped(authenticator, AuthenticatedPrincipal.guardMiddleware()).get("guarded", use: handler)
     }
@@ -98,25 +110,34 @@ import VaporTesting
                 let none = try await tester.sendRequest(.GET, "items")
                 #expect(none.status == .unauthorized && none.body.readableBytes == 0)
                 #expect(Self.challenges(none).map(\.scheme) == ["Bearer", "DPoP"])
-                #expect(Self.challenges(none).first?["resource_metadata"] == Self.resource + "/.well-known/oauth-protected-resource")
+                #expect(
+                    Self.challenges(none).first?["resource_metadata"] == Self.resource
+                        + "/.well-known/oauth-protected-resource")
 
-                let elsewhere = try await tester.sendRequest(.GET, "other", headers: ["Authorization": "Bearer \(token)"])
-                #expect(elsewhere.status == .unauthorized && Self.challenges(elsewhere).first?["error"] == "invalid_token")
+                let elsewhere = try await tester.sendRequest(
+                    .GET, "other", headers: ["Authorization": "Bearer \(token)"])
+                #expect(
+                    elsewhere.status == .unauthorized && Self.challenges(elsewhere).first?["error"] == "invalid_token")
 
                 let short = try await tester.sendRequest(.GET, "admin", headers: ["Authorization": "Bearer \(token)"])
                 #expect(short.status == .forbidden)
-                #expect(Self.challenges(short).first?["error"] == "insufficient_scope" && Self.challenges(short).first?["scope"] == "api.write")
+                #expect(
+                    Self.challenges(short).first?["error"] == "insufficient_scope"
+                        && Self.challenges(short).first?["scope"] == "api.write")
                 // The refused requests never reached their routes.
                 #expect(await calls.count == 1)
 
                 // The authenticator: a caller logged in, or none (the route runs either way); with the guard, a bare 401.
-                let optional = try await tester.sendRequest(.GET, "optional", headers: ["Authorization": "Bearer \(token)"])
+                let optional = try await tester.sendRequest(
+                    .GET, "optional", headers: ["Authorization": "Bearer \(token)"])
                 #expect(optional.status == .ok && optional.body.string == "moose-service by Bearer")
                 let anonymous = try await tester.sendRequest(.GET, "optional")
                 #expect(anonymous.status == .ok && anonymous.body.string == "nobody by -")
-                let guarded = try await tester.sendRequest(.GET, "guarded", headers: ["Authorization": "Bearer not-a-token"])
+                let guarded = try await tester.sendRequest(
+                    .GET, "guarded", headers: ["Authorization": "Bearer not-a-token"])
                 #expect(guarded.status == .unauthorized)
-                let admitted = try await tester.sendRequest(.GET, "guarded", headers: ["Authorization": "Bearer \(token)"])
+                let admitted = try await tester.sendRequest(
+                    .GET, "guarded", headers: ["Authorization": "Bearer \(token)"])
                 #expect(admitted.status == .ok)
                 #expect(await calls.count == 4)
 
@@ -143,16 +164,23 @@ import VaporTesting
             try await withApp(configure: { Self.configure($0, provider: provider, calls: calls) }) { app in
                 let tester = try app.testing()
                 // No nonce in the proof: use_dpop_nonce, and the nonce to use.
-                let first = try await tester.sendRequest(.GET, "dpop", headers: [
-                    "Authorization": "DPoP \(token)", "DPoP": try DPoP.proof(signer: signer, publicJWK: jwk, method: "GET", url: url, accessToken: token),
-                ])
+                let first = try await tester.sendRequest(
+                    .GET, "dpop",
+                    headers: [
+                        "Authorization": "DPoP \(token)",
+                        "DPoP": try DPoP.proof(
+                            signer: signer, publicJWK: jwk, method: "GET", url: url, accessToken: token)
+                    ])
                 #expect(first.status == .unauthorized)
                 #expect(Self.challenges(first).first { $0.hasScheme("DPoP") }?["error"] == "use_dpop_nonce")
                 let nonce = try #require(first.headers.first(name: "DPoP-Nonce"))
-                let second = try await tester.sendRequest(.GET, "dpop", headers: [
-                    "Authorization": "DPoP \(token)",
-                    "DPoP": try DPoP.proof(signer: signer, publicJWK: jwk, method: "GET", url: url, accessToken: token, nonce: nonce),
-                ])
+                let second = try await tester.sendRequest(
+                    .GET, "dpop",
+                    headers: [
+                        "Authorization": "DPoP \(token)",
+                        "DPoP": try DPoP.proof(
+                            signer: signer, publicJWK: jwk, method: "GET", url: url, accessToken: token, nonce: nonce)
+                    ])
                 #expect(second.status == .ok && second.body.string == "moose-service by DPoP")
                 #expect(second.headers.first(name: "DPoP-Nonce") != nil)
                 // The bound token as Bearer: refused.

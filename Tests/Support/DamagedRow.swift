@@ -19,6 +19,8 @@ public enum DamagedRow {
             db.commit()
             """
         let result = runProcess(["/usr/bin/env", "python3", "-c", script, storePath, namespace, name])
-        guard result.status == 0 else { throw Failure(description: "could not damage \(namespace)/\(name) in \(storePath): \(result.output)") }
+        guard result.status == 0 else {
+            throw Failure(description: "could not damage \(namespace)/\(name) in \(storePath): \(result.output)")
+        }
     }
 }

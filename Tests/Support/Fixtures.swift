@@ -15,7 +15,7 @@ public enum Fixtures {
     /// The absolute path of the `Fixtures/` folder.
     public static let root: String = {
         var components = #filePath.split(separator: "/", omittingEmptySubsequences: false)
-        components.removeLast(3)   // Tests/Support/Fixtures.swift
+        components.removeLast(3) // Tests/Support/Fixtures.swift
         return components.joined(separator: "/") + "/Fixtures"
     }()
 

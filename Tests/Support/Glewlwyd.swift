@@ -11,8 +11,10 @@ public enum Glewlwyd {
     /// `http://127.0.0.1:4594/api/oidc` (PAR allowed, not required).
     public static let issuer: String? = {
         if let issuer = ProcessInfo.processInfo.environment["MOOSE_GLEWLWYD_ISSUER"], !issuer.isEmpty { return issuer }
-        let (status, output) = runCapturingStdout(Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/glewlwyd/start"))
-        guard status == 0, let issuer = output.split(separator: "\n").last.map(String.init), issuer.hasPrefix("http") else { return nil }
+        let (status, output) = runCapturingStdout(
+            Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/glewlwyd/start"))
+        guard status == 0, let issuer = output.split(separator: "\n").last.map(String.init), issuer.hasPrefix("http")
+        else { return nil }
         return issuer
     }()
 
@@ -77,23 +79,32 @@ extension Glewlwyd {
     /// A client-credentials access token of `moose-service` for `https://api.moose.test` (scope
     /// `api.read`) from `tokenEndpoint`, and its `token_type`; with `dpop`, bound to that key (answering
     /// Glewlwyd's nonce demand, up to three tries). Throws `SpawnError` naming what the endpoint answered.
-    public static func serviceAccessToken(tokenEndpoint: URL, transport: any HTTPTransport,
-                                          dpop: (signer: JWTSigner, jwk: JWK)? = nil) async throws -> (token: String, type: String) {
+    public static func serviceAccessToken(
+        tokenEndpoint: URL, transport: any HTTPTransport,
+        dpop: (signer: JWTSigner, jwk: JWK)? = nil
+    ) async throws -> (token: String, type: String) {
         var nonce: String? = nil
         for _ in 0..<3 {
-            var request = APIRequest(method: .post, url: tokenEndpoint,
-                                     body: Data("grant_type=client_credentials&scope=api.read&resource=https%3A%2F%2Fapi.moose.test".utf8))
+            var request = APIRequest(
+                method: .post, url: tokenEndpoint,
+                body: Data("grant_type=client_credentials&scope=api.read&resource=https%3A%2F%2Fapi.moose.test".utf8))
             request.headerFields[.contentType] = "application/x-www-form-urlencoded"
-            request.headerFields[.authorization] = "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
+            request.headerFields[.authorization] =
+                "Basic " + Data("moose-service:moose-service-secret".utf8).base64EncodedString()
             if let dpop {
-                request.headerFields[.dpop] = try DPoP.proof(signer: dpop.signer, publicJWK: dpop.jwk, method: "POST",
-                                                             url: tokenEndpoint.absoluteString, nonce: nonce)
+                request.headerFields[.dpop] = try DPoP.proof(
+                    signer: dpop.signer, publicJWK: dpop.jwk, method: "POST",
+                    url: tokenEndpoint.absoluteString, nonce: nonce)
             }
             let response = try await transport.send(request)
             if response.status.code == 400, let fresh = response.headerFields[.dpopNonce] { nonce = fresh; continue }
-            guard response.status.code == 200 else { throw SpawnError("Glewlwyd's token endpoint answered \(response.status.code)") }
+            guard response.status.code == 200 else {
+                throw SpawnError("Glewlwyd's token endpoint answered \(response.status.code)")
+            }
             let body = try JSONValue(parsing: Array(response.body))
-            guard let token = body["access_token"]?.stringValue else { throw SpawnError("Glewlwyd's token answer has no access_token") }
+            guard let token = body["access_token"]?.stringValue else {
+                throw SpawnError("Glewlwyd's token answer has no access_token")
+            }
             return (token, body["token_type"]?.stringValue ?? "")
         }
         throw SpawnError("Glewlwyd asked for a new DPoP nonce three times")

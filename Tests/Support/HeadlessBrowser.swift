@@ -1,4 +1,4 @@
-public import Foundation   // test support: full Foundation for string searching
+public import Foundation // test support: full Foundation for string searching
 public import MooseHTTP
 import HTTPTypes
 
@@ -36,12 +36,15 @@ public actor HeadlessBrowser {
         for _ in 0..<maxSteps {
             let response = try await send(method, current, body: body)
             if ProcessInfo.processInfo.environment["MOOSE_BROWSER_DEBUG"] != nil {
-                print("BROWSER \(method) \(current.path) -> \(response.status.code) \(response.headerFields[.location] ?? "") \(String(decoding: response.body.prefix(150), as: UTF8.self))")
+                print(
+                    "BROWSER \(method) \(current.path) -> \(response.status.code) \(response.headerFields[.location] ?? "") \(String(decoding: response.body.prefix(150), as: UTF8.self))"
+                )
             }
             method = .get
             body = nil
             if (300..<400).contains(response.status.code), let location = response.headerFields[.location],
-               let next = URL(string: location, relativeTo: current)?.absoluteURL {
+                let next = URL(string: location, relativeTo: current)?.absoluteURL
+            {
                 if next.absoluteString.hasPrefix(stopAt) {
                     _ = try await send(.get, next, body: nil)
                     return next
@@ -51,19 +54,28 @@ public actor HeadlessBrowser {
             }
             let html = String(decoding: response.body, as: UTF8.self)
             guard response.status.code == 200, let form = Self.firstForm(in: html) else {
-                throw HTTPRequestError.transportFailure("the provider answered \(response.status.code) with no form to fill at \(current.path)",
-                                                 APIRequest(url: current))
+                throw HTTPRequestError.transportFailure(
+                    "the provider answered \(response.status.code) with no form to fill at \(current.path)",
+                    APIRequest(url: current))
             }
             var fields = form.fields
             if fields.contains(where: { $0.0 == "username" }) {
-                fields = fields.map { $0.0 == "username" ? ($0.0, username) : $0.0 == "password" ? ($0.0, password) : $0 }
+                fields = fields.map {
+                    $0.0 == "username" ? ($0.0, username) : $0.0 == "password" ? ($0.0, password) : $0
+                }
             }
             // Confirmation forms (allow / deny): choose allow.
-            if let allow = form.submits.first(where: { $0.1.lowercased().contains("allow") || $0.1.lowercased().contains("accept")
-                                                        || $0.1.lowercased().contains("approve") }) {
+            if let allow = form.submits.first(where: {
+                $0.1.lowercased().contains("allow") || $0.1.lowercased().contains("accept")
+                    || $0.1.lowercased().contains("approve")
+            }) {
                 fields.append(allow)
             }
-            guard let action = URL(string: form.action.isEmpty ? current.absoluteString : form.action, relativeTo: current)?.absoluteURL else {
+            guard
+                let action = URL(
+                    string: form.action.isEmpty ? current.absoluteString : form.action, relativeTo: current)?
+                    .absoluteURL
+            else {
                 throw HTTPRequestError.transportFailure("bad form action \(form.action)", APIRequest(url: current))
             }
             current = action
@@ -81,7 +93,8 @@ public actor HeadlessBrowser {
         }
         var fields = form.fields.map { field in (field.0, values[field.0] ?? field.1) }
         for (name, value) in values where !fields.contains(where: { $0.0 == name }) { fields.append((name, value)) }
-        let action = URL(string: form.action.isEmpty ? url.absoluteString : form.action, relativeTo: url)?.absoluteURL ?? url
+        let action =
+            URL(string: form.action.isEmpty ? url.absoluteString : form.action, relativeTo: url)?.absoluteURL ?? url
         return try await send(.post, action, body: Data(RequestBuilder.encodeForm(fields).utf8))
     }
 
@@ -91,16 +104,23 @@ public actor HeadlessBrowser {
         for _ in 0..<8 {
             let response = try await send(.get, current, body: nil)
             if (300..<400).contains(response.status.code), let location = response.headerFields[.location],
-               let next = URL(string: location, relativeTo: current)?.absoluteURL {
+                let next = URL(string: location, relativeTo: current)?.absoluteURL
+            {
                 current = next
                 continue
             }
             let html = String(decoding: response.body, as: UTF8.self)
             if let form = Self.firstForm(in: html), form.fields.contains(where: { $0.0 == "password" }) {
-                let fields = form.fields.map { $0.0 == "username" ? ($0.0, username) : $0.0 == "password" ? ($0.0, password) : $0 }
-                let action = URL(string: form.action.isEmpty ? current.absoluteString : form.action, relativeTo: current)?.absoluteURL ?? current
+                let fields = form.fields.map {
+                    $0.0 == "username" ? ($0.0, username) : $0.0 == "password" ? ($0.0, password) : $0
+                }
+                let action =
+                    URL(string: form.action.isEmpty ? current.absoluteString : form.action, relativeTo: current)?
+                    .absoluteURL ?? current
                 let posted = try await send(.post, action, body: Data(RequestBuilder.encodeForm(fields).utf8))
-                if let location = posted.headerFields[.location], let next = URL(string: location, relativeTo: action)?.absoluteURL {
+                if let location = posted.headerFields[.location],
+                    let next = URL(string: location, relativeTo: action)?.absoluteURL
+                {
                     current = next
                     continue
                 }
@@ -113,7 +133,9 @@ public actor HeadlessBrowser {
     private func send(_ method: HTTPRequest.Method, _ url: URL, body: Data?) async throws -> APIResponse {
         visited.append(url)
         var request = APIRequest(method: method, url: url, body: body, timeout: 20)
-        if !cookies.isEmpty { request.headerFields[.cookie] = cookies.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "; ") }
+        if !cookies.isEmpty {
+            request.headerFields[.cookie] = cookies.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "; ")
+        }
         if body != nil {
             request.headerFields[.contentType] = MIMEType.formURLEncoded.value
             // Django checks the Referer/Origin only over HTTPS; send it anyway, like a browser.
@@ -222,9 +244,13 @@ public actor HeadlessBrowser {
             case "quot": out += "\""
             case "apos", "#39", "#x27": out += "'"
             default:
-                if entity.hasPrefix("#x"), let code = UInt32(entity.dropFirst(2), radix: 16), let scalar = Unicode.Scalar(code) {
+                if entity.hasPrefix("#x"), let code = UInt32(entity.dropFirst(2), radix: 16),
+                    let scalar = Unicode.Scalar(code)
+                {
                     out.unicodeScalars.append(scalar)
-                } else if entity.hasPrefix("#"), let code = UInt32(entity.dropFirst()), let scalar = Unicode.Scalar(code) {
+                } else if entity.hasPrefix("#"), let code = UInt32(entity.dropFirst()),
+                    let scalar = Unicode.Scalar(code)
+                {
                     out.unicodeScalars.append(scalar)
                 } else {
                     out += "&" + entity + ";"

@@ -8,11 +8,15 @@ public enum LocalServer {
 
     /// Starts `python script` (a path below the repository root) and returns the port it printed.
     /// Fails the whole test process if it cannot start: every test that needs it would fail anyway.
-    public static func start(_ script: String, python: String = "/usr/bin/python3", environment: [String: String] = [:]) -> Int {
+    public static func start(_ script: String, python: String = "/usr/bin/python3", environment: [String: String] = [:])
+        -> Int
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-u", repositoryRoot + "/" + script]
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
@@ -23,7 +27,11 @@ public enum LocalServer {
             if chunk.isEmpty { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
-        guard let port = text.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+        guard
+            let port = text.split(separator: " ").last.flatMap({
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            })
+        else {
             fatalError("\(script) did not print its port: \(text)")
         }
         return port

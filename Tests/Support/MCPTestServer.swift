@@ -18,17 +18,24 @@ public struct MCPTestServer: Sendable {
     public let answersJSON: Bool
 
     /// The server answering SSE (the Python SDK's default), or `nil` when it cannot run here.
-    public static let sse: MCPTestServer? = start(variable: "MOOSE_MCP_URL", port: "MOOSE_MCP_PORT", defaultPort: 8931, json: false)
+    public static let sse: MCPTestServer? = start(
+        variable: "MOOSE_MCP_URL", port: "MOOSE_MCP_PORT", defaultPort: 8931, json: false)
     /// The server answering JSON, or `nil` when it cannot run here.
-    public static let json: MCPTestServer? = start(variable: "MOOSE_MCP_JSON_URL", port: "MOOSE_MCP_JSON_PORT", defaultPort: 8932, json: true)
+    public static let json: MCPTestServer? = start(
+        variable: "MOOSE_MCP_JSON_URL", port: "MOOSE_MCP_JSON_PORT", defaultPort: 8932, json: true)
 
     static func start(variable: String, port: String, defaultPort: Int, json: Bool) -> MCPTestServer? {
         let environment = ProcessInfo.processInfo.environment
         if let url = environment[variable], !url.isEmpty { return MCPTestServer(url: url, answersJSON: json) }
-        let chosen = environment[port].flatMap(Int.init).map { (1024...65535).contains($0) ? $0 : defaultPort } ?? defaultPort
+        let chosen =
+            environment[port].flatMap(Int.init).map { (1024...65535).contains($0) ? $0 : defaultPort } ?? defaultPort
         let script = LocalServer.repositoryRoot + "/tools/mcp/start"
-        let (status, output) = runCapturingStdout(["/usr/bin/env", "MOOSE_MCP_PORT=\(chosen)", "MOOSE_MCP_JSON_RESPONSE=\(json ? 1 : 0)", script])
-        guard status == 0, let url = output.split(separator: "\n").last.map(String.init), url.hasPrefix("http") else { return nil }
+        let (status, output) = runCapturingStdout([
+            "/usr/bin/env", "MOOSE_MCP_PORT=\(chosen)", "MOOSE_MCP_JSON_RESPONSE=\(json ? 1 : 0)", script
+        ])
+        guard status == 0, let url = output.split(separator: "\n").last.map(String.init), url.hasPrefix("http") else {
+            return nil
+        }
         return MCPTestServer(url: url, answersJSON: json)
     }
 
@@ -69,7 +76,9 @@ public struct MCPTestServer: Sendable {
     public static func mode(_ json: String) async throws { try await required().mode(json) }
 
     static func required() throws -> MCPTestServer {
-        guard let sse else { throw HTTPRequestError.transportFailure(unavailable, APIRequest(url: URL(fileURLWithPath: "/"))) }
+        guard let sse else {
+            throw HTTPRequestError.transportFailure(unavailable, APIRequest(url: URL(fileURLWithPath: "/")))
+        }
         return sse
     }
 
@@ -78,9 +87,11 @@ public struct MCPTestServer: Sendable {
     public static func approve(_ authorizationURL: URL) async throws {
         let answer = try await transport.send(APIRequest(url: authorizationURL, timeout: 10))
         guard (300..<400).contains(answer.status.code), let location = answer.headerFields[.location],
-              let callback = URL(string: location) else {
-            throw HTTPRequestError.transportFailure("/authorize answered \(answer.status.code), not a redirect",
-                                                    APIRequest(url: authorizationURL))
+            let callback = URL(string: location)
+        else {
+            throw HTTPRequestError.transportFailure(
+                "/authorize answered \(answer.status.code), not a redirect",
+                APIRequest(url: authorizationURL))
         }
         _ = try await transport.send(APIRequest(url: callback, timeout: 10))
     }

@@ -45,7 +45,8 @@ public final class SpawnedServer: @unchecked Sendable {
         stdinFD = input[1]
         stdoutFD = output[0]
         guard let line = readLine(fd: output[0], timeout: timeout), line.hasPrefix("READY "),
-              let url = URL(string: String(line.dropFirst(6))) else {
+            let url = URL(string: String(line.dropFirst(6)))
+        else {
             kill(child, SIGTERM)
             var ignored: Int32 = 0
             waitpid(child, &ignored, 0)
@@ -57,7 +58,9 @@ public final class SpawnedServer: @unchecked Sendable {
 
     /// Starts a server off the cooperative thread pool (the wait for `READY` blocks a thread: on a
     /// 2-core machine, blocking one of Swift's two pool threads stalls every other test's timers).
-    public static func launch(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60) async throws -> SpawnedServer {
+    public static func launch(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60)
+        async throws -> SpawnedServer
+    {
         try await offThePool { try SpawnedServer(arguments, environment: environment, timeout: timeout) }
     }
 
@@ -92,7 +95,9 @@ public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) 
 }
 
 /// `runProcess` off the cooperative pool.
-public func runProcessOffThePool(_ arguments: [String], environment: [String: String] = [:]) async -> (status: Int32, output: String) {
+public func runProcessOffThePool(_ arguments: [String], environment: [String: String] = [:]) async -> (
+    status: Int32, output: String
+) {
     (try? await offThePool { runProcess(arguments, environment: environment) }) ?? (-1, "")
 }
 
@@ -105,7 +110,9 @@ public func runProcessOffThePool(_ arguments: [String], environment: [String: St
 func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
     #if os(Linux)
     typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+        return
+    }
     _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
     #endif
 }
@@ -177,8 +184,10 @@ private func readLine(fd: Int32, timeout: TimeInterval) -> String? {
     return nil
 }
 
-private func withCArguments<R>(_ arguments: [String], environment: [String: String],
-                               _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>, UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+private func withCArguments<R>(
+    _ arguments: [String], environment: [String: String],
+    _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>, UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R
+) -> R {
     var merged = ProcessInfo.processInfo.environment
     for (key, value) in environment { merged[key] = value }
     var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
@@ -197,8 +206,11 @@ private func withCArguments<R>(_ arguments: [String], environment: [String: Stri
 public enum ResourceServer {
     /// Starts one with `arguments` added (`--cache-seconds 0`, `--require-scope S`…), off the cooperative pool.
     public static func start(issuer: String, _ arguments: [String] = []) async throws -> SpawnedServer {
-        try await SpawnedServer.launch(["/usr/bin/python3", "-u", LocalServer.repositoryRoot + "/tools/resource/api_server.py",
-                           "--port", "0", "--issuer", issuer] + arguments)
+        try await SpawnedServer.launch(
+            [
+                "/usr/bin/python3", "-u", LocalServer.repositoryRoot + "/tools/resource/api_server.py",
+                "--port", "0", "--issuer", issuer
+            ] + arguments)
     }
 }
 

@@ -11,9 +11,13 @@ import Glibc
 public enum SecretServiceBus {
     /// The bus address (`unix:path=…`), for `DBUS_SESSION_BUS_ADDRESS`.
     public static let address: String? = {
-        if let address = ProcessInfo.processInfo.environment["MOOSE_SECRET_SERVICE_BUS"], !address.isEmpty { return address }
-        let (status, output) = runCapturingStdout(Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/secretsvc/start"))
-        guard status == 0, let address = output.split(separator: "\n").last.map(String.init), address.hasPrefix("unix:") else { return nil }
+        if let address = ProcessInfo.processInfo.environment["MOOSE_SECRET_SERVICE_BUS"], !address.isEmpty {
+            return address
+        }
+        let (status, output) = runCapturingStdout(
+            Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/secretsvc/start"))
+        guard status == 0, let address = output.split(separator: "\n").last.map(String.init), address.hasPrefix("unix:")
+        else { return nil }
         return address
     }()
 
@@ -26,7 +30,8 @@ public enum SecretServiceBus {
     }
 
     /// Why the Secret Service tests cannot run, for a failure message.
-    public static let unavailable = "the Secret Service (tools/secretsvc/start: gnome-keyring-daemon in a private D-Bus session) could not start here"
+    public static let unavailable =
+        "the Secret Service (tools/secretsvc/start: gnome-keyring-daemon in a private D-Bus session) could not start here"
 
     /// `secret-tool ARGS` on the test bus: its status and standard output.
     public static func secretTool(_ arguments: [String], input: String? = nil) -> (Int32, String) {

@@ -27,11 +27,15 @@ public final class TLSTestCA: Sendable {
     public static func make() async throws -> TLSTestCA {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-pin-\(UUID().uuidString)")
         let ca = TLSTestCA(folder: folder)
-        try FileManager.default.createDirectory(at: ca.root.appendingPathComponent(".well-known"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: ca.root.appendingPathComponent(".well-known"), withIntermediateDirectories: true)
         try Data(#"{"hello": "pinned"}"#.utf8).write(to: ca.root.appendingPathComponent("hello.json"))
         try Data("subjectAltName=IP:127.0.0.1\n".utf8).write(to: folder.appendingPathComponent("san.ext"))
-        try await ca.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca.path("ca.key"),
-                              "-out", ca.path("ca.pem"), "-days", "2", "-subj", "/CN=Moose Pinning Test CA"])
+        try await ca.openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+            ca.path("ca.key"),
+            "-out", ca.path("ca.pem"), "-days", "2", "-subj", "/CN=Moose Pinning Test CA"
+        ])
         return ca
     }
 
@@ -40,31 +44,41 @@ public final class TLSTestCA: Sendable {
     func openssl(_ arguments: [String]) async throws {
         // Its standard error into the output too: OpenSSL 3 draws RSA key generation as dots on it, which
         // landed in the middle of the test run's own lines ("..+..✘ Test …"), where tools/test's tally missed them.
-        let result = await runProcessOffThePool(["/bin/sh", "-c", "exec /usr/bin/openssl \"$@\" 2>&1", "openssl"] + arguments)
-        guard result.status == 0 else { throw SpawnError("openssl \(arguments.joined(separator: " ")): \(result.output)") }
+        let result = await runProcessOffThePool(
+            ["/bin/sh", "-c", "exec /usr/bin/openssl \"$@\" 2>&1", "openssl"] + arguments)
+        guard result.status == 0 else {
+            throw SpawnError("openssl \(arguments.joined(separator: " ")): \(result.output)")
+        }
     }
 
     /// A new key (`rsa` or P-256 `ec`) and a certificate for 127.0.0.1 this CA signed.
     public func issue(_ name: String, rsa: Bool = false) async throws -> Leaf {
         let key = path("\(name).key"), certificate = path("\(name).pem")
         let algorithm = rsa ? ["-newkey", "rsa:2048"] : ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
-        try await openssl(["req"] + algorithm + ["-nodes", "-keyout", key, "-out", path("\(name).csr"), "-subj", "/CN=127.0.0.1"])
-        try await openssl(["x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"), "-CAcreateserial",
-                           "-out", certificate, "-days", "2", "-extfile", path("san.ext")])
+        try await openssl(
+            ["req"] + algorithm + ["-nodes", "-keyout", key, "-out", path("\(name).csr"), "-subj", "/CN=127.0.0.1"])
+        try await openssl([
+            "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+            "-CAcreateserial",
+            "-out", certificate, "-days", "2", "-extfile", path("san.ext")
+        ])
         try await openssl(["pkey", "-in", key, "-pubout", "-outform", "DER", "-out", path("\(name).spki")])
         try await openssl(["dgst", "-sha256", "-binary", "-out", path("\(name).spki.sha256"), path("\(name).spki")])
         try await openssl(["x509", "-in", certificate, "-outform", "DER", "-out", path("\(name).der")])
         let digest = try Data(contentsOf: URL(fileURLWithPath: path("\(name).spki.sha256")))
-        return Leaf(certificate: certificate, key: key, pin: "sha256//" + digest.base64EncodedString(),
-                    subjectPublicKeyInfo: Array(try Data(contentsOf: URL(fileURLWithPath: path("\(name).spki")))),
-                    certificateDER: Array(try Data(contentsOf: URL(fileURLWithPath: path("\(name).der")))))
+        return Leaf(
+            certificate: certificate, key: key, pin: "sha256//" + digest.base64EncodedString(),
+            subjectPublicKeyInfo: Array(try Data(contentsOf: URL(fileURLWithPath: path("\(name).spki")))),
+            certificateDER: Array(try Data(contentsOf: URL(fileURLWithPath: path("\(name).der")))))
     }
 
     /// An HTTPS server on 127.0.0.1 presenting `leaf`, counting connections and requests.
     public func serve(_ leaf: Leaf) async throws -> TLSTestServer {
         let counts = path("counts-\(UUID().uuidString).json")
-        let server = try await SpawnedServer.launch(["/usr/bin/python3", "-u", LocalServer.repositoryRoot + "/tools/testserver/tls_static_server.py",
-                                                     leaf.certificate, leaf.key, root.path, counts])
+        let server = try await SpawnedServer.launch([
+            "/usr/bin/python3", "-u", LocalServer.repositoryRoot + "/tools/testserver/tls_static_server.py",
+            leaf.certificate, leaf.key, root.path, counts
+        ])
         return TLSTestServer(server: server, countsFile: counts)
     }
 
@@ -82,7 +96,8 @@ public struct TLSTestServer: Sendable {
 
     /// TCP connections accepted (a handshake refused by the client counts) and HTTP requests answered.
     public func counts() throws -> (connections: Int, requests: Int) {
-        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: countsFile))) as? [String: Int]
+        let object =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: countsFile))) as? [String: Int]
         return (object?["connections"] ?? -1, object?["requests"] ?? -1)
     }
 

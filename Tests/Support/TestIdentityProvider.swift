@@ -17,7 +17,8 @@ public enum TestIdentityProvider {
         // posix_spawn + waitpid rather than Foundation's Process: its waitUntilExit never returned
         // here when called from a Swift Testing task (the child stayed a zombie, unreaped).
         let (status, output) = runCapturingStdout(script)
-        guard status == 0, let issuer = output.split(separator: "\n").last.map(String.init), issuer.hasPrefix("http") else {
+        guard status == 0, let issuer = output.split(separator: "\n").last.map(String.init), issuer.hasPrefix("http")
+        else {
             fatalError("tools/idp/start failed (status \(status)): \(output)")
         }
         return issuer
@@ -35,4 +36,3 @@ public func runCapturingStdout(_ path: String) -> (Int32, String) { runCapturing
 /// Runs `argv[0]` (a path, or a name looked up on `PATH`) with the rest as arguments (no shell),
 /// returning its exit status and standard output (stderr is inherited).
 public func runCapturingStdout(_ argv: [String]) -> (Int32, String) { runProcess(argv) }
-

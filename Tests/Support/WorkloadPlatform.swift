@@ -20,12 +20,15 @@ public enum WorkloadPlatform {
     /// A token the stand-in platform signs for `audience` (as a kubelet projects one into a pod).
     public static func mint(audience: String = issuer, lifetime: Int = 300) async throws -> String {
         var components = URLComponents(string: platform + "/mint")
-        components?.queryItems = [URLQueryItem(name: "aud", value: audience), URLQueryItem(name: "lifetime", value: String(lifetime)),
-                                  URLQueryItem(name: "sub", value: "system:serviceaccount:ci:deployer")]
+        components?.queryItems = [
+            URLQueryItem(name: "aud", value: audience), URLQueryItem(name: "lifetime", value: String(lifetime)),
+            URLQueryItem(name: "sub", value: "system:serviceaccount:ci:deployer")
+        ]
         guard let url = components?.url else { throw Unavailable(description: "no URL for \(platform)") }
         let (data, response) = try await URLSession.shared.data(from: url)
         guard (response as? HTTPURLResponse)?.statusCode == 200 else {
-            throw Unavailable(description: "the stand-in CI issuer at \(platform) is not running (tools/authgent/start)")
+            throw Unavailable(
+                description: "the stand-in CI issuer at \(platform) is not running (tools/authgent/start)")
         }
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }

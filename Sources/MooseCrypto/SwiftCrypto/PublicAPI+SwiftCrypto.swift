@@ -112,7 +112,9 @@ public struct HMACAuthenticator: Sendable {
 
     /// `true` when `code` is the MAC of `message`; compared in constant time. A truncated code is rejected.
     public func isValidAuthenticationCode(_ code: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
-        guard code.count == hash.outputByteCount, let expected = try? authenticationCode(for: message) else { return false }
+        guard code.count == hash.outputByteCount, let expected = try? authenticationCode(for: message) else {
+            return false
+        }
         return expected.withUnsafeBytes { constantTimeEquals($0, code) }
     }
 }
@@ -135,8 +137,9 @@ public enum HKDFDerivation {
         var output = try withBytes(ikm) { (ikm) throws(CryptographyError) in
             try withBytes(salt) { (salt) throws(CryptographyError) in
                 try withBytes(info) { (info) throws(CryptographyError) in
-                    try SwiftCryptoBackend.hkdf(inputKeyMaterial: ikm, salt: salt, info: info,
-                                                outputByteCount: outputByteCount, hash: hash)
+                    try SwiftCryptoBackend.hkdf(
+                        inputKeyMaterial: ikm, salt: salt, info: info,
+                        outputByteCount: outputByteCount, hash: hash)
                 }
             }
         }
@@ -155,7 +158,8 @@ extension Scrypt {
     ) throws(CryptographyError) -> SecretKey {
         var output = try withBytes(password) { (password) throws(CryptographyError) in
             try withBytes(salt) { (salt) throws(CryptographyError) in
-                try SwiftCryptoBackend.scrypt(password: password, salt: salt, parameters: parameters, outputByteCount: outputByteCount)
+                try SwiftCryptoBackend.scrypt(
+                    password: password, salt: salt, parameters: parameters, outputByteCount: outputByteCount)
             }
         }
         defer { output.withUnsafeMutableBytes { cleanse($0) } }
@@ -179,7 +183,11 @@ extension AESGCM {
         let sealed = try withBytes(plaintext) { (input) throws(CryptographyError) in
             try withBytes(aad) { (aadBytes) throws(CryptographyError) in
                 try key.withUnsafeBytes { (keyBytes) throws(CryptographyError) in
-                    try typed { try iv.withUnsafeBytes { n in try SwiftCryptoBackend.seal(input, key: keyBytes, nonce: n, aad: aadBytes) } }
+                    try typed {
+                        try iv.withUnsafeBytes { n in
+                            try SwiftCryptoBackend.seal(input, key: keyBytes, nonce: n, aad: aadBytes)
+                        }
+                    }
                 }
             }
         }
@@ -199,7 +207,8 @@ extension AESGCM {
                     try box.nonce.withUnsafeBytes { nonce in
                         try box.ciphertext.withUnsafeBytes { ciphertext in
                             try box.tag.withUnsafeBytes { tag in
-                                try SwiftCryptoBackend.open(ciphertext: ciphertext, tag: tag, key: keyBytes, nonce: nonce, aad: aadBytes)
+                                try SwiftCryptoBackend.open(
+                                    ciphertext: ciphertext, tag: tag, key: keyBytes, nonce: nonce, aad: aadBytes)
                             }
                         }
                     }
@@ -237,46 +246,71 @@ extension AESGCM {
         /// Keys the context (16, 24 or 32-byte key).
         public init(key: SecretKey) throws(CryptographyError) {
             guard [16, 24, 32].contains(key.byteCount) else {
-                throw CryptographyError(CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
+                throw CryptographyError(
+                    CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.byteCount)")
             }
             self.key = key
         }
 
         /// `nonce(12) ‖ ciphertext ‖ tag(16)` with a fresh random nonce.
-        public func sealCombined(_ plaintext: some ContiguousBytes, authenticating aad: some ContiguousBytes) throws(CryptographyError) -> [UInt8] {
+        public func sealCombined(_ plaintext: some ContiguousBytes, authenticating aad: some ContiguousBytes)
+            throws(CryptographyError) -> [UInt8]
+        {
             try withBytes(plaintext) { (input) throws(CryptographyError) -> [UInt8] in
                 try withBytes(aad) { (aadBytes) throws(CryptographyError) -> [UInt8] in try seal(input, aadBytes) }
             }
         }
 
         /// `sealCombined` for arrays: no generic dispatch across the module boundary (the store's hot path).
-        public func sealCombined(_ plaintext: [UInt8], authenticating aad: [UInt8]) throws(CryptographyError) -> [UInt8] {
-            try typed { try plaintext.withUnsafeBytes { input in try aad.withUnsafeBytes { aadBytes in try seal(input, aadBytes) } } }
+        public func sealCombined(_ plaintext: [UInt8], authenticating aad: [UInt8]) throws(CryptographyError) -> [UInt8]
+        {
+            try typed {
+                try plaintext.withUnsafeBytes { input in
+                    try aad.withUnsafeBytes { aadBytes in try seal(input, aadBytes) }
+                }
+            }
         }
 
         /// `openCombined` over a buffer (for example SQLite's column memory), without copying it first.
-        public func openCombined(buffer sealed: UnsafeRawBufferPointer, authenticating aad: [UInt8]) throws(CryptographyError) -> [UInt8] {
+        public func openCombined(buffer sealed: UnsafeRawBufferPointer, authenticating aad: [UInt8])
+            throws(CryptographyError) -> [UInt8]
+        {
             try typed { try aad.withUnsafeBytes { aadBytes in try open(sealed, aadBytes) } }
         }
 
         /// `openCombined` for arrays: no generic dispatch across the module boundary (the store's hot path).
-        public func openCombined(_ combined: [UInt8], authenticating aad: [UInt8]) throws(CryptographyError) -> [UInt8] {
-            try typed { try combined.withUnsafeBytes { sealed in try aad.withUnsafeBytes { aadBytes in try open(sealed, aadBytes) } } }
+        public func openCombined(_ combined: [UInt8], authenticating aad: [UInt8]) throws(CryptographyError) -> [UInt8]
+        {
+            try typed {
+                try combined.withUnsafeBytes { sealed in
+                    try aad.withUnsafeBytes { aadBytes in try open(sealed, aadBytes) }
+                }
+            }
         }
 
         /// Opens `nonce(12) ‖ ciphertext ‖ tag(16)`; throws `authenticationFailure` if anything changed.
-        public func openCombined(_ combined: some ContiguousBytes, authenticating aad: some ContiguousBytes) throws(CryptographyError) -> [UInt8] {
+        public func openCombined(_ combined: some ContiguousBytes, authenticating aad: some ContiguousBytes)
+            throws(CryptographyError) -> [UInt8]
+        {
             try withBytes(combined) { (sealed) throws(CryptographyError) -> [UInt8] in
                 try withBytes(aad) { (aadBytes) throws(CryptographyError) -> [UInt8] in try open(sealed, aadBytes) }
             }
         }
 
-        private func seal(_ input: UnsafeRawBufferPointer, _ aad: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
-            try key.withUnsafeBytes { (keyBytes) throws(CryptographyError) in try SwiftCryptoBackend.sealCombined(input, key: keyBytes, aad: aad) }
+        private func seal(_ input: UnsafeRawBufferPointer, _ aad: UnsafeRawBufferPointer) throws(CryptographyError)
+            -> [UInt8]
+        {
+            try key.withUnsafeBytes { (keyBytes) throws(CryptographyError) in
+                try SwiftCryptoBackend.sealCombined(input, key: keyBytes, aad: aad)
+            }
         }
 
-        private func open(_ sealed: UnsafeRawBufferPointer, _ aad: UnsafeRawBufferPointer) throws(CryptographyError) -> [UInt8] {
-            try key.withUnsafeBytes { (keyBytes) throws(CryptographyError) in try SwiftCryptoBackend.openCombined(sealed, key: keyBytes, aad: aad) }
+        private func open(_ sealed: UnsafeRawBufferPointer, _ aad: UnsafeRawBufferPointer) throws(CryptographyError)
+            -> [UInt8]
+        {
+            try key.withUnsafeBytes { (keyBytes) throws(CryptographyError) in
+                try SwiftCryptoBackend.openCombined(sealed, key: keyBytes, aad: aad)
+            }
         }
     }
 }
@@ -300,7 +334,9 @@ public struct PublicKey: Sendable {
     public init(pem: String) throws(CryptographyError) { key = try SwiftCryptoPublicKey(pem: pem) }
 
     /// Reads a DER SubjectPublicKeyInfo.
-    public init(der: some ContiguousBytes) throws(CryptographyError) { key = try SwiftCryptoPublicKey(der: withBytes(der) { Array($0) }) }
+    public init(der: some ContiguousBytes) throws(CryptographyError) {
+        key = try SwiftCryptoPublicKey(der: withBytes(der) { Array($0) })
+    }
 
     /// An RSA public key from its big-endian modulus and exponent (JWK `n`, `e`).
     public init(rsaModulus modulus: [UInt8], exponent: [UInt8]) throws(CryptographyError) {
@@ -341,7 +377,9 @@ public struct PublicKey: Sendable {
         _ signature: some ContiguousBytes, for message: some ContiguousBytes, algorithm: SignatureAlgorithm
     ) throws(CryptographyError) -> Bool {
         try withBytes(signature) { (sig) throws(CryptographyError) in
-            try withBytes(message) { (msg) throws(CryptographyError) in try isValidSignature(sig, for: msg, algorithm: algorithm) }
+            try withBytes(message) { (msg) throws(CryptographyError) in
+                try isValidSignature(sig, for: msg, algorithm: algorithm)
+            }
         }
     }
 
@@ -371,7 +409,9 @@ public struct PrivateKey: Sendable {
     public init(pem: String) throws(CryptographyError) { key = try SwiftCryptoPrivateKey(pem: pem) }
 
     /// Reads a DER private key (PKCS#8 or the type-specific formats).
-    public init(der: some ContiguousBytes) throws(CryptographyError) { key = try SwiftCryptoPrivateKey(der: withBytes(der) { Array($0) }) }
+    public init(der: some ContiguousBytes) throws(CryptographyError) {
+        key = try SwiftCryptoPrivateKey(der: withBytes(der) { Array($0) })
+    }
 
     /// An RSA private key from JWK components (RFC 7518 §6.3). With the primes, swift-crypto computes
     /// the CRT values itself; `crt` is accepted for the libcrypto backend's signature.
@@ -389,7 +429,9 @@ public struct PrivateKey: Sendable {
     }
 
     /// An Ed25519 private key from its 32-byte seed (JWK `d`, RFC 8037).
-    public init(ed25519Seed seed: [UInt8]) throws(CryptographyError) { key = try SwiftCryptoPrivateKey(ed25519Seed: seed) }
+    public init(ed25519Seed seed: [UInt8]) throws(CryptographyError) {
+        key = try SwiftCryptoPrivateKey(ed25519Seed: seed)
+    }
 
     /// What `generate(_:)` can make.
     public enum GenerationSpec: Sendable {
@@ -416,12 +458,16 @@ public struct PrivateKey: Sendable {
     public var privateComponents: [String: [UInt8]] { key.privateComponents }
 
     /// Signs `message`. ECDSA signatures come back as raw `r‖s` (JOSE form).
-    public func signature(for message: some ContiguousBytes, algorithm: SignatureAlgorithm) throws(CryptographyError) -> [UInt8] {
+    public func signature(for message: some ContiguousBytes, algorithm: SignatureAlgorithm) throws(CryptographyError)
+        -> [UInt8]
+    {
         try withBytes(message) { (msg) throws(CryptographyError) in try signature(for: msg, algorithm: algorithm) }
     }
 
     /// Signs the bytes in `message`.
-    public func signature(for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm) throws(CryptographyError) -> [UInt8] {
+    public func signature(for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm) throws(CryptographyError)
+        -> [UInt8]
+    {
         try key.signature(for: message, algorithm: algorithm)
     }
 }

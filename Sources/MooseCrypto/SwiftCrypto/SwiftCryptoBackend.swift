@@ -41,7 +41,9 @@ package enum SwiftCryptoBackend {
     }
 
     /// HMAC (RFC 2104) of `message` under `key`.
-    package static func hmac(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, hash: DigestAlgorithm) -> [UInt8] {
+    package static func hmac(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, hash: DigestAlgorithm)
+        -> [UInt8]
+    {
         let symmetric = SymmetricKey(data: key)
         switch hash {
         case .sha256: return Array(HMAC<SHA256>.authenticationCode(for: message, using: symmetric))
@@ -93,15 +95,22 @@ package enum SwiftCryptoBackend {
         outputByteCount: Int, hash: DigestAlgorithm
     ) throws(CryptographyError) -> [UInt8] {
         guard outputByteCount > 0, outputByteCount <= 255 * hash.outputByteCount else {
-            throw CryptographyError(CryptographyError.invalidParameter,
-                                    "HKDF output must be 1…\(255 * hash.outputByteCount) bytes, asked for \(outputByteCount)")
+            throw CryptographyError(
+                CryptographyError.invalidParameter,
+                "HKDF output must be 1…\(255 * hash.outputByteCount) bytes, asked for \(outputByteCount)")
         }
         let key = SymmetricKey(data: ikm)
         let derived: SymmetricKey
         switch hash {
-        case .sha256: derived = HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt, info: info, outputByteCount: outputByteCount)
-        case .sha384: derived = HKDF<SHA384>.deriveKey(inputKeyMaterial: key, salt: salt, info: info, outputByteCount: outputByteCount)
-        case .sha512: derived = HKDF<SHA512>.deriveKey(inputKeyMaterial: key, salt: salt, info: info, outputByteCount: outputByteCount)
+        case .sha256:
+            derived = HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: key, salt: salt, info: info, outputByteCount: outputByteCount)
+        case .sha384:
+            derived = HKDF<SHA384>.deriveKey(
+                inputKeyMaterial: key, salt: salt, info: info, outputByteCount: outputByteCount)
+        case .sha512:
+            derived = HKDF<SHA512>.deriveKey(
+                inputKeyMaterial: key, salt: salt, info: info, outputByteCount: outputByteCount)
         }
         return derived.withUnsafeBytes { Array($0) }
     }
@@ -109,18 +118,22 @@ package enum SwiftCryptoBackend {
     /// scrypt (RFC 7914) with `CryptoExtras`' `KDF.Scrypt`, memory bounded like the libcrypto backend's
     /// (what the parameters need plus 1 MiB).
     package static func scrypt(
-        password: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, parameters: Scrypt.Parameters, outputByteCount: Int
+        password: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, parameters: Scrypt.Parameters,
+        outputByteCount: Int
     ) throws(CryptographyError) -> [UInt8] {
         let n = parameters.n
         guard n > 1, n & (n - 1) == 0, parameters.r > 0, parameters.p > 0, outputByteCount > 0,
-              let rounds = Int(exactly: n), let blockSize = Int(exactly: parameters.r), let parallelism = Int(exactly: parameters.p)
+            let rounds = Int(exactly: n), let blockSize = Int(exactly: parameters.r),
+            let parallelism = Int(exactly: parameters.p)
         else {
-            throw CryptographyError(CryptographyError.invalidParameter, "scrypt needs n a power of two > 1, r > 0, p > 0")
+            throw CryptographyError(
+                CryptographyError.invalidParameter, "scrypt needs n a power of two > 1, r > 0, p > 0")
         }
         let maxMemory = Int(clamping: parameters.memoryBytes + 1 << 20)
         do {
-            let key = try KDF.Scrypt.deriveKey(from: password, salt: salt, outputByteCount: outputByteCount, rounds: rounds,
-                                               blockSize: blockSize, parallelism: parallelism, maxMemory: maxMemory)
+            let key = try KDF.Scrypt.deriveKey(
+                from: password, salt: salt, outputByteCount: outputByteCount, rounds: rounds,
+                blockSize: blockSize, parallelism: parallelism, maxMemory: maxMemory)
             return key.withUnsafeBytes { Array($0) }
         } catch {
             throw CryptographyError(CryptographyError.libraryFailure, "scrypt derivation failed")
@@ -129,20 +142,26 @@ package enum SwiftCryptoBackend {
 
     /// Checks an AES key and nonce the way the libcrypto backend does: 16, 24 or 32-byte keys, nonces
     /// of 12…128 bytes (swift-crypto's GCM takes no nonce shorter than 96 bits; Moose always uses 96).
-    private static func gcmInputs(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer) throws(CryptographyError) -> (SymmetricKey, AES.GCM.Nonce) {
+    private static func gcmInputs(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer) throws(CryptographyError)
+        -> (SymmetricKey, AES.GCM.Nonce)
+    {
         guard [16, 24, 32].contains(key.count) else {
-            throw CryptographyError(CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.count)")
+            throw CryptographyError(
+                CryptographyError.invalidKey, "AES key must be 16, 24 or 32 bytes, got \(key.count)")
         }
-        guard nonce.count >= AESGCM.nonceByteCount, nonce.count <= 128, let gcmNonce = try? AES.GCM.Nonce(data: nonce) else {
-            throw CryptographyError(CryptographyError.invalidParameter,
-                                    "AES-GCM nonce must be 12…128 bytes with swift-crypto, got \(nonce.count)")
+        guard nonce.count >= AESGCM.nonceByteCount, nonce.count <= 128, let gcmNonce = try? AES.GCM.Nonce(data: nonce)
+        else {
+            throw CryptographyError(
+                CryptographyError.invalidParameter,
+                "AES-GCM nonce must be 12…128 bytes with swift-crypto, got \(nonce.count)")
         }
         return (SymmetricKey(data: key), gcmNonce)
     }
 
     /// AES-GCM seal with an explicit nonce: the ciphertext (as long as `plaintext`) and the 16-byte tag.
     package static func seal(
-        _ plaintext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
+        _ plaintext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+        aad: UnsafeRawBufferPointer
     ) throws(CryptographyError) -> (ciphertext: [UInt8], tag: [UInt8]) {
         let (symmetric, gcmNonce) = try gcmInputs(key: key, nonce: nonce)
         do {
@@ -159,8 +178,9 @@ package enum SwiftCryptoBackend {
         nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer
     ) throws(CryptographyError) -> [UInt8] {
         guard tag.count == AESGCM.tagByteCount else {
-            throw CryptographyError(CryptographyError.authenticationFailure,
-                                    "GCM tag must be \(AESGCM.tagByteCount) bytes, got \(tag.count)")
+            throw CryptographyError(
+                CryptographyError.authenticationFailure,
+                "GCM tag must be \(AESGCM.tagByteCount) bytes, got \(tag.count)")
         }
         let (symmetric, gcmNonce) = try gcmInputs(key: key, nonce: nonce)
         let box: AES.GCM.SealedBox
@@ -197,9 +217,10 @@ package enum SwiftCryptoBackend {
             throw CryptographyError(CryptographyError.authenticationFailure, "sealed value is shorter than nonce + tag")
         }
         let length = sealed.count - nonceCount - tagCount
-        return try open(ciphertext: UnsafeRawBufferPointer(rebasing: sealed[nonceCount..<(nonceCount + length)]),
-                        tag: UnsafeRawBufferPointer(rebasing: sealed[(nonceCount + length)...]), key: key,
-                        nonce: UnsafeRawBufferPointer(rebasing: sealed[0..<nonceCount]), aad: aad)
+        return try open(
+            ciphertext: UnsafeRawBufferPointer(rebasing: sealed[nonceCount..<(nonceCount + length)]),
+            tag: UnsafeRawBufferPointer(rebasing: sealed[(nonceCount + length)...]), key: key,
+            nonce: UnsafeRawBufferPointer(rebasing: sealed[0..<nonceCount]), aad: aad)
     }
 
     /// `true` when both buffers are equal, in time that depends only on their length.

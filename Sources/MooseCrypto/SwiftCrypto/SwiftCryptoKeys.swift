@@ -69,7 +69,8 @@ package struct SwiftCryptoPublicKey: Sendable {
         } else if let key = try? P521.Signing.PublicKey(derRepresentation: der) {
             self.init(.p521(key))
         } else {
-            throw CryptographyError(CryptographyError.invalidKey, "not a readable DER key (only RSA, EC P-256/384/521 and Ed25519)")
+            throw CryptographyError(
+                CryptographyError.invalidKey, "not a readable DER key (only RSA, EC P-256/384/521 and Ed25519)")
         }
     }
 
@@ -90,8 +91,9 @@ package struct SwiftCryptoPublicKey: Sendable {
     package init(curve: EllipticCurve, x: [UInt8], y: [UInt8]) throws(CryptographyError) {
         let size = curve.coordinateByteCount
         guard x.count == size, y.count == size else {
-            throw CryptographyError(CryptographyError.invalidKey,
-                                    "\(curve.rawValue) coordinates must be \(size) bytes each, got \(x.count) and \(y.count)")
+            throw CryptographyError(
+                CryptographyError.invalidKey,
+                "\(curve.rawValue) coordinates must be \(size) bytes each, got \(x.count) and \(y.count)")
         }
         let raw = x + y
         do {
@@ -101,7 +103,8 @@ package struct SwiftCryptoPublicKey: Sendable {
             case .p521: storage = .p521(try P521.Signing.PublicKey(rawRepresentation: raw))
             }
         } catch {
-            throw CryptographyError(CryptographyError.invalidKey, "public key fails validation (point not on the curve?)")
+            throw CryptographyError(
+                CryptographyError.invalidKey, "public key fails validation (point not on the curve?)")
         }
     }
 
@@ -167,7 +170,9 @@ package struct SwiftCryptoPublicKey: Sendable {
         case (.ed25519(let key), .ed25519):
             return key.isValidSignature(signature, for: message)
         case (_, .ecdsa(let hash)):
-            guard case .ec(let curve) = type, ECDSASignature.der(fromRaw: signature, curve: curve) != nil else { return false }
+            guard case .ec(let curve) = type, ECDSASignature.der(fromRaw: signature, curve: curve) != nil else {
+                return false
+            }
             switch storage {
             case .p256(let key):
                 guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
@@ -245,7 +250,8 @@ package struct SwiftCryptoPrivateKey: Sendable {
         } else if let key = try? P521.Signing.PrivateKey(derRepresentation: der) {
             self.init(.p521(key))
         } else {
-            throw CryptographyError(CryptographyError.invalidKey, "not a readable DER key (only RSA, EC P-256/384/521 and Ed25519)")
+            throw CryptographyError(
+                CryptographyError.invalidKey, "not a readable DER key (only RSA, EC P-256/384/521 and Ed25519)")
         }
     }
 
@@ -271,7 +277,8 @@ package struct SwiftCryptoPrivateKey: Sendable {
     package init(curve: EllipticCurve, d: [UInt8], x: [UInt8], y: [UInt8]) throws(CryptographyError) {
         let size = curve.coordinateByteCount
         guard d.count == size, x.count == size, y.count == size else {
-            throw CryptographyError(CryptographyError.invalidKey, "\(curve.rawValue) key components must be \(size) bytes each")
+            throw CryptographyError(
+                CryptographyError.invalidKey, "\(curve.rawValue) key components must be \(size) bytes each")
         }
         do {
             switch curve {
@@ -300,7 +307,8 @@ package struct SwiftCryptoPrivateKey: Sendable {
         switch spec {
         case .rsa(let bits):
             guard bits >= 2048, bits <= 16384 else {
-                throw CryptographyError(CryptographyError.invalidParameter, "RSA keys must be 2048–16384 bits, asked for \(bits)")
+                throw CryptographyError(
+                    CryptographyError.invalidParameter, "RSA keys must be 2048–16384 bits, asked for \(bits)")
             }
             do {
                 return SwiftCryptoPrivateKey(.rsa(try _RSA.Signing.PrivateKey(keySize: .init(bitCount: bits))))
@@ -333,7 +341,9 @@ package struct SwiftCryptoPrivateKey: Sendable {
         switch storage {
         case .rsa(let key):
             // PKCS#1 RSAPrivateKey: version, n, e, d, p, q, dp, dq, qi.
-            guard let integers = DERWalk.integers(inSequence: Array(key.derRepresentation)), integers.count >= 9 else { return [:] }
+            guard let integers = DERWalk.integers(inSequence: Array(key.derRepresentation)), integers.count >= 9 else {
+                return [:]
+            }
             let names = ["d", "p", "q", "dp", "dq", "qi"]
             var result: [String: [UInt8]] = [:]
             for (offset, name) in names.enumerated() { result[name] = integers[3 + offset] }
@@ -346,14 +356,20 @@ package struct SwiftCryptoPrivateKey: Sendable {
     }
 
     /// Signs `message`; ECDSA signatures come back as raw `r‖s` (JOSE form).
-    package func signature(for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm) throws(CryptographyError) -> [UInt8] {
+    package func signature(for message: UnsafeRawBufferPointer, algorithm: SignatureAlgorithm) throws(CryptographyError)
+        -> [UInt8]
+    {
         try algorithm.check(type)
         do {
             switch (storage, algorithm) {
             case (.rsa(let key), .rsaPKCS1v15(let hash)):
-                return try withDigest(hash, message) { Array(try key.signature(for: $0, padding: .insecurePKCS1v1_5).rawRepresentation) }
+                return try withDigest(hash, message) {
+                    Array(try key.signature(for: $0, padding: .insecurePKCS1v1_5).rawRepresentation)
+                }
             case (.rsa(let key), .rsaPSS(let hash)):
-                return try withDigest(hash, message) { Array(try key.signature(for: $0, padding: .PSS).rawRepresentation) }
+                return try withDigest(hash, message) {
+                    Array(try key.signature(for: $0, padding: .PSS).rawRepresentation)
+                }
             case (.p256(let key), .ecdsa(let hash)):
                 return try withDigest(hash, message) { Array(try key.signature(for: $0).rawRepresentation) }
             case (.p384(let key), .ecdsa(let hash)):
@@ -363,7 +379,8 @@ package struct SwiftCryptoPrivateKey: Sendable {
             case (.ed25519(let key), .ed25519):
                 return Array(try key.signature(for: message))
             default:
-                throw CryptographyError(CryptographyError.algorithmMismatch, "\(algorithm) cannot be used with an \(type) key")
+                throw CryptographyError(
+                    CryptographyError.algorithmMismatch, "\(algorithm) cannot be used with an \(type) key")
             }
         } catch let error as CryptographyError {
             throw error
@@ -374,7 +391,9 @@ package struct SwiftCryptoPrivateKey: Sendable {
 }
 
 /// Calls `body` with the `hash` digest of `message`, as the digest type swift-crypto's signers take.
-private func withDigest<R>(_ hash: DigestAlgorithm, _ message: UnsafeRawBufferPointer, _ body: (any Digest) throws -> R) rethrows -> R {
+private func withDigest<R>(_ hash: DigestAlgorithm, _ message: UnsafeRawBufferPointer, _ body: (any Digest) throws -> R)
+    rethrows -> R
+{
     switch hash {
     case .sha256: try body(SHA256.hash(data: message))
     case .sha384: try body(SHA384.hash(data: message))
@@ -385,8 +404,10 @@ private func withDigest<R>(_ hash: DigestAlgorithm, _ message: UnsafeRawBufferPo
 /// SubjectPublicKeyInfo for Ed25519 (RFC 8410 §4), before the 32 key bytes.
 private let ed25519SPKIPrefix: [UInt8] = [0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00]
 /// PKCS#8 OneAsymmetricKey for Ed25519 (RFC 8410 §7), before the 32 seed bytes.
-private let ed25519PKCS8Prefix: [UInt8] = [0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70,
-                                           0x04, 0x22, 0x04, 0x20]
+private let ed25519PKCS8Prefix: [UInt8] = [
+    0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70,
+    0x04, 0x22, 0x04, 0x20
+]
 
 /// One PEM block (RFC 7468): its label and DER bytes.
 struct PEMBlock {
@@ -399,7 +420,9 @@ struct PEMBlock {
         let lines = text.split(whereSeparator: \.isNewline).map { line in
             String(line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
         }
-        guard let begin = lines.firstIndex(where: { $0.hasPrefix("-----BEGIN ") && $0.hasSuffix("-----") }) else { return nil }
+        guard let begin = lines.firstIndex(where: { $0.hasPrefix("-----BEGIN ") && $0.hasSuffix("-----") }) else {
+            return nil
+        }
         let label = String(lines[begin].dropFirst("-----BEGIN ".count).dropLast("-----".count))
         guard let end = lines[begin...].firstIndex(of: "-----END \(label)-----") else { return nil }
         let body = lines[(begin + 1)..<end].filter { !$0.contains(":") }.joined()
@@ -450,7 +473,8 @@ enum DERWalk {
     /// Certificate → tbsCertificate → subjectPublicKeyInfo (RFC 5280 §4.1), as DER.
     static func subjectPublicKeyInfo(ofCertificate der: [UInt8]) -> [UInt8]? {
         guard let certificate = element(der, at: 0), certificate.tag == 0x30,
-              let tbs = element(der, at: certificate.content.lowerBound), tbs.tag == 0x30 else { return nil }
+            let tbs = element(der, at: certificate.content.lowerBound), tbs.tag == 0x30
+        else { return nil }
         var position = tbs.content.lowerBound
         // [0] version (optional), serialNumber, signature, issuer, validity, subject: skip; then the key.
         if let version = element(der, at: position), version.tag == 0xA0 { position = version.next }
@@ -458,7 +482,9 @@ enum DERWalk {
             guard let skipped = element(der, at: position) else { return nil }
             position = skipped.next
         }
-        guard let spki = element(der, at: position), spki.tag == 0x30, spki.next <= tbs.content.upperBound else { return nil }
+        guard let spki = element(der, at: position), spki.tag == 0x30, spki.next <= tbs.content.upperBound else {
+            return nil
+        }
         return Array(der[position..<spki.next])
     }
 

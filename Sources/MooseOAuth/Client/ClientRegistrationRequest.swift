@@ -36,9 +36,11 @@ public struct ClientRegistrationRequest: Sendable, Hashable {
     public var extra: [(String, JSONValue)]
 
     /// A registration request; see the type's documentation for the defaults.
-    public init(clientName: String? = nil, redirectURIs: [String] = [], applicationType: String? = "native",
-                tokenEndpointAuthMethod: String = "none", grantTypes: [String] = ["authorization_code", "refresh_token"],
-                responseTypes: [String] = ["code"], scopes: [String]? = nil, extra: [(String, JSONValue)] = []) {
+    public init(
+        clientName: String? = nil, redirectURIs: [String] = [], applicationType: String? = "native",
+        tokenEndpointAuthMethod: String = "none", grantTypes: [String] = ["authorization_code", "refresh_token"],
+        responseTypes: [String] = ["code"], scopes: [String]? = nil, extra: [(String, JSONValue)] = []
+    ) {
         self.clientName = clientName
         self.redirectURIs = redirectURIs
         self.applicationType = applicationType

@@ -37,8 +37,10 @@ public struct OAuthClient: Sendable {
     public var requiresAdvertisedS256 = false
 
     /// A client.
-    public init(metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication = .none,
-                transport: any HTTPTransport) {
+    public init(
+        metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication = .none,
+        transport: any HTTPTransport
+    ) {
         self.metadata = metadata
         self.clientID = clientID
         self.authentication = authentication
@@ -46,8 +48,9 @@ public struct OAuthClient: Sendable {
     }
 
     func tokenEndpoint() throws -> TokenEndpoint {
-        var endpoint = TokenEndpoint(url: try metadata.require(metadata.tokenEndpoint, "token endpoint"), clientID: clientID,
-                                     authentication: authentication, transport: transport)
+        var endpoint = TokenEndpoint(
+            url: try metadata.require(metadata.tokenEndpoint, "token endpoint"), clientID: clientID,
+            authentication: authentication, transport: transport)
         endpoint.clock = clock
         endpoint.logger = logger
         return endpoint
@@ -73,7 +76,8 @@ public struct OAuthClient: Sendable {
             throw OAuthError(OAuthError.invalidGrant, "there is no refresh token: log in again")
         }
         if tokens.isDPoPBound, tokens.dpopKey == nil {
-            throw OAuthError(OAuthError.needsLogin, "the tokens are bound to a DPoP key that is not here (RFC 9449): log in again")
+            throw OAuthError(
+                OAuthError.needsLogin, "the tokens are bound to a DPoP key that is not here (RFC 9449): log in again")
         }
         var fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
         if let resource { fields.append(("resource", resource)) }
@@ -96,16 +100,21 @@ public struct OAuthClient: Sendable {
     public func refresh(_ tokens: TokenSet, validatingWith validator: IDTokenValidator?) async throws -> TokenSet {
         var fresh = try await refresh(tokens)
         guard let idToken = fresh.idToken, let validator,
-              !idToken.utf8.elementsEqual((tokens.idToken ?? "").utf8) else { return fresh }
+            !idToken.utf8.elementsEqual((tokens.idToken ?? "").utf8)
+        else { return fresh }
         do {
-            let claims = try await validator.validate(idToken, nonce: nil, accessToken: fresh.accessToken,
-                                                      serverClockOffset: fresh.serverClockOffset)
+            let claims = try await validator.validate(
+                idToken, nonce: nil, accessToken: fresh.accessToken,
+                serverClockOffset: fresh.serverClockOffset)
             if let previous = tokens.idToken.flatMap({ try? JWT(compact: $0).claims.subject }),
-               let subject = claims.subject, !subject.utf8.elementsEqual(previous.utf8) {
-                throw OAuthError(OAuthError.invalidIDToken, "the refreshed ID token is about another subject (OIDC Core §12.2)")
+                let subject = claims.subject, !subject.utf8.elementsEqual(previous.utf8)
+            {
+                throw OAuthError(
+                    OAuthError.invalidIDToken, "the refreshed ID token is about another subject (OIDC Core §12.2)")
             }
         } catch {
-            logger?.warning("the refreshed ID token was refused and dropped (the new access and refresh tokens are kept): \(error)")
+            logger?.warning(
+                "the refreshed ID token was refused and dropped (the new access and refresh tokens are kept): \(error)")
             fresh.idToken = tokens.idToken
         }
         return fresh
@@ -114,16 +123,22 @@ public struct OAuthClient: Sendable {
     /// RFC 7009 revocation with `token_type_hint`. Returns normally when the server answered 200.
     public func revoke(_ token: String, hint: String) async throws {
         let url = try metadata.require(metadata.revocationEndpoint, "revocation endpoint")
-        let request = try tokenEndpoint().authenticatedRequest(url: url, parameters: [("token", token), ("token_type_hint", hint)])
-        let response = try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the revocation endpoint")
+        let request = try tokenEndpoint().authenticatedRequest(
+            url: url, parameters: [("token", token), ("token_type_hint", hint)])
+        let response = try await OAuthHTTP.send(
+            request, over: transport, logger: logger, what: "the revocation endpoint")
         guard response.status.code == 200 else {
-            throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)), endpoint: "the revocation endpoint")
+            throw TokenResponse.error(
+                from: response, object: try? JSONValue(parsing: Array(response.body)),
+                endpoint: "the revocation endpoint")
         }
     }
 
     /// Revokes the refresh and access tokens and builds the end-session URL; never throws for a
     /// failed revocation (it is reported in the result) — the caller wipes local state regardless.
-    public func logout(_ tokens: TokenSet, postLogoutRedirectURI: URL? = nil, state: String? = nil) async -> LogoutResult {
+    public func logout(_ tokens: TokenSet, postLogoutRedirectURI: URL? = nil, state: String? = nil) async
+        -> LogoutResult
+    {
         var result = LogoutResult()
         if metadata.revocationEndpoint != nil {
             if let refreshToken = tokens.refreshToken {
@@ -137,11 +152,16 @@ public struct OAuthClient: Sendable {
                 result.revocationError = result.revocationError ?? (error as? OAuthError)
             }
         }
-        if let endSession = metadata.endSessionEndpoint, var components = URLComponents(url: endSession, resolvingAgainstBaseURL: false) {
+        if let endSession = metadata.endSessionEndpoint,
+            var components = URLComponents(url: endSession, resolvingAgainstBaseURL: false)
+        {
             var items = components.queryItems ?? []
             if let idToken = tokens.idToken { items.append(URLQueryItem(name: "id_token_hint", value: idToken)) }
             items.append(URLQueryItem(name: "client_id", value: clientID))
-            if let postLogoutRedirectURI { items.append(URLQueryItem(name: "post_logout_redirect_uri", value: postLogoutRedirectURI.absoluteString)) }
+            if let postLogoutRedirectURI {
+                items.append(
+                    URLQueryItem(name: "post_logout_redirect_uri", value: postLogoutRedirectURI.absoluteString))
+            }
             if let state { items.append(URLQueryItem(name: "state", value: state)) }
             components.queryItems = items
             result.endSessionURL = components.url

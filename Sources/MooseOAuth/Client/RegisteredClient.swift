@@ -35,8 +35,10 @@ public struct RegisteredClient: Sendable, Codable, Hashable, CustomStringConvert
     public var scopes: [String]?
 
     /// A registration (the registration call makes these; so may an app that registered elsewhere).
-    public init(issuer: String, clientID: String, clientSecret: String? = nil, redirectURIs: [String] = [],
-                tokenEndpointAuthMethod: String? = nil) {
+    public init(
+        issuer: String, clientID: String, clientSecret: String? = nil, redirectURIs: [String] = [],
+        tokenEndpointAuthMethod: String? = nil
+    ) {
         self.issuer = issuer
         self.clientID = clientID
         self.clientSecret = clientSecret
@@ -49,7 +51,9 @@ public struct RegisteredClient: Sendable, Codable, Hashable, CustomStringConvert
     /// otherwise none (public).
     public var authentication: ClientAuthentication {
         guard let clientSecret, !clientSecret.isEmpty else { return .none }
-        if let method = tokenEndpointAuthMethod, method.utf8.elementsEqual("client_secret_post".utf8) { return .clientSecretPost(clientSecret) }
+        if let method = tokenEndpointAuthMethod, method.utf8.elementsEqual("client_secret_post".utf8) {
+            return .clientSecretPost(clientSecret)
+        }
         return .clientSecretBasic(clientSecret)
     }
 
@@ -64,7 +68,8 @@ public struct RegisteredClient: Sendable, Codable, Hashable, CustomStringConvert
     public func allows(redirectURI: String) -> Bool {
         if redirectURIs.contains(where: { $0.utf8.elementsEqual(redirectURI.utf8) }) { return true }
         guard var components = URLComponents(string: redirectURI), let host = components.host,
-              TransportSecurity.isLoopback(host: host), components.port != nil else { return false }
+            TransportSecurity.isLoopback(host: host), components.port != nil
+        else { return false }
         components.port = nil
         guard let portless = components.string else { return false }
         return redirectURIs.contains { $0.utf8.elementsEqual(portless.utf8) }
@@ -74,7 +79,9 @@ public struct RegisteredClient: Sendable, Codable, Hashable, CustomStringConvert
     public var description: String {
         var parts = ["client_id \(clientID)", "issuer \(issuer)"]
         if let clientSecret { parts.append("client_secret #\(TokenSet.fingerprint(clientSecret))") }
-        if let registrationAccessToken { parts.append("registration_access_token #\(TokenSet.fingerprint(registrationAccessToken))") }
+        if let registrationAccessToken {
+            parts.append("registration_access_token #\(TokenSet.fingerprint(registrationAccessToken))")
+        }
         return "RegisteredClient(" + parts.joined(separator: ", ") + ")"
     }
 }

@@ -38,7 +38,9 @@ public struct TokenEndpoint: Sendable {
     ///
     /// With `dpop`, every request carries a DPoP proof (RFC 9449 §5) signed by that key — with the
     /// server's nonce after one `use_dpop_nonce` retry (§8) — and the tokens come back holding the key.
-    public func request(_ parameters: [(String, String)], requestedScopes: [String], dpop: DPoPKey? = nil) async throws -> TokenSet {
+    public func request(_ parameters: [(String, String)], requestedScopes: [String], dpop: DPoPKey? = nil) async throws
+        -> TokenSet
+    {
         var request = try authenticatedRequest(url: url, parameters: parameters)
         request.headerFields[.accept] = MIMEType.json.value
         let sentAt = clock()
@@ -75,13 +77,17 @@ public struct TokenEndpoint: Sendable {
         case .privateKeyJWT(let key, let algorithm):
             let now = Int64(clock().timeIntervalSince1970)
             let jti = (try? SecureRandom.bytes(count: 16)).map { Base64URL.encode($0) } ?? UUID().uuidString
-            let claims: JSONObject = ["iss": .string(clientID), "sub": .string(clientID), "aud": .string(self.url.absoluteString),
-                                      "jti": .string(jti), "iat": .number(JSONNumber(now)), "exp": .number(JSONNumber(now + 60))]
+            let claims: JSONObject = [
+                "iss": .string(clientID), "sub": .string(clientID), "aud": .string(self.url.absoluteString),
+                "jti": .string(jti), "iat": .number(JSONNumber(now)), "exp": .number(JSONNumber(now + 60))
+            ]
             let assertion = try JWTSigner(key: key, algorithm: algorithm).sign(claims)
             fields.append(("client_id", clientID))
             fields.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
             fields.append(("client_assertion", assertion))
         }
-        return APIRequest(method: .post, url: url, headerFields: headers, body: Data(RequestBuilder.encodeForm(fields).utf8), timeout: 30)
+        return APIRequest(
+            method: .post, url: url, headerFields: headers, body: Data(RequestBuilder.encodeForm(fields).utf8),
+            timeout: 30)
     }
 }

@@ -12,34 +12,48 @@ import HTTPTypes
 /// RFC 6749 §5.1/§5.2 parsing, liberal where it is safe.
 package enum TokenResponse {
     /// Parses a token endpoint response (RFC 6749 §5.1/§5.2). Every byte of `response` is untrusted.
-    package static func parse(_ response: APIResponse, requestedAt: Date, requestedScopes: [String]) throws -> TokenSet {
+    package static func parse(_ response: APIResponse, requestedAt: Date, requestedScopes: [String]) throws -> TokenSet
+    {
         let object = try? JSONValue(parsing: Array(response.body))
         guard (200..<300).contains(response.status.code) else {
             throw error(from: response, object: object)
         }
         guard case .object(let fields)? = object else {
-            throw OAuthError(OAuthError.invalidResponse, "the token endpoint answered HTTP \(response.status.code) with no JSON object: \(excerpt(response))",
-                             status: response.status.code)
+            throw OAuthError(
+                OAuthError.invalidResponse,
+                "the token endpoint answered HTTP \(response.status.code) with no JSON object: \(excerpt(response))",
+                status: response.status.code)
         }
         guard let accessToken = fields["access_token"]?.stringValue, !accessToken.isEmpty else {
-            throw OAuthError(OAuthError.invalidResponse, "the token response has no access_token", status: response.status.code)
+            throw OAuthError(
+                OAuthError.invalidResponse, "the token response has no access_token", status: response.status.code)
         }
         // RFC 6749 Appendix A.12: access_token = 1*VSCHAR. Control characters (and anything beyond
         // ASCII) are refused here; whether it may become a header or shell text is decided there.
-        guard TokenCharacters.isVisibleASCII(accessToken), accessToken.utf8.count <= TokenCharacters.maximumTokenLength else {
-            throw OAuthError(OAuthError.unsafeValue,
-                             "the token response's access_token has characters outside RFC 6749's VSCHAR set (or is over 64 KiB); refusing it")
+        guard TokenCharacters.isVisibleASCII(accessToken), accessToken.utf8.count <= TokenCharacters.maximumTokenLength
+        else {
+            throw OAuthError(
+                OAuthError.unsafeValue,
+                "the token response's access_token has characters outside RFC 6749's VSCHAR set (or is over 64 KiB); refusing it"
+            )
         }
         let refreshToken = fields["refresh_token"]?.stringValue
-        if let refreshToken, !TokenCharacters.isVisibleASCII(refreshToken) || refreshToken.utf8.count > TokenCharacters.maximumTokenLength {
-            throw OAuthError(OAuthError.unsafeValue,
-                             "the token response's refresh_token has characters outside RFC 6749's VSCHAR set (or is over 64 KiB); refusing it")
+        if let refreshToken,
+            !TokenCharacters.isVisibleASCII(refreshToken)
+                || refreshToken.utf8.count > TokenCharacters.maximumTokenLength
+        {
+            throw OAuthError(
+                OAuthError.unsafeValue,
+                "the token response's refresh_token has characters outside RFC 6749's VSCHAR set (or is over 64 KiB); refusing it"
+            )
         }
         // token_type is case-insensitive (RFC 6749 §5.1); a missing one is read as Bearer (liberal).
         // It becomes an Authorization scheme: it must be an RFC 9110 token.
         let rawType = fields["token_type"]?.stringValue ?? "Bearer"
         guard TokenCharacters.isHTTPToken(rawType), rawType.utf8.count <= 64 else {
-            throw OAuthError(OAuthError.unsafeValue, "the token response's token_type is not an HTTP token (RFC 9110 §5.6.2); refusing it")
+            throw OAuthError(
+                OAuthError.unsafeValue,
+                "the token response's token_type is not an HTTP token (RFC 9110 §5.6.2); refusing it")
         }
         let tokenType = rawType.lowercased() == "bearer" ? "Bearer" : rawType.lowercased() == "dpop" ? "DPoP" : rawType
         var expiresAt: Date? = nil
@@ -49,10 +63,13 @@ package enum TokenResponse {
             expiresAt = requestedAt.addingTimeInterval(TokenSet.clampedLifetime(seconds))
         }
         let scopes = fields["scope"]?.stringValue.map { $0.split(separator: " ").map(String.init) } ?? requestedScopes
-        var tokens = TokenSet(accessToken: accessToken, tokenType: tokenType, refreshToken: refreshToken,
-                              idToken: fields["id_token"]?.stringValue, expiresAt: expiresAt, scopes: scopes, requestedAt: requestedAt)
+        var tokens = TokenSet(
+            accessToken: accessToken, tokenType: tokenType, refreshToken: refreshToken,
+            idToken: fields["id_token"]?.stringValue, expiresAt: expiresAt, scopes: scopes, requestedAt: requestedAt)
         // RFC 8693 §2.2.1 (token exchange): a URI; kept only when it is short visible ASCII.
-        if let issued = fields["issued_token_type"]?.stringValue, issued.utf8.count <= 256, TokenCharacters.isVisibleASCII(issued) {
+        if let issued = fields["issued_token_type"]?.stringValue, issued.utf8.count <= 256,
+            TokenCharacters.isVisibleASCII(issued)
+        {
             tokens.issuedTokenType = issued
         }
         return tokens
@@ -60,13 +77,16 @@ package enum TokenResponse {
 
     /// The error of a refused or failed answer from `endpoint` (the token endpoint, or another that
     /// answers in RFC 6749 §5.2's shape: revocation, RFC 7009 §2.2.1), named in the message.
-    static func error(from response: APIResponse, object: JSONValue?, endpoint: String = "the token endpoint") -> OAuthError {
+    static func error(from response: APIResponse, object: JSONValue?, endpoint: String = "the token endpoint")
+        -> OAuthError
+    {
         let code = object?["error"]?.stringValue
         let description = object?["error_description"]?.stringValue
         let uri = object?["error_uri"]?.stringValue
         if response.status.code >= 500 || response.status.code == 429 {
-            return OAuthError(OAuthError.transient, "\(endpoint) answered HTTP \(response.status.code)", oauthError: code,
-                              errorDescription: description, errorURI: uri, status: response.status.code)
+            return OAuthError(
+                OAuthError.transient, "\(endpoint) answered HTTP \(response.status.code)", oauthError: code,
+                errorDescription: description, errorURI: uri, status: response.status.code)
         }
         guard let code else {
             let status = response.status.code
@@ -74,34 +94,41 @@ package enum TokenResponse {
             // Some providers (Glewlwyd) refuse every bad client authentication with a bare 401/403:
             // the client was refused, not the answer malformed (RFC 6749 §5.2 would say invalid_client).
             if status == 401 || status == 403 {
-                let next = endpoint == "the token endpoint"
+                let next =
+                    endpoint == "the token endpoint"
                     ? "the client's credentials were refused: check the client id and its secret or key (and the key's kid)"
                     : "it refused this client's authentication there (a provider may take other client authentication methods "
                         + "at this endpoint than at its token endpoint: see its metadata)"
-                return OAuthError(OAuthError.invalidClient, "\(endpoint) answered HTTP \(status) without an OAuth error (\(body)): " + next,
-                                  status: status)
+                return OAuthError(
+                    OAuthError.invalidClient,
+                    "\(endpoint) answered HTTP \(status) without an OAuth error (\(body)): " + next,
+                    status: status)
             }
             // Glewlwyd answers a dead or replayed refresh token with a 400 and an empty body (issue 33 §5):
             // a refusal of the grant. A 400 that says something else (a proxy's page, JSON that is not
             // an OAuth error) stays a malformed answer: invalid_grant ends a session.
             if status == 400, Self.isBlank(response) {
-                return OAuthError(OAuthError.invalidGrant,
-                                  "\(endpoint) refused the grant (HTTP 400) without an OAuth error body (\(body))",
-                                  status: status)
+                return OAuthError(
+                    OAuthError.invalidGrant,
+                    "\(endpoint) refused the grant (HTTP 400) without an OAuth error body (\(body))",
+                    status: status)
             }
-            return OAuthError(OAuthError.invalidResponse,
-                              "\(endpoint) answered HTTP \(status) without an OAuth error (\(body))",
-                              status: status)
+            return OAuthError(
+                OAuthError.invalidResponse,
+                "\(endpoint) answered HTTP \(status) without an OAuth error (\(body))",
+                status: status)
         }
-        let kind: OAuthError.Code = switch code {
-        case "invalid_grant": OAuthError.invalidGrant
-        case "invalid_client", "unauthorized_client": OAuthError.invalidClient
-        case "access_denied": OAuthError.accessDenied
-        case "expired_token": OAuthError.expiredToken
-        default: OAuthError.server
-        }
-        return OAuthError(kind, "\(endpoint) refused the request", oauthError: code, errorDescription: description,
-                          errorURI: uri, status: response.status.code)
+        let kind: OAuthError.Code =
+            switch code {
+            case "invalid_grant": OAuthError.invalidGrant
+            case "invalid_client", "unauthorized_client": OAuthError.invalidClient
+            case "access_denied": OAuthError.accessDenied
+            case "expired_token": OAuthError.expiredToken
+            default: OAuthError.server
+            }
+        return OAuthError(
+            kind, "\(endpoint) refused the request", oauthError: code, errorDescription: description,
+            errorURI: uri, status: response.status.code)
     }
 
     /// Whether an answer's body says nothing: empty, or only white space.

@@ -33,8 +33,9 @@ extension OAuthClient {
             try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the userinfo endpoint")
         }
         guard response.status.code == 200 else {
-            throw OAuthError(response.status.code >= 500 ? OAuthError.transient : OAuthError.server,
-                             "the userinfo endpoint answered HTTP \(response.status.code)", status: response.status.code)
+            throw OAuthError(
+                response.status.code >= 500 ? OAuthError.transient : OAuthError.server,
+                "the userinfo endpoint answered HTTP \(response.status.code)", status: response.status.code)
         }
         return try Self.parseUserInfo(Array(response.body), expectedSubject: expectedSubject)
     }
@@ -42,13 +43,16 @@ extension OAuthClient {
     /// Parses a UserInfo response body and checks its `sub` exactly (byte for byte) against `expectedSubject`.
     package static func parseUserInfo(_ body: [UInt8], expectedSubject: String?) throws -> JSONObject {
         guard case .object(let claims)? = try? JSONValue(parsing: body) else {
-            throw OAuthError(OAuthError.invalidResponse, "the userinfo response is not a JSON object (signed UserInfo is not supported)")
+            throw OAuthError(
+                OAuthError.invalidResponse,
+                "the userinfo response is not a JSON object (signed UserInfo is not supported)")
         }
         guard let subject = claims["sub"]?.stringValue else {
             throw OAuthError(OAuthError.invalidResponse, "the userinfo response has no sub")
         }
         if let expectedSubject, !subject.utf8.elementsEqual(expectedSubject.utf8) {
-            throw OAuthError(OAuthError.subjectMismatch, "the userinfo response is about another subject than the ID token")
+            throw OAuthError(
+                OAuthError.subjectMismatch, "the userinfo response is about another subject than the ID token")
         }
         return claims
     }

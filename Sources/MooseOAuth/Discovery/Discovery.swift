@@ -29,7 +29,9 @@ public actor Discovery {
     }
 
     /// The metadata of `issuer`, from the cache or the network (one fetch for concurrent callers).
-    public func metadata(for issuer: String, overrides: EndpointOverrides = EndpointOverrides()) async throws -> ProviderMetadata {
+    public func metadata(for issuer: String, overrides: EndpointOverrides = EndpointOverrides()) async throws
+        -> ProviderMetadata
+    {
         if let cached = cache[issuer], Date().timeIntervalSince(cached.fetched) < timeToLive {
             let merged = cached.metadata.overridden(by: overrides)
             try merged.checkTransportSecurity()
@@ -56,14 +58,18 @@ public actor Discovery {
 
     /// Fetches and validates both documents.
     public static func fetch(issuer: String, transport: any HTTPTransport) async throws -> ProviderMetadata {
-        guard let base = URL(string: issuer), let scheme = base.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              base.host != nil, base.query == nil, base.fragment == nil else {
-            throw OAuthError(OAuthError.invalidConfiguration, "issuer \(issuer) must be an http(s) URL without query or fragment")
+        guard let base = URL(string: issuer), let scheme = base.scheme?.lowercased(),
+            scheme == "https" || scheme == "http",
+            base.host != nil, base.query == nil, base.fragment == nil
+        else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration, "issuer \(issuer) must be an http(s) URL without query or fragment")
         }
         // RFC 8414 §2, OIDC Discovery §3: the issuer uses https; RFC 8252 §8.3 allows loopback http.
         guard TransportSecurity.permits(base) else {
-            throw OAuthError(OAuthError.insecureEndpoint,
-                             "issuer \(issuer) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+            throw OAuthError(
+                OAuthError.insecureEndpoint,
+                "issuer \(issuer) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
         }
         // The order of RFC 8414 §3.1 / §5 and the MCP authorization specification (2025-11-25): the
         // RFC 8414 document (well-known segment between host and path), then OpenID Connect's — for an
@@ -103,8 +109,9 @@ public actor Discovery {
             }
         }
         if oidc == nil {
-            oidc = try await document(trimmed + "/.well-known/openid-configuration", issuer: issuer, kind: .openIDConnect,
-                                      transport: transport)
+            oidc = try await document(
+                trimmed + "/.well-known/openid-configuration", issuer: issuer, kind: .openIDConnect,
+                transport: transport)
         }
         var metadata = oidc
         if let rfc8414 { metadata = (metadata ?? rfc8414).filling(from: rfc8414) }
@@ -138,22 +145,30 @@ public actor Discovery {
         do {
             metadata = try JSONDecoder().decode(ProviderMetadata.self, from: Data(body))
         } catch {
-            throw OAuthError(OAuthError.discovery, "the discovery document of \(issuer) has a member of the wrong type or a malformed URL")
+            throw OAuthError(
+                OAuthError.discovery,
+                "the discovery document of \(issuer) has a member of the wrong type or a malformed URL")
         }
         guard metadata.issuer.utf8.elementsEqual(issuer.utf8) else {
-            throw OAuthError(OAuthError.issuerMismatch,
-                             "the discovery document of \(issuer) names another issuer (\(metadata.issuer)); refusing it. "
-                             + "If \(metadata.issuer) is the provider you mean, use exactly that as the issuer (scheme, path and trailing slash count)")
+            throw OAuthError(
+                OAuthError.issuerMismatch,
+                "the discovery document of \(issuer) names another issuer (\(metadata.issuer)); refusing it. "
+                    + "If \(metadata.issuer) is the provider you mean, use exactly that as the issuer (scheme, path and trailing slash count)"
+            )
         }
         var missing: [String] = []
         func need(_ name: String) { if object[name] == nil || object[name] == .null { missing.append(name) } }
         let responseTypes = metadata.responseTypesSupported ?? []
-        let implicitOnly = !responseTypes.isEmpty && responseTypes.allSatisfy { !$0.split(separator: " ").contains("code") }
+        let implicitOnly =
+            !responseTypes.isEmpty && responseTypes.allSatisfy { !$0.split(separator: " ").contains("code") }
         switch kind {
         case .openIDConnect:
             need("authorization_endpoint")
             if !implicitOnly { need("token_endpoint") }
-            for name in ["jwks_uri", "response_types_supported", "subject_types_supported", "id_token_signing_alg_values_supported"] {
+            for name in [
+                "jwks_uri", "response_types_supported", "subject_types_supported",
+                "id_token_signing_alg_values_supported"
+            ] {
                 need(name)
             }
         case .authorizationServer:
@@ -165,21 +180,26 @@ public actor Discovery {
         }
         guard missing.isEmpty else {
             let which = kind == .openIDConnect ? "OpenID Connect Discovery §3" : "RFC 8414 §2"
-            throw OAuthError(OAuthError.discovery,
-                             "the discovery document of \(issuer) lacks \(missing.joined(separator: ", ")) (REQUIRED by \(which))")
+            throw OAuthError(
+                OAuthError.discovery,
+                "the discovery document of \(issuer) lacks \(missing.joined(separator: ", ")) (REQUIRED by \(which))")
         }
         return metadata
     }
 
     /// One document; `nil` for a 404 (so the other may stand in), an error for anything else wrong.
-    static func document(_ text: String, issuer: String, kind: DocumentKind, transport: any HTTPTransport) async throws -> ProviderMetadata? {
+    static func document(_ text: String, issuer: String, kind: DocumentKind, transport: any HTTPTransport) async throws
+        -> ProviderMetadata?
+    {
         guard let url = URL(string: text) else { throw OAuthError(OAuthError.discovery, "bad discovery URL \(text)") }
-        let response = try await OAuthHTTP.send(APIRequest(url: url, headerFields: [.accept: "application/json"], timeout: 15),
-                                                 over: transport, logger: nil, what: url.redactedForLogs)
+        let response = try await OAuthHTTP.send(
+            APIRequest(url: url, headerFields: [.accept: "application/json"], timeout: 15),
+            over: transport, logger: nil, what: url.redactedForLogs)
         if response.status.code == 404 { return nil }
         guard response.status.code == 200 else {
-            throw OAuthError(response.status.code >= 500 ? OAuthError.transient : OAuthError.discovery,
-                             "\(url.redactedForLogs) answered HTTP \(response.status.code)", status: response.status.code)
+            throw OAuthError(
+                response.status.code >= 500 ? OAuthError.transient : OAuthError.discovery,
+                "\(url.redactedForLogs) answered HTTP \(response.status.code)", status: response.status.code)
         }
         return try parseDocument(Array(response.body), issuer: issuer, kind: kind)
     }

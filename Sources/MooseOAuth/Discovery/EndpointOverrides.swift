@@ -18,9 +18,11 @@ public struct EndpointOverrides: Sendable, Hashable, Codable {
     public var deviceAuthorizationEndpoint: URL?
 
     /// Overrides; unset ones leave the discovered endpoint.
-    public init(authorizationEndpoint: URL? = nil, tokenEndpoint: URL? = nil, userinfoEndpoint: URL? = nil, jwksURI: URL? = nil,
-                revocationEndpoint: URL? = nil, introspectionEndpoint: URL? = nil, endSessionEndpoint: URL? = nil,
-                deviceAuthorizationEndpoint: URL? = nil) {
+    public init(
+        authorizationEndpoint: URL? = nil, tokenEndpoint: URL? = nil, userinfoEndpoint: URL? = nil, jwksURI: URL? = nil,
+        revocationEndpoint: URL? = nil, introspectionEndpoint: URL? = nil, endSessionEndpoint: URL? = nil,
+        deviceAuthorizationEndpoint: URL? = nil
+    ) {
         self.authorizationEndpoint = authorizationEndpoint
         self.tokenEndpoint = tokenEndpoint
         self.userinfoEndpoint = userinfoEndpoint

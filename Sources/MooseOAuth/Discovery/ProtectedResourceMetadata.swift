@@ -42,8 +42,10 @@ public struct ProtectedResourceMetadata: Sendable, Codable, Hashable {
     }
 
     /// Metadata made by hand (tests, resources without RFC 9728 documents).
-    public init(resource: String, authorizationServers: [String], scopesSupported: [String]? = nil,
-                bearerMethodsSupported: [String]? = nil, resourceName: String? = nil) {
+    public init(
+        resource: String, authorizationServers: [String], scopesSupported: [String]? = nil,
+        bearerMethodsSupported: [String]? = nil, resourceName: String? = nil
+    ) {
         self.resource = resource
         self.authorizationServers = authorizationServers
         self.scopesSupported = scopesSupported
@@ -72,32 +74,41 @@ public struct ProtectedResourceMetadata: Sendable, Codable, Hashable {
             throw OAuthError(OAuthError.discovery, "\(what) lacks resource (REQUIRED by RFC 9728 §2)")
         }
         guard expected.contains(where: { $0.utf8.elementsEqual(resource.utf8) }) else {
-            throw OAuthError(OAuthError.issuerMismatch,
-                             "\(what) names another resource (\(Self.shown(resource))); refusing it (RFC 9728 §3.3)")
+            throw OAuthError(
+                OAuthError.issuerMismatch,
+                "\(what) names another resource (\(Self.shown(resource))); refusing it (RFC 9728 §3.3)")
         }
         guard case .array(let servers)? = object["authorization_servers"], !servers.isEmpty else {
-            throw OAuthError(OAuthError.discovery, "\(what) lacks authorization_servers: no authorization server to ask for a token")
+            throw OAuthError(
+                OAuthError.discovery, "\(what) lacks authorization_servers: no authorization server to ask for a token")
         }
         guard servers.count <= maximumServers else {
             throw OAuthError(OAuthError.discovery, "\(what) lists more than \(maximumServers) authorization servers")
         }
         var issuers: [String] = []
         for server in servers {
-            guard let issuer = server.stringValue, issuer.utf8.count <= maximumTextLength, let url = URL(string: issuer),
-                  let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", url.host != nil,
-                  url.query == nil, url.fragment == nil else {
-                throw OAuthError(OAuthError.discovery, "\(what) lists an authorization server that is not an http(s) issuer URL")
+            guard let issuer = server.stringValue, issuer.utf8.count <= maximumTextLength,
+                let url = URL(string: issuer),
+                let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", url.host != nil,
+                url.query == nil, url.fragment == nil
+            else {
+                throw OAuthError(
+                    OAuthError.discovery, "\(what) lists an authorization server that is not an http(s) issuer URL")
             }
             guard TransportSecurity.permits(url) else {
-                throw OAuthError(OAuthError.insecureEndpoint,
-                                 "\(what) lists the authorization server \(url.redactedForLogs), which is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+                throw OAuthError(
+                    OAuthError.insecureEndpoint,
+                    "\(what) lists the authorization server \(url.redactedForLogs), which is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+                )
             }
             issuers.append(issuer)
         }
         var scopes: [String]? = nil
         if let member = object["scopes_supported"], member != .null {
             guard case .array(let items) = member, items.count <= maximumScopes else {
-                throw OAuthError(OAuthError.discovery, "\(what) has a scopes_supported that is not an array of at most \(maximumScopes) scopes")
+                throw OAuthError(
+                    OAuthError.discovery,
+                    "\(what) has a scopes_supported that is not an array of at most \(maximumScopes) scopes")
             }
             scopes = try items.map { item in
                 guard let scope = item.stringValue, ScopeToken.isValid(scope) else {
@@ -106,12 +117,19 @@ public struct ProtectedResourceMetadata: Sendable, Codable, Hashable {
                 return scope
             }
         }
-        var metadata = ProtectedResourceMetadata(resource: resource, authorizationServers: issuers, scopesSupported: scopes)
-        metadata.bearerMethodsSupported = object["bearer_methods_supported"]?.arrayValue?.prefix(8).compactMap { $0.stringValue }
-            .filter { $0.utf8.count <= 16 }
-        if let name = object["resource_name"]?.stringValue, name.utf8.count <= maximumTextLength { metadata.resourceName = name }
-        if let text = object["resource_documentation"]?.stringValue, text.utf8.count <= maximumTextLength, let url = URL(string: text),
-           url.scheme?.lowercased() == "https" {
+        var metadata = ProtectedResourceMetadata(
+            resource: resource, authorizationServers: issuers, scopesSupported: scopes)
+        metadata.bearerMethodsSupported = object["bearer_methods_supported"]?.arrayValue?.prefix(8).compactMap {
+            $0.stringValue
+        }
+        .filter { $0.utf8.count <= 16 }
+        if let name = object["resource_name"]?.stringValue, name.utf8.count <= maximumTextLength {
+            metadata.resourceName = name
+        }
+        if let text = object["resource_documentation"]?.stringValue, text.utf8.count <= maximumTextLength,
+            let url = URL(string: text),
+            url.scheme?.lowercased() == "https"
+        {
             metadata.resourceDocumentation = url
         }
         metadata.dpopBoundAccessTokensRequired = object["dpop_bound_access_tokens_required"]?.boolValue
@@ -120,6 +138,8 @@ public struct ProtectedResourceMetadata: Sendable, Codable, Hashable {
 
     /// Untrusted text for an error message: at most 200 visible ASCII characters.
     static func shown(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.prefix(200).map { $0.value >= 0x20 && $0.value < 0x7F ? $0 : "?" }))
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.prefix(200).map { $0.value >= 0x20 && $0.value < 0x7F ? $0 : "?" }))
     }
 }

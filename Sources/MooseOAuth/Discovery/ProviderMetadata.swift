@@ -81,9 +81,11 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
     }
 
     /// Metadata configured by hand (for servers without discovery, or to fill gaps).
-    public init(issuer: String, authorizationEndpoint: URL? = nil, tokenEndpoint: URL? = nil, userinfoEndpoint: URL? = nil,
-                jwksURI: URL? = nil, revocationEndpoint: URL? = nil, introspectionEndpoint: URL? = nil,
-                endSessionEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil) {
+    public init(
+        issuer: String, authorizationEndpoint: URL? = nil, tokenEndpoint: URL? = nil, userinfoEndpoint: URL? = nil,
+        jwksURI: URL? = nil, revocationEndpoint: URL? = nil, introspectionEndpoint: URL? = nil,
+        endSessionEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil
+    ) {
         self.issuer = issuer
         self.authorizationEndpoint = authorizationEndpoint
         self.tokenEndpoint = tokenEndpoint
@@ -110,17 +112,23 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
         merged.scopesSupported = scopesSupported ?? other.scopesSupported
         merged.grantTypesSupported = grantTypesSupported ?? other.grantTypesSupported
         merged.codeChallengeMethodsSupported = codeChallengeMethodsSupported ?? other.codeChallengeMethodsSupported
-        merged.tokenEndpointAuthMethodsSupported = tokenEndpointAuthMethodsSupported ?? other.tokenEndpointAuthMethodsSupported
-        merged.idTokenSigningAlgValuesSupported = idTokenSigningAlgValuesSupported ?? other.idTokenSigningAlgValuesSupported
+        merged.tokenEndpointAuthMethodsSupported =
+            tokenEndpointAuthMethodsSupported ?? other.tokenEndpointAuthMethodsSupported
+        merged.idTokenSigningAlgValuesSupported =
+            idTokenSigningAlgValuesSupported ?? other.idTokenSigningAlgValuesSupported
         merged.responseTypesSupported = responseTypesSupported ?? other.responseTypesSupported
         merged.subjectTypesSupported = subjectTypesSupported ?? other.subjectTypesSupported
-        merged.authorizationResponseIssParameterSupported = authorizationResponseIssParameterSupported
+        merged.authorizationResponseIssParameterSupported =
+            authorizationResponseIssParameterSupported
             ?? other.authorizationResponseIssParameterSupported
-        merged.pushedAuthorizationRequestEndpoint = pushedAuthorizationRequestEndpoint ?? other.pushedAuthorizationRequestEndpoint
-        merged.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests ?? other.requirePushedAuthorizationRequests
+        merged.pushedAuthorizationRequestEndpoint =
+            pushedAuthorizationRequestEndpoint ?? other.pushedAuthorizationRequestEndpoint
+        merged.requirePushedAuthorizationRequests =
+            requirePushedAuthorizationRequests ?? other.requirePushedAuthorizationRequests
         merged.dpopSigningAlgValuesSupported = dpopSigningAlgValuesSupported ?? other.dpopSigningAlgValuesSupported
         merged.registrationEndpoint = registrationEndpoint ?? other.registrationEndpoint
-        merged.clientIDMetadataDocumentSupported = clientIDMetadataDocumentSupported ?? other.clientIDMetadataDocumentSupported
+        merged.clientIDMetadataDocumentSupported =
+            clientIDMetadataDocumentSupported ?? other.clientIDMetadataDocumentSupported
         return merged
     }
 
@@ -145,8 +153,10 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
             throw OAuthError(OAuthError.missingEndpoint, "\(issuer) has no \(name) (neither discovered nor configured)")
         }
         guard TransportSecurity.permits(endpoint) else {
-            throw OAuthError(OAuthError.insecureEndpoint,
-                             "the \(name) \(endpoint.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+            throw OAuthError(
+                OAuthError.insecureEndpoint,
+                "the \(name) \(endpoint.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+            )
         }
         return endpoint
     }
@@ -157,36 +167,48 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
     /// included, since it cannot be told from a server that ignores `code_challenge`.
     public func requireS256() throws(OAuthError) {
         guard let methods = codeChallengeMethodsSupported else {
-            throw OAuthError(OAuthError.pkceNotSupported,
-                             "\(issuer)'s metadata has no code_challenge_methods_supported: it does not say it supports PKCE with S256, which this client requires; refusing this authorization server")
+            throw OAuthError(
+                OAuthError.pkceNotSupported,
+                "\(issuer)'s metadata has no code_challenge_methods_supported: it does not say it supports PKCE with S256, which this client requires; refusing this authorization server"
+            )
         }
         guard methods.contains(where: { $0.utf8.elementsEqual("S256".utf8) }) else {
-            let listed = methods.isEmpty ? "an empty list" : methods.prefix(8).map { ProtectedResourceMetadata.shown($0) }.joined(separator: ", ")
-            throw OAuthError(OAuthError.pkceNotSupported,
-                             "\(issuer)'s code_challenge_methods_supported (\(listed)) lacks S256, which this client requires for PKCE; refusing this authorization server")
+            let listed =
+                methods.isEmpty
+                ? "an empty list"
+                : methods.prefix(8).map { ProtectedResourceMetadata.shown($0) }.joined(separator: ", ")
+            throw OAuthError(
+                OAuthError.pkceNotSupported,
+                "\(issuer)'s code_challenge_methods_supported (\(listed)) lacks S256, which this client requires for PKCE; refusing this authorization server"
+            )
         }
     }
 
     /// Every endpoint with its metadata name, for checks that cover them all.
     package var namedEndpoints: [(String, URL?)] {
-        [("authorization_endpoint", authorizationEndpoint), ("token_endpoint", tokenEndpoint),
-         ("userinfo_endpoint", userinfoEndpoint), ("jwks_uri", jwksURI), ("revocation_endpoint", revocationEndpoint),
-         ("introspection_endpoint", introspectionEndpoint), ("end_session_endpoint", endSessionEndpoint),
-         ("device_authorization_endpoint", deviceAuthorizationEndpoint),
-         ("pushed_authorization_request_endpoint", pushedAuthorizationRequestEndpoint),
-         ("registration_endpoint", registrationEndpoint)]
+        [
+            ("authorization_endpoint", authorizationEndpoint), ("token_endpoint", tokenEndpoint),
+            ("userinfo_endpoint", userinfoEndpoint), ("jwks_uri", jwksURI), ("revocation_endpoint", revocationEndpoint),
+            ("introspection_endpoint", introspectionEndpoint), ("end_session_endpoint", endSessionEndpoint),
+            ("device_authorization_endpoint", deviceAuthorizationEndpoint),
+            ("pushed_authorization_request_endpoint", pushedAuthorizationRequestEndpoint),
+            ("registration_endpoint", registrationEndpoint)
+        ]
     }
 
     /// Throws `insecureEndpoint` unless the issuer and every endpoint are `https` (or loopback `http`).
     public func checkTransportSecurity() throws(OAuthError) {
         guard let issuerURL = URL(string: issuer), TransportSecurity.permits(issuerURL) else {
-            throw OAuthError(OAuthError.insecureEndpoint,
-                             "issuer \(issuer) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+            throw OAuthError(
+                OAuthError.insecureEndpoint,
+                "issuer \(issuer) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
         }
         for (name, url) in namedEndpoints {
             if let url, !TransportSecurity.permits(url) {
-                throw OAuthError(OAuthError.insecureEndpoint,
-                                 "\(name) \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+                throw OAuthError(
+                    OAuthError.insecureEndpoint,
+                    "\(name) \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+                )
             }
         }
     }

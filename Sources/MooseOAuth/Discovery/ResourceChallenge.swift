@@ -25,7 +25,8 @@ public struct ResourceChallenge: Sendable, Hashable {
     public var resourceMetadata: URL?
 
     /// A challenge (tests, servers).
-    public init(scheme: String = "Bearer", error: String? = nil, scopes: [String]? = nil, resourceMetadata: URL? = nil) {
+    public init(scheme: String = "Bearer", error: String? = nil, scopes: [String]? = nil, resourceMetadata: URL? = nil)
+    {
         self.scheme = scheme
         self.error = error
         self.scopes = scopes
@@ -36,7 +37,9 @@ public struct ResourceChallenge: Sendable, Hashable {
     /// none. Total: any text gives a value or `nil`, bounded as `AuthenticationChallenge` is.
     public static func parse(_ values: [String]) -> ResourceChallenge? {
         let challenges = AuthenticationChallenge.parse(values)
-        guard let challenge = challenges.first(where: { $0.hasScheme("Bearer") }) ?? challenges.first(where: { $0.hasScheme("DPoP") })
+        guard
+            let challenge = challenges.first(where: { $0.hasScheme("Bearer") })
+                ?? challenges.first(where: { $0.hasScheme("DPoP") })
         else { return nil }
         var result = ResourceChallenge(scheme: challenge.scheme)
         // RFC 6750 §3: error = 1*( %x20-21 / %x23-5B / %x5D-7E ); a short code is all we need.
@@ -44,11 +47,14 @@ public struct ResourceChallenge: Sendable, Hashable {
             result.error = error
         }
         if let scope = challenge["scope"] {
-            let scopes = scope.split(separator: " ", omittingEmptySubsequences: true).prefix(64).map(String.init).filter(ScopeToken.isValid)
+            let scopes = scope.split(separator: " ", omittingEmptySubsequences: true).prefix(64).map(String.init)
+                .filter(ScopeToken.isValid)
             if !scopes.isEmpty { result.scopes = scopes }
         }
         if let text = challenge["resource_metadata"], text.utf8.count <= 2048, let url = URL(string: text),
-           let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", url.fragment == nil, TransportSecurity.permits(url) {
+            let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", url.fragment == nil,
+            TransportSecurity.permits(url)
+        {
             result.resourceMetadata = url
         }
         return result

@@ -13,9 +13,12 @@ public enum ResourceIdentifier {
     /// URL with a host, and plain `http` to another machine.
     public static func canonical(_ text: String) throws -> String {
         guard text.utf8.count <= 2048, var components = URLComponents(string: text),
-              let scheme = components.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              let host = components.host, !host.isEmpty else {
-            throw OAuthError(OAuthError.invalidConfiguration, "the resource \(ProtectedResourceMetadata.shown(text)) is not an absolute http(s) URL")
+            let scheme = components.scheme?.lowercased(), scheme == "https" || scheme == "http",
+            let host = components.host, !host.isEmpty
+        else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the resource \(ProtectedResourceMetadata.shown(text)) is not an absolute http(s) URL")
         }
         guard components.fragment == nil else {
             throw OAuthError(OAuthError.invalidConfiguration, "a resource identifier has no fragment (RFC 8707 §2)")
@@ -24,11 +27,14 @@ public enum ResourceIdentifier {
         components.host = host.lowercased()
         if components.path == "/" { components.path = "" }
         guard let url = components.url, let canonical = components.string else {
-            throw OAuthError(OAuthError.invalidConfiguration, "the resource \(ProtectedResourceMetadata.shown(text)) is not a URL")
+            throw OAuthError(
+                OAuthError.invalidConfiguration, "the resource \(ProtectedResourceMetadata.shown(text)) is not a URL")
         }
         guard TransportSecurity.permits(url) else {
-            throw OAuthError(OAuthError.insecureEndpoint,
-                             "the resource \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
+            throw OAuthError(
+                OAuthError.insecureEndpoint,
+                "the resource \(url.redactedForLogs) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+            )
         }
         return canonical
     }

@@ -51,7 +51,9 @@ extension OAuthClientFlow {
 
     /// The refresh token when there is one, else a new grant (`renewalParameters(for:)`).
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
-        if tokens.refreshToken == nil, let parameters = renewalParameters(for: tokens) { return try await authorize(parameters) }
+        if tokens.refreshToken == nil, let parameters = renewalParameters(for: tokens) {
+            return try await authorize(parameters)
+        }
         return try await client.refresh(tokens, validatingWith: refreshIDTokens)
     }
 

@@ -54,18 +54,24 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
     }
 
     /// The authorization parameters with a fresh `state`, `nonce`, PKCE verifier and (with DPoP) key.
-    private func parameters(_ parameters: AuthorizationParameters) throws -> (items: [(String, String)], state: String, nonce: String,
-                                                                            pkce: PKCE, dpop: DPoPKey?) {
+    private func parameters(_ parameters: AuthorizationParameters) throws -> (
+        items: [(String, String)], state: String, nonce: String,
+        pkce: PKCE, dpop: DPoPKey?
+    ) {
         if client.requiresAdvertisedS256 { try client.metadata.requireS256() }
         let state = Base64URL.encode(try SecureRandom.bytes(count: 32))
         let nonce = Base64URL.encode(try SecureRandom.bytes(count: 32))
         let pkce = try PKCE()
         let dpop = try client.newDPoPKey()
-        var items: [(String, String)] = [("response_type", "code"), ("client_id", client.clientID),
-                                         ("redirect_uri", redirectURI.absoluteString)]
+        var items: [(String, String)] = [
+            ("response_type", "code"), ("client_id", client.clientID),
+            ("redirect_uri", redirectURI.absoluteString)
+        ]
         // No scope at all (not an empty one) when none is asked for: the server's default applies.
         if !parameters.scopes.isEmpty { items.append(("scope", parameters.scopes.joined(separator: " "))) }
-        items += [("state", state), ("nonce", nonce), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")]
+        items += [
+            ("state", state), ("nonce", nonce), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256")
+        ]
         // RFC 8707 §2.1: one `resource` per resource the tokens are for.
         items += parameters.resources(for: client).map { ("resource", $0) }
         // RFC 9449 §10: bind the code to the key, so a stolen code is useless without it.
@@ -75,10 +81,13 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
     }
 
     /// The request that goes out at `url`, with what `made` generated and the resources named.
-    private func request(_ made: (items: [(String, String)], state: String, nonce: String, pkce: PKCE, dpop: DPoPKey?), url: URL,
-                         parameters: AuthorizationParameters, pushed: Bool) -> Request {
-        var request = Request(url: url, state: made.state, nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes,
-                              dpopKey: made.dpop, pushed: pushed)
+    private func request(
+        _ made: (items: [(String, String)], state: String, nonce: String, pkce: PKCE, dpop: DPoPKey?), url: URL,
+        parameters: AuthorizationParameters, pushed: Bool
+    ) -> Request {
+        var request = Request(
+            url: url, state: made.state, nonce: made.nonce, pkce: made.pkce, scopes: parameters.scopes,
+            dpopKey: made.dpop, pushed: pushed)
         request.resources = parameters.resources(for: client)
         return request
     }
@@ -88,7 +97,9 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
         let query = RequestBuilder.encodeQuery(items.map { QueryItem($0.0, $0.1) }, arrays: .repeatedKeys)
         var text = endpoint.absoluteString
         text += text.contains("?") ? "&" + query : "?" + query
-        guard let url = URL(string: text) else { throw OAuthError(OAuthError.invalidConfiguration, "cannot build the authorization URL") }
+        guard let url = URL(string: text) else {
+            throw OAuthError(OAuthError.invalidConfiguration, "cannot build the authorization URL")
+        }
         return url
     }
 
@@ -112,27 +123,34 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
         case .always: push = true
         }
         if !push && metadata.requirePushedAuthorizationRequests == true {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "\(metadata.issuer) requires pushed authorization requests (RFC 9126) and this client never pushes")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "\(metadata.issuer) requires pushed authorization requests (RFC 9126) and this client never pushes")
         }
-        guard push else { return request(made, url: try authorizationURL(made.items), parameters: parameters, pushed: false) }
-        let endpoint = try metadata.require(metadata.pushedAuthorizationRequestEndpoint, "pushed authorization request endpoint")
+        guard push else {
+            return request(made, url: try authorizationURL(made.items), parameters: parameters, pushed: false)
+        }
+        let endpoint = try metadata.require(
+            metadata.pushedAuthorizationRequestEndpoint, "pushed authorization request endpoint")
         let requestURI = try await PushedAuthorization.push(made.items, to: endpoint, client: client)
-        return request(made, url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]),
-                       parameters: parameters, pushed: true)
+        return request(
+            made, url: try authorizationURL([("client_id", client.clientID), ("request_uri", requestURI)]),
+            parameters: parameters, pushed: true)
     }
 
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let request = try await prepareRequest(parameters)
-        let callback = try await userAgent.authorize(url: request.url, redirectURI: redirectURI, expectedState: request.state)
+        let callback = try await userAgent.authorize(
+            url: request.url, redirectURI: redirectURI, expectedState: request.state)
         do {
             let tokens = try await complete(request, callback: callback)
             await userAgent.loginFinished(nil)
             return tokens
         } catch {
             // The browser's page tells the truth: not "signed in" when the exchange then failed.
-            await userAgent.loginFinished(error as? OAuthError
-                ?? OAuthError(OAuthError.transient, "the code exchange did not complete", underlying: error))
+            await userAgent.loginFinished(
+                error as? OAuthError
+                    ?? OAuthError(OAuthError.transient, "the code exchange did not complete", underlying: error))
             throw error
         }
     }
@@ -141,48 +159,60 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
     /// exchanges the code with the PKCE verifier, and validates the ID token with the request's `nonce`.
     public func complete(_ request: Request, callback: URL) async throws -> TokenSet {
         // RFC 6749 §4.1.2 / Appendix B: the redirect's query is application/x-www-form-urlencoded.
-        let items = RequestBuilder.decodeForm(URLComponents(url: callback, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
+        let items = RequestBuilder.decodeForm(
+            URLComponents(url: callback, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
         func value(_ name: String) -> String? { items.first { $0.0 == name }?.1 }
         // RFC 9207 §2.4: an `iss` that is not the issuer's, or none where the server promised one,
         // means a mix-up: stop before anything else (an error redirect included) is believed.
         if let iss = value("iss") {
             guard iss.utf8.elementsEqual(client.metadata.issuer.utf8) else {
-                throw OAuthError(OAuthError.issuerMismatchInResponse,
-                                 "the authorization response names issuer \(iss), not \(client.metadata.issuer) (RFC 9207); the code was not used")
+                throw OAuthError(
+                    OAuthError.issuerMismatchInResponse,
+                    "the authorization response names issuer \(iss), not \(client.metadata.issuer) (RFC 9207); the code was not used"
+                )
             }
         } else if client.metadata.authorizationResponseIssParameterSupported == true {
-            throw OAuthError(OAuthError.issuerMismatchInResponse,
-                             "\(client.metadata.issuer) promises an iss in every authorization response (RFC 9207) and this one has none; the code was not used")
+            throw OAuthError(
+                OAuthError.issuerMismatchInResponse,
+                "\(client.metadata.issuer) promises an iss in every authorization response (RFC 9207) and this one has none; the code was not used"
+            )
         }
         // RFC 6749 §4.1.2.1: an error redirect; state is checked even then when present.
         if let error = value("error") {
             if let state = value("state"), !ConstantTime.equals(Array(state.utf8), Array(request.state.utf8)) {
-                throw OAuthError(OAuthError.stateMismatch, "an error redirect came back with a state this client did not send")
+                throw OAuthError(
+                    OAuthError.stateMismatch, "an error redirect came back with a state this client did not send")
             }
-            throw OAuthError(error == "access_denied" ? OAuthError.accessDenied : OAuthError.server,
-                             "the authorization server refused the request", oauthError: error,
-                             errorDescription: value("error_description"), errorURI: value("error_uri"))
+            throw OAuthError(
+                error == "access_denied" ? OAuthError.accessDenied : OAuthError.server,
+                "the authorization server refused the request", oauthError: error,
+                errorDescription: value("error_description"), errorURI: value("error_uri"))
         }
         guard let state = value("state"), ConstantTime.equals(Array(state.utf8), Array(request.state.utf8)) else {
-            throw OAuthError(OAuthError.stateMismatch, "the redirect's state does not match the request's; the code was not used")
+            throw OAuthError(
+                OAuthError.stateMismatch, "the redirect's state does not match the request's; the code was not used")
         }
         guard let code = value("code"), !code.isEmpty else {
             throw OAuthError(OAuthError.invalidResponse, "the redirect carries neither code nor error")
         }
         var tokens = try await client.tokenEndpoint().request(
-            [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI.absoluteString),
-             ("code_verifier", request.pkce.verifier)] + request.resources.map { ("resource", $0) },
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI.absoluteString),
+                ("code_verifier", request.pkce.verifier)
+            ] + request.resources.map { ("resource", $0) },
             requestedScopes: request.scopes, dpop: request.dpopKey)
         if request.resources.count == 1 { tokens.resource = request.resources[0] }
         if request.scopes.contains("openid") {
             guard let idToken = tokens.idToken else {
-                throw OAuthError(OAuthError.invalidIDToken, "openid was requested but the token response has no id_token")
+                throw OAuthError(
+                    OAuthError.invalidIDToken, "openid was requested but the token response has no id_token")
             }
             guard let idTokens else {
                 throw OAuthError(OAuthError.invalidConfiguration, "an ID token arrived but no validator is configured")
             }
-            try await idTokens.validate(idToken, nonce: request.nonce, accessToken: tokens.accessToken,
-                                        serverClockOffset: tokens.serverClockOffset)
+            try await idTokens.validate(
+                idToken, nonce: request.nonce, accessToken: tokens.accessToken,
+                serverClockOffset: tokens.serverClockOffset)
         }
         return tokens
     }

@@ -26,8 +26,10 @@ public struct AuthorizationParameters: Sendable {
     public var resources: [String]
 
     /// Parameters.
-    public init(scopes: [String] = ["openid"], prompt: String? = nil, loginHint: String? = nil, acrValues: [String]? = nil,
-                maxAge: Int? = nil, extra: [(String, String)] = [], resources: [String] = []) {
+    public init(
+        scopes: [String] = ["openid"], prompt: String? = nil, loginHint: String? = nil, acrValues: [String]? = nil,
+        maxAge: Int? = nil, extra: [(String, String)] = [], resources: [String] = []
+    ) {
         self.scopes = scopes
         self.prompt = prompt
         self.loginHint = loginHint

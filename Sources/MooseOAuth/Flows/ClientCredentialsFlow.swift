@@ -25,14 +25,16 @@ public struct ClientCredentialsFlow: OAuthClientFlow {
         // with the reason rather than silently sending no scope (whose refusal reads as a bad secret).
         let scopes = parameters.scopes.filter { $0 != "openid" }
         if scopes.isEmpty, !parameters.scopes.isEmpty {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "the client credentials grant issues no ID token, so the scope openid is not sent; ask for the API's scopes "
-                                 + "(or none, for the client's default scopes)")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the client credentials grant issues no ID token, so the scope openid is not sent; ask for the API's scopes "
+                    + "(or none, for the client's default scopes)")
         }
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         let resources = parameters.resources(for: client)
-        var tokens = try await client.tokenEndpoint().request(fields + resources.map { ("resource", $0) } + parameters.extra,
-                                                              requestedScopes: scopes, dpop: client.newDPoPKey())
+        var tokens = try await client.tokenEndpoint().request(
+            fields + resources.map { ("resource", $0) } + parameters.extra,
+            requestedScopes: scopes, dpop: client.newDPoPKey())
         if resources.count == 1 { tokens.resource = resources[0] }
         return tokens
     }
@@ -40,6 +42,7 @@ public struct ClientCredentialsFlow: OAuthClientFlow {
     /// Client credentials have no refresh token: a "refresh" is a new grant, for the scopes granted
     /// (without `openid`, which a provider may grant but which asks for no user).
     public func renewalParameters(for tokens: TokenSet) -> AuthorizationParameters? {
-        AuthorizationParameters(scopes: tokens.scopes.filter { $0 != "openid" }, resources: tokens.resource.map { [$0] } ?? [])
+        AuthorizationParameters(
+            scopes: tokens.scopes.filter { $0 != "openid" }, resources: tokens.resource.map { [$0] } ?? [])
     }
 }

@@ -27,8 +27,10 @@ public struct DeviceAuthorization: Sendable {
     public static let maximumInterval: TimeInterval = 60
 
     /// A device authorization (for tests and for callers that started it elsewhere).
-    public init(deviceCode: String, userCode: String, verificationURI: URL, verificationURIComplete: URL?,
-                expiresAt: Date, interval: TimeInterval) {
+    public init(
+        deviceCode: String, userCode: String, verificationURI: URL, verificationURIComplete: URL?,
+        expiresAt: Date, interval: TimeInterval
+    ) {
         self.deviceCode = deviceCode
         self.userCode = userCode
         self.verificationURI = verificationURI

@@ -27,7 +27,10 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
     }
 
     /// A flow.
-    public init(client: OAuthClient, idTokens: IDTokenValidator?, present: @escaping @Sendable (DeviceAuthorization) async -> Void) {
+    public init(
+        client: OAuthClient, idTokens: IDTokenValidator?,
+        present: @escaping @Sendable (DeviceAuthorization) async -> Void
+    ) {
         self.client = client
         self.idTokens = idTokens
         self.present = present
@@ -35,37 +38,46 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
 
     /// Requests the codes (RFC 8628 §3.1).
     public func start(_ parameters: AuthorizationParameters) async throws -> DeviceAuthorization {
-        let url = try client.metadata.require(client.metadata.deviceAuthorizationEndpoint, "device authorization endpoint")
+        let url = try client.metadata.require(
+            client.metadata.deviceAuthorizationEndpoint, "device authorization endpoint")
         let request = try client.tokenEndpoint().authenticatedRequest(
-            url: url, parameters: [("scope", parameters.scopes.joined(separator: " "))]
+            url: url,
+            parameters: [("scope", parameters.scopes.joined(separator: " "))]
                 + parameters.resources(for: client).map { ("resource", $0) } + parameters.extra)
-        let response = try await OAuthHTTP.send(request, over: client.transport, logger: client.logger,
-                                                 what: "the device authorization endpoint")
+        let response = try await OAuthHTTP.send(
+            request, over: client.transport, logger: client.logger,
+            what: "the device authorization endpoint")
         let object = try? JSONValue(parsing: Array(response.body))
         guard response.status.code == 200, case .object(let fields)? = object else {
             throw TokenResponse.error(from: response, object: object)
         }
         guard let deviceCode = fields["device_code"]?.stringValue, let userCode = fields["user_code"]?.stringValue,
-              let uriText = (fields["verification_uri"] ?? fields["verification_url"])?.stringValue,   // "_url": Google's spelling
-              let uri = URL(string: uriText) else {
-            throw OAuthError(OAuthError.invalidResponse, "the device authorization response lacks device_code, user_code or verification_uri")
+            // "_url": Google's spelling
+            let uriText = (fields["verification_uri"] ?? fields["verification_url"])?.stringValue,
+            let uri = URL(string: uriText)
+        else {
+            throw OAuthError(
+                OAuthError.invalidResponse,
+                "the device authorization response lacks device_code, user_code or verification_uri")
         }
         let now = client.clock()
         // Bounded before use (RFC 8628 says nothing of limits): the code lives at most an hour, and
         // polling waits 1–60 s between requests, whatever the server says (1e300 included).
         let expiresIn = min(max(fields["expires_in"]?.doubleValue ?? 600, 0), DeviceAuthorization.maximumLifetime)
         let interval = fields["interval"]?.doubleValue ?? 5
-        return DeviceAuthorization(deviceCode: deviceCode, userCode: userCode, verificationURI: uri,
-                                   verificationURIComplete: fields["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
-                                   expiresAt: now.addingTimeInterval(expiresIn.isNaN ? 600 : expiresIn),
-                                   interval: interval.isNaN ? 5 : min(max(interval, 1), DeviceAuthorization.maximumInterval))
+        return DeviceAuthorization(
+            deviceCode: deviceCode, userCode: userCode, verificationURI: uri,
+            verificationURIComplete: fields["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
+            expiresAt: now.addingTimeInterval(expiresIn.isNaN ? 600 : expiresIn),
+            interval: interval.isNaN ? 5 : min(max(interval, 1), DeviceAuthorization.maximumInterval))
     }
 
     /// Polls the token endpoint until the user decides (RFC 8628 §3.4–3.5): `authorization_pending`
     /// waits, `slow_down` adds 5 s to the interval, `access_denied` and `expired_token` end it.
     ///
     /// `resources` (RFC 8707) are named again on every poll, as on the device authorization request.
-    public func poll(_ device: DeviceAuthorization, scopes: [String], resources: [String] = []) async throws -> TokenSet {
+    public func poll(_ device: DeviceAuthorization, scopes: [String], resources: [String] = []) async throws -> TokenSet
+    {
         var interval = device.interval
         let endpoint = try client.tokenEndpoint()
         let dpop = try client.newDPoPKey()
@@ -88,10 +100,13 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
                 switch error.oauthError {
                 case "authorization_pending": continue
                 case "slow_down": interval = min(interval + 5, DeviceAuthorization.maximumInterval)
-                case "access_denied": throw OAuthError(OAuthError.accessDenied, "the user denied the request", oauthError: "access_denied")
-                case "expired_token": throw OAuthError(OAuthError.expiredToken, "the user code expired", oauthError: "expired_token")
+                case "access_denied":
+                    throw OAuthError(
+                        OAuthError.accessDenied, "the user denied the request", oauthError: "access_denied")
+                case "expired_token":
+                    throw OAuthError(OAuthError.expiredToken, "the user code expired", oauthError: "expired_token")
                 default:
-                    if error.code == OAuthError.transient { continue }   // the server hiccuped: keep polling until expiry
+                    if error.code == OAuthError.transient { continue } // the server hiccuped: keep polling until expiry
                     throw error
                 }
             }
@@ -103,7 +118,8 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
         await present(device)
         let tokens = try await poll(device, scopes: parameters.scopes, resources: parameters.resources(for: client))
         if parameters.scopes.contains("openid"), let idToken = tokens.idToken, let idTokens {
-            try await idTokens.validate(idToken, nonce: nil, accessToken: tokens.accessToken, serverClockOffset: tokens.serverClockOffset)
+            try await idTokens.validate(
+                idToken, nonce: nil, accessToken: tokens.accessToken, serverClockOffset: tokens.serverClockOffset)
         }
         return tokens
     }

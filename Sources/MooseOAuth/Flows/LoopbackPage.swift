@@ -10,15 +10,19 @@ struct LoopbackPage {
         paragraphs: ["Moose received the sign-in response. You may close this tab and return to the terminal."])
     static let stateMismatch = LoopbackPage(
         title: "Moose — not this sign-in", heading: "This response was ignored",
-        paragraphs: ["It does not belong to the sign-in Moose is waiting for (its state does not match).",
-                     "If you are signing in, finish in the window Moose opened. You may close this tab."])
+        paragraphs: [
+            "It does not belong to the sign-in Moose is waiting for (its state does not match).",
+            "If you are signing in, finish in the window Moose opened. You may close this tab."
+        ])
     static let alreadyDone = LoopbackPage(
         title: "Moose — already done", heading: "Already received",
         paragraphs: ["Moose already received a sign-in response. You may close this tab."])
-    static let notFound = LoopbackPage(title: "Moose — not found", heading: "Not found",
-                                       paragraphs: ["Nothing is served here. You may close this tab."])
-    static let badRequest = LoopbackPage(title: "Moose — bad request", heading: "Bad request",
-                                         paragraphs: ["Moose could not read this request. You may close this tab."])
+    static let notFound = LoopbackPage(
+        title: "Moose — not found", heading: "Not found",
+        paragraphs: ["Nothing is served here. You may close this tab."])
+    static let badRequest = LoopbackPage(
+        title: "Moose — bad request", heading: "Bad request",
+        paragraphs: ["Moose could not read this request. You may close this tab."])
 
     static let signedIn = LoopbackPage(
         title: "Moose — signed in", heading: "Signed in",
@@ -27,7 +31,9 @@ struct LoopbackPage {
     /// The code came back, but the login did not complete (the provider refused the code exchange,
     /// the ID token did not validate…): the page says so, with the provider's words, escaped.
     static func exchangeFailed(_ error: OAuthError) -> LoopbackPage {
-        var paragraphs = ["Moose received the sign-in response, but the sign-in did not complete. Return to the terminal for details."]
+        var paragraphs = [
+            "Moose received the sign-in response, but the sign-in did not complete. Return to the terminal for details."
+        ]
         if let code = error.oauthError {
             paragraphs.append("Provider's answer: " + code + (error.errorDescription.map { " — " + $0 } ?? ""))
         } else {
@@ -37,9 +43,12 @@ struct LoopbackPage {
     }
 
     static func providerError(_ error: String, description: String?) -> LoopbackPage {
-        var paragraphs = ["The identity provider did not complete the sign-in. You may close this tab and return to the terminal."]
+        var paragraphs = [
+            "The identity provider did not complete the sign-in. You may close this tab and return to the terminal."
+        ]
         paragraphs.append("Provider's answer: " + error + (description.map { " — " + $0 } ?? ""))
-        return LoopbackPage(title: "Moose — sign-in did not complete", heading: "Sign-in did not complete", paragraphs: paragraphs)
+        return LoopbackPage(
+            title: "Moose — sign-in did not complete", heading: "Sign-in did not complete", paragraphs: paragraphs)
     }
 
     var html: String {

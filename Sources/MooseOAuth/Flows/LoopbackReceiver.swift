@@ -55,7 +55,9 @@ public final class LoopbackReceiver: Sendable {
         let fd = socket(AF_INET, SOCK_STREAM, 0)
         if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         #endif
-        guard fd >= 0 else { throw OAuthError(OAuthError.invalidConfiguration, "cannot create a socket for the redirect") }
+        guard fd >= 0 else {
+            throw OAuthError(OAuthError.invalidConfiguration, "cannot create a socket for the redirect")
+        }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -63,7 +65,9 @@ public final class LoopbackReceiver: Sendable {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 64) == 0 else {
             _ = Glibc_close(fd)
@@ -88,7 +92,9 @@ public final class LoopbackReceiver: Sendable {
 
     /// Stops listening.
     public func close() {
-        let first = closed.withLock { closed in defer { closed = true }; return !closed }
+        let first = closed.withLock { closed in
+            defer { closed = true }; return !closed
+        }
         if first { _ = shutdown(socketDescriptor, Int32(SHUT_RDWR)); _ = Glibc_close(socketDescriptor) }
     }
 
@@ -99,8 +105,10 @@ public final class LoopbackReceiver: Sendable {
     /// With `holdingForOutcome`, the browser that brought a code gets no page yet: the login
     /// answers it with `finish(_:)` once the code exchange is done (so the page tells the truth:
     /// signed in, or the provider's refusal), or it is told "received" after `outcomeWait`.
-    public func waitForCallback(timeout: TimeInterval = 300, expectedState: String? = nil,
-                                holdingForOutcome: Bool = false) async throws -> URL {
+    public func waitForCallback(
+        timeout: TimeInterval = 300, expectedState: String? = nil,
+        holdingForOutcome: Bool = false
+    ) async throws -> URL {
         let deadline = Date().addingTimeInterval(timeout)
         let cancelled = LockedFlag()
         return try await withTaskCancellationHandler {
@@ -108,10 +116,12 @@ public final class LoopbackReceiver: Sendable {
                 // A blocking accept loop: on its own thread (a private serial queue is served by a
                 // thread of its own even while others block), never on the cooperative pool.
                 DispatchQueue(label: "moose.loopback.accept").async {
-                    continuation.resume(with: Result {
-                        try self.acceptLoop(until: deadline, expectedState: expectedState, cancelled: cancelled,
-                                            holdingForOutcome: holdingForOutcome)
-                    })
+                    continuation.resume(
+                        with: Result {
+                            try self.acceptLoop(
+                                until: deadline, expectedState: expectedState, cancelled: cancelled,
+                                holdingForOutcome: holdingForOutcome)
+                        })
                 }
             }
         } onCancel: {
@@ -129,7 +139,9 @@ public final class LoopbackReceiver: Sendable {
 
     /// The blocking accept loop behind `waitForCallback` (internal: tests time it on a thread of
     /// their own, free of the cooperative pool's scheduling).
-    func acceptLoop(until deadline: Date, expectedState: String?, cancelled: LockedFlag, holdingForOutcome: Bool = false) throws -> URL {
+    func acceptLoop(
+        until deadline: Date, expectedState: String?, cancelled: LockedFlag, holdingForOutcome: Bool = false
+    ) throws -> URL {
         let outcome = CallbackOutcome()
         while true {
             if let url = outcome.url { return url }
@@ -143,7 +155,7 @@ public final class LoopbackReceiver: Sendable {
             if ready <= 0 { continue }
             let client = accept(socketDescriptor, nil, nil)
             guard client >= 0 else { continue }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)   // (accept4 is not in Swift's Glibc)
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC) // (accept4 is not in Swift's Glibc)
             guard outcome.beginConnection(limit: Self.maximumConnections) else {
                 _ = Glibc_close(client)
                 continue
@@ -155,8 +167,9 @@ public final class LoopbackReceiver: Sendable {
             DispatchQueue(label: "moose.loopback.connection").async {
                 defer { outcome.endConnection() }
                 let head = Self.readRequestHead(client, until: connectionDeadline)
-                let (verdict, answered) = self.answer(client, head: head, expectedState: expectedState, alreadyDone: outcome.url != nil,
-                                                      holding: holdingForOutcome)
+                let (verdict, answered) = self.answer(
+                    client, head: head, expectedState: expectedState, alreadyDone: outcome.url != nil,
+                    holding: holdingForOutcome)
                 // The browser that brought the code waits for the login's outcome (`finish`).
                 if answered || !self.hold(client) { _ = Glibc_close(client) }
                 if case .accepted(let url) = verdict { outcome.deliver(url) }
@@ -178,7 +191,9 @@ public final class LoopbackReceiver: Sendable {
             respond(client, status: "409 Conflict", page: LoopbackPage.alreadyDone)
             return false
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.outcomeWait) { [self] in answerHeld(LoopbackPage.received) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.outcomeWait) { [self] in
+            answerHeld(LoopbackPage.received)
+        }
         return true
     }
 
@@ -190,25 +205,34 @@ public final class LoopbackReceiver: Sendable {
     }
 
     private func answerHeld(_ page: LoopbackPage) {
-        guard let client = held.withLock({ held -> Int32? in defer { held = nil }; return held }) else { return }
+        guard
+            let client = held.withLock({ held -> Int32? in
+                defer { held = nil }; return held
+            })
+        else { return }
         respond(client, status: "200 OK", page: page)
         _ = Glibc_close(client)
     }
 
     /// Decides and answers one request; `answered` is false for a code redirect held for its
     /// outcome (`holding`), which the caller keeps open for `finish(_:)`.
-    private func answer(_ client: Int32, head: [UInt8], expectedState: String?, alreadyDone: Bool,
-                        holding: Bool) -> (verdict: Verdict, answered: Bool) {
+    private func answer(
+        _ client: Int32, head: [UInt8], expectedState: String?, alreadyDone: Bool,
+        holding: Bool
+    ) -> (verdict: Verdict, answered: Bool) {
         guard let target = Self.requestTarget(fromHead: head) else {
             respond(client, status: "400 Bad Request", page: LoopbackPage.badRequest)
             return (.ignored, true)
         }
-        let pathPart = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? target
+        let pathPart =
+            target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+            ?? target
         guard pathPart == path, let url = URL(string: "http://127.0.0.1:\(port)\(target)") else {
             respond(client, status: "404 Not Found", page: LoopbackPage.notFound)
             return (.ignored, true)
         }
-        let items = RequestBuilder.decodeForm(URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
+        let items = RequestBuilder.decodeForm(
+            URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
         func value(_ name: String) -> String? { items.first { $0.0 == name }?.1 }
         if let expectedState {
             guard let state = value("state"), ConstantTime.equals(Array(state.utf8), Array(expectedState.utf8)) else {
@@ -221,7 +245,9 @@ public final class LoopbackReceiver: Sendable {
             return (.ignored, true)
         }
         if let error = value("error") {
-            respond(client, status: "200 OK", page: LoopbackPage.providerError(error, description: value("error_description")))
+            respond(
+                client, status: "200 OK",
+                page: LoopbackPage.providerError(error, description: value("error_description")))
             return (.accepted(url), true)
         }
         if holding { return (.accepted(url), false) }
@@ -237,8 +263,9 @@ public final class LoopbackReceiver: Sendable {
         if line.last == 0x0D { line = line.dropLast() }
         let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].elementsEqual("GET".utf8), parts[2].starts(with: "HTTP/1.".utf8),
-              let first = parts[1].first, first == UInt8(ascii: "/"),
-              parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+            let first = parts[1].first, first == UInt8(ascii: "/"),
+            parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { return nil }
         return String(decoding: parts[1], as: UTF8.self)
     }
 
@@ -255,12 +282,16 @@ public final class LoopbackReceiver: Sendable {
             if ready < 0, errno == EINTR { continue }
             if ready < 0 { break }
             if ready == 0 { continue }
-            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, min($0.count, maximumRequestHead - data.count), Int32(MSG_DONTWAIT)) }
+            let count = buffer.withUnsafeMutableBytes {
+                recv(client, $0.baseAddress, min($0.count, maximumRequestHead - data.count), Int32(MSG_DONTWAIT))
+            }
             if count < 0, errno == EAGAIN || errno == EINTR { continue }
             if count <= 0 { break }
             data += buffer[0..<count]
             if data.count >= 4, data.suffix(4).elementsEqual([13, 10, 13, 10]) { break }
-            if let first = data.firstIndex(of: 0x0A), data[(first + 1)...].contains(0x0A), containsBlankLine(data) { break }
+            if let first = data.firstIndex(of: 0x0A), data[(first + 1)...].contains(0x0A), containsBlankLine(data) {
+                break
+            }
         }
         return data
     }
@@ -277,14 +308,17 @@ public final class LoopbackReceiver: Sendable {
 
     private func respond(_ client: Int32, status: String, page: LoopbackPage) {
         let html = page.html
-        let response = "HTTP/1.1 \(status)\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(html.utf8.count)\r\n"
+        let response =
+            "HTTP/1.1 \(status)\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(html.utf8.count)\r\n"
             + "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
             + "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'\r\nReferrer-Policy: no-referrer\r\n"
             + "Connection: close\r\n\r\n" + html
         var bytes = Array(response.utf8)
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeMutableBytes { send(client, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes.withUnsafeMutableBytes {
+                send(client, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if sent <= 0 { return }
             offset += sent
         }
@@ -322,6 +356,10 @@ private func Glibc_close(_ fd: Int32) -> Int32 {
 final class LockedFlag: Sendable {
     private let value = ThreadLocked(false)
     /// Sets the flag; `true` if this call set it.
-    func set() -> Bool { value.withLock { value in defer { value = true }; return !value } }
+    func set() -> Bool {
+        value.withLock { value in
+            defer { value = true }; return !value
+        }
+    }
     var isSet: Bool { value.withLock { $0 } }
 }

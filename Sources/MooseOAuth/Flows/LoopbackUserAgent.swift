@@ -17,7 +17,9 @@ public struct LoopbackUserAgent: ExternalUserAgent {
     let receiver: LoopbackReceiver
 
     /// A user agent listening on `port` (0: random).
-    public init(port: UInt16 = 0, timeout: TimeInterval = 300, open: @escaping @Sendable (URL) async throws -> Void) throws {
+    public init(port: UInt16 = 0, timeout: TimeInterval = 300, open: @escaping @Sendable (URL) async throws -> Void)
+        throws
+    {
         receiver = try LoopbackReceiver(port: port)
         self.timeout = timeout
         self.open = open
@@ -28,7 +30,8 @@ public struct LoopbackUserAgent: ExternalUserAgent {
 
     /// Waits for a redirect carrying the `state` of `url`'s query (if it has one).
     public func authorize(url: URL, redirectURI: URL) async throws -> URL {
-        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
+        let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?
+            .value
         return try await wait(url: url, expectedState: state)
     }
 
@@ -50,15 +53,21 @@ public struct LoopbackUserAgent: ExternalUserAgent {
         // for the page (a scripted browser) is not waited for, and is cancelled then; an `open`
         // that fails first fails the login.
         return try await withThrowingTaskGroup(of: URL?.self) { group in
-            group.addTask { try await receiver.waitForCallback(timeout: timeout, expectedState: expectedState, holdingForOutcome: true) }
-            group.addTask { try await open(url); return nil }
+            group.addTask {
+                try await receiver.waitForCallback(
+                    timeout: timeout, expectedState: expectedState, holdingForOutcome: true)
+            }
+            group.addTask {
+                try await open(url); return nil
+            }
             while let next = try await group.next() {
                 if let callback = next {
                     group.cancelAll()
                     return callback
                 }
             }
-            throw OAuthError(OAuthError.timedOut, "no authorization redirect arrived")   // the callback task returns or throws first
+            // the callback task returns or throws first
+            throw OAuthError(OAuthError.timedOut, "no authorization redirect arrived")
         }
     }
 }

@@ -19,8 +19,9 @@ package enum PushedAuthorization {
         let fields = items.filter { !$0.0.utf8.elementsEqual("client_id".utf8) }
         var request = try client.tokenEndpoint().authenticatedRequest(url: endpoint, parameters: fields)
         request.headerFields[.accept] = MIMEType.json.value
-        let response = try await OAuthHTTP.send(request, over: client.transport, logger: client.logger,
-                                                what: "the pushed authorization request endpoint")
+        let response = try await OAuthHTTP.send(
+            request, over: client.transport, logger: client.logger,
+            what: "the pushed authorization request endpoint")
         return try requestURI(from: response)
     }
 
@@ -30,9 +31,12 @@ package enum PushedAuthorization {
             throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)))
         }
         guard case .object(let object)? = try? JSONValue(parsing: Array(response.body)),
-              let requestURI = object["request_uri"]?.stringValue, !requestURI.isEmpty, requestURI.utf8.count <= 2048,
-              TokenCharacters.isVisibleASCII(requestURI) else {
-            throw OAuthError(OAuthError.invalidResponse, "the pushed authorization response has no usable request_uri (RFC 9126 §2.2)")
+            let requestURI = object["request_uri"]?.stringValue, !requestURI.isEmpty, requestURI.utf8.count <= 2048,
+            TokenCharacters.isVisibleASCII(requestURI)
+        else {
+            throw OAuthError(
+                OAuthError.invalidResponse,
+                "the pushed authorization response has no usable request_uri (RFC 9126 §2.2)")
         }
         return requestURI
     }

@@ -44,10 +44,13 @@ public struct ExchangeToken: Sendable, Hashable {
     /// Refuses a token that cannot be what a token endpoint is sent: empty, over 64 KiB, or with
     /// characters outside visible ASCII (a token file with a stray byte, the wrong file).
     func checked(as role: String) throws -> ExchangeToken {
-        guard !token.isEmpty, token.utf8.count <= TokenCharacters.maximumTokenLength, TokenCharacters.isVisibleASCII(token),
-              !token.utf8.contains(0x20) else {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "the \(role) token is empty, over 64 KiB, or has characters a token cannot have; nothing was sent")
+        guard !token.isEmpty, token.utf8.count <= TokenCharacters.maximumTokenLength,
+            TokenCharacters.isVisibleASCII(token),
+            !token.utf8.contains(0x20)
+        else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the \(role) token is empty, over 64 KiB, or has characters a token cannot have; nothing was sent")
         }
         guard !type.isEmpty, type.utf8.count <= 256, TokenCharacters.isVisibleASCII(type) else {
             throw OAuthError(OAuthError.invalidConfiguration, "the \(role) token's type is not a URI")
@@ -90,8 +93,11 @@ public struct TokenExchangeFlow: OAuthClientFlow {
     public var audiences: [String]
 
     /// A flow exchanging what `subject` yields.
-    public init(client: OAuthClient, requestedTokenType: String? = nil, audiences: [String] = [],
-                actor: (@Sendable () async throws -> ExchangeToken)? = nil, subject: @escaping @Sendable () async throws -> ExchangeToken) {
+    public init(
+        client: OAuthClient, requestedTokenType: String? = nil, audiences: [String] = [],
+        actor: (@Sendable () async throws -> ExchangeToken)? = nil,
+        subject: @escaping @Sendable () async throws -> ExchangeToken
+    ) {
         self.client = client
         self.subject = subject
         self.actor = actor
@@ -101,7 +107,9 @@ public struct TokenExchangeFlow: OAuthClientFlow {
 
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let subject = try await self.subject().checked(as: "subject")
-        var fields = [("grant_type", Self.grantType), ("subject_token", subject.token), ("subject_token_type", subject.type)]
+        var fields = [
+            ("grant_type", Self.grantType), ("subject_token", subject.token), ("subject_token_type", subject.type)
+        ]
         if let actor {
             let token = try await actor().checked(as: "actor")
             fields += [("actor_token", token.token), ("actor_token_type", token.type)]
@@ -112,7 +120,8 @@ public struct TokenExchangeFlow: OAuthClientFlow {
         fields += resources.map { ("resource", $0) }
         if !parameters.scopes.isEmpty { fields.append(("scope", parameters.scopes.joined(separator: " "))) }
         var tokens = try await GrantOffer.request(Self.grantType, name: "token exchange (RFC 8693)", client: client) {
-            try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: parameters.scopes, dpop: client.newDPoPKey())
+            try await client.tokenEndpoint().request(
+                fields + parameters.extra, requestedScopes: parameters.scopes, dpop: client.newDPoPKey())
         }
         try Self.check(tokens, requested: requestedTokenType)
         if resources.count == 1 { tokens.resource = resources[0] }
@@ -124,18 +133,23 @@ public struct TokenExchangeFlow: OAuthClientFlow {
         let issued = tokens.issuedTokenType
         if let requested {
             guard let issued, issued.utf8.elementsEqual(requested.utf8) else {
-                throw OAuthError(OAuthError.invalidResponse,
-                                 "the token exchange asked for \(requested) and the provider issued \(issued ?? "no issued_token_type")")
+                throw OAuthError(
+                    OAuthError.invalidResponse,
+                    "the token exchange asked for \(requested) and the provider issued \(issued ?? "no issued_token_type")"
+                )
             }
             return
         }
         let sendable = tokens.tokenType.lowercased() == "bearer" || tokens.tokenType.lowercased() == "dpop"
-        let usable = issued.map { type in
-            [ExchangeToken.accessTokenType, ExchangeToken.jwtType].contains { $0.utf8.elementsEqual(type.utf8) }
-        } ?? true
+        let usable =
+            issued.map { type in
+                [ExchangeToken.accessTokenType, ExchangeToken.jwtType].contains { $0.utf8.elementsEqual(type.utf8) }
+            } ?? true
         guard sendable, usable else {
-            throw OAuthError(OAuthError.invalidResponse,
-                             "the token exchange issued \(issued ?? "a token") of token_type \(tokens.tokenType): not an access token to send")
+            throw OAuthError(
+                OAuthError.invalidResponse,
+                "the token exchange issued \(issued ?? "a token") of token_type \(tokens.tokenType): not an access token to send"
+            )
         }
     }
 }
@@ -164,13 +178,18 @@ public struct JWTBearerFlow: OAuthClientFlow {
     }
 
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
-        let assertion = try ExchangeToken(try await self.assertion(), type: ExchangeToken.jwtType).checked(as: "assertion").token
+        let assertion = try ExchangeToken(try await self.assertion(), type: ExchangeToken.jwtType).checked(
+            as: "assertion"
+        ).token
         var fields = [("grant_type", Self.grantType), ("assertion", assertion)]
         let resources = parameters.resources(for: client)
         fields += resources.map { ("resource", $0) }
         if !parameters.scopes.isEmpty { fields.append(("scope", parameters.scopes.joined(separator: " "))) }
-        var tokens = try await GrantOffer.request(Self.grantType, name: "the JWT bearer grant (RFC 7523)", client: client) {
-            try await client.tokenEndpoint().request(fields + parameters.extra, requestedScopes: parameters.scopes, dpop: client.newDPoPKey())
+        var tokens = try await GrantOffer.request(
+            Self.grantType, name: "the JWT bearer grant (RFC 7523)", client: client
+        ) {
+            try await client.tokenEndpoint().request(
+                fields + parameters.extra, requestedScopes: parameters.scopes, dpop: client.newDPoPKey())
         }
         if resources.count == 1 { tokens.resource = resources[0] }
         return tokens
@@ -182,21 +201,32 @@ public struct JWTBearerFlow: OAuthClientFlow {
 /// `unsupported_grant_type` answer, or any refusal from a provider whose metadata lists its grant
 /// types without this one. Nothing is refused before sending (metadata may be incomplete).
 enum GrantOffer {
-    static func request(_ grantType: String, name: String, client: OAuthClient,
-                        _ send: () async throws -> TokenSet) async throws -> TokenSet {
+    static func request(
+        _ grantType: String, name: String, client: OAuthClient,
+        _ send: () async throws -> TokenSet
+    ) async throws -> TokenSet {
         do {
             return try await send()
-        } catch let error as OAuthError where error.code != OAuthError.transient && error.code != OAuthError.timedOut
-                    && error.code != OAuthError.tls && error.code != OAuthError.unsafeValue {
+        } catch let error as OAuthError
+            where error.code != OAuthError.transient && error.code != OAuthError.timedOut
+            && error.code != OAuthError.tls && error.code != OAuthError.unsafeValue
+        {
             let unsupported = error.oauthError.map { $0.utf8.elementsEqual("unsupported_grant_type".utf8) } ?? false
-            let unlisted = client.metadata.grantTypesSupported.map { !$0.contains { $0.utf8.elementsEqual(grantType.utf8) } } ?? false
-            guard unsupported || (unlisted && error.status.map { (400..<500).contains($0) } == true) else { throw error }
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "the provider does not offer \(name)"
-                                 + (unsupported ? " (it answered unsupported_grant_type)" : " (its metadata's grant_types_supported lacks \(grantType))")
-                                 + ": enable it there, or use a provider that does",
-                             oauthError: error.oauthError, errorDescription: error.errorDescription, errorURI: error.errorURI,
-                             status: error.status, underlying: error)
+            let unlisted =
+                client.metadata.grantTypesSupported.map { !$0.contains { $0.utf8.elementsEqual(grantType.utf8) } }
+                ?? false
+            guard unsupported || (unlisted && error.status.map { (400..<500).contains($0) } == true) else {
+                throw error
+            }
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the provider does not offer \(name)"
+                    + (unsupported
+                        ? " (it answered unsupported_grant_type)"
+                        : " (its metadata's grant_types_supported lacks \(grantType))")
+                    + ": enable it there, or use a provider that does",
+                oauthError: error.oauthError, errorDescription: error.errorDescription, errorURI: error.errorURI,
+                status: error.status, underlying: error)
         }
     }
 }

@@ -41,8 +41,10 @@ public struct WebAuthenticationSessionUserAgent: ExternalUserAgent {
     public let presentationAnchor: @MainActor @Sendable () -> ASPresentationAnchor
 
     /// A user agent presenting over the window `presentationAnchor` returns.
-    public init(prefersEphemeralWebBrowserSession: Bool = false,
-                presentationAnchor: @escaping @MainActor @Sendable () -> ASPresentationAnchor) {
+    public init(
+        prefersEphemeralWebBrowserSession: Bool = false,
+        presentationAnchor: @escaping @MainActor @Sendable () -> ASPresentationAnchor
+    ) {
         self.prefersEphemeralWebBrowserSession = prefersEphemeralWebBrowserSession
         self.presentationAnchor = presentationAnchor
     }
@@ -50,12 +52,16 @@ public struct WebAuthenticationSessionUserAgent: ExternalUserAgent {
     /// Shows `url` in a web authentication session and returns the URL it was redirected to
     /// (`redirectURI` with `code` and `state`, or `error`); the flow checks it.
     public func authorize(url: URL, redirectURI: URL) async throws -> URL {
-        try await Self.run(url: url, redirectURI: redirectURI, ephemeral: prefersEphemeralWebBrowserSession, anchor: presentationAnchor)
+        try await Self.run(
+            url: url, redirectURI: redirectURI, ephemeral: prefersEphemeralWebBrowserSession, anchor: presentationAnchor
+        )
     }
 
     @MainActor
-    private static func run(url: URL, redirectURI: URL, ephemeral: Bool,
-                            anchor: @MainActor @Sendable () -> ASPresentationAnchor) async throws -> URL {
+    private static func run(
+        url: URL, redirectURI: URL, ephemeral: Bool,
+        anchor: @MainActor @Sendable () -> ASPresentationAnchor
+    ) async throws -> URL {
         let callback = try callback(for: redirectURI)
         let login = Login(provider: AnchorProvider(anchor: anchor()))
         return try await withTaskCancellationHandler {
@@ -68,15 +74,19 @@ public struct WebAuthenticationSessionUserAgent: ExternalUserAgent {
                     Task { @MainActor in login.finish(result) }
                 }
                 session.prefersEphemeralWebBrowserSession = ephemeral
-                session.presentationContextProvider = login.provider   // held weakly by the session: `login` keeps it
+                session.presentationContextProvider = login.provider // held weakly by the session: `login` keeps it
                 login.session = session
                 guard !login.cancelled, !Task.isCancelled else {
                     login.finish(.failure(CancellationError()))
                     return
                 }
                 guard session.start() else {
-                    login.finish(.failure(OAuthError(OAuthError.invalidConfiguration,
-                                                     "ASWebAuthenticationSession did not start (no presentation anchor, or another session is showing)")))
+                    login.finish(
+                        .failure(
+                            OAuthError(
+                                OAuthError.invalidConfiguration,
+                                "ASWebAuthenticationSession did not start (no presentation anchor, or another session is showing)"
+                            )))
                     return
                 }
             }
@@ -89,18 +99,21 @@ public struct WebAuthenticationSessionUserAgent: ExternalUserAgent {
     @MainActor
     private static func callback(for redirectURI: URL) throws -> ASWebAuthenticationSession.Callback {
         guard let scheme = redirectURI.scheme?.lowercased(), !scheme.isEmpty else {
-            throw OAuthError(OAuthError.invalidConfiguration, "the redirect URI \(redirectURI.absoluteString) has no scheme")
+            throw OAuthError(
+                OAuthError.invalidConfiguration, "the redirect URI \(redirectURI.absoluteString) has no scheme")
         }
         switch scheme {
         case "https":
             guard let host = redirectURI.host, !host.isEmpty else {
-                throw OAuthError(OAuthError.invalidConfiguration, "the redirect URI \(redirectURI.absoluteString) has no host")
+                throw OAuthError(
+                    OAuthError.invalidConfiguration, "the redirect URI \(redirectURI.absoluteString) has no host")
             }
             return .https(host: host, path: redirectURI.path.isEmpty ? "/" : redirectURI.path)
         case "http":
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "ASWebAuthenticationSession cannot receive the http redirect \(redirectURI.absoluteString): "
-                             + "use a private-use scheme or a claimed https URL, or LoopbackUserAgent")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "ASWebAuthenticationSession cannot receive the http redirect \(redirectURI.absoluteString): "
+                    + "use a private-use scheme or a claimed https URL, or LoopbackUserAgent")
         default:
             return .customScheme(scheme)
         }
@@ -110,13 +123,21 @@ public struct WebAuthenticationSessionUserAgent: ExternalUserAgent {
     private static func outcome(_ callbackURL: URL?, _ error: (any Error)?) -> Result<URL, any Error> {
         if let error {
             if let sessionError = error as? ASWebAuthenticationSessionError, sessionError.code == .canceledLogin {
-                return .failure(OAuthError(OAuthError.accessDenied, "the sign-in was cancelled in the browser sheet", underlying: sessionError))
+                return .failure(
+                    OAuthError(
+                        OAuthError.accessDenied, "the sign-in was cancelled in the browser sheet",
+                        underlying: sessionError))
             }
-            return .failure(OAuthError(OAuthError.invalidConfiguration, "ASWebAuthenticationSession failed: \(error.localizedDescription)",
-                                       underlying: error))
+            return .failure(
+                OAuthError(
+                    OAuthError.invalidConfiguration, "ASWebAuthenticationSession failed: \(error.localizedDescription)",
+                    underlying: error))
         }
         guard let callbackURL else {
-            return .failure(OAuthError(OAuthError.invalidResponse, "ASWebAuthenticationSession ended with neither a redirect nor an error"))
+            return .failure(
+                OAuthError(
+                    OAuthError.invalidResponse, "ASWebAuthenticationSession ended with neither a redirect nor an error")
+            )
         }
         return .success(callbackURL)
     }

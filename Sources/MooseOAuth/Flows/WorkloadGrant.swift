@@ -43,8 +43,10 @@ public struct WorkloadGrant: Sendable {
     ///   - identityAudience: the audience the platform's token is asked for (default: the issuer).
     ///   - subjectTokenType: what the identity token is, for an exchange.
     ///   - audiences: the exchange's `audience` parameters.
-    public init(identity: WorkloadIdentity, grant: Grant = .tokenExchange, identityAudience: String? = nil,
-                subjectTokenType: String = ExchangeToken.idTokenType, audiences: [String] = []) {
+    public init(
+        identity: WorkloadIdentity, grant: Grant = .tokenExchange, identityAudience: String? = nil,
+        subjectTokenType: String = ExchangeToken.idTokenType, audiences: [String] = []
+    ) {
         self.identity = identity
         self.grant = grant
         self.identityAudience = identityAudience
@@ -65,7 +67,8 @@ public struct WorkloadGrant: Sendable {
         do {
             switch grant {
             case .jwtBearer:
-                return try await JWTBearerFlow(client: client) { try await identity.token(audience: audience) }.authorize(parameters)
+                return try await JWTBearerFlow(client: client) { try await identity.token(audience: audience) }
+                    .authorize(parameters)
             case .tokenExchange:
                 let type = subjectTokenType
                 let flow = TokenExchangeFlow(client: client, audiences: audiences) {
@@ -73,12 +76,16 @@ public struct WorkloadGrant: Sendable {
                 }
                 return try await flow.authorize(parameters)
             }
-        } catch let error as OAuthError where error.code == OAuthError.invalidGrant || error.code == OAuthError.invalidClient
-            || error.code == OAuthError.server {
+        } catch let error as OAuthError
+            where error.code == OAuthError.invalidGrant || error.code == OAuthError.invalidClient
+            || error.code == OAuthError.server
+        {
             // The platform gave a token; the provider refused it. Say which side, and what to check there.
-            throw OAuthError(error.code, "the provider refused \(identity.name)'s token: is that issuer trusted there, the audience "
-                             + "(\(audience)) the one it expects, the token unexpired?", oauthError: error.oauthError,
-                             errorDescription: error.errorDescription, status: error.status, underlying: error)
+            throw OAuthError(
+                error.code,
+                "the provider refused \(identity.name)'s token: is that issuer trusted there, the audience "
+                    + "(\(audience)) the one it expects, the token unexpired?", oauthError: error.oauthError,
+                errorDescription: error.errorDescription, status: error.status, underlying: error)
         }
     }
 }

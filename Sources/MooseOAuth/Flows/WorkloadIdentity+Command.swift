@@ -18,11 +18,14 @@ extension WorkloadIdentity {
     public static func command(_ words: [String]) -> WorkloadIdentity {
         let name = "the command \(words[0])"
         return WorkloadIdentity(name: name) { _ in
-            let (status, output) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int32, [UInt8]), any Error>) in
+            let (status, output) = try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<(Int32, [UInt8]), any Error>) in
                 DispatchQueue.global().async { continuation.resume(with: Result { try run(words) }) }
             }
             guard status == 0, !output.isEmpty else {
-                throw OAuthError(OAuthError.workloadIdentity, "\(name) exited with status \(status)\(output.isEmpty ? " and printed nothing" : "")")
+                throw OAuthError(
+                    OAuthError.workloadIdentity,
+                    "\(name) exited with status \(status)\(output.isEmpty ? " and printed nothing" : "")")
             }
             return String(decoding: output, as: UTF8.self)
         }
@@ -32,7 +35,9 @@ extension WorkloadIdentity {
     /// error passed through, nothing else of moose's inherited.
     private static func run(_ words: [String]) throws -> (Int32, [UInt8]) {
         var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw OAuthError(OAuthError.workloadIdentity, "cannot run \(words[0]): no pipe") }
+        guard pipe(&pipeEnds) == 0 else {
+            throw OAuthError(OAuthError.workloadIdentity, "cannot run \(words[0]): no pipe")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -43,10 +48,13 @@ extension WorkloadIdentity {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        guard ChildProcess.closeInheritedDescriptors(&actions, &attributes), ChildProcess.defaultSignals(&attributes) else {
+        guard ChildProcess.closeInheritedDescriptors(&actions, &attributes), ChildProcess.defaultSignals(&attributes)
+        else {
             close(pipeEnds[0])
             close(pipeEnds[1])
-            throw OAuthError(OAuthError.workloadIdentity, "not running \(words[0]): this C library cannot close moose's descriptors in it")
+            throw OAuthError(
+                OAuthError.workloadIdentity,
+                "not running \(words[0]): this C library cannot close moose's descriptors in it")
         }
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
@@ -55,7 +63,8 @@ extension WorkloadIdentity {
         close(pipeEnds[1])
         guard spawned == 0 else {
             close(pipeEnds[0])
-            throw OAuthError(OAuthError.workloadIdentity, "cannot run \(words[0]) (error \(spawned)): is it installed, on PATH?")
+            throw OAuthError(
+                OAuthError.workloadIdentity, "cannot run \(words[0]) (error \(spawned)): is it installed, on PATH?")
         }
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)

@@ -28,12 +28,16 @@ public struct AuthMiddleware: HTTPMiddleware {
     }
 
     /// Attaches the token to requests whose endpoint requires authentication and applies the rule above.
-    public func intercept(_ request: APIRequest, context: HTTPMiddlewareContext,
-                          next: @Sendable (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
+    public func intercept(
+        _ request: APIRequest, context: HTTPMiddlewareContext,
+        next: @Sendable (APIRequest) async throws -> APIResponse
+    ) async throws -> APIResponse {
         guard context.requiresAuthentication else { return try await next(request) }
         // The request body is in memory or in a file: it can be sent again.
-        return try await authorizer.send(method: request.method, url: request.url, canResend: true,
-                                         verdict: { TokenVerdict($0.head) }, dpopNonce: { $0.headerFields[.dpopNonce] }) { fields in
+        return try await authorizer.send(
+            method: request.method, url: request.url, canResend: true,
+            verdict: { TokenVerdict($0.head) }, dpopNonce: { $0.headerFields[.dpopNonce] }
+        ) { fields in
             var request = request
             for field in fields { request.headerFields[field.name] = field.value }
             return try await next(request)

@@ -46,13 +46,16 @@ public struct TokenAuthorizer: Sendable {
     /// the nonce `url`'s origin sent last).
     ///
     /// - Throws: `OAuthError.unsafeValue`; `OAuthError.needsLogin` for a DPoP-bound token without its key.
-    public func authorizationFields(for token: AccessToken, method: HTTPRequest.Method, url: URL?) throws -> HTTPFields {
+    public func authorizationFields(for token: AccessToken, method: HTTPRequest.Method, url: URL?) throws -> HTTPFields
+    {
         guard token.isDPoPBound else {
             var fields = HTTPFields()
             fields[.authorization] = try token.checkedAuthorizationHeader()
             return fields
         }
-        guard let url else { throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs the request's absolute URL") }
+        guard let url else {
+            throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs the request's absolute URL")
+        }
         return try token.authorizationFields(method: method, url: url)
     }
 
@@ -62,18 +65,24 @@ public struct TokenAuthorizer: Sendable {
     /// `DPoP-Nonce`, remembered for `url`'s origin when the token is DPoP-bound. `head` gives a
     /// response's status and header fields, for the `status` and `challenges` of the
     /// `OAuthError.tokenRejected` thrown when the request cannot be sent again.
-    public func send<Response>(method: HTTPRequest.Method, url: URL?, canResend: Bool,
-                               verdict: (Response) -> TokenVerdict,
-                               discard: (Response) async -> Void = { _ in },
-                               dpopNonce: (Response) -> String? = { _ in nil },
-                               head: (Response) -> HTTPResponse? = { _ in nil },
-                               _ send: (HTTPFields) async throws -> Response) async throws -> Response {
+    public func send<Response>(
+        method: HTTPRequest.Method, url: URL?, canResend: Bool,
+        verdict: (Response) -> TokenVerdict,
+        discard: (Response) async -> Void = { _ in },
+        dpopNonce: (Response) -> String? = { _ in nil },
+        head: (Response) -> HTTPResponse? = { _ in nil },
+        _ send: (HTTPFields) async throws -> Response
+    ) async throws -> Response {
         let sent = try await coordinator.accessToken()
         func attempt(_ token: AccessToken) async throws -> Response {
-            guard token.isDPoPBound, let url else { return try await send(try authorizationFields(for: token, method: method, url: url)) }
+            guard token.isDPoPBound, let url else {
+                return try await send(try authorizationFields(for: token, method: method, url: url))
+            }
             // A proof that lacked the server's nonce is answered with a new proof, not a new token.
-            return try await DPoPNonces.send(to: url, canResend: canResend, asksForNonce: { verdict($0) == .useDPoPNonce },
-                                             nonce: dpopNonce, discard: discard) {
+            return try await DPoPNonces.send(
+                to: url, canResend: canResend, asksForNonce: { verdict($0) == .useDPoPNonce },
+                nonce: dpopNonce, discard: discard
+            ) {
                 try await send(try authorizationFields(for: token, method: method, url: url))
             }
         }
@@ -83,10 +92,12 @@ public struct TokenAuthorizer: Sendable {
         await discard(response)
         let fresh = try await coordinator.refresh(rejecting: sent)
         guard canResend else {
-            throw OAuthError(OAuthError.tokenRejected,
-                             "the server refused the access token; it was refreshed, but this \(method) request was not sent again because its body can be read only once (a stream): send it again",
-                             status: rejection?.status.code,
-                             challenges: rejection.map { AuthenticationChallenge.parse($0.headerFields[values: .wwwAuthenticate]) } ?? [])
+            throw OAuthError(
+                OAuthError.tokenRejected,
+                "the server refused the access token; it was refreshed, but this \(method) request was not sent again because its body can be read only once (a stream): send it again",
+                status: rejection?.status.code,
+                challenges: rejection.map { AuthenticationChallenge.parse($0.headerFields[values: .wwwAuthenticate]) }
+                    ?? [])
         }
         return try await attempt(fresh)
     }

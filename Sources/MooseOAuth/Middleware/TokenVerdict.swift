@@ -52,8 +52,10 @@ public enum TokenVerdict: Sendable, Hashable {
 
     /// The verdict for a response head.
     public init(_ response: HTTPResponse) {
-        self.init(status: response.status.code,
-                  wwwAuthenticate: response.headerFields.contains(.wwwAuthenticate) ? response.headerFields[values: .wwwAuthenticate] : [])
+        self.init(
+            status: response.status.code,
+            wwwAuthenticate: response.headerFields.contains(.wwwAuthenticate)
+                ? response.headerFields[values: .wwwAuthenticate] : [])
     }
 
     /// A scope from outside, kept only when it is RFC 6749 §3.3 scope tokens separated by spaces (no
@@ -61,7 +63,8 @@ public enum TokenVerdict: Sendable, Hashable {
     static func checkedScope(_ scope: String) -> String? {
         let bytes = scope.utf8
         guard !bytes.isEmpty, bytes.count <= 1024,
-              bytes.allSatisfy({ $0 == 0x20 || $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }) else { return nil }
+            bytes.allSatisfy({ $0 == 0x20 || $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
+        else { return nil }
         return scope
     }
 }

@@ -13,7 +13,9 @@ extension RefreshCoordinator {
         guard let reachability = configuration.reachability, reachability.status == .offline else { return }
         postponedRefresh = true
         watchReachability(reachability)
-        throw OAuthError(OAuthError.offline, "the network is unreachable: the refresh of \(key) waits for it (no refresh token was spent)")
+        throw OAuthError(
+            OAuthError.offline,
+            "the network is unreachable: the refresh of \(key) waits for it (no refresh token was spent)")
     }
 
     /// Runs a postponed refresh each time the network comes back (one watcher per coordinator).

@@ -35,11 +35,17 @@ extension RefreshCoordinator {
     /// never committed (the fingerprint compared byte for byte). A record with no readable time counts
     /// as sent long ago.
     static func interruptedRotation(of session: OAuthSession) -> Date? {
-        guard let refreshToken = session.tokens.refreshToken, let record = session.attributes[rotationAttribute] else { return nil }
+        guard let refreshToken = session.tokens.refreshToken, let record = session.attributes[rotationAttribute] else {
+            return nil
+        }
         let parts = record.split(separator: " ", maxSplits: 1)
-        guard let recorded = parts.first, recorded.utf8.elementsEqual(rotationFingerprint(refreshToken).utf8) else { return nil }
+        guard let recorded = parts.first, recorded.utf8.elementsEqual(rotationFingerprint(refreshToken).utf8) else {
+            return nil
+        }
         // Bounded before conversion: a year-3000 cap, nothing negative.
-        guard parts.count == 2, parts[1].utf8.count <= 12, let seconds = Int64(parts[1]), (0...32_503_680_000).contains(seconds) else {
+        guard parts.count == 2, parts[1].utf8.count <= 12, let seconds = Int64(parts[1]),
+            (0...32_503_680_000).contains(seconds)
+        else {
             return Date(timeIntervalSince1970: 0)
         }
         return Date(timeIntervalSince1970: TimeInterval(seconds))
@@ -57,7 +63,8 @@ extension RefreshCoordinator {
         let deadline = otherSentAt.map { $0.addingTimeInterval(Self.inFlightHorizon) } ?? .distantPast
         while true {
             if let again = try await loadSession(), again.session.state == .active,
-               !Self.same(again.session.tokens.refreshToken, spent.refreshToken) {
+                !Self.same(again.session.tokens.refreshToken, spent.refreshToken)
+            {
                 return again.session.tokens
             }
             guard now() < deadline else { return nil }
@@ -67,8 +74,10 @@ extension RefreshCoordinator {
 
     /// Records the refresh about to be sent (only for a refresh token: other grants rotate nothing) and
     /// returns the session as written and its new generation. Fenced by the lease.
-    func recordRotation(of session: OAuthSession, generation: Int64,
-                        lease: SessionLease) async throws -> (OAuthSession, Int64) {
+    func recordRotation(
+        of session: OAuthSession, generation: Int64,
+        lease: SessionLease
+    ) async throws -> (OAuthSession, Int64) {
         guard let refreshToken = session.tokens.refreshToken else { return (session, generation) }
         var marked = session
         let sent = Int64(saturating: now().timeIntervalSince1970)
@@ -76,19 +85,28 @@ extension RefreshCoordinator {
         do {
             let written = try await storage.save(marked, key: key, expectedGeneration: generation, lease: lease)
             return (marked, written)
-        } catch let error as OAuthError where error.code == OAuthError.leaseLost || error.code == OAuthError.storageConflict {
-            throw OAuthError(OAuthError.transient, "the refresh lease of \(key) was lost before the refresh was sent; nothing was spent",
-                             underlying: error)
+        } catch let error as OAuthError
+            where error.code == OAuthError.leaseLost || error.code == OAuthError.storageConflict
+        {
+            throw OAuthError(
+                OAuthError.transient,
+                "the refresh lease of \(key) was lost before the refresh was sent; nothing was spent",
+                underlying: error)
         } catch {
-            throw OAuthError(OAuthError.storeUnavailable, "the storage cannot be written; no refresh token was spent", underlying: error)
+            throw OAuthError(
+                OAuthError.storeUnavailable, "the storage cannot be written; no refresh token was spent",
+                underlying: error)
         }
     }
 
     /// Removes the record after a failure whose answer came back (the token was not rotated), best
     /// effort; a timed-out request may have been processed, so its record stays.
-    func clearRotationRecord(of session: OAuthSession, generation: Int64, lease: SessionLease, after error: OAuthError) async {
+    func clearRotationRecord(of session: OAuthSession, generation: Int64, lease: SessionLease, after error: OAuthError)
+        async
+    {
         guard session.attributes[Self.rotationAttribute] != nil,
-              (error.underlying as? HTTPRequestError)?.code != HTTPRequestError.timedOut else { return }
+            (error.underlying as? HTTPRequestError)?.code != HTTPRequestError.timedOut
+        else { return }
         var cleared = session
         cleared.attributes[Self.rotationAttribute] = nil
         _ = try? await storage.save(cleared, key: key, expectedGeneration: generation, lease: lease)
@@ -96,10 +114,11 @@ extension RefreshCoordinator {
 
     /// `invalid_grant` for a refresh token whose earlier refresh was interrupted after it was sent.
     static func refusedAfterInterruption(_ error: OAuthError, key: String) -> OAuthError {
-        OAuthError(OAuthError.invalidGrant,
-                   "a refresh of \(key) was interrupted after the provider rotated the token (the process sending it was stopped "
-                       + "before it could store the answer), and the provider does not take the previous refresh token again: log in again",
-                   oauthError: error.oauthError, errorDescription: error.errorDescription, errorURI: error.errorURI,
-                   status: error.status, underlying: error)
+        OAuthError(
+            OAuthError.invalidGrant,
+            "a refresh of \(key) was interrupted after the provider rotated the token (the process sending it was stopped "
+                + "before it could store the answer), and the provider does not take the previous refresh token again: log in again",
+            oauthError: error.oauthError, errorDescription: error.errorDescription, errorURI: error.errorURI,
+            status: error.status, underlying: error)
     }
 }

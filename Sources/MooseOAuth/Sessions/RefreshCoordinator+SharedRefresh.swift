@@ -11,7 +11,9 @@ import MooseJWT
 extension RefreshCoordinator {
     /// The lease lifetime: the configured `leaseTTL`, or the storage's shorter `leaseLifetime`.
     var leaseTTL: TimeInterval {
-        guard let preferred = storage.leaseLifetime, preferred.isFinite, preferred > 0 else { return configuration.leaseTTL }
+        guard let preferred = storage.leaseLifetime, preferred.isFinite, preferred > 0 else {
+            return configuration.leaseTTL
+        }
         return min(configuration.leaseTTL, max(preferred, 0.1))
     }
 
@@ -48,8 +50,10 @@ extension RefreshCoordinator {
         let now = now()
         recentRefreshes.removeAll { now.timeIntervalSince($0) > configuration.refreshWindow }
         guard recentRefreshes.count < configuration.refreshLimit else {
-            throw OAuthError(OAuthError.refreshLimit,
-                             "\(recentRefreshes.count) futile refreshes of \(key) in \(Int64(saturating: configuration.refreshWindow)) s: refusing another (a refresh loop?)")
+            throw OAuthError(
+                OAuthError.refreshLimit,
+                "\(recentRefreshes.count) futile refreshes of \(key) in \(Int64(saturating: configuration.refreshWindow)) s: refusing another (a refresh loop?)"
+            )
         }
     }
 
@@ -62,11 +66,13 @@ extension RefreshCoordinator {
         // A rotated refresh token that could not be written yet: write it before anything else.
         if pendingWrite != nil, await !flushPendingWrite() {
             if let token = cachedAccessToken(minimumValidity: 0) { return token }
-            throw OAuthError(OAuthError.storeUnavailable, "the storage is still not writable; holding the new tokens in memory")
+            throw OAuthError(
+                OAuthError.storeUnavailable, "the storage is still not writable; holding the new tokens in memory")
         }
         // Another process may have refreshed already: a plain read, no lease needed to adopt it.
         if let stored = try await loadSession(), stored.session.state == .active,
-           answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+            answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting)
+        {
             return try adopt(stored.session.tokens, epoch: started, activity: .read)
         }
         // Offline: its own outcome, before the lease and the provider — the refresh waits for the network.
@@ -84,16 +90,23 @@ extension RefreshCoordinator {
             case .adopt(let tokens): return try adopt(tokens, epoch: started, activity: .read)
             }
         } catch let error as OAuthError where error.code == OAuthError.leaseBusy {
-            throw OAuthError(OAuthError.transient, "another process holds the refresh lease of \(key) for too long", underlying: error)
-        } catch let error as OAuthError where error.code == OAuthError.sessionDamaged || error.code == OAuthError.needsLogin {
+            throw OAuthError(
+                OAuthError.transient, "another process holds the refresh lease of \(key) for too long",
+                underlying: error)
+        } catch let error as OAuthError
+            where error.code == OAuthError.sessionDamaged || error.code == OAuthError.needsLogin
+        {
             throw error
         } catch {
-            throw OAuthError(OAuthError.storeUnavailable, "the storage is unavailable; no refresh token was spent", underlying: error)
+            throw OAuthError(
+                OAuthError.storeUnavailable, "the storage is unavailable; no refresh token was spent", underlying: error
+            )
         }
         let renewal = LeaseRenewal(storage: storage, lease: lease, ttl: leaseTTL, sleep: sleeper)
         let result: Result<AccessToken, any Error>
         do {
-            result = .success(try await refreshHolding(lease, minimumValidity: minimumValidity, rejecting: rejecting, epoch: started))
+            result = .success(
+                try await refreshHolding(lease, minimumValidity: minimumValidity, rejecting: rejecting, epoch: started))
         } catch {
             result = .failure(error)
         }
@@ -123,16 +136,21 @@ extension RefreshCoordinator {
                 return .lease(lease)
             }
             if let stored = try await loadSession(), stored.session.state == .active,
-               answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+                answers(stored.session.tokens, minimumValidity: minimumValidity, rejecting: rejecting)
+            {
                 return .adopt(stored.session.tokens)
             }
-            guard now() < deadline else { throw OAuthError(OAuthError.leaseBusy, "lease \(name) is held by another holder") }
+            guard now() < deadline else {
+                throw OAuthError(OAuthError.leaseBusy, "lease \(name) is held by another holder")
+            }
         }
     }
 
     /// The part of a refresh done while holding the lease.
-    private func refreshHolding(_ lease: SessionLease, minimumValidity: TimeInterval, rejecting: String?,
-                                epoch started: Int64) async throws -> AccessToken {
+    private func refreshHolding(
+        _ lease: SessionLease, minimumValidity: TimeInterval, rejecting: String?,
+        epoch started: Int64
+    ) async throws -> AccessToken {
         // Inside the lease: re-read; never reuse a refresh token read before it.
         guard let stored = try await loadSession() else {
             throw OAuthError(OAuthError.needsLogin, "there is no session for \(key): log in")
@@ -143,7 +161,8 @@ extension RefreshCoordinator {
         }
         let known = snapshot.withLock { $0.tokens?.accessToken }
         if known.map({ !session.tokens.accessToken.utf8.elementsEqual($0.utf8) }) ?? true,
-           answers(session.tokens, minimumValidity: minimumValidity, rejecting: rejecting) {
+            answers(session.tokens, minimumValidity: minimumValidity, rejecting: rejecting)
+        {
             return try adopt(session.tokens, epoch: started, activity: .read)
         }
         let spent = session.tokens
@@ -179,12 +198,15 @@ extension RefreshCoordinator {
             throw reported
         }
         // A token already too close to its expiry to use counts toward the loop guard.
-        if !fresh.isValid(for: fresh.margin(min(configuration.minimumValidity, 1), cappedAt: configuration.maximumMarginFraction), at: now()) {
+        if !fresh.isValid(
+            for: fresh.margin(min(configuration.minimumValidity, 1), cappedAt: configuration.maximumMarginFraction),
+            at: now())
+        {
             recordFutileRefresh()
         }
         session.tokens = fresh
-        session.state = .active   // a renewal without a person that an earlier version had marked
-        session.attributes[Self.rotationAttribute] = nil   // committed with the tokens it recorded
+        session.state = .active // a renewal without a person that an earlier version had marked
+        session.attributes[Self.rotationAttribute] = nil // committed with the tokens it recorded
         // A refresh that brings an ID token names the user afresh (display names only): a device login
         // without one was named from UserInfo, or not at all, until now.
         if let idToken = fresh.idToken, let claims = try? JWT(compact: idToken).claims {
@@ -195,7 +217,9 @@ extension RefreshCoordinator {
         do {
             try await storage.save(session, key: key, expectedGeneration: generation, lease: lease)
         } catch {
-            if let theirs = try await commitRefused(session, spent: spent, generation: generation, epoch: started) { return theirs }
+            if let theirs = try await commitRefused(session, spent: spent, generation: generation, epoch: started) {
+                return theirs
+            }
         }
         return try adopt(fresh, epoch: started, activity: .granted)
     }
@@ -203,15 +227,18 @@ extension RefreshCoordinator {
     /// The commit of `session` (the refresh of `spent`, read at `generation`) was refused: the tokens
     /// to hand out instead, or `nil` when ours stand (committed over a lapsed lease, or kept in memory
     /// and written in the background — never a rotated refresh token dropped).
-    private func commitRefused(_ session: OAuthSession, spent: TokenSet, generation: Int64,
-                               epoch started: Int64) async throws -> AccessToken? {
+    private func commitRefused(
+        _ session: OAuthSession, spent: TokenSet, generation: Int64,
+        epoch started: Int64
+    ) async throws -> AccessToken? {
         // Someone else's tokens landed first (our lease lapsed and another holder committed):
         // theirs win, ours are dropped.
-        var reread: StoredSession?? = nil   // nil: the storage could not be read
+        var reread: StoredSession?? = nil // nil: the storage could not be read
         do { reread = .some(try await storage.load(key)) } catch {}
         switch reread {
-        case .some(.some(let other)) where Self.same(other.session.tokens.refreshToken, spent.refreshToken)
-                                           && other.generation != generation:
+        case .some(.some(let other))
+        where Self.same(other.session.tokens.refreshToken, spent.refreshToken)
+            && other.generation != generation:
             // Our lease lapsed and another holder took it, but nobody committed a successor of the
             // refresh token we spent: the provider answered us first, so ours are the live tokens
             // (the other refresh is refused, or its answer waits for ours). Written over the
@@ -228,7 +255,9 @@ extension RefreshCoordinator {
             }
         case .some(.some(let winner)) where winner.generation != generation:
             // A grant was made here (its tokens lost the compare-and-set): counted as one.
-            if winner.session.state == .active { return try adopt(winner.session.tokens, epoch: started, activity: .granted) }
+            if winner.session.state == .active {
+                return try adopt(winner.session.tokens, epoch: started, activity: .granted)
+            }
             throw OAuthError(OAuthError.needsLogin, "\(key) needs a new login")
         case .some(.none):
             // Logged out meanwhile: the session stays wiped and its tokens are not handed out.
@@ -254,10 +283,12 @@ extension RefreshCoordinator {
     /// Writes `session` (whose tokens are the provider's answer to `spent`, the refresh token still
     /// stored) over `other` without a lease, by compare-and-set alone, retrying a few conflicts while
     /// the stored refresh token stays `spent`.
-    private func commitOverLapsedLease(_ session: OAuthSession, spent: String?, over other: StoredSession) async -> LapsedCommit {
+    private func commitOverLapsedLease(_ session: OAuthSession, spent: String?, over other: StoredSession) async
+        -> LapsedCommit
+    {
         var current = other
         var written = session
-        written.state = .active   // over a refusal caused by our own rotation
+        written.state = .active // over a refusal caused by our own rotation
         written.attributes[Self.rotationAttribute] = nil
         for _ in 0..<5 {
             guard Self.same(current.session.tokens.refreshToken, spent) else { return .superseded(current) }
@@ -303,14 +334,20 @@ extension RefreshCoordinator {
         while true {
             do {
                 return try await refresher(session)
-            } catch let error as OAuthError where error.code == OAuthError.transient && configuration.reachability?.status == .offline {
+            } catch let error as OAuthError
+                where error.code == OAuthError.transient && configuration.reachability?.status == .offline
+            {
                 // The network went away: no retries burned; the refresh waits for it.
                 _ = error
                 try checkOnline()
                 throw error
-            } catch let error as OAuthError where error.code == OAuthError.transient && attempt < configuration.transientAttempts
-                        && !Self.mayHaveReachedTheServer(error) {
-                let delay = min(max(configuration.backoff, 0) * Double(1 << min(attempt - 1, 16)), 60) * Double.random(in: 0.5...1.0)
+            } catch let error as OAuthError
+                where error.code == OAuthError.transient && attempt < configuration.transientAttempts
+                && !Self.mayHaveReachedTheServer(error)
+            {
+                let delay =
+                    min(max(configuration.backoff, 0) * Double(1 << min(attempt - 1, 16)), 60)
+                    * Double.random(in: 0.5...1.0)
                 try await sleeper(delay)
                 attempt += 1
             }
@@ -319,11 +356,12 @@ extension RefreshCoordinator {
 
     /// `invalid_grant` for a renewal without a person, as an error of that attempt.
     static func renewalRefused(_ error: OAuthError, key: String) -> OAuthError {
-        OAuthError(OAuthError.renewalRefused,
-                   "the provider refused the renewal of \(key) (the workload's identity token or the client's grant): "
-                       + "this attempt failed, the session stays and the next call asks again",
-                   oauthError: error.oauthError, errorDescription: error.errorDescription, errorURI: error.errorURI,
-                   status: error.status, underlying: error)
+        OAuthError(
+            OAuthError.renewalRefused,
+            "the provider refused the renewal of \(key) (the workload's identity token or the client's grant): "
+                + "this attempt failed, the session stays and the next call asks again",
+            oauthError: error.oauthError, errorDescription: error.errorDescription, errorURI: error.errorURI,
+            status: error.status, underlying: error)
     }
 
     static func same(_ a: String?, _ b: String?) -> Bool {

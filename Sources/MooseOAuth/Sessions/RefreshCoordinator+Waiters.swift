@@ -13,8 +13,10 @@ import MooseHTTP
 actor LeaseRenewal {
     private var task: Task<Void, Never>?
 
-    init(storage: any SessionStorage, lease: SessionLease, ttl: TimeInterval,
-         sleep: @escaping @Sendable (TimeInterval) async throws -> Void) {
+    init(
+        storage: any SessionStorage, lease: SessionLease, ttl: TimeInterval,
+        sleep: @escaping @Sendable (TimeInterval) async throws -> Void
+    ) {
         let interval = max(ttl / 3, 0.05)
         task = Task {
             var current = lease
@@ -40,7 +42,9 @@ actor LeaseRenewal {
 
 /// One waiter's continuation, resumed exactly once (by the result or by cancellation).
 final class ContinuationBox: Sendable {
-    private let state = ThreadLocked<(continuation: CheckedContinuation<AccessToken, any Error>?, early: Result<AccessToken, any Error>?)>((nil, nil))
+    private let state = ThreadLocked<
+        (continuation: CheckedContinuation<AccessToken, any Error>?, early: Result<AccessToken, any Error>?)
+    >((nil, nil))
 
     func install(_ continuation: CheckedContinuation<AccessToken, any Error>) {
         let resumeNow: Result<AccessToken, any Error>? = state.withLock { state in
@@ -82,7 +86,9 @@ final class EventListeners<Event: Sendable>: Sendable {
             state.continuations[state.next] = continuation
             return state.next
         }
-        continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.continuations.removeValue(forKey: id) } }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.listeners.withLock { $0.continuations.removeValue(forKey: id) }
+        }
         return stream
     }
 

@@ -142,9 +142,11 @@ public actor RefreshCoordinator {
     /// `current`, when the caller already read the session, seeds the cache so the first call
     /// needs no storage read.
     /// (Internal: `SessionEngine.coordinator` is the public way to refresh with the whole session.)
-    init(key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
-         current: OAuthSession? = nil, admitting admits: (@Sendable (OAuthSession) throws -> Void)? = nil,
-         refreshingSession refresher: @escaping @Sendable (OAuthSession) async throws -> TokenSet) {
+    init(
+        key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
+        current: OAuthSession? = nil, admitting admits: (@Sendable (OAuthSession) throws -> Void)? = nil,
+        refreshingSession refresher: @escaping @Sendable (OAuthSession) async throws -> TokenSet
+    ) {
         self.key = key
         self.storage = storage
         self.refresher = refresher
@@ -155,22 +157,31 @@ public actor RefreshCoordinator {
         self.sleeper = configuration.sleep ?? Self.taskSleep
         if let current, current.state == .active {
             let fraction = configuration.maximumMarginFraction
-            snapshot.withLock { $0 = Snapshot(token: AccessToken(current.tokens, generation: 0), tokens: current.tokens, fraction: fraction) }
+            snapshot.withLock {
+                $0 = Snapshot(
+                    token: AccessToken(current.tokens, generation: 0), tokens: current.tokens, fraction: fraction)
+            }
         }
     }
 
     /// A coordinator whose `refresher` needs only the stored session's tokens.
-    public init(key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
-                current: OAuthSession? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet) {
-        self.init(key: key, storage: storage, configuration: configuration, current: current, refreshingSession: { session in
-            try await refresher(session.tokens)
-        })
+    public init(
+        key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
+        current: OAuthSession? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet
+    ) {
+        self.init(
+            key: key, storage: storage, configuration: configuration, current: current,
+            refreshingSession: { session in
+                try await refresher(session.tokens)
+            })
     }
 
     /// A coordinator that refreshes with `authorizer` (its `refresh` validates a new ID token the
     /// way its login did): the one refresh path for every flow.
-    public init(key: String, storage: any SessionStorage, authorizer: any Authorizable,
-                configuration: Configuration = Configuration(), current: OAuthSession? = nil) {
+    public init(
+        key: String, storage: any SessionStorage, authorizer: any Authorizable,
+        configuration: Configuration = Configuration(), current: OAuthSession? = nil
+    ) {
         self.init(key: key, storage: storage, configuration: configuration, current: current) { (tokens: TokenSet) in
             try await authorizer.refresh(tokens)
         }
@@ -239,7 +250,9 @@ public actor RefreshCoordinator {
 
     /// For a 401: refreshes only if `rejected` is still the current token; otherwise returns the newer one.
     public func refresh(rejecting rejected: AccessToken) async throws -> AccessToken {
-        if let current = snapshot.withLock({ $0.token }), !current.value.utf8.elementsEqual(rejected.value.utf8) { return current }
+        if let current = snapshot.withLock({ $0.token }), !current.value.utf8.elementsEqual(rejected.value.utf8) {
+            return current
+        }
         return try await join(minimumValidity: .infinity, rejecting: rejected.value)
     }
 
@@ -302,6 +315,7 @@ public actor RefreshCoordinator {
             return !tokens.accessToken.utf8.elementsEqual(rejecting.utf8)
                 && tokens.isValidLongEnough(configuration.minimumValidity, maximumMarginFraction: fraction, at: now())
         }
-        return minimumValidity.isFinite && tokens.isValidLongEnough(minimumValidity, maximumMarginFraction: fraction, at: now())
+        return minimumValidity.isFinite
+            && tokens.isValidLongEnough(minimumValidity, maximumMarginFraction: fraction, at: now())
     }
 }

@@ -42,7 +42,9 @@ actor ResourceEngine {
     }
 
     func context(metadataURL: URL?) async throws -> ResourceContext {
-        if let current, metadataURL.map({ $0.absoluteString.utf8.elementsEqual(current.metadataURL.absoluteString.utf8) }) ?? true {
+        if let current,
+            metadataURL.map({ $0.absoluteString.utf8.elementsEqual(current.metadataURL.absoluteString.utf8) }) ?? true
+        {
             return current
         }
         if let discovering { return try await discovering.value }
@@ -60,29 +62,36 @@ actor ResourceEngine {
     }
 
     private static func discover(_ settings: Settings, metadataURL: URL?) async throws -> ResourceContext {
-        let located = try await Discovery.locateProtectedResource(settings.given, metadataURL: metadataURL, transport: settings.transport)
+        let located = try await Discovery.locateProtectedResource(
+            settings.given, metadataURL: metadataURL, transport: settings.transport)
         let protected = located.metadata
         // The first server listed (RFC 9728 §2 leaves the choice to the client).
         guard let issuer = protected.authorizationServers.first else {
-            throw OAuthError(OAuthError.discovery, "the protected resource metadata of \(protected.resource) lists no authorization server")
+            throw OAuthError(
+                OAuthError.discovery,
+                "the protected resource metadata of \(protected.resource) lists no authorization server")
         }
         let server = try await Discovery.fetch(issuer: issuer, transport: settings.transport)
         let key = settings.key ?? OAuthSession.storageKey(issuer: server.issuer, resource: protected.resource)
         // Only a session for this very server and resource is used: tokens go to their own resource only.
         var current: OAuthSession? = nil
         if let stored = try? await settings.storage.load(key)?.session, stored.state == .active,
-           stored.issuer.utf8.elementsEqual(server.issuer.utf8),
-           stored.resource.map({ $0.utf8.elementsEqual(protected.resource.utf8) }) == true {
+            stored.issuer.utf8.elementsEqual(server.issuer.utf8),
+            stored.resource.map({ $0.utf8.elementsEqual(protected.resource.utf8) }) == true
+        {
             current = stored
         }
         let refresher = ResourceRefresher(settings: settings, metadata: server, resource: protected.resource)
         let coordinator = SessionEngine(key: key, storage: settings.storage, configuration: settings.configuration)
             .coordinator(current: current) { session in try refresher.client(for: session) }
-        return ResourceContext(resource: protected.resource, protectedResource: protected, metadataURL: located.url,
-                               authorizationServer: server, key: key, coordinator: coordinator)
+        return ResourceContext(
+            resource: protected.resource, protectedResource: protected, metadataURL: located.url,
+            authorizationServer: server, key: key, coordinator: coordinator)
     }
 
-    func login(method: TokenManager.LoginMethod, scopes: [String]?, challenge: ResourceChallenge?) async throws -> SessionSummary {
+    func login(method: TokenManager.LoginMethod, scopes: [String]?, challenge: ResourceChallenge?) async throws
+        -> SessionSummary
+    {
         if let loggingIn { return try await loggingIn.value }
         let task = Task { try await self.performLogin(method: method, scopes: scopes, challenge: challenge) }
         loggingIn = task
@@ -90,8 +99,10 @@ actor ResourceEngine {
         return try await task.value
     }
 
-    private func performLogin(method: TokenManager.LoginMethod, scopes requested: [String]?,
-                              challenge: ResourceChallenge?) async throws -> SessionSummary {
+    private func performLogin(
+        method: TokenManager.LoginMethod, scopes requested: [String]?,
+        challenge: ResourceChallenge?
+    ) async throws -> SessionSummary {
         let context = try await self.context(metadataURL: challenge?.resourceMetadata)
         let server = context.authorizationServer
         // Refused before anything reaches the server: no registration, no browser.
@@ -116,21 +127,26 @@ actor ResourceEngine {
             redirectURI = uri
             registrationURIs = [uri.absoluteString]
         case .device, .clientCredentials, .workload:
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "a protected resource login uses the authorization code flow: log in with .loopback or .userAgent")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "a protected resource login uses the authorization code flow: log in with .loopback or .userAgent")
         }
         let stored = try await loadStored(context.key)
-        let identity = try await clientIdentity(context: context, stored: stored, redirectURI: redirectURI.absoluteString,
-                                                registrationURIs: registrationURIs)
-        var client = OAuthClient(metadata: server, clientID: identity.clientID, authentication: identity.authentication,
-                                 transport: settings.transport)
+        let identity = try await clientIdentity(
+            context: context, stored: stored, redirectURI: redirectURI.absoluteString,
+            registrationURIs: registrationURIs)
+        var client = OAuthClient(
+            metadata: server, clientID: identity.clientID, authentication: identity.authentication,
+            transport: settings.transport)
         client.resource = context.resource
         client.requiresAdvertisedS256 = settings.requireS256
         client.logger = settings.logger
         // Scopes: the caller's, else the challenge's, else configured, else what the resource lists.
-        let scopes = requested ?? challenge?.scopes ?? settings.scopes ?? context.protectedResource.scopesSupported ?? []
+        let scopes =
+            requested ?? challenge?.scopes ?? settings.scopes ?? context.protectedResource.scopesSupported ?? []
         let validator = scopes.contains("openid") ? SessionEngine.idTokenValidator(for: client) : nil
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator)
+        let flow = AuthorizationCodeFlow(
+            client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator)
         let tokens: TokenSet
         do {
             tokens = try await flow.authorize(AuthorizationParameters(scopes: scopes, resources: [context.resource]))
@@ -141,9 +157,12 @@ actor ResourceEngine {
         }
         var issued = tokens
         issued.resource = context.resource
-        let session = try await SessionEngine(key: context.key, storage: settings.storage, configuration: settings.configuration)
-            .completeLogin(issued, client: client, attributes: stored?.session.attributes ?? [:], registration: identity.registration,
-                           coordinator: context.coordinator)
+        let session = try await SessionEngine(
+            key: context.key, storage: settings.storage, configuration: settings.configuration
+        )
+        .completeLogin(
+            issued, client: client, attributes: stored?.session.attributes ?? [:], registration: identity.registration,
+            coordinator: context.coordinator)
         // Publish the new token at once: callers reading the synchronous snapshot see it.
         _ = try? await context.coordinator.accessToken(minimumValidity: 0)
         return SessionSummary(key: context.key, session: session)
@@ -151,7 +170,9 @@ actor ResourceEngine {
 
     /// The stored session before a login: a damaged row reads as none (the login replaces it).
     private func loadStored(_ key: String) async throws -> StoredSession? {
-        do { return try await settings.storage.load(key) } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
+        do { return try await settings.storage.load(key) } catch let error as OAuthError
+            where error.code == OAuthError.sessionDamaged
+        {
             return nil
         } catch {
             throw OAuthError(OAuthError.storeUnavailable, "cannot read the session of \(key)", underlying: error)
@@ -167,52 +188,66 @@ actor ResourceEngine {
 
     /// The client to log in as: pre-registered; a stored registration for this server that allows
     /// the redirect URI; a Client ID Metadata Document; a new RFC 7591 registration (stored at once).
-    private func clientIdentity(context: ResourceContext, stored: StoredSession?, redirectURI: String,
-                                registrationURIs: [String]) async throws -> Identity {
+    private func clientIdentity(
+        context: ResourceContext, stored: StoredSession?, redirectURI: String,
+        registrationURIs: [String]
+    ) async throws -> Identity {
         let server = context.authorizationServer
         let identity = settings.identity
         if let clientID = identity.clientID {
             return Identity(clientID: clientID, authentication: identity.authentication)
         }
         if !registrationRefused, let registration = stored?.session.registration,
-           registration.issuer.utf8.elementsEqual(server.issuer.utf8), registration.allows(redirectURI: redirectURI),
-           !registration.secretHasExpired() {
-            return Identity(clientID: registration.clientID, authentication: registration.authentication, registration: registration,
-                            reused: true)
+            registration.issuer.utf8.elementsEqual(server.issuer.utf8), registration.allows(redirectURI: redirectURI),
+            !registration.secretHasExpired()
+        {
+            return Identity(
+                clientID: registration.clientID, authentication: registration.authentication,
+                registration: registration,
+                reused: true)
         }
         if let document = identity.metadataDocumentURL, server.clientIDMetadataDocumentSupported == true {
             guard ClientIDMetadataDocument.isValidClientID(document) else {
-                throw OAuthError(OAuthError.invalidConfiguration,
-                                 "a Client ID Metadata Document URL must be https with a path (\(document.redactedForLogs))")
+                throw OAuthError(
+                    OAuthError.invalidConfiguration,
+                    "a Client ID Metadata Document URL must be https with a path (\(document.redactedForLogs))")
             }
-            let registration = RegisteredClient(issuer: server.issuer, clientID: document.absoluteString, redirectURIs: registrationURIs)
+            let registration = RegisteredClient(
+                issuer: server.issuer, clientID: document.absoluteString, redirectURIs: registrationURIs)
             return Identity(clientID: document.absoluteString, authentication: .none, registration: registration)
         }
         guard var request = identity.registration else {
-            throw OAuthError(OAuthError.registration,
-                             "no client id is configured for \(server.issuer), and registering one is turned off")
+            throw OAuthError(
+                OAuthError.registration,
+                "no client id is configured for \(server.issuer), and registering one is turned off")
         }
         guard server.registrationEndpoint != nil else {
-            throw OAuthError(OAuthError.registration,
-                             "\(server.issuer) offers neither dynamic client registration (registration_endpoint, RFC 7591) nor Client ID Metadata Documents; configure a client id registered there")
+            throw OAuthError(
+                OAuthError.registration,
+                "\(server.issuer) offers neither dynamic client registration (registration_endpoint, RFC 7591) nor Client ID Metadata Documents; configure a client id registered there"
+            )
         }
         if request.redirectURIs.isEmpty { request.redirectURIs = registrationURIs }
-        let registration = try await ClientRegistration.register(request, with: server, transport: settings.transport, logger: settings.logger)
+        let registration = try await ClientRegistration.register(
+            request, with: server, transport: settings.transport, logger: settings.logger)
         registrationRefused = false
         // Keep it at once (sealed like tokens) unless a usable session is stored: a login that does
         // not finish then costs no second registration. A concurrent writer wins the compare-and-set.
         if stored?.session.state != .active {
-            _ = try? await settings.storage.save(OAuthSession.registrationOnly(registration, resource: context.resource), key: context.key,
-                                                 expectedGeneration: stored?.generation, lease: nil)
+            _ = try? await settings.storage.save(
+                OAuthSession.registrationOnly(registration, resource: context.resource), key: context.key,
+                expectedGeneration: stored?.generation, lease: nil)
         }
-        return Identity(clientID: registration.clientID, authentication: registration.authentication, registration: registration)
+        return Identity(
+            clientID: registration.clientID, authentication: registration.authentication, registration: registration)
     }
 
     func logout() async -> LogoutResult {
         guard let context = try? await self.context(metadataURL: nil) else {
             return await wipeWithoutDiscovery()
         }
-        let refresher = ResourceRefresher(settings: settings, metadata: context.authorizationServer, resource: context.resource)
+        let refresher = ResourceRefresher(
+            settings: settings, metadata: context.authorizationServer, resource: context.resource)
         return await SessionEngine(key: context.key, storage: settings.storage, configuration: settings.configuration)
             .logout(coordinator: context.coordinator) { session in try refresher.client(for: session).client }
     }
@@ -225,13 +260,15 @@ extension ResourceEngine {
     /// byte for byte).
     func wipeWithoutDiscovery() async -> LogoutResult {
         var result = LogoutResult()
-        result.revocationError = OAuthError(OAuthError.transient,
-                                            "the resource's metadata could not be fetched: nothing was revoked at the provider")
+        result.revocationError = OAuthError(
+            OAuthError.transient,
+            "the resource's metadata could not be fetched: nothing was revoked at the provider")
         var keys: [String] = settings.key.map { [$0] } ?? []
         if keys.isEmpty, let all = try? await settings.storage.keys() {
             for key in all {
                 guard let session = try? await settings.storage.load(key)?.session,
-                      session.resource.map({ $0.utf8.elementsEqual(settings.resource.utf8) }) == true else { continue }
+                    session.resource.map({ $0.utf8.elementsEqual(settings.resource.utf8) }) == true
+                else { continue }
                 keys.append(key)
             }
         }
@@ -239,7 +276,8 @@ extension ResourceEngine {
             do {
                 if try await settings.storage.delete(key) { result.hadSession = true }
             } catch {
-                result.wipeError = OAuthError(OAuthError.storeUnavailable, "the session of \(key) could not be wiped", underlying: error)
+                result.wipeError = OAuthError(
+                    OAuthError.storeUnavailable, "the session of \(key) could not be wiped", underlying: error)
             }
         }
         return result
@@ -259,9 +297,10 @@ struct ResourceRefresher: Sendable {
         guard session.issuer.utf8.elementsEqual(metadata.issuer.utf8) else {
             throw OAuthError(OAuthError.needsLogin, "there is no session of \(resource) at \(metadata.issuer): log in")
         }
-        var client = OAuthClient(metadata: metadata, clientID: session.clientID,
-                                 authentication: session.registration?.authentication ?? settings.identity.authentication,
-                                 transport: settings.transport)
+        var client = OAuthClient(
+            metadata: metadata, clientID: session.clientID,
+            authentication: session.registration?.authentication ?? settings.identity.authentication,
+            transport: settings.transport)
         client.resource = resource
         client.logger = settings.logger
         let validator = session.tokens.idToken == nil ? nil : SessionEngine.idTokenValidator(for: client)

@@ -42,8 +42,10 @@ public final class ResourceTokenManager: Sendable {
         public var registration: ClientRegistrationRequest?
 
         /// An identity; see the type's documentation for the order.
-        public init(clientID: String? = nil, authentication: ClientAuthentication = .none, metadataDocumentURL: URL? = nil,
-                    registration: ClientRegistrationRequest? = ClientRegistrationRequest(clientName: "Moose")) {
+        public init(
+            clientID: String? = nil, authentication: ClientAuthentication = .none, metadataDocumentURL: URL? = nil,
+            registration: ClientRegistrationRequest? = ClientRegistrationRequest(clientName: "Moose")
+        ) {
             self.clientID = clientID
             self.authentication = authentication
             self.metadataDocumentURL = metadataDocumentURL
@@ -51,7 +53,9 @@ public final class ResourceTokenManager: Sendable {
         }
 
         /// A client registered beforehand.
-        public static func preRegistered(_ clientID: String, authentication: ClientAuthentication = .none) -> ClientIdentity {
+        public static func preRegistered(_ clientID: String, authentication: ClientAuthentication = .none)
+            -> ClientIdentity
+        {
             ClientIdentity(clientID: clientID, authentication: authentication, registration: nil)
         }
 
@@ -63,7 +67,9 @@ public final class ResourceTokenManager: Sendable {
         /// A Client ID Metadata Document at `url`, falling back to dynamic registration as `clientName`
         /// where the server does not take documents (`nil`: no fallback).
         public static func metadataDocument(_ url: URL, fallbackClientName: String? = "Moose") -> ClientIdentity {
-            ClientIdentity(metadataDocumentURL: url, registration: fallbackClientName.map { ClientRegistrationRequest(clientName: $0) })
+            ClientIdentity(
+                metadataDocumentURL: url,
+                registration: fallbackClientName.map { ClientRegistrationRequest(clientName: $0) })
         }
     }
 
@@ -81,17 +87,22 @@ public final class ResourceTokenManager: Sendable {
     ///
     /// - Throws: `OAuthError.invalidConfiguration` or `insecureEndpoint` for a resource that is not an
     ///   absolute `https` (or loopback `http`) URL without fragment.
-    public init(resource: String, client: ClientIdentity = ClientIdentity(), storage: any SessionStorage, key: String? = nil,
-                transport: any HTTPTransport, scopes: [String]? = nil, requireS256: Bool = true, logger: Logger? = nil,
-                configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) throws {
+    public init(
+        resource: String, client: ClientIdentity = ClientIdentity(), storage: any SessionStorage, key: String? = nil,
+        transport: any HTTPTransport, scopes: [String]? = nil, requireS256: Bool = true, logger: Logger? = nil,
+        configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+    ) throws {
         let canonical = try ResourceIdentifier.canonical(resource)
         self.resource = canonical
         self.storage = storage
         let published = PublishedContext()
         self.published = published
-        engine = ResourceEngine(settings: ResourceEngine.Settings(
-            resource: canonical, given: resource, identity: client, storage: storage, key: key, transport: transport, scopes: scopes,
-            requireS256: requireS256, logger: logger, configuration: configuration)) { context in
+        engine = ResourceEngine(
+            settings: ResourceEngine.Settings(
+                resource: canonical, given: resource, identity: client, storage: storage, key: key,
+                transport: transport, scopes: scopes,
+                requireS256: requireS256, logger: logger, configuration: configuration)
+        ) { context in
             published.value.withLock { $0 = context }
         }
     }
@@ -130,8 +141,10 @@ public final class ResourceTokenManager: Sendable {
     /// `scopes` (default: see `init`), registering the client first when it must, and stores the
     /// session (and registration) under the context's key. Concurrent calls share one login.
     @discardableResult
-    public func login(with method: TokenManager.LoginMethod, scopes: [String]? = nil,
-                      challenge: ResourceChallenge? = nil) async throws -> SessionSummary {
+    public func login(
+        with method: TokenManager.LoginMethod, scopes: [String]? = nil,
+        challenge: ResourceChallenge? = nil
+    ) async throws -> SessionSummary {
         try await engine.login(method: method, scopes: scopes, challenge: challenge)
     }
 

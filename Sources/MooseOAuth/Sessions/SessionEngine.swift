@@ -37,7 +37,10 @@ public struct SessionEngine: Sendable {
     public let configuration: RefreshCoordinator.Configuration
 
     /// An engine for the session under `key` in `storage`.
-    public init(key: String, storage: any SessionStorage, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
+    public init(
+        key: String, storage: any SessionStorage,
+        configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+    ) {
         self.key = key
         self.storage = storage
         self.configuration = configuration
@@ -49,23 +52,31 @@ public struct SessionEngine: Sendable {
     /// provider's advertised signing algorithms (RS256 when it names none); the HMAC ones (HS256/384/512,
     /// keyed with the client secret, OIDC Core §10.1) only for a client that authenticates with a
     /// secret, never for a public client. `nil` when the provider publishes no JWKS.
-    public static func idTokenValidator(for client: OAuthClient, persistence: JWKSCache.Persistence? = nil) -> IDTokenValidator? {
-        idTokenValidator(metadata: client.metadata, clientID: client.clientID, authentication: client.authentication,
-                         transport: client.transport, persistence: persistence)
+    public static func idTokenValidator(for client: OAuthClient, persistence: JWKSCache.Persistence? = nil)
+        -> IDTokenValidator?
+    {
+        idTokenValidator(
+            metadata: client.metadata, clientID: client.clientID, authentication: client.authentication,
+            transport: client.transport, persistence: persistence)
     }
 
     /// The ID-token validator for `clientID` at the provider `metadata` describes (see `idTokenValidator(for:)`).
-    public static func idTokenValidator(metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication,
-                                        transport: any HTTPTransport, persistence: JWKSCache.Persistence? = nil) -> IDTokenValidator? {
+    public static func idTokenValidator(
+        metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication,
+        transport: any HTTPTransport, persistence: JWKSCache.Persistence? = nil
+    ) -> IDTokenValidator? {
         guard let jwksURI = metadata.jwksURI else { return nil }
-        var algorithms = Set((metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
+        var algorithms = Set(
+            (metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
         var secret: String? = nil
         switch authentication {
         case .clientSecretBasic(let value), .clientSecretPost(let value): secret = value
         default: algorithms.subtract([.hs256, .hs384, .hs512])
         }
-        return IDTokenValidator(issuer: metadata.issuer, clientID: clientID, jwks: JWKSCache(url: jwksURI, transport: transport, persistence: persistence),
-                                algorithms: algorithms.isEmpty ? [.rs256] : algorithms, clientSecret: secret)
+        return IDTokenValidator(
+            issuer: metadata.issuer, clientID: clientID,
+            jwks: JWKSCache(url: jwksURI, transport: transport, persistence: persistence),
+            algorithms: algorithms.isEmpty ? [.rs256] : algorithms, clientSecret: secret)
     }
 
     // MARK: - Refresh
@@ -74,9 +85,13 @@ public struct SessionEngine: Sendable {
     /// refresh grant (RFC 6749 §6) naming the session's resource, validating a new ID token with
     /// `validator` — or, for a client-credentials session (no refresh token), a new grant for the
     /// same scopes.
-    public static func refresh(_ session: OAuthSession, client: OAuthClient, validator: IDTokenValidator?) async throws -> TokenSet {
+    public static func refresh(_ session: OAuthSession, client: OAuthClient, validator: IDTokenValidator?) async throws
+        -> TokenSet
+    {
         let tokens = session.tokens
-        if tokens.refreshToken == nil, let grant = session.attributes[grantAttribute], grant.utf8.elementsEqual("client_credentials".utf8) {
+        if tokens.refreshToken == nil, let grant = session.attributes[grantAttribute],
+            grant.utf8.elementsEqual("client_credentials".utf8)
+        {
             var client = client
             client.resource = tokens.resource ?? session.resource ?? client.resource
             // The scopes granted last time; `openid` among them (a provider's default scope) is not asked
@@ -104,20 +119,24 @@ public struct SessionEngine: Sendable {
     /// `admitting` checks every session the coordinator reads from the storage before it adopts or
     /// renews it, and throws to refuse it (`TokenManager` refuses a session of another provider or
     /// client: see `SessionEngine.requireOwner`).
-    public func coordinator(current: OAuthSession? = nil,
-                            client: @escaping @Sendable (OAuthSession) async throws -> (client: OAuthClient, validator: IDTokenValidator?),
-                            renew: (@Sendable (OAuthSession, OAuthClient) async throws -> TokenSet?)? = nil,
-                            admitting: (@Sendable (OAuthSession) throws -> Void)? = nil)
-        -> RefreshCoordinator {
-        RefreshCoordinator(key: key, storage: storage, configuration: configuration, current: current, admitting: admitting,
-                           refreshingSession: { session in
-            let (client, validator) = try await client(session)
-            if session.tokens.refreshToken == nil, let renew, var fresh = try await renew(session, client) {
-                fresh.resource = fresh.resource ?? session.tokens.resource ?? session.resource
-                return fresh
-            }
-            return try await Self.refresh(session, client: client, validator: validator)
-        })
+    public func coordinator(
+        current: OAuthSession? = nil,
+        client: @escaping @Sendable (OAuthSession) async throws -> (client: OAuthClient, validator: IDTokenValidator?),
+        renew: (@Sendable (OAuthSession, OAuthClient) async throws -> TokenSet?)? = nil,
+        admitting: (@Sendable (OAuthSession) throws -> Void)? = nil
+    )
+        -> RefreshCoordinator
+    {
+        RefreshCoordinator(
+            key: key, storage: storage, configuration: configuration, current: current, admitting: admitting,
+            refreshingSession: { session in
+                let (client, validator) = try await client(session)
+                if session.tokens.refreshToken == nil, let renew, var fresh = try await renew(session, client) {
+                    fresh.resource = fresh.resource ?? session.tokens.resource ?? session.resource
+                    return fresh
+                }
+                return try await Self.refresh(session, client: client, validator: validator)
+            })
     }
 
     /// Refuses `session` unless it was made by `clientID` at `issuer` (compared byte for byte, a
@@ -126,10 +145,14 @@ public struct SessionEngine: Sendable {
     /// `moose login` profile, another app's). `invalidConfiguration`, naming both.
     public static func requireOwner(_ session: OAuthSession, key: String, issuer: String, clientID: String) throws {
         func trimmed(_ text: String) -> Substring { text.hasSuffix("/") ? text.dropLast() : Substring(text) }
-        guard trimmed(session.issuer).utf8.elementsEqual(trimmed(issuer).utf8), session.clientID.utf8.elementsEqual(clientID.utf8) else {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "the session under \(key) belongs to client \(session.clientID) at \(session.issuer); this manager is for "
-                                 + "client \(clientID) at \(issuer): open it with that issuer and client, log in again to replace it, or use another key")
+        guard trimmed(session.issuer).utf8.elementsEqual(trimmed(issuer).utf8),
+            session.clientID.utf8.elementsEqual(clientID.utf8)
+        else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the session under \(key) belongs to client \(session.clientID) at \(session.issuer); this manager is for "
+                    + "client \(clientID) at \(issuer): open it with that issuer and client, log in again to replace it, or use another key"
+            )
         }
     }
 
@@ -148,25 +171,35 @@ public struct SessionEngine: Sendable {
     ///     names found here win over older ones.
     ///   - registration: the client registration the tokens were issued to, kept sealed with them.
     @discardableResult
-    public func completeLogin(_ tokens: TokenSet, client: OAuthClient, grant: String? = nil, attributes: [String: String] = [:],
-                              registration: RegisteredClient? = nil, coordinator: RefreshCoordinator? = nil) async throws -> OAuthSession {
+    public func completeLogin(
+        _ tokens: TokenSet, client: OAuthClient, grant: String? = nil, attributes: [String: String] = [:],
+        registration: RegisteredClient? = nil, coordinator: RefreshCoordinator? = nil
+    ) async throws -> OAuthSession {
         let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
-        var kept = attributes.merging(await SessionSummary.displayAttributes(idTokenClaims: claims, tokens: tokens, client: client,
-                                                                             grant: grant)) { $1 }
+        var kept = attributes.merging(
+            await SessionSummary.displayAttributes(
+                idTokenClaims: claims, tokens: tokens, client: client,
+                grant: grant)
+        ) { $1 }
         if let grant { kept[Self.grantAttribute] = grant }
-        let session = OAuthSession(issuer: client.metadata.issuer, clientID: client.clientID, tokens: tokens, subject: claims?.subject,
-                                   attributes: kept, resource: tokens.resource ?? client.resource, registration: registration)
+        let session = OAuthSession(
+            issuer: client.metadata.issuer, clientID: client.clientID, tokens: tokens, subject: claims?.subject,
+            attributes: kept, resource: tokens.resource ?? client.resource, registration: registration)
         let replaced: OAuthSession?
         do {
             replaced = try await store(session)
         } catch {
-            throw OAuthError(OAuthError.storeUnavailable, "the login succeeded but its session could not be stored under \(key)", underlying: error)
+            throw OAuthError(
+                OAuthError.storeUnavailable, "the login succeeded but its session could not be stored under \(key)",
+                underlying: error)
         }
         // The refresh token this login replaced (an earlier login, or one finishing at the same moment
         // in another process) would stay valid at the provider with no one holding it: revoke it, when
         // it belongs to this provider and client (best effort; the new session stands either way).
-        if let old = replaced, let oldToken = old.tokens.refreshToken, !oldToken.utf8.elementsEqual((tokens.refreshToken ?? "").utf8),
-           old.issuer.utf8.elementsEqual(session.issuer.utf8), old.clientID.utf8.elementsEqual(session.clientID.utf8) {
+        if let old = replaced, let oldToken = old.tokens.refreshToken,
+            !oldToken.utf8.elementsEqual((tokens.refreshToken ?? "").utf8),
+            old.issuer.utf8.elementsEqual(session.issuer.utf8), old.clientID.utf8.elementsEqual(session.clientID.utf8)
+        {
             try? await client.revoke(oldToken, hint: "refresh_token")
         }
         await coordinator?.didLogIn()
@@ -188,7 +221,7 @@ public struct SessionEngine: Sendable {
                 _ = try await storage.save(session, key: key, expectedGeneration: current?.generation, lease: nil)
                 return current?.session
             } catch let error as OAuthError where error.code == OAuthError.storageConflict {
-                continue   // another writer came between: read what is there now
+                continue // another writer came between: read what is there now
             }
         }
         _ = try await storage.replace(session, key: key)
@@ -203,8 +236,10 @@ public struct SessionEngine: Sendable {
     /// (the failure is in the result), and tells `coordinator` (its listeners get `loggedOut`).
     ///
     /// - Returns: the result, with `hadSession` false when nothing was stored under `key`.
-    public func logout(coordinator: RefreshCoordinator?, postLogoutRedirectURI: URL? = nil,
-                       client: (OAuthSession) async throws -> OAuthClient) async -> LogoutResult {
+    public func logout(
+        coordinator: RefreshCoordinator?, postLogoutRedirectURI: URL? = nil,
+        client: (OAuthSession) async throws -> OAuthClient
+    ) async -> LogoutResult {
         var result = LogoutResult()
         let stored: StoredSession?
         var damaged = false
@@ -214,14 +249,16 @@ public struct SessionEngine: Sendable {
             // A damaged row (bit rot, sealed under another key): nothing to revoke, removed below.
             stored = nil
             damaged = true
-            result.revocationError = OAuthError(OAuthError.sessionDamaged,
-                                                "the stored session of \(key) could not be opened: nothing was revoked at the provider",
-                                                underlying: error)
+            result.revocationError = OAuthError(
+                OAuthError.sessionDamaged,
+                "the stored session of \(key) could not be opened: nothing was revoked at the provider",
+                underlying: error)
         } catch {
             // The storage cannot be read: nothing to revoke; the wipe below is still tried.
             stored = nil
-            result.revocationError = OAuthError(OAuthError.storeUnavailable, "the session of \(key) could not be read: nothing was revoked",
-                                                underlying: error)
+            result.revocationError = OAuthError(
+                OAuthError.storeUnavailable, "the session of \(key) could not be read: nothing was revoked",
+                underlying: error)
         }
         if let session = stored?.session {
             do {
@@ -230,15 +267,19 @@ public struct SessionEngine: Sendable {
                 // session at the provider to end: no end-session URL for it.
                 if session.renewsWithoutAPerson { result.endSessionURL = nil }
             } catch {
-                result.revocationError = error as? OAuthError
-                    ?? OAuthError(OAuthError.transient, "the provider could not be reached to revoke the tokens", underlying: error)
+                result.revocationError =
+                    error as? OAuthError
+                    ?? OAuthError(
+                        OAuthError.transient, "the provider could not be reached to revoke the tokens",
+                        underlying: error)
             }
         }
         result.hadSession = stored != nil || damaged
         do {
             try await storage.delete(key)
         } catch {
-            result.wipeError = OAuthError(OAuthError.storeUnavailable, "the session of \(key) could not be wiped", underlying: error)
+            result.wipeError = OAuthError(
+                OAuthError.storeUnavailable, "the session of \(key) could not be wiped", underlying: error)
         }
         await coordinator?.didLogOut()
         return result

@@ -112,8 +112,10 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     ///   - grant: the login's grant (default: authorization code).
     ///   - clientSecretFile: a file holding the client secret, if the client has one.
     ///   - endpoints: endpoints configured by hand.
-    public init(name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
-                clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()) {
+    public init(
+        name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
+        clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()
+    ) {
         version = Self.currentVersion
         self.name = name
         self.issuer = issuer
@@ -125,7 +127,8 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, name, issuer, clientID, scopes, grant, clientSecretFile, endpoints, dpop, resource, clientSecretEnv
+        case version, name, issuer, clientID, scopes, grant, clientSecretFile, endpoints, dpop, resource,
+            clientSecretEnv
         case clientAuth, privateKeyFile, privateKeyID, audience, caFile, publicKeyPins, workload, workloadAudience
         case workloadGrant, subjectTokenType, authenticationHeldByApp
     }
@@ -195,7 +198,9 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// The plan stored in `session`, if it has one that can be read.
     public static func stored(in session: OAuthSession, key: String) -> SessionPlan? {
         for attribute in [attribute, OAuthSession.legacyProfileAttribute] {
-            if let text = session.attributes[attribute], var plan = try? JSONDecoder().decode(SessionPlan.self, from: Data(text.utf8)) {
+            if let text = session.attributes[attribute],
+                var plan = try? JSONDecoder().decode(SessionPlan.self, from: Data(text.utf8))
+            {
                 plan.name = key
                 return plan
             }
@@ -205,7 +210,8 @@ public struct SessionPlan: Sendable, Codable, Hashable {
 
     /// The least plan `session` implies: its issuer, client, scopes and resource; a public client.
     public static func implied(by session: OAuthSession, key: String) -> SessionPlan {
-        var plan = SessionPlan(name: key, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
+        var plan = SessionPlan(
+            name: key, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
         plan.resource = session.resource
         if session.tokens.refreshToken == nil, let grant = session.attributes[SessionEngine.grantAttribute] {
             if grant.utf8.elementsEqual("client_credentials".utf8) { plan.grant = .clientCredentials }
@@ -234,9 +240,10 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// none (a public client). A source that cannot be read is `invalidConfiguration`, naming it.
     public func clientAuthentication() throws -> ClientAuthentication {
         if authenticationHeldByApp, privateKeyFile == nil, clientSecretFile == nil, clientSecretEnv == nil {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "the client credentials of the session under \(name) are held by the app that made it (not stored with it): "
-                                 + "open it with them, TokenManager(issuer:clientID:authentication:storage:key:…)")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the client credentials of the session under \(name) are held by the app that made it (not stored with it): "
+                    + "open it with them, TokenManager(issuer:clientID:authentication:storage:key:…)")
         }
         if let path = privateKeyFile { return try privateKeyAuthentication(path) }
         var secret: String? = nil
@@ -244,11 +251,13 @@ public struct SessionPlan: Sendable, Codable, Hashable {
             // Line ends around the secret are the file's, not the secret's.
             let bytes = try Self.readFile(file, what: "client secret file", limit: 4096)
             let isLineEnd: (UInt8) -> Bool = { $0 == 0x0A || $0 == 0x0D }
-            secret = String(decoding: bytes.drop(while: isLineEnd).reversed().drop(while: isLineEnd).reversed(), as: UTF8.self)
+            secret = String(
+                decoding: bytes.drop(while: isLineEnd).reversed().drop(while: isLineEnd).reversed(), as: UTF8.self)
         } else if let variable = clientSecretEnv {
             guard let value = getenv(variable).map({ String(cString: $0) }), !value.isEmpty else {
-                throw OAuthError(OAuthError.invalidConfiguration,
-                                 "the environment variable \(variable) (the client secret of profile \(name)) is not set")
+                throw OAuthError(
+                    OAuthError.invalidConfiguration,
+                    "the environment variable \(variable) (the client secret of profile \(name)) is not set")
             }
             secret = value
         }
@@ -269,26 +278,32 @@ public struct SessionPlan: Sendable, Codable, Hashable {
                 signing = try JWTKey(pem: text, keyID: privateKeyID)
             }
         } catch {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "--private-key \(path) must be a private key in PEM or a private JWK (RS256, ES256 or EdDSA): \(error)")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "--private-key \(path) must be a private key in PEM or a private JWK (RS256, ES256 or EdDSA): \(error)")
         }
         // The algorithms the key can sign with (a JWK's `alg` pins one), then the first of ES256,
         // EdDSA and RS256 among them.
         var candidates: Set<JWTAlgorithm> = []
         if let pinned = signing.pinnedAlgorithm {
-            if let algorithm = JWTAlgorithm(rawValue: pinned) { candidates = algorithm.keyFamily == .okp ? [.eddsa] : [algorithm] }
+            if let algorithm = JWTAlgorithm(rawValue: pinned) {
+                candidates = algorithm.keyFamily == .okp ? [.eddsa] : [algorithm]
+            }
         } else {
             switch signing.family {
             case .rsa: candidates = [.rs256]
             case .okp: candidates = [.eddsa]
             case .ec:
-                if case .ec(let curve) = signing.publicKey?.type, curve == JWTAlgorithm.es256.curve { candidates = [.es256] }
+                if case .ec(let curve) = signing.publicKey?.type, curve == JWTAlgorithm.es256.curve {
+                    candidates = [.es256]
+                }
             case .hmac: break
             }
         }
         guard let algorithm = [JWTAlgorithm.es256, .eddsa, .rs256].first(where: candidates.contains) else {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "--private-key \(path): private_key_jwt signs with RS256, ES256 or EdDSA, not this key type")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "--private-key \(path): private_key_jwt signs with RS256, ES256 or EdDSA, not this key type")
         }
         return .privateKeyJWT(signing, algorithm)
     }
@@ -297,11 +312,12 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// unreadable spec is `invalidConfiguration`. `transport` is for GitHub Actions' token request.
     public func workloadGrant(transport: any HTTPTransport) throws -> WorkloadGrant? {
         guard let spec = workload else { return nil }
-        return WorkloadGrant(identity: try Self.identity(spec, transport: transport),
-                             grant: workloadGrant.flatMap(WorkloadGrant.Grant.init(rawValue:)) ?? .tokenExchange,
-                             identityAudience: workloadAudience ?? issuer,
-                             subjectTokenType: subjectTokenType ?? ExchangeToken.idTokenType,
-                             audiences: audience.map { [$0] } ?? [])
+        return WorkloadGrant(
+            identity: try Self.identity(spec, transport: transport),
+            grant: workloadGrant.flatMap(WorkloadGrant.Grant.init(rawValue:)) ?? .tokenExchange,
+            identityAudience: workloadAudience ?? issuer,
+            subjectTokenType: subjectTokenType ?? ExchangeToken.idTokenType,
+            audiences: audience.map { [$0] } ?? [])
     }
 
     /// The identity source `spec` names (see `workload`).
@@ -312,14 +328,17 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         if spec == "github" { return .githubActions(transport: transport) }
         if spec == "gitlab" { return .environmentVariable("MOOSE_ID_TOKEN") }
         if let variable = after("gitlab:"), !variable.isEmpty { return .environmentVariable(variable) }
-        if let variable = after("env:"), !variable.isEmpty { return .environmentVariable(variable, platform: "the environment") }
+        if let variable = after("env:"), !variable.isEmpty {
+            return .environmentVariable(variable, platform: "the environment")
+        }
         if let path = after("file:"), !path.isEmpty { return .file(path) }
         if let command = after("command:") {
             let words = command.split(separator: " ").map(String.init)
             if !words.isEmpty { return .command(words) }
         }
-        throw OAuthError(OAuthError.invalidConfiguration,
-                         "--workload takes github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM [ARG…]")
+        throw OAuthError(
+            OAuthError.invalidConfiguration,
+            "--workload takes github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM [ARG…]")
     }
 
     /// Reads a whole file with `open`/`read`, at most `limit` + 1 bytes (a FIFO works; an endless one
@@ -327,8 +346,9 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     package static func readFile(_ path: String, what: String, limit: Int = 1 << 20) throws -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "cannot read \(what) \(path): \(errno == ENOENT ? "no such file" : "permission denied or unreadable")")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "cannot read \(what) \(path): \(errno == ENOENT ? "no such file" : "permission denied or unreadable")")
         }
         defer { close(descriptor) }
         var bytes: [UInt8] = []
@@ -337,7 +357,8 @@ public struct SessionPlan: Sendable, Codable, Hashable {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw OAuthError(OAuthError.invalidConfiguration, "cannot read \(what) \(path): permission denied or unreadable")
+                throw OAuthError(
+                    OAuthError.invalidConfiguration, "cannot read \(what) \(path): permission denied or unreadable")
             }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])

@@ -60,8 +60,12 @@ public struct SessionSummary: Sendable, Hashable {
     /// UserInfo response, as session attributes: strings only, at most 256 characters each.
     public static func attributes(from object: JSONObject) -> [String: String] {
         var attributes: [String: String] = [:]
-        for (claim, attribute) in [("preferred_username", usernameAttribute), ("email", emailAttribute), ("name", nameAttribute)] {
-            if let value = object[claim]?.stringValue, !value.isEmpty, value.count <= 256 { attributes[attribute] = value }
+        for (claim, attribute) in [
+            ("preferred_username", usernameAttribute), ("email", emailAttribute), ("name", nameAttribute)
+        ] {
+            if let value = object[claim]?.stringValue, !value.isEmpty, value.count <= 256 {
+                attributes[attribute] = value
+            }
         }
         return attributes
     }
@@ -75,13 +79,18 @@ public struct SessionSummary: Sendable, Hashable {
     /// the `openid` scope (UserInfo serves OpenID Connect access tokens only, OIDC Core §5.3).
     ///
     /// - Parameter grant: the grant that issued `tokens`, when the caller knows it (`client_credentials`).
-    public static func displayAttributes(idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient,
-                                         grant: String? = nil) async -> [String: String] {
+    public static func displayAttributes(
+        idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient,
+        grant: String? = nil
+    ) async -> [String: String] {
         let fromIDToken = attributes(from: idTokenClaims)
-        guard fromIDToken.isEmpty, asksUserInfo(tokens: tokens, grant: grant), client.metadata.userinfoEndpoint != nil else { return fromIDToken }
+        guard fromIDToken.isEmpty, asksUserInfo(tokens: tokens, grant: grant), client.metadata.userinfoEndpoint != nil
+        else { return fromIDToken }
         // Without an ID token (a device login whose provider sends none) UserInfo still names the
         // holder of this access token; with one, its `sub` must match.
-        guard let info = try? await client.userInfo(tokens: tokens, expectedSubject: idTokenClaims?.subject) else { return fromIDToken }
+        guard let info = try? await client.userInfo(tokens: tokens, expectedSubject: idTokenClaims?.subject) else {
+            return fromIDToken
+        }
         return attributes(from: info)
     }
 

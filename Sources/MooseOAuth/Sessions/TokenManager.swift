@@ -89,18 +89,21 @@ public final class TokenManager: Sendable {
     ///   - dpop: bind every login's tokens to a new DPoP key of this algorithm (RFC 9449).
     ///   - workload: how a workload logs in (`login(with: .workload)`) and renews its session — also
     ///     one made by `moose login --workload` or another process, when issuer and client match.
-    public convenience init(issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
-                            key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
-                            endpoints: EndpointOverrides = EndpointOverrides(), dpop: JWTAlgorithm? = nil, resource: String? = nil,
-                            workload: WorkloadGrant? = nil,
-                            logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) {
+    public convenience init(
+        issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
+        key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
+        endpoints: EndpointOverrides = EndpointOverrides(), dpop: JWTAlgorithm? = nil, resource: String? = nil,
+        workload: WorkloadGrant? = nil,
+        logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+    ) {
         var plan = SessionPlan(name: key, issuer: issuer, clientID: clientID, scopes: scopes, endpoints: endpoints)
         plan.dpop = dpop?.rawValue
         plan.resource = resource
         if case .none = authentication {} else { plan.authenticationHeldByApp = true }
         if workload != nil { plan.grant = .workload }
-        self.init(plan: plan, authentication: authentication, storage: storage, key: key, transport: transport, dpop: dpop,
-                  workload: workload, logger: logger, configuration: configuration)
+        self.init(
+            plan: plan, authentication: authentication, storage: storage, key: key, transport: transport, dpop: dpop,
+            workload: workload, logger: logger, configuration: configuration)
     }
 
     /// A manager that logs in and renews as `plan` says — its client's authentication read from the
@@ -115,19 +118,25 @@ public final class TokenManager: Sendable {
     ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
     /// - Throws: `invalidConfiguration` when a reference cannot be resolved (an unset variable, an
     ///   unreadable key file, an unknown DPoP algorithm or workload source).
-    public convenience init(plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
-                            logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) throws {
+    public convenience init(
+        plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
+        logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+    ) throws {
         var dpop: JWTAlgorithm? = nil
         if let name = plan.dpop {
             guard let algorithm = JWTAlgorithm(rawValue: name) else {
-                throw OAuthError(OAuthError.invalidConfiguration, "the session plan names an unknown DPoP algorithm \(name)")
+                throw OAuthError(
+                    OAuthError.invalidConfiguration, "the session plan names an unknown DPoP algorithm \(name)")
             }
             dpop = algorithm
         }
         var named = plan
         named.name = key ?? plan.name
-        self.init(plan: named, authentication: try plan.clientAuthentication(), storage: storage, key: named.name, transport: transport,
-                  dpop: dpop, workload: try plan.workloadGrant(transport: transport), logger: logger, configuration: configuration)
+        self.init(
+            plan: named, authentication: try plan.clientAuthentication(), storage: storage, key: named.name,
+            transport: transport,
+            dpop: dpop, workload: try plan.workloadGrant(transport: transport), logger: logger,
+            configuration: configuration)
     }
 
     /// The manager for the session already under `key` in `storage`, whatever made it (`moose login`,
@@ -142,8 +151,10 @@ public final class TokenManager: Sendable {
     /// - Throws: `needsLogin` when there is no session under `key`; `sessionDamaged` for a row that
     ///   fails authentication; `invalidConfiguration` when its plan cannot be followed here (the
     ///   client's credentials held by the app that made it, an unset variable, an unreadable key file).
-    public static func open(key: String, storage: any SessionStorage, transport: any HTTPTransport, logger: Logger? = nil,
-                            configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()) async throws -> TokenManager {
+    public static func open(
+        key: String, storage: any SessionStorage, transport: any HTTPTransport, logger: Logger? = nil,
+        configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+    ) async throws -> TokenManager {
         let stored: StoredSession?
         do {
             stored = try await storage.load(key)
@@ -157,16 +168,20 @@ public final class TokenManager: Sendable {
         }
         let plan = SessionPlan.of(session, key: key)
         if plan.grant == .workload, plan.workload == nil {
-            throw OAuthError(OAuthError.invalidConfiguration,
-                             "the session under \(key) is a workload's whose identity source is its app's own (a WorkloadGrant value, "
-                                 + "not stored): open it with TokenManager(…, workload:)")
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the session under \(key) is a workload's whose identity source is its app's own (a WorkloadGrant value, "
+                    + "not stored): open it with TokenManager(…, workload:)")
         }
-        return try TokenManager(plan: plan, storage: storage, key: key, transport: transport, logger: logger, configuration: configuration)
+        return try TokenManager(
+            plan: plan, storage: storage, key: key, transport: transport, logger: logger, configuration: configuration)
     }
 
-    private init(plan: SessionPlan, authentication: ClientAuthentication, storage: any SessionStorage, key: String,
-                 transport: any HTTPTransport, dpop: JWTAlgorithm?, workload: WorkloadGrant?, logger: Logger?,
-                 configuration: RefreshCoordinator.Configuration) {
+    private init(
+        plan: SessionPlan, authentication: ClientAuthentication, storage: any SessionStorage, key: String,
+        transport: any HTTPTransport, dpop: JWTAlgorithm?, workload: WorkloadGrant?, logger: Logger?,
+        configuration: RefreshCoordinator.Configuration
+    ) {
         let issuer = plan.issuer, clientID = plan.clientID
         self.issuer = issuer
         self.clientID = clientID
@@ -174,30 +189,36 @@ public final class TokenManager: Sendable {
         self.storage = storage
         self.resource = plan.resource
         self.plan = plan
-        let state = ClientState(issuer: issuer, clientID: clientID, authentication: authentication, transport: transport,
-                                endpoints: plan.endpoints, scopes: plan.scopes, dpop: dpop, resource: plan.resource, logger: logger)
+        let state = ClientState(
+            issuer: issuer, clientID: clientID, authentication: authentication, transport: transport,
+            endpoints: plan.endpoints, scopes: plan.scopes, dpop: dpop, resource: plan.resource, logger: logger)
         self.state = state
         engine = SessionEngine(key: key, storage: storage, configuration: configuration)
-        coordinator = engine.coordinator(client: { _ in try await state.prepare() }, renew: { session, client in
-            // A workload session renews by a new workload grant (a client-credentials one by the engine's own step).
-            guard let workload, session.attributes[SessionEngine.grantAttribute] == WorkloadGrant.sessionGrant else { return nil }
-            return try await workload.tokens(client: client, scopes: session.tokens.scopes)
-        }, admitting: { session in
-            try SessionEngine.requireOwner(session, key: key, issuer: issuer, clientID: clientID)
-        })
+        coordinator = engine.coordinator(
+            client: { _ in try await state.prepare() },
+            renew: { session, client in
+                // A workload session renews by a new workload grant (a client-credentials one by the engine's own step).
+                guard let workload, session.attributes[SessionEngine.grantAttribute] == WorkloadGrant.sessionGrant
+                else { return nil }
+                return try await workload.tokens(client: client, scopes: session.tokens.scopes)
+            },
+            admitting: { session in
+                try SessionEngine.requireOwner(session, key: key, issuer: issuer, clientID: clientID)
+            })
         self.workload = workload
     }
 
     /// Events for UIs (refreshed, refresh failed, needs a new login, logged out).
     public var events: AsyncStream<RefreshEvent> { coordinator.events }
 
-
     /// The provider's metadata (discovered once).
     public func metadata() async throws -> ProviderMetadata { try await state.client().metadata }
 
     /// Logs in with `method`, stores the session (replacing any), and returns who is signed in.
     @discardableResult
-    public func login(with method: LoginMethod, parameters: AuthorizationParameters? = nil) async throws -> SessionSummary {
+    public func login(with method: LoginMethod, parameters: AuthorizationParameters? = nil) async throws
+        -> SessionSummary
+    {
         let client = try await state.client()
         let validator = try await state.validator()
         let parameters = parameters ?? AuthorizationParameters(scopes: state.scopes)
@@ -205,20 +226,27 @@ public final class TokenManager: Sendable {
         switch method {
         case .loopback(let port, let timeout, let open):
             let agent = try LoopbackUserAgent(port: port, timeout: timeout, open: open)
-            tokens = try await AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
-                .authorize(parameters)
+            tokens = try await AuthorizationCodeFlow(
+                client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator
+            )
+            .authorize(parameters)
         case .userAgent(let agent, let redirectURI):
-            tokens = try await AuthorizationCodeFlow(client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator)
-                .authorize(parameters)
+            tokens = try await AuthorizationCodeFlow(
+                client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator
+            )
+            .authorize(parameters)
         case .device(let present):
-            tokens = try await DeviceAuthorizationFlow(client: client, idTokens: validator, present: present).authorize(parameters)
+            tokens = try await DeviceAuthorizationFlow(client: client, idTokens: validator, present: present).authorize(
+                parameters)
         case .clientCredentials:
             var parameters = parameters
             if let audience = plan.audience { parameters.extra.append(("audience", audience)) }
             tokens = try await ClientCredentialsFlow(client: client).authorize(parameters)
         case .workload:
             guard let workload else {
-                throw OAuthError(OAuthError.invalidConfiguration, "a workload login needs the manager's workload: TokenManager(…, workload: WorkloadGrant(…))")
+                throw OAuthError(
+                    OAuthError.invalidConfiguration,
+                    "a workload login needs the manager's workload: TokenManager(…, workload: WorkloadGrant(…))")
             }
             tokens = try await workload.tokens(client: client, scopes: parameters.scopes)
         }
@@ -232,7 +260,8 @@ public final class TokenManager: Sendable {
         }
         var attributes = plan.stored()
         if let audience = plan.audience, grant != nil { attributes[SessionEngine.audienceAttribute] = audience }
-        let session = try await engine.completeLogin(tokens, client: client, grant: grant, attributes: attributes, coordinator: coordinator)
+        let session = try await engine.completeLogin(
+            tokens, client: client, grant: grant, attributes: attributes, coordinator: coordinator)
         return SessionSummary(key: key, session: session)
     }
 
@@ -261,7 +290,9 @@ public final class TokenManager: Sendable {
     @discardableResult
     public func logout(postLogoutRedirectURI: URL? = nil) async -> LogoutResult {
         let state = self.state
-        return await engine.logout(coordinator: coordinator, postLogoutRedirectURI: postLogoutRedirectURI) { _ in try await state.client() }
+        return await engine.logout(coordinator: coordinator, postLogoutRedirectURI: postLogoutRedirectURI) { _ in
+            try await state.client()
+        }
     }
 }
 
@@ -278,8 +309,10 @@ actor ClientState {
     let logger: Logger?
     private var cached: (client: OAuthClient, validator: IDTokenValidator?)?
 
-    init(issuer: String, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport,
-         endpoints: EndpointOverrides, scopes: [String], dpop: JWTAlgorithm?, resource: String?, logger: Logger?) {
+    init(
+        issuer: String, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport,
+        endpoints: EndpointOverrides, scopes: [String], dpop: JWTAlgorithm?, resource: String?, logger: Logger?
+    ) {
         self.issuer = issuer
         self.clientID = clientID
         self.authentication = authentication
@@ -294,7 +327,8 @@ actor ClientState {
     func prepare() async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
         if let cached { return cached }
         let metadata = try await Discovery(transport: transport).metadata(for: issuer, overrides: endpoints)
-        var client = OAuthClient(metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
+        var client = OAuthClient(
+            metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
         client.logger = logger
         client.dpop = dpop
         client.resource = resource

@@ -47,16 +47,21 @@ public final class InMemorySessionStorage: SessionStorage {
     }
 
     static func damagedError(_ key: String) -> OAuthError {
-        OAuthError(OAuthError.sessionDamaged, "the stored session \(key) cannot be opened; a new login replaces it, a logout removes it")
+        OAuthError(
+            OAuthError.sessionDamaged,
+            "the stored session \(key) cannot be opened; a new login replaces it, a logout removes it")
     }
 
     @discardableResult
-    public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64 {
+    public func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?)
+        async throws -> Int64
+    {
         let now = clock()
         return try state.withLock { (state) throws(OAuthError) -> Int64 in
             if let lease {
                 guard let row = state.leases[lease.name], row.holder.utf8.elementsEqual(lease.holder.utf8),
-                      row.token == lease.fencingToken, row.expiresAt > now else {
+                    row.token == lease.fencingToken, row.expiresAt > now
+                else {
                     throw OAuthError(OAuthError.leaseLost, "lease \(lease.name) expired or was taken over")
                 }
             }
@@ -109,12 +114,15 @@ public final class InMemorySessionStorage: SessionStorage {
             let taken: SessionLease? = state.withLock { state in
                 let previous = state.leases[name]
                 if let previous, previous.expiresAt > now { return nil }
-                let row = LeaseRow(holder: holder, token: (previous?.token ?? 0) + 1, expiresAt: now.addingTimeInterval(ttl))
+                let row = LeaseRow(
+                    holder: holder, token: (previous?.token ?? 0) + 1, expiresAt: now.addingTimeInterval(ttl))
                 state.leases[name] = row
                 return SessionLease(name: name, holder: holder, fencingToken: row.token, expiresAt: row.expiresAt)
             }
             if let taken { return taken }
-            guard now < deadline else { throw OAuthError(OAuthError.leaseBusy, "lease \(name) is held by another holder") }
+            guard now < deadline else {
+                throw OAuthError(OAuthError.leaseBusy, "lease \(name) is held by another holder")
+            }
             try await Task.sleep(nanoseconds: delay)
             delay = min(delay * 2, 50_000_000)
         }
@@ -124,18 +132,22 @@ public final class InMemorySessionStorage: SessionStorage {
         let now = clock()
         return try state.withLock { (state) throws(OAuthError) -> SessionLease in
             guard var row = state.leases[lease.name], row.holder.utf8.elementsEqual(lease.holder.utf8),
-                  row.token == lease.fencingToken, row.expiresAt > now else {
+                row.token == lease.fencingToken, row.expiresAt > now
+            else {
                 throw OAuthError(OAuthError.leaseLost, "lease \(lease.name) expired or was taken over")
             }
             row.expiresAt = now.addingTimeInterval(ttl)
             state.leases[lease.name] = row
-            return SessionLease(name: lease.name, holder: lease.holder, fencingToken: lease.fencingToken, expiresAt: row.expiresAt)
+            return SessionLease(
+                name: lease.name, holder: lease.holder, fencingToken: lease.fencingToken, expiresAt: row.expiresAt)
         }
     }
 
     public func releaseLease(_ lease: SessionLease) async throws {
         state.withLock { state in
-            if let row = state.leases[lease.name], row.holder.utf8.elementsEqual(lease.holder.utf8), row.token == lease.fencingToken {
+            if let row = state.leases[lease.name], row.holder.utf8.elementsEqual(lease.holder.utf8),
+                row.token == lease.fencingToken
+            {
                 state.leases[lease.name]?.expiresAt = .distantPast
             }
         }

@@ -57,9 +57,11 @@ public struct OAuthSession: Sendable, Codable, Hashable {
     public var registration: RegisteredClient?
 
     /// A session.
-    public init(issuer: String, clientID: String, tokens: TokenSet, state: State = .active, subject: String? = nil,
-                attributes: [String: String] = [:], updatedAt: Date = Date(), resource: String? = nil,
-                registration: RegisteredClient? = nil) {
+    public init(
+        issuer: String, clientID: String, tokens: TokenSet, state: State = .active, subject: String? = nil,
+        attributes: [String: String] = [:], updatedAt: Date = Date(), resource: String? = nil,
+        registration: RegisteredClient? = nil
+    ) {
         self.issuer = issuer
         self.clientID = clientID
         self.tokens = tokens
@@ -78,13 +80,14 @@ public struct OAuthSession: Sendable, Codable, Hashable {
     /// A session holding only a client registration, before its first login: `needsReauthentication`
     /// with no tokens (never handed out), so the registration survives a login that did not finish.
     public static func registrationOnly(_ registration: RegisteredClient, resource: String?) -> OAuthSession {
-        OAuthSession(issuer: registration.issuer, clientID: registration.clientID, tokens: TokenSet(accessToken: ""),
-                     state: .needsReauthentication, resource: resource, registration: registration)
+        OAuthSession(
+            issuer: registration.issuer, clientID: registration.clientID, tokens: TokenSet(accessToken: ""),
+            state: .needsReauthentication, resource: resource, registration: registration)
     }
 
     enum CodingKeys: String, CodingKey {
         case issuer, clientID, tokens, state, subject, attributes, updatedAt, resource, registration
-        case profile   // written by Moose 0.1: issuer and client inside an embedded CLI profile
+        case profile // written by Moose 0.1: issuer and client inside an embedded CLI profile
     }
 
     /// The session attribute naming the grant a login used when a refresh cannot come from a refresh
@@ -112,7 +115,8 @@ public struct OAuthSession: Sendable, Codable, Hashable {
             issuer = legacy.issuer
             clientID = legacy.clientID
             if attributes[Self.legacyProfileAttribute] == nil,
-               let raw = try? container.decode(RawJSON.self, forKey: .profile).text {
+                let raw = try? container.decode(RawJSON.self, forKey: .profile).text
+            {
                 attributes[Self.legacyProfileAttribute] = raw
             }
         }

@@ -39,7 +39,8 @@ public protocol SessionStorage: Sendable {
     /// `expectedGeneration` (`nil`: only if nothing is stored) and, with `lease`, only while it is
     /// held. Returns the new generation. Throws `storageConflict` or `leaseLost` otherwise.
     @discardableResult
-    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws -> Int64
+    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?, lease: SessionLease?) async throws
+        -> Int64
 
     /// Writes `session` under `key` whatever is stored (a new login) — a damaged row included.
     /// Returns the new generation.
@@ -133,6 +134,7 @@ public struct SessionLease: Sendable, Hashable, CustomStringConvertible {
 
     /// `true` when `other` is the same acquisition (byte-for-byte holder, same name and token).
     public func isSameAcquisition(as other: SessionLease) -> Bool {
-        name.utf8.elementsEqual(other.name.utf8) && holder.utf8.elementsEqual(other.holder.utf8) && fencingToken == other.fencingToken
+        name.utf8.elementsEqual(other.name.utf8) && holder.utf8.elementsEqual(other.holder.utf8)
+            && fencingToken == other.fencingToken
     }
 }

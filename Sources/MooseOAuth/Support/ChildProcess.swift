@@ -12,10 +12,13 @@ package enum ChildProcess {
     /// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time since Swift's Glibc module
     /// lacks it) or `POSIX_SPAWN_CLOEXEC_DEFAULT` to `attributes` (Darwin). `false` when this C
     /// library cannot: the caller must then not start the program.
-    package static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t, _ attributes: inout posix_spawnattr_t) -> Bool {
+    package static func closeInheritedDescriptors(
+        _ actions: inout posix_spawn_file_actions_t, _ attributes: inout posix_spawnattr_t
+    ) -> Bool {
         #if os(Linux)
         typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-        guard let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return false }
+        guard let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        else { return false }
         return unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3) == 0
         #elseif canImport(Darwin)
         return posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT)) == 0
@@ -42,7 +45,8 @@ extension ChildProcess {
         sigfillset(&all)
         sigdelset(&all, SIGKILL)
         sigdelset(&all, SIGSTOP)
-        return posix_spawnattr_setsigmask(&attributes, &empty) == 0 && posix_spawnattr_setsigdefault(&attributes, &all) == 0
+        return posix_spawnattr_setsigmask(&attributes, &empty) == 0
+            && posix_spawnattr_setsigdefault(&attributes, &all) == 0
             && addFlags(Int32(POSIX_SPAWN_SETSIGMASK) | Int32(POSIX_SPAWN_SETSIGDEF), &attributes)
     }
 

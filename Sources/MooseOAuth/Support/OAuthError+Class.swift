@@ -31,18 +31,20 @@ extension OAuthError {
 
     /// Every code this version of Moose defines, for docs and exhaustive checks.
     public static let allCodes: [Code] = [
-        discovery, issuerMismatch, missingEndpoint, invalidGrant, invalidClient, server, invalidResponse, transient, tls,
+        discovery, issuerMismatch, missingEndpoint, invalidGrant, invalidClient, server, invalidResponse, transient,
+        tls,
         workloadIdentity, accessDenied, stateMismatch, invalidIDToken, expiredToken, timedOut, invalidConfiguration,
         subjectMismatch, needsLogin, storeUnavailable, renewalRefused, sessionDamaged, insecureEndpoint, unsafeValue,
         issuerMismatchInResponse, storageConflict, leaseLost, leaseBusy, pkceNotSupported, registration, refreshLimit,
-        offline, insufficientScope, tokenRejected,
+        offline, insufficientScope, tokenRejected
     ]
 
     /// The class of `code` (an unknown code — an app's own — is `misconfigured`).
     public static func errorClass(of code: Code) -> Class {
         switch code {
-        case transient, timedOut, offline, storeUnavailable, storageConflict, leaseLost, leaseBusy, renewalRefused, refreshLimit,
-             tokenRejected:
+        case transient, timedOut, offline, storeUnavailable, storageConflict, leaseLost, leaseBusy, renewalRefused,
+            refreshLimit,
+            tokenRejected:
             .retryable
         case invalidGrant, needsLogin, sessionDamaged, accessDenied, expiredToken, insufficientScope:
             .needsLogin

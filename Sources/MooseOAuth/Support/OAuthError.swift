@@ -54,9 +54,11 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
 
     /// An error; storages and user agents of an app's own throw these too (for example
     /// `OAuthError(OAuthError.storageConflict, "…")`, as the storage contract asks).
-    public init(_ code: Code, _ message: String, oauthError: String? = nil, errorDescription: String? = nil,
-         errorURI: String? = nil, status: Int? = nil, underlying: (any Error & Sendable)? = nil, scope: String? = nil,
-         challenges: [AuthenticationChallenge] = []) {
+    public init(
+        _ code: Code, _ message: String, oauthError: String? = nil, errorDescription: String? = nil,
+        errorURI: String? = nil, status: Int? = nil, underlying: (any Error & Sendable)? = nil, scope: String? = nil,
+        challenges: [AuthenticationChallenge] = []
+    ) {
         self.code = code
         self.message = message
         self.oauthError = oauthError

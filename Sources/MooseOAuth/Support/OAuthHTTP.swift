@@ -16,12 +16,17 @@ enum OAuthHTTP {
     static let context = HTTPMiddlewareContext(isRetryable: false, requiresAuthentication: false)
 
     /// Sends `request`; the response comes back whatever its status. `what` names the endpoint in errors.
-    static func send(_ request: APIRequest, over transport: any HTTPTransport, logger: Logger?, what: String) async throws -> APIResponse {
+    static func send(_ request: APIRequest, over transport: any HTTPTransport, logger: Logger?, what: String)
+        async throws -> APIResponse
+    {
         do {
-            return try await APIClient(transport: transport, retryPolicy: .none, logger: logger).send(request, context: context)
+            return try await APIClient(transport: transport, retryPolicy: .none, logger: logger).send(
+                request, context: context)
         } catch let error as HTTPRequestError where error.code == HTTPRequestError.notTLS {
             // Not a certificate problem: https to a port that speaks plain http.
-            throw OAuthError(OAuthError.tls, "\(what): \(error.message); is the URL's scheme (https) or port wrong?", underlying: error)
+            throw OAuthError(
+                OAuthError.tls, "\(what): \(error.message); is the URL's scheme (https) or port wrong?",
+                underlying: error)
         } catch let error as HTTPRequestError where error.code == HTTPRequestError.tls {
             throw OAuthError(OAuthError.tls, "\(what): the TLS connection failed (\(error.message))", underlying: error)
         } catch let error as HTTPRequestError {

@@ -21,7 +21,10 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
     public let dpopKey: DPoPKey?
 
     /// A token (coordinators make these; tests and adapters may too).
-    public init(value: String, tokenType: String = "Bearer", expiresAt: Date? = nil, generation: Int64 = 0, dpopKey: DPoPKey? = nil) {
+    public init(
+        value: String, tokenType: String = "Bearer", expiresAt: Date? = nil, generation: Int64 = 0,
+        dpopKey: DPoPKey? = nil
+    ) {
         self.value = value
         self.tokenType = tokenType
         self.expiresAt = expiresAt
@@ -31,8 +34,9 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
 
     /// A coordinator's token for `tokens`.
     init(_ tokens: TokenSet, generation: Int64) {
-        self.init(value: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: tokens.expiresAt, generation: generation,
-                  dpopKey: tokens.dpopKey)
+        self.init(
+            value: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: tokens.expiresAt, generation: generation,
+            dpopKey: tokens.dpopKey)
     }
 
     /// `true` for a token the server bound to a DPoP key: it is sent as `Authorization: DPoP …`
@@ -50,9 +54,12 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
         fields[.authorization] = try checkedAuthorizationHeader()
         if isDPoPBound {
             guard let dpopKey else {
-                throw OAuthError(OAuthError.needsLogin, "the access token is bound to a DPoP key that is not here (RFC 9449): log in again")
+                throw OAuthError(
+                    OAuthError.needsLogin,
+                    "the access token is bound to a DPoP key that is not here (RFC 9449): log in again")
             }
-            fields[.dpop] = try dpopKey.proof(method: method, url: url, accessToken: value, nonce: DPoPNonces.nonce(for: url))
+            fields[.dpop] = try dpopKey.proof(
+                method: method, url: url, accessToken: value, nonce: DPoPNonces.nonce(for: url))
         }
         return fields
     }
@@ -60,13 +67,19 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
     /// Sends `request` presenting this token (`authorizationFields`); for a DPoP-bound token, a
     /// resource server's `use_dpop_nonce` challenge (RFC 9449 §9) is answered once with a new proof
     /// carrying the nonce it sent, and every `DPoP-Nonce` it sends is remembered for its origin.
-    public func send(_ request: APIRequest, with send: (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
+    public func send(_ request: APIRequest, with send: (APIRequest) async throws -> APIResponse) async throws
+        -> APIResponse
+    {
         var request = request
-        guard request.url != nil else { throw OAuthError(OAuthError.invalidConfiguration, "the request has no absolute URL") }
+        guard request.url != nil else {
+            throw OAuthError(OAuthError.invalidConfiguration, "the request has no absolute URL")
+        }
         request.headerFields[.authorization] = try checkedAuthorizationHeader()
         guard isDPoPBound else { return try await send(request) }
         guard let dpopKey else {
-            throw OAuthError(OAuthError.needsLogin, "the access token is bound to a DPoP key that is not here (RFC 9449): log in again")
+            throw OAuthError(
+                OAuthError.needsLogin,
+                "the access token is bound to a DPoP key that is not here (RFC 9449): log in again")
         }
         // The one nonce rule (DPoPKey.send): a proof per attempt, one resend when the server asks for a nonce.
         return try await dpopKey.send(request, accessToken: value, send)
@@ -82,8 +95,10 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: `OAuthError.unsafeValue`.
     public func checkedAuthorizationHeader() throws -> String {
         guard TokenCharacters.isB64Token(value), TokenCharacters.isHTTPToken(tokenType) else {
-            throw OAuthError(OAuthError.unsafeValue,
-                             "the access token (or its type) has characters outside RFC 6750's b64token set; it is not sent as a header")
+            throw OAuthError(
+                OAuthError.unsafeValue,
+                "the access token (or its type) has characters outside RFC 6750's b64token set; it is not sent as a header"
+            )
         }
         return authorizationHeader
     }

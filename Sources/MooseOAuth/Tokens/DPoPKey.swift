@@ -39,7 +39,8 @@ public struct DPoPKey: Sendable, Codable, Hashable, CustomStringConvertible {
         case .es256: spec = .ec(.p256)
         case .eddsa: spec = .ed25519
         case .rs256: spec = .rsa(bits: 2048)
-        default: throw OAuthError(OAuthError.invalidConfiguration, "DPoP keys are ES256, EdDSA or RS256, not \(algorithm)")
+        default:
+            throw OAuthError(OAuthError.invalidConfiguration, "DPoP keys are ES256, EdDSA or RS256, not \(algorithm)")
         }
         return try DPoPKey(privateKeyPEM: PrivateKey.generate(spec).pemRepresentation(), algorithm: algorithm)
     }
@@ -63,7 +64,8 @@ public struct DPoPKey: Sendable, Codable, Hashable, CustomStringConvertible {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let name = try container.decode(String.self, forKey: .algorithm)
         guard let algorithm = JWTAlgorithm(rawValue: name) else {
-            throw DecodingError.dataCorruptedError(forKey: .algorithm, in: container, debugDescription: "unknown DPoP algorithm")
+            throw DecodingError.dataCorruptedError(
+                forKey: .algorithm, in: container, debugDescription: "unknown DPoP algorithm")
         }
         try self.init(privateKeyPEM: container.decode(String.self, forKey: .privateKeyPEM), algorithm: algorithm)
     }
@@ -74,7 +76,9 @@ public struct DPoPKey: Sendable, Codable, Hashable, CustomStringConvertible {
         try container.encode(privateKeyPEM, forKey: .privateKeyPEM)
     }
 
-    public static func == (lhs: DPoPKey, rhs: DPoPKey) -> Bool { lhs.thumbprint.utf8.elementsEqual(rhs.thumbprint.utf8) }
+    public static func == (lhs: DPoPKey, rhs: DPoPKey) -> Bool {
+        lhs.thumbprint.utf8.elementsEqual(rhs.thumbprint.utf8)
+    }
     public func hash(into hasher: inout Hasher) { hasher.combine(thumbprint) }
 
     /// `DPoPKey(ES256, jkt …)`: never the private key.
@@ -87,13 +91,18 @@ public struct DPoPKey: Sendable, Codable, Hashable, CustomStringConvertible {
     /// SHA-256 of the access token) when presenting one to a resource server.
     ///
     /// - Throws: `invalidConfiguration` for a URL a proof cannot name (relative, with user information).
-    public func proof(method: HTTPRequest.Method, url: URL, accessToken: String? = nil, nonce: String? = nil,
-                      at date: Date = Date()) throws -> String {
+    public func proof(
+        method: HTTPRequest.Method, url: URL, accessToken: String? = nil, nonce: String? = nil,
+        at date: Date = Date()
+    ) throws -> String {
         do {
-            return try DPoP.proof(signer: signer, publicJWK: publicJWK, method: method.rawValue, url: url.absoluteString,
-                                  accessToken: accessToken, nonce: nonce, at: date)
+            return try DPoP.proof(
+                signer: signer, publicJWK: publicJWK, method: method.rawValue, url: url.absoluteString,
+                accessToken: accessToken, nonce: nonce, at: date)
         } catch let error as JWTError where error.code == JWTError.malformed {
-            throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs an absolute URL (\(error.message))", underlying: error)
+            throw OAuthError(
+                OAuthError.invalidConfiguration, "a DPoP proof needs an absolute URL (\(error.message))",
+                underlying: error)
         }
     }
 }
@@ -101,13 +110,20 @@ public struct DPoPKey: Sendable, Codable, Hashable, CustomStringConvertible {
 extension DPoPKey {
     /// Sends `request` with a fresh proof in its `DPoP` header (carrying the origin's last nonce and,
     /// for a resource request, `ath` of `accessToken`), by the one nonce rule (`DPoPNonces.send`).
-    func send(_ request: APIRequest, accessToken: String? = nil,
-              _ send: (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
+    func send(
+        _ request: APIRequest, accessToken: String? = nil,
+        _ send: (APIRequest) async throws -> APIResponse
+    ) async throws -> APIResponse {
         var request = request
-        guard let url = request.url else { throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs an absolute URL") }
-        return try await DPoPNonces.send(to: url, asksForNonce: DPoPNonces.asksForNonce, nonce: { $0.headerFields[.dpopNonce] }) {
-            request.headerFields[.dpop] = try proof(method: request.method, url: url, accessToken: accessToken,
-                                                    nonce: DPoPNonces.nonce(for: url))
+        guard let url = request.url else {
+            throw OAuthError(OAuthError.invalidConfiguration, "a DPoP proof needs an absolute URL")
+        }
+        return try await DPoPNonces.send(
+            to: url, asksForNonce: DPoPNonces.asksForNonce, nonce: { $0.headerFields[.dpopNonce] }
+        ) {
+            request.headerFields[.dpop] = try proof(
+                method: request.method, url: url, accessToken: accessToken,
+                nonce: DPoPNonces.nonce(for: url))
             return try await send(request)
         }
     }

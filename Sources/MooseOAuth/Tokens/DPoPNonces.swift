@@ -31,10 +31,10 @@ public enum DPoPNonces {
     /// Remembers a `DPoP-Nonce` value from `url`'s origin, if well-formed (NQCHAR, at most 1 KiB).
     public static func remember(_ nonce: String, from url: URL) {
         guard let origin = origin(url), !nonce.isEmpty, nonce.utf8.count <= 1024,
-              nonce.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
+            nonce.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
         else { return }
         nonces.withLock { entries in
-            if entries.count > 1024 { entries.removeAll() }   // bounded: a process talks to few origins
+            if entries.count > 1024 { entries.removeAll() } // bounded: a process talks to few origins
             entries[origin] = nonce
         }
     }
@@ -54,7 +54,8 @@ public enum DPoPNonces {
                 $0.hasScheme("DPoP") && $0["error"].map { Array($0.utf8) == Array("use_dpop_nonce".utf8) } == true
             }
         }
-        guard response.status.code == 400, case .object(let object)? = try? JSONValue(parsing: Array(response.body)) else { return false }
+        guard response.status.code == 400, case .object(let object)? = try? JSONValue(parsing: Array(response.body))
+        else { return false }
         return object["error"]?.stringValue.map { Array($0.utf8) == Array("use_dpop_nonce".utf8) } == true
     }
 }
@@ -66,9 +67,11 @@ extension DPoPNonces {
     /// origin gave last); the nonce an answer carries is remembered for that origin; an answer that
     /// asks for a nonce is discarded and the request sent once more — once, never a loop — when the
     /// request can be sent again.
-    package nonisolated(nonsending) static func send<Response>(to url: URL, canResend: Bool = true, asksForNonce: (Response) -> Bool, nonce: (Response) -> String?,
-                               discard: (Response) async -> Void = { _ in },
-                               _ attempt: () async throws -> Response) async throws -> Response {
+    package nonisolated(nonsending) static func send<Response>(
+        to url: URL, canResend: Bool = true, asksForNonce: (Response) -> Bool, nonce: (Response) -> String?,
+        discard: (Response) async -> Void = { _ in },
+        _ attempt: () async throws -> Response
+    ) async throws -> Response {
         // Inline, not a nested function: this runs on the caller's actor (`nonisolated(nonsending)`),
         // so an actor's `attempt` (MooseMCP's transport) is called where it lives.
         let first = try await attempt()

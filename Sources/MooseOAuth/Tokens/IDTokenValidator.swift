@@ -38,9 +38,11 @@ public struct IDTokenValidator: Sendable {
     public var clock: @Sendable () -> Date
 
     /// A validator. HMAC algorithms in `algorithms` are kept only when `clientSecret` is given.
-    public init(issuer: String, clientID: String, jwks: JWKSCache, algorithms: Set<JWTAlgorithm> = [.rs256],
-                trustedAudiences: Set<String> = [], clientSecret: String? = nil,
-                leeway: TimeInterval = 60, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        issuer: String, clientID: String, jwks: JWKSCache, algorithms: Set<JWTAlgorithm> = [.rs256],
+        trustedAudiences: Set<String> = [], clientSecret: String? = nil,
+        leeway: TimeInterval = 60, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.issuer = issuer
         self.clientID = clientID
         self.jwks = jwks
@@ -66,39 +68,52 @@ public struct IDTokenValidator: Sendable {
     /// comes from the token response's `Date` header; logged when used), and checks `at_hash`
     /// against `accessToken` when the token carries one (OIDC Core 3.1.3.8, 3.2.2.9).
     @discardableResult
-    public func validate(_ token: String, nonce: String?, accessToken: String? = nil,
-                         serverClockOffset: TimeInterval?, logger: Logger? = nil) async throws -> JWTClaims {
+    public func validate(
+        _ token: String, nonce: String?, accessToken: String? = nil,
+        serverClockOffset: TimeInterval?, logger: Logger? = nil
+    ) async throws -> JWTClaims {
         var clock = self.clock
         if let offset = serverClockOffset, offset.isFinite, abs(offset) > leeway {
             let base = self.clock
             clock = { base().addingTimeInterval(offset) }
-            logger?.warning("local clock differs from \(issuer)'s by \(Int64(saturating: offset)) s; judging the ID token by the provider's clock")
+            logger?.warning(
+                "local clock differs from \(issuer)'s by \(Int64(saturating: offset)) s; judging the ID token by the provider's clock"
+            )
         }
         let header: JOSEHeader
-        do { header = try JWS(compact: token).header } catch { throw invalid("ID token is malformed: \(error.message)", error) }
+        do { header = try JWS(compact: token).header } catch {
+            throw invalid("ID token is malformed: \(error.message)", error)
+        }
         let algorithm = header.knownAlgorithm
         let keys: [JWTKey]
         if let algorithm, algorithm.keyFamily == .hmac {
             // OIDC Core §10.1: the key is the client secret's UTF-8 octets — only when opted in.
             guard let clientSecret, algorithms.contains(algorithm) else {
-                throw invalid("ID token is signed with \(algorithm) and this client did not opt in to HMAC ID tokens", nil)
+                throw invalid(
+                    "ID token is signed with \(algorithm) and this client did not opt in to HMAC ID tokens", nil)
             }
             keys = [JWTKey(secret: Array(clientSecret.utf8), algorithm: algorithm)]
         } else {
             keys = try await jwks.keys(for: header.keyID)
         }
         // Rules 2–3, 9, 10 (iss, aud, exp, iat) and 6–7 (alg, signature) through the JWT verifier.
-        let verifier = JWTVerifier(keys: keys, allowedAlgorithms: algorithms,
-                                   validation: ClaimValidation(issuer: issuer, audiences: [clientID], leeway: leeway,
-                                                               requiredClaims: ["iss", "sub", "aud", "exp", "iat"], clock: clock))
+        let verifier = JWTVerifier(
+            keys: keys, allowedAlgorithms: algorithms,
+            validation: ClaimValidation(
+                issuer: issuer, audiences: [clientID], leeway: leeway,
+                requiredClaims: ["iss", "sub", "aud", "exp", "iat"], clock: clock))
         let jwt: JWT
         do { jwt = try verifier.verify(token) } catch { throw invalid("ID token rejected: \(error.message)", error) }
         let claims = jwt.claims
         let audience = claims.audience ?? []
         func same(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
         // Rule 3 (errata set 2): no audience the client does not trust.
-        if let untrusted = audience.first(where: { value in !same(value, clientID) && !trustedAudiences.contains { same($0, value) } }) {
-            throw invalid("ID token is also meant for \(untrusted), an audience this client does not trust (OIDC Core 3.1.3.7 rule 3)", nil)
+        if let untrusted = audience.first(where: { value in
+            !same(value, clientID) && !trustedAudiences.contains { same($0, value) }
+        }) {
+            throw invalid(
+                "ID token is also meant for \(untrusted), an audience this client does not trust (OIDC Core 3.1.3.7 rule 3)",
+                nil)
         }
         // Rules 4–5: with several audiences, azp should be present; when present it must be this client.
         let azp = claims["azp"]?.stringValue
@@ -121,7 +136,8 @@ public struct IDTokenValidator: Sendable {
             let digest = (algorithm.hash ?? .sha512).hash(Array(accessToken.utf8))
             let expected = Base64URL.encode(Array(digest.prefix(digest.count / 2)))
             guard ConstantTime.equals(Array(expected.utf8), Array(atHash.utf8)) else {
-                throw invalid("ID token at_hash does not match the access token that came with it (OIDC Core 3.1.3.8)", nil)
+                throw invalid(
+                    "ID token at_hash does not match the access token that came with it (OIDC Core 3.1.3.8)", nil)
             }
         }
         return claims

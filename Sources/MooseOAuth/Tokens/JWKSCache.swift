@@ -19,8 +19,10 @@ public actor JWKSCache {
         public var save: @Sendable ([UInt8], Date) -> Void
 
         /// A persistence.
-        public init(load: @escaping @Sendable () -> (document: [UInt8], fetchedAt: Date)?,
-                    save: @escaping @Sendable ([UInt8], Date) -> Void) {
+        public init(
+            load: @escaping @Sendable () -> (document: [UInt8], fetchedAt: Date)?,
+            save: @escaping @Sendable ([UInt8], Date) -> Void
+        ) {
             self.load = load
             self.save = save
         }
@@ -58,7 +60,9 @@ public actor JWKSCache {
             fetchedAt = saved.fetchedAt
         }
         if fetchedAt == nil { keys = try await refetch() }
-        if let kid, !keys.contains(where: { $0.keyID == kid }), let last = fetchedAt, Date().timeIntervalSince(last) >= cooldown {
+        if let kid, !keys.contains(where: { $0.keyID == kid }), let last = fetchedAt,
+            Date().timeIntervalSince(last) >= cooldown
+        {
             keys = try await refetch()
         }
         return keys
@@ -68,11 +72,13 @@ public actor JWKSCache {
         if let inFlight { return try await inFlight.value }
         let url = self.url, transport = self.transport, persistence = self.persistence
         let task = Task { () throws -> [JWTKey] in
-            let response = try await OAuthHTTP.send(APIRequest(url: url, headerFields: [.accept: "application/json"], timeout: 15),
-                                                    over: transport, logger: nil, what: url.redactedForLogs)
+            let response = try await OAuthHTTP.send(
+                APIRequest(url: url, headerFields: [.accept: "application/json"], timeout: 15),
+                over: transport, logger: nil, what: url.redactedForLogs)
             guard response.status.code == 200 else {
-                throw OAuthError(response.status.code >= 500 ? OAuthError.transient : OAuthError.discovery,
-                                 "\(url.redactedForLogs) answered HTTP \(response.status.code)", status: response.status.code)
+                throw OAuthError(
+                    response.status.code >= 500 ? OAuthError.transient : OAuthError.discovery,
+                    "\(url.redactedForLogs) answered HTTP \(response.status.code)", status: response.status.code)
             }
             let keys = try JWKSCache.parse(Array(response.body))
             persistence?.save(Array(response.body), Date())

@@ -52,8 +52,10 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
     }
 
     /// A token set.
-    public init(accessToken: String, tokenType: String = "Bearer", refreshToken: String? = nil, idToken: String? = nil,
-                expiresAt: Date? = nil, scopes: [String] = [], requestedAt: Date = Date(), resource: String? = nil) {
+    public init(
+        accessToken: String, tokenType: String = "Bearer", refreshToken: String? = nil, idToken: String? = nil,
+        expiresAt: Date? = nil, scopes: [String] = [], requestedAt: Date = Date(), resource: String? = nil
+    ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.refreshToken = refreshToken
@@ -94,8 +96,10 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
     /// Whether the access token is valid long enough: for `minimumValidity` seconds, capped at
     /// `maximumMarginFraction` of its own lifetime. The one "valid long enough" rule — the
     /// coordinator's (`RefreshCoordinator.accessToken(minimumValidity:)`) and `moose token`'s.
-    public func isValidLongEnough(_ minimumValidity: TimeInterval, maximumMarginFraction: Double = defaultMaximumMarginFraction,
-                                  at now: Date = Date()) -> Bool {
+    public func isValidLongEnough(
+        _ minimumValidity: TimeInterval, maximumMarginFraction: Double = defaultMaximumMarginFraction,
+        at now: Date = Date()
+    ) -> Bool {
         isValid(for: margin(minimumValidity, cappedAt: maximumMarginFraction), at: now)
     }
 

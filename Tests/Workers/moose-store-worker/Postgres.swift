@@ -50,8 +50,11 @@ func postgresTokens(_ arguments: [String]) async {
             }
             let transport = DelayedTokenTransport(CurlTransport(), delay: delay)
             let metadata = try await Discovery(transport: transport).metadata(for: session.issuer)
-            let client = OAuthClient(metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
-            let coordinator = RefreshCoordinator(key: profile, storage: storage, configuration: configuration, current: session) {
+            let client = OAuthClient(
+                metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
+            let coordinator = RefreshCoordinator(
+                key: profile, storage: storage, configuration: configuration, current: session
+            ) {
                 try await client.refresh($0)
             }
             let values = try await withThrowingTaskGroup(of: String.self) { group in

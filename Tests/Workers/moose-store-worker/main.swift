@@ -58,8 +58,9 @@ do {
         let count = command == "write" ? (Int(arguments[5]) ?? 0) : Int.max
         var index = 0
         while index < count {
-            try store.put(Array("value \(worker) \(index) ".utf8) + [UInt8](repeating: UInt8(index % 251), count: 64),
-                          namespace: "worker-\(worker)", name: "item-\(index)")
+            try store.put(
+                Array("value \(worker) \(index) ".utf8) + [UInt8](repeating: UInt8(index % 251), count: 64),
+                namespace: "worker-\(worker)", name: "item-\(index)")
             say("ok \(index)")
             index += 1
         }
@@ -85,8 +86,11 @@ do {
         guard let session = try sessions.loadNow(profile)?.session else { say("no session \(profile)"); exit(1) }
         let transport = CurlTransport()
         let metadata = try await Discovery(transport: transport).metadata(for: session.issuer)
-        let client = OAuthClient(metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
-        let coordinator = RefreshCoordinator(key: profile, storage: sessions, current: session) { try await client.refresh($0) }
+        let client = OAuthClient(
+            metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
+        let coordinator = RefreshCoordinator(key: profile, storage: sessions, current: session) {
+            try await client.refresh($0)
+        }
         let values = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<tasks { group.addTask { try await coordinator.accessToken().value } }
             var seen = Set<String>()
@@ -116,10 +120,13 @@ do {
             return try await Discovery(transport: transport).metadata(for: session.issuer)
         }
         let metadata = try await discover()
-        let client = OAuthClient(metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
+        let client = OAuthClient(
+            metadata: metadata, clientID: session.clientID, authentication: .none, transport: transport)
         var configuration = RefreshCoordinator.Configuration()
         configuration.reachability = reachability
-        let coordinator = RefreshCoordinator(key: profile, storage: sessions, configuration: configuration, current: session) {
+        let coordinator = RefreshCoordinator(
+            key: profile, storage: sessions, configuration: configuration, current: session
+        ) {
             try await client.refresh($0)
         }
         let events = coordinator.events

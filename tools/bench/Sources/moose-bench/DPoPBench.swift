@@ -34,23 +34,32 @@ enum DPoPBench {
         defer { floor_free_key(floorKey) }
         var raw = [UInt8](repeating: 0, count: 64)
         var sink = 0
-        let stats = try await compare(["floor", "moose"], batch: 2000, [
-            { n in
-                for _ in 0..<n {
-                    let input = Base64URL.encode(headerBytes) + "." + Base64URL.encode(claimBytes)
-                    let bytes = Array(input.utf8)
-                    _ = floor_es256_sign(floorKey, bytes, bytes.count, &raw)
-                    sink &+= (input + "." + Base64URL.encode(raw)).utf8.count
+        let stats = try await compare(
+            ["floor", "moose"], batch: 2000,
+            [
+                { n in
+                    for _ in 0..<n {
+                        let input = Base64URL.encode(headerBytes) + "." + Base64URL.encode(claimBytes)
+                        let bytes = Array(input.utf8)
+                        _ = floor_es256_sign(floorKey, bytes, bytes.count, &raw)
+                        sink &+= (input + "." + Base64URL.encode(raw)).utf8.count
+                    }
+                },
+                { n in
+                    for _ in 0..<n {
+                        sink &+= try key.proof(method: .get, url: url, accessToken: token, nonce: "n").utf8.count
+                    }
                 }
-            },
-            { n in for _ in 0..<n { sink &+= try key.proof(method: .get, url: url, accessToken: token, nonce: "n").utf8.count } },
-        ])
+            ])
         blackHole(sink)
         let floor = stats["floor"]!.median, moose = stats["moose"]!.median
         print("\n## DPoP proof (ES256), µs per proof, median of 25 rounds\n")
-        print("| libcrypto ES256 sign + base64url (floor) | `DPoPKey.proof` (jti, claims, JSON, sign) | ratio | target |")
+        print(
+            "| libcrypto ES256 sign + base64url (floor) | `DPoPKey.proof` (jti, claims, JSON, sign) | ratio | target |")
         print("|---|---|---|---|")
-        print("| \(String(format: "%.2f", floor / 1000)) | \(String(format: "%.2f", moose / 1000)) | \(String(format: "%.2fx", moose / floor)) | ≤ 1.3x |")
+        print(
+            "| \(String(format: "%.2f", floor / 1000)) | \(String(format: "%.2f", moose / 1000)) | \(String(format: "%.2fx", moose / floor)) | ≤ 1.3x |"
+        )
 
         // A request through APIClient + AuthMiddleware: DPoP-bound token against a bearer one, same server.
         let (server, base) = try HTTPBench.startServer(root: root)
@@ -68,17 +77,23 @@ enum DPoPBench {
             var requiresAuthentication: Bool { true }
         }
         let transport = URLSessionTransport()
-        let bearerClient = APIClient(transport: transport, middlewares: [AuthMiddleware(coordinator: coordinator(bearer))], retryPolicy: .none)
-        let dpopClient = APIClient(transport: transport, middlewares: [AuthMiddleware(coordinator: coordinator(bound))], retryPolicy: .none)
+        let bearerClient = APIClient(
+            transport: transport, middlewares: [AuthMiddleware(coordinator: coordinator(bearer))], retryPolicy: .none)
+        let dpopClient = APIClient(
+            transport: transport, middlewares: [AuthMiddleware(coordinator: coordinator(bound))], retryPolicy: .none)
         let endpoint = Echo(baseURL: base)
-        let requests = try await compare(["bearer", "dpop"], rounds: 15, batch: 100, [
-            { n in for _ in 0..<n { _ = try await bearerClient.send(endpoint) } },
-            { n in for _ in 0..<n { _ = try await dpopClient.send(endpoint) } },
-        ])
+        let requests = try await compare(
+            ["bearer", "dpop"], rounds: 15, batch: 100,
+            [
+                { n in for _ in 0..<n { _ = try await bearerClient.send(endpoint) } },
+                { n in for _ in 0..<n { _ = try await dpopClient.send(endpoint) } }
+            ])
         let bearerNs = requests["bearer"]!.median, dpopNs = requests["dpop"]!.median
         print("\n## A request through APIClient + AuthMiddleware: DPoP against Bearer (µs per request, local server)\n")
         print("| Bearer | DPoP (a fresh proof per request) | added | ratio |")
         print("|---|---|---|---|")
-        print("| \(String(format: "%.1f", bearerNs / 1000)) | \(String(format: "%.1f", dpopNs / 1000)) | \(String(format: "%.1f", (dpopNs - bearerNs) / 1000)) µs | \(String(format: "%.2fx", dpopNs / bearerNs)) |")
+        print(
+            "| \(String(format: "%.1f", bearerNs / 1000)) | \(String(format: "%.1f", dpopNs / 1000)) | \(String(format: "%.1f", (dpopNs - bearerNs) / 1000)) µs | \(String(format: "%.2fx", dpopNs / bearerNs)) |"
+        )
     }
 }

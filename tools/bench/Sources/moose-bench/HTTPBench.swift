@@ -29,7 +29,7 @@ enum HTTPBench {
     static func maxRSS() -> Int {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        return usage.ru_maxrss   // KiB on Linux
+        return usage.ru_maxrss // KiB on Linux
     }
 
     static func run(root: URL) async throws {
@@ -47,7 +47,7 @@ enum HTTPBench {
         let client = APIClient(transport: URLSessionTransport())
         let endpoint = Echo(baseURL: base)
         let url = base.appendingPathComponent("echo")
-        for _ in 0..<50 {   // warm up both connections
+        for _ in 0..<50 { // warm up both connections
             _ = try await bare.data(for: URLRequest(url: url))
             _ = try await client.send(endpoint)
         }
@@ -67,13 +67,18 @@ enum HTTPBench {
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let b = median(bareSamples), m = median(mooseSamples)
         print("\n## HTTP client overhead (GET /echo on 127.0.0.1, µs per request, median of 500)\n")
-        print("| bare URLSession | MooseHTTP `APIClient` (build, interceptors, retry policy, validation, log checks) | ratio | target |")
+        print(
+            "| bare URLSession | MooseHTTP `APIClient` (build, interceptors, retry policy, validation, log checks) | ratio | target |"
+        )
         print("|---|---|---|---|")
-        print("| \(String(format: "%.0f", b)) | \(String(format: "%.0f", m)) | \(String(format: "%.2fx", m / b)) | ≤ 1.10x |")
+        print(
+            "| \(String(format: "%.0f", b)) | \(String(format: "%.0f", m)) | \(String(format: "%.2fx", m / b)) | ≤ 1.10x |"
+        )
 
         let size = 100 << 20
         let bytesURL = base.appendingPathComponent("bytes").appending(queryItems: [.init(name: "n", value: "\(size)")])
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moose-bench-download-\(UUID().uuidString)")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moose-bench-download-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         let before = maxRSS()
         let transfer = try URLSessionTransport().download(APIRequest(url: bytesURL, timeout: 120), to: file)
@@ -86,6 +91,8 @@ enum HTTPBench {
         print("\n## 100 MiB download: peak memory growth (max RSS, MiB)\n")
         print("| MooseURLSession `download(to:)` (streamed to disk) | URLSession `data(for:)` (held in memory) |")
         print("|---|---|")
-        print("| \((afterDownload - before) / 1024) (file \(last?.completed ?? 0) bytes) | \((afterInMemory - afterDownload) / 1024) (\(data.count) bytes) |")
+        print(
+            "| \((afterDownload - before) / 1024) (file \(last?.completed ?? 0) bytes) | \((afterInMemory - afterDownload) / 1024) (\(data.count) bytes) |"
+        )
     }
 }

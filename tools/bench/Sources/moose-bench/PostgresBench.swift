@@ -27,7 +27,8 @@ enum PostgresBench {
             return
         }
         let key = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-pg-bench-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moose-pg-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         func url(_ schema: String, _ extra: String = "") -> String { base + "?schema=\(schema)" + extra }
         let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
@@ -54,8 +55,10 @@ enum PostgresBench {
     // MARK: - Helpers
 
     /// Runs `body` with storages that run (pools open) for its length.
-    static func withStorages<R>(_ urls: [String], key: MasterKeySource,
-                                _ body: ([PostgresSessionStorage]) async throws -> R) async throws -> R {
+    static func withStorages<R>(
+        _ urls: [String], key: MasterKeySource,
+        _ body: ([PostgresSessionStorage]) async throws -> R
+    ) async throws -> R {
         let storages = try urls.map { try PostgresSessionStorage(url: $0, masterKey: key) }
         let tasks = storages.map { storage in Task { await storage.run() } }
         defer { for task in tasks { task.cancel() } }
@@ -74,7 +77,9 @@ enum PostgresBench {
     }
 
     static func client(_ issuer: String, transport: any HTTPTransport) async throws -> OAuthClient {
-        OAuthClient(metadata: try await Discovery(transport: transport).metadata(for: issuer), clientID: "moose-cli", transport: transport)
+        OAuthClient(
+            metadata: try await Discovery(transport: transport).metadata(for: issuer), clientID: "moose-cli",
+            transport: transport)
     }
 
     /// A real login at the test provider (code + PKCE; tools/idp/headless_browser.py signs in).
@@ -87,10 +92,14 @@ enum PostgresBench {
             process.standardOutput = FileHandle.nullDevice
             try process.run()
         }
-        guard let jwks = client.metadata.jwksURI else { throw OAuthError(OAuthError.discovery, "the test provider names no jwks_uri") }
-        let validator = IDTokenValidator(issuer: client.metadata.issuer, clientID: client.clientID,
-                                         jwks: JWKSCache(url: jwks, transport: transport))
-        let flow = AuthorizationCodeFlow(client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
+        guard let jwks = client.metadata.jwksURI else {
+            throw OAuthError(OAuthError.discovery, "the test provider names no jwks_uri")
+        }
+        let validator = IDTokenValidator(
+            issuer: client.metadata.issuer, clientID: client.clientID,
+            jwks: JWKSCache(url: jwks, transport: transport))
+        let flow = AuthorizationCodeFlow(
+            client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator)
         return try await flow.authorize(AuthorizationParameters(scopes: ["openid"]))
     }
 
@@ -104,9 +113,11 @@ enum PostgresBench {
 
     /// A valid cached token: the coordinator never touches its storage, whichever it is.
     static func hotPath(_ url: String, key: MasterKeySource, folder: URL) async throws {
-        let tokens = TokenSet(accessToken: String(repeating: "a", count: 40), expiresAt: Date().addingTimeInterval(3600))
+        let tokens = TokenSet(
+            accessToken: String(repeating: "a", count: 40), expiresAt: Date().addingTimeInterval(3600))
         let session = OAuthSession(issuer: "https://x", clientID: "c", tokens: tokens)
-        let store = try SecretStore(path: folder.appendingPathComponent("hot.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        let store = try SecretStore(
+            path: folder.appendingPathComponent("hot.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
         let sqlite = EncryptedSessionStorage(store: store)
         try sqlite.replaceNow(session, key: "p")
         try await withStorages([url], key: key) { storages in
@@ -115,12 +126,16 @@ enum PostgresBench {
             let onPostgres = RefreshCoordinator(key: "p", storage: storages[0]) { $0 }
             _ = try await onSQLite.accessToken()
             _ = try await onPostgres.accessToken()
-            let stats = try await compare(["sqlite", "postgres"], rounds: 15, batch: 200_000, [
-                { n in for _ in 0..<n { blackHole(try await onSQLite.accessToken()) } },
-                { n in for _ in 0..<n { blackHole(try await onPostgres.accessToken()) } },
-            ])
+            let stats = try await compare(
+                ["sqlite", "postgres"], rounds: 15, batch: 200_000,
+                [
+                    { n in for _ in 0..<n { blackHole(try await onSQLite.accessToken()) } },
+                    { n in for _ in 0..<n { blackHole(try await onPostgres.accessToken()) } }
+                ])
             let s = stats["sqlite"]?.median ?? 0, p = stats["postgres"]?.median ?? 0
-            print("\n## PostgreSQL storage: the coordinator's hot path (valid cached token, ns per call, median of 15 rounds)\n")
+            print(
+                "\n## PostgreSQL storage: the coordinator's hot path (valid cached token, ns per call, median of 15 rounds)\n"
+            )
             print("| SQLite-backed coordinator | PostgreSQL-backed coordinator | ratio | target |")
             print("|---|---|---|---|")
             print("| \(f(s, 1)) | \(f(p, 1)) | \(f(p / s))x | unchanged (≈ 1.0x) |")
@@ -136,15 +151,21 @@ enum PostgresBench {
         let transport = URLSessionTransport()
         let client = try await client(issuer, transport: transport)
         var bareTokens = try await login(client, transport: transport)
-        let store = try SecretStore(path: folder.appendingPathComponent("one.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        let store = try SecretStore(
+            path: folder.appendingPathComponent("one.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
         let sqlite = EncryptedSessionStorage(store: store)
         try sqlite.replaceNow(expired(try await login(client, transport: transport), issuer: issuer), key: "p")
         var configuration = RefreshCoordinator.Configuration()
         configuration.refreshLimit = 10_000
         try await withStorages([url], key: key) { storages in
-            _ = try await storages[0].replace(expired(try await login(client, transport: transport), issuer: issuer), key: "p")
-            let onSQLite = RefreshCoordinator(key: "p", storage: sqlite, configuration: configuration) { try await client.refresh($0) }
-            let onPostgres = RefreshCoordinator(key: "p", storage: storages[0], configuration: configuration) { try await client.refresh($0) }
+            _ = try await storages[0].replace(
+                expired(try await login(client, transport: transport), issuer: issuer), key: "p")
+            let onSQLite = RefreshCoordinator(key: "p", storage: sqlite, configuration: configuration) {
+                try await client.refresh($0)
+            }
+            let onPostgres = RefreshCoordinator(key: "p", storage: storages[0], configuration: configuration) {
+                try await client.refresh($0)
+            }
             var bare: [Double] = [], lite: [Double] = [], postgres: [Double] = []
             for round in 0..<22 {
                 var t = DispatchTime.now().uptimeNanoseconds
@@ -156,11 +177,14 @@ enum PostgresBench {
                 t = DispatchTime.now().uptimeNanoseconds
                 _ = try await onPostgres.refreshNow()
                 let p = ms(t)
-                if round > 0 { bare.append(b); lite.append(l); postgres.append(p) }   // the first round warms up
+                if round > 0 { bare.append(b); lite.append(l); postgres.append(p) } // the first round warms up
             }
             let b = median(bare), l = median(lite), p = median(postgres)
-            print("\n## PostgreSQL storage: one refresh through the coordinator (ms, median of 21 interleaved rounds)\n")
-            print("| bare refresh_token grant | through SQLite | through PostgreSQL | PostgreSQL / SQLite | target | PostgreSQL / bare |")
+            print(
+                "\n## PostgreSQL storage: one refresh through the coordinator (ms, median of 21 interleaved rounds)\n")
+            print(
+                "| bare refresh_token grant | through SQLite | through PostgreSQL | PostgreSQL / SQLite | target | PostgreSQL / bare |"
+            )
             print("|---|---|---|---|---|---|")
             print("| \(f(b)) | \(f(l)) | \(f(p)) | \(f(p / l))x | ≤ 1.3x | \(f(p / b))x |")
         }
@@ -177,9 +201,11 @@ enum PostgresBench {
         let first = try await login(client, transport: transport)
         try await withStorages(Array(repeating: url + "&pool_max=4", count: 16), key: key) { storages in
             _ = try await storages[0].replace(expired(first, issuer: issuer), key: "p")
-            for storage in storages { _ = try await storage.load("p") }   // every pool has a connection
+            for storage in storages { _ = try await storage.load("p") } // every pool has a connection
             let deadline = Date().addingTimeInterval(10)
-            while !storages.allSatisfy(\.notificationsAreLive), Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+            while !storages.allSatisfy(\.notificationsAreLive), Date() < deadline {
+                try await Task.sleep(nanoseconds: 20_000_000)
+            }
             var bare: [Double] = [], herd: [Double] = []
             for round in 0..<8 {
                 var t = DispatchTime.now().uptimeNanoseconds
@@ -190,7 +216,9 @@ enum PostgresBench {
                 }
                 t = DispatchTime.now().uptimeNanoseconds
                 let values = try await withThrowingTaskGroup(of: String.self) { group in
-                    for replica in replicas { for _ in 0..<100 { group.addTask { try await replica.accessToken().value } } }
+                    for replica in replicas {
+                        for _ in 0..<100 { group.addTask { try await replica.accessToken().value } }
+                    }
                     var values = Set<String>()
                     for try await value in group { values.insert(value) }
                     return values
@@ -207,7 +235,9 @@ enum PostgresBench {
                 }
             }
             let b = median(bare), h = median(herd)
-            print("\n## PostgreSQL storage: 16 replicas × 100 callers after expiry, until all hold the fresh token (ms, median of 7)\n")
+            print(
+                "\n## PostgreSQL storage: 16 replicas × 100 callers after expiry, until all hold the fresh token (ms, median of 7)\n"
+            )
             print("| one bare refresh_token grant | 16 replicas × 100 callers | ratio | target |")
             print("|---|---|---|---|")
             print("| \(f(b)) | \(f(h)) | \(f(h / b))x | ≤ 1.3x |")
@@ -230,11 +260,15 @@ enum PostgresBench {
             return fresh
         }
         func expiredSession(_ index: Int) -> OAuthSession {
-            OAuthSession(issuer: "https://id.example.com", clientID: "bench",
-                         tokens: TokenSet(accessToken: "old-\(index)", refreshToken: "r-\(index)", expiresAt: Date().addingTimeInterval(-5)))
+            OAuthSession(
+                issuer: "https://id.example.com", clientID: "bench",
+                tokens: TokenSet(
+                    accessToken: "old-\(index)", refreshToken: "r-\(index)", expiresAt: Date().addingTimeInterval(-5)))
         }
         func refreshAll(_ storage: any SessionStorage) async throws -> Double {
-            let coordinators = (0..<count).map { RefreshCoordinator(key: "s\($0)", storage: storage, refresher: refresher) }
+            let coordinators = (0..<count).map {
+                RefreshCoordinator(key: "s\($0)", storage: storage, refresher: refresher)
+            }
             let t = DispatchTime.now().uptimeNanoseconds
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for coordinator in coordinators { group.addTask { _ = try await coordinator.accessToken() } }
@@ -242,7 +276,8 @@ enum PostgresBench {
             }
             return ms(t)
         }
-        let store = try SecretStore(path: folder.appendingPathComponent("many.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
+        let store = try SecretStore(
+            path: folder.appendingPathComponent("many.sqlite").path, masterKey: .raw(try SecureRandom.bytes(count: 32)))
         let sqlite = EncryptedSessionStorage(store: store)
         try await withStorages([url], key: key) { storages in
             var lite: [Double] = [], postgres: [Double] = []

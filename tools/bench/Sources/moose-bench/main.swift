@@ -10,7 +10,7 @@ import MooseSecretStore
 // MARK: - Timing
 
 struct Stats {
-    let samples: [Double]   // ns per operation, one per round
+    let samples: [Double] // ns per operation, one per round
     var median: Double { samples.sorted()[samples.count / 2] }
     var microseconds: String { String(format: "%.2f", median / 1000) }
 }
@@ -20,9 +20,11 @@ struct Stats {
 /// Rounds of `batch` operations for each contender, interleaved; returns ns/op medians.
 /// Each body runs its whole batch itself (`body(n)` does n operations), so the cost of calling into
 /// the closure (an executor hop for main-actor closures) is spread over the batch, not charged per op.
-func compare(_ names: [String], rounds: Int = 25, batch: Int, _ bodies: [(Int) async throws -> Void]) async throws -> [String: Stats] {
+func compare(_ names: [String], rounds: Int = 25, batch: Int, _ bodies: [(Int) async throws -> Void]) async throws
+    -> [String: Stats]
+{
     var samples = [[Double]](repeating: [], count: bodies.count)
-    for body in bodies { try await body(max(10, batch / 10)) }   // warm up
+    for body in bodies { try await body(max(10, batch / 10)) } // warm up
     for _ in 0..<rounds {
         for (index, body) in bodies.enumerated() {
             let start = DispatchTime.now().uptimeNanoseconds
@@ -73,7 +75,9 @@ enum JWTBench {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let fixtures = root.appendingPathComponent("Fixtures/joserfc")
-        let tokenDoc = try JSONSerialization.jsonObject(with: Data(contentsOf: fixtures.appendingPathComponent("tokens.json"))) as! [String: Any]
+        let tokenDoc =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: fixtures.appendingPathComponent("tokens.json")))
+            as! [String: Any]
         let tokens = tokenDoc["tokens"] as! [String: String]
         let jwksText = try String(contentsOf: fixtures.appendingPathComponent("jwks.json"), encoding: .utf8)
         let secret = try Data(contentsOf: fixtures.appendingPathComponent("hs256.secret"))
@@ -88,7 +92,9 @@ enum JWTBench {
         let validation = ClaimValidation(audiences: ["moose-cli"], clock: { fixedNow })
         func mooseVerifier(_ algorithm: MooseJWT.JWTAlgorithm) -> JWTVerifier {
             algorithm == .hs256
-                ? JWTVerifier(keys: [JWTKey(secret: secret, keyID: "hs-2026")], allowedAlgorithms: [.hs256], validation: validation)
+                ? JWTVerifier(
+                    keys: [JWTKey(secret: secret, keyID: "hs-2026")], allowedAlgorithms: [.hs256],
+                    validation: validation)
                 : JWTVerifier(keys: mooseKeys, allowedAlgorithms: [algorithm], validation: validation)
         }
 
@@ -114,7 +120,9 @@ enum JWTBench {
         struct Row { let name: String; let floor: Double?; let kit: Double; let moose: Double }
         var rows: [Row] = []
 
-        for (name, algorithm) in [("HS256", MooseJWT.JWTAlgorithm.hs256), ("RS256", .rs256), ("ES256", .es256), ("EdDSA", .eddsa)] {
+        for (name, algorithm) in [
+            ("HS256", MooseJWT.JWTAlgorithm.hs256), ("RS256", .rs256), ("ES256", .es256), ("EdDSA", .eddsa)
+        ] {
             let token = tokens[name.lowercased()]!
             let parts = token.split(separator: ".")
             let input = Array("\(parts[0]).\(parts[1])".utf8)
@@ -128,10 +136,15 @@ enum JWTBench {
 
             var floorBody: ((Int) async throws -> Void)? = nil
             if algorithm == .hs256 {
-                precondition(secret.withUnsafeBytes { k in floor_hmac_sha256(k.baseAddress, k.count, input, input.count, signature) } == 1)
+                precondition(
+                    secret.withUnsafeBytes { k in
+                        floor_hmac_sha256(k.baseAddress, k.count, input, input.count, signature)
+                    } == 1)
                 floorBody = { n in
                     secret.withUnsafeBytes { k in
-                        for _ in 0..<n { blackHole(floor_hmac_sha256(k.baseAddress, k.count, input, input.count, signature)) }
+                        for _ in 0..<n {
+                            blackHole(floor_hmac_sha256(k.baseAddress, k.count, input, input.count, signature))
+                        }
                     }
                 }
             } else {
@@ -148,31 +161,45 @@ enum JWTBench {
                 let md: String? = algorithm == .eddsa ? nil : "SHA256"
                 let finalSig = sig
                 precondition(floor_verify(key, md, finalSig, finalSig.count, input, input.count) == 1)
-                floorBody = { n in for _ in 0..<n { blackHole(floor_verify(key, md, finalSig, finalSig.count, input, input.count)) } }
+                floorBody = { n in
+                    for _ in 0..<n { blackHole(floor_verify(key, md, finalSig, finalSig.count, input, input.count)) }
+                }
             }
             let batch = algorithm == .hs256 ? 2000 : 300
-            let stats = try await compare(["floor", "kit", "moose"], batch: batch, [
-                floorBody!,
-                { n in for _ in 0..<n { blackHole(try await kitKeys.verify(token, as: AccessClaims.self)) } },
-                { n in for _ in 0..<n { blackHole(try verifier.verify(token)) } },
-            ])
-            let row = Row(name: name, floor: stats["floor"]!.median, kit: stats["kit"]!.median, moose: stats["moose"]!.median)
+            let stats = try await compare(
+                ["floor", "kit", "moose"], batch: batch,
+                [
+                    floorBody!,
+                    { n in for _ in 0..<n { blackHole(try await kitKeys.verify(token, as: AccessClaims.self)) } },
+                    { n in for _ in 0..<n { blackHole(try verifier.verify(token)) } }
+                ])
+            let row = Row(
+                name: name, floor: stats["floor"]!.median, kit: stats["kit"]!.median, moose: stats["moose"]!.median)
             rows.append(row)
-            print("| \(name) | \(token.utf8.count) | \(stats["floor"]!.microseconds) | \(stats["kit"]!.microseconds) | \(stats["moose"]!.microseconds) | \(String(format: "%.2fx", row.moose / row.kit)) | \(String(format: "%.2fx", row.moose / row.floor!)) |")
+            print(
+                "| \(name) | \(token.utf8.count) | \(stats["floor"]!.microseconds) | \(stats["kit"]!.microseconds) | \(stats["moose"]!.microseconds) | \(String(format: "%.2fx", row.moose / row.kit)) | \(String(format: "%.2fx", row.moose / row.floor!)) |"
+            )
         }
 
         do {
             let token = tokens["hs256"]!
             let payload = try JWS(compact: token).payload
             let payloadData = Data(payload)
-            let stats = try await compare(["kit", "moose", "json"], batch: 2000, [
-                { n in for _ in 0..<n { blackHole(try await kitKeys.unverified(token, as: AccessClaims.self)) } },
-                { n in for _ in 0..<n { blackHole(try JWT(compact: token)) } },
-                { n in for _ in 0..<n { blackHole(try JSONDecoder().decode(AccessClaims.self, from: payloadData)) } },
-            ])
+            let stats = try await compare(
+                ["kit", "moose", "json"], batch: 2000,
+                [
+                    { n in for _ in 0..<n { blackHole(try await kitKeys.unverified(token, as: AccessClaims.self)) } },
+                    { n in for _ in 0..<n { blackHole(try JWT(compact: token)) } },
+                    { n in for _ in 0..<n { blackHole(try JSONDecoder().decode(AccessClaims.self, from: payloadData)) }
+                    }
+                ])
             let kit = stats["kit"]!.median, moose = stats["moose"]!.median
-            print("| decode only | \(token.utf8.count) | — | \(stats["kit"]!.microseconds) | \(stats["moose"]!.microseconds) | \(String(format: "%.2fx", moose / kit)) | — |")
-            print("\nFor scale: Foundation's JSONDecoder on the payload alone (into jwt-kit's claims struct): \(stats["json"]!.microseconds) µs.")
+            print(
+                "| decode only | \(token.utf8.count) | — | \(stats["kit"]!.microseconds) | \(stats["moose"]!.microseconds) | \(String(format: "%.2fx", moose / kit)) | — |"
+            )
+            print(
+                "\nFor scale: Foundation's JSONDecoder on the payload alone (into jwt-kit's claims struct): \(stats["json"]!.microseconds) µs."
+            )
         }
 
     }
@@ -181,7 +208,9 @@ enum JWTBench {
 print("# Moose benchmarks — \(ProcessInfo.processInfo.processorCount) cores, \(Date())")
 let mode = CommandLine.arguments.dropFirst().first ?? "all"
 if mode == "profile-store-get" {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("moose-profile-\(UUID().uuidString).sqlite").path
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "moose-profile-\(UUID().uuidString).sqlite"
+    ).path
     let store = try SecretStore(path: path, masterKey: .raw(try SecureRandom.bytes(count: 32)), durability: .normal)
     let value = [UInt8](repeating: 7, count: 1024)
     for i in 0..<1000 { try store.put(value, namespace: "bench", name: "item-\(i)") }

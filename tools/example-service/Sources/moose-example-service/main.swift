@@ -21,36 +21,43 @@ import OpenAPIAsyncHTTPClient
 
 let environment = ProcessInfo.processInfo.environment
 let issuer = environment["MOOSE_IDP_ISSUER"] ?? "http://127.0.0.1:8765"
-guard let apiURL = URL(string: environment["MOOSE_API_URL"] ?? "http://127.0.0.1:8080") else { fatalError("MOOSE_API_URL is not a URL") }
-let credentials = (environment["MOOSE_SERVICE_CLIENT"] ?? "moose-service:moose-service-secret").split(separator: ":", maxSplits: 1)
-let (clientID, clientSecret) = (String(credentials.first ?? "moose-service"), String(credentials.dropFirst().first ?? ""))
+guard let apiURL = URL(string: environment["MOOSE_API_URL"] ?? "http://127.0.0.1:8080") else {
+    fatalError("MOOSE_API_URL is not a URL")
+}
+let credentials = (environment["MOOSE_SERVICE_CLIENT"] ?? "moose-service:moose-service-secret").split(
+    separator: ":", maxSplits: 1)
+let (clientID, clientSecret) = (
+    String(credentials.first ?? "moose-service"), String(credentials.dropFirst().first ?? "")
+)
 let port = Int(environment["MOOSE_SERVICE_PORT"] ?? "8080") ?? 8080
 let minimumValidity = TimeInterval(environment["MOOSE_MIN_VALIDITY"] ?? "30") ?? 30
 
 // MARK: README: Using Moose with AsyncHTTPClient
 // One HTTPClient for the whole service: the identity provider's traffic and the API's share its pool.
 var httpConfiguration = HTTPClient.Configuration()
-httpConfiguration.redirectConfiguration = .disallow      // token traffic never follows a redirect
+httpConfiguration.redirectConfiguration = .disallow // token traffic never follows a redirect
 let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
 
 var refresh = RefreshCoordinator.Configuration()
-refresh.minimumValidity = minimumValidity                  // refresh when less than this is left
-let moose = TokenManager(issuer: issuer, clientID: clientID, authentication: .clientSecretBasic(clientSecret),
-                         storage: InMemorySessionStorage(), transport: HTTPClientTransport(client: httpClient),
-                         scopes: ["read"], configuration: refresh)
+refresh.minimumValidity = minimumValidity // refresh when less than this is left
+let moose = TokenManager(
+    issuer: issuer, clientID: clientID, authentication: .clientSecretBasic(clientSecret),
+    storage: InMemorySessionStorage(), transport: HTTPClientTransport(client: httpClient),
+    scopes: ["read"], configuration: refresh)
 try await moose.login(with: .clientCredentials)
 // MARK: README end
 
 // MARK: README: Using Moose with swift-openapi
 // The generated client; Moose's middleware puts a valid token on every call and, on a 401, refreshes
 // once (however many handlers saw it) and sends the call once more.
-let api = Client(serverURL: apiURL,
-                 transport: AsyncHTTPClientTransport(configuration: .init(client: httpClient)),
-                 middlewares: [AccessTokenMiddleware(coordinator: moose.coordinator)])
+let api = Client(
+    serverURL: apiURL,
+    transport: AsyncHTTPClientTransport(configuration: .init(client: httpClient)),
+    middlewares: [AccessTokenMiddleware(coordinator: moose.coordinator)])
 
 let router = Router()
 router.get("/whoami") { [api] _, _ -> WhoAmI in
-    let me = try await api.getMe().ok.body.json              // GET /v1/me with the service's token
+    let me = try await api.getMe().ok.body.json // GET /v1/me with the service's token
     return WhoAmI(clientID: me.clientId, tokenFingerprint: me.tokenFingerprint)
 }
 // MARK: README end
@@ -61,10 +68,11 @@ struct WhoAmI: ResponseCodable {
     let tokenFingerprint: String
 }
 
-let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
-                      onServerRunning: { [port] channel in
-                          FileHandle.standardOutput.write(Data("READY http://127.0.0.1:\(channel.localAddress?.port ?? port)\n".utf8))
-                      })
+let app = Application(
+    router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+    onServerRunning: { [port] channel in
+        FileHandle.standardOutput.write(Data("READY http://127.0.0.1:\(channel.localAddress?.port ?? port)\n".utf8))
+    })
 
 // Tests stop the service by closing its standard input.
 if environment["MOOSE_STOP_ON_EOF"] == "1" {

@@ -6,7 +6,7 @@ import Moose
 struct UserInfo: Endpoint {
     let baseURL: URL
     var path: String { "/userinfo/" }
-    var requiresAuthentication: Bool { true }   // the manager's middleware attaches the token
+    var requiresAuthentication: Bool { true } // the manager's middleware attaches the token
 }
 
 /// Opens the login page: `$BROWSER` (tests use a scripted one), else xdg-open.
@@ -24,10 +24,12 @@ defer { try? FileManager.default.removeItem(at: home) }
 
 // 1. One object: issuer + client + storage (tokens encrypted at rest, the key in a 0600 file).
 let transport = URLSessionTransport()
-let store = try SecretStore(path: home.appendingPathComponent("data/store.sqlite").path,
-                            masterKey: .keyFile(home.appendingPathComponent("config/store.key").path))
-let moose = TokenManager(issuer: issuer, clientID: "moose-cli", storage: EncryptedSessionStorage(store: store),
-                         transport: transport, scopes: ["openid", "profile"])
+let store = try SecretStore(
+    path: home.appendingPathComponent("data/store.sqlite").path,
+    masterKey: .keyFile(home.appendingPathComponent("config/store.key").path))
+let moose = TokenManager(
+    issuer: issuer, clientID: "moose-cli", storage: EncryptedSessionStorage(store: store),
+    transport: transport, scopes: ["openid", "profile"])
 
 // 2. Log in: authorization code + PKCE with a loopback redirect.
 let user = try await moose.login(with: .loopback { url in try openBrowser(url) })

@@ -20,9 +20,10 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "loopback-request": loopbackRequest, "curl-headers": curlHeaders, "store-envelope": storeEnvelope,
     "form": form, "redaction": redaction, "dpop-par-response": dpopParResponse,
     "config-file": configFile,
-    "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration, "sse": serverSentEvents,
+    "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration,
+    "sse": serverSentEvents,
     "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
-    "dpop-proof": dpopProof, "introspection": introspection,
+    "dpop-proof": dpopProof, "introspection": introspection
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -42,8 +43,11 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 
 /// libFuzzer's driver (from the -sanitize=fuzzer runtime).
 @_silgen_name("LLVMFuzzerRunDriver")
-func runDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-               _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+func runDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
 
 /// SwiftPM links an executable target's entry point as `<Module>_main` (its "testable executable"
 /// convention on Linux) in place of libFuzzer's own `main`: hand over to libFuzzer's driver.
@@ -72,7 +76,8 @@ func base64url(_ bytes: [UInt8]) {
     require(try! Base64URL.decode(Base64URL.encode(bytes)) == bytes, "decode(encode(x)) == x")
     let input = text(bytes)
     if let decoded = try? Base64URL.decode(input) {
-        require(Base64URL.encode(decoded).utf8.elementsEqual(input.utf8), "a strictly decoded input re-encodes to itself")
+        require(
+            Base64URL.encode(decoded).utf8.elementsEqual(input.utf8), "a strictly decoded input re-encodes to itself")
     }
 }
 
@@ -81,30 +86,41 @@ func json(_ bytes: [UInt8]) {
     let again = try? JSONValue(parsing: Array(value.serialized().utf8))
     require(again == value, "parse(serialize(v)) == v")
     // Byte for byte (String == would equate canonically equivalent spellings).
-    require(again.map { Array($0.serialized().utf8) } == Array(value.serialized().utf8), "serialize(parse(serialize(v))) == serialize(v)")
+    require(
+        again.map { Array($0.serialized().utf8) } == Array(value.serialized().utf8),
+        "serialize(parse(serialize(v))) == serialize(v)")
     // Serialized text never carries a raw control or bidi character (terminal-safe).
-    require(!value.serialized().unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x202E },
-            "serialized JSON escapes control characters")
+    require(
+        !value.serialized().unicodeScalars.contains {
+            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x202E
+        },
+        "serialized JSON escapes control characters")
 }
 
 let hmacKey = JWTKey(secret: Array(repeating: UInt8(42), count: 32))
 // Deliberate: a fixed key that cannot be refused; the harness stops at once if it is.
 // swift-format-ignore: NeverUseForceTry
 let signer = try! JWTSigner(key: hmacKey, algorithm: .hs256)
-let verifier = JWTVerifier(keys: [hmacKey], allowedAlgorithms: [.hs256], validation: ClaimValidation(acceptsAnyAudience: true, checksTime: false))
+let verifier = JWTVerifier(
+    keys: [hmacKey], allowedAlgorithms: [.hs256],
+    validation: ClaimValidation(acceptsAnyAudience: true, checksTime: false))
 
 func jws(_ bytes: [UInt8]) {
     // The input as a token (anyone can send one).
     let token = text(bytes)
     _ = try? JWS(compact: token)
     _ = try? JWT(compact: token)
-    if let report = try? TokenInspection(token, verifier: verifier, validation: verifier.validation), report.verdict == .valid {
+    if let report = try? TokenInspection(token, verifier: verifier, validation: verifier.validation),
+        report.verdict == .valid
+    {
         require(report.claims != nil, "a valid verdict has a claims object")
     }
     // The input as a payload, signed by us: the verdict is valid only for a JSON object.
     guard let signed = try? signer.sign(payload: bytes) else { return }
     let report = try? TokenInspection(signed, verifier: verifier, validation: verifier.validation)
-    let isObject: Bool = { if case .object? = try? JSONValue(parsing: bytes) { return true }; return false }()
+    let isObject: Bool = {
+        if case .object? = try? JSONValue(parsing: bytes) { return true }; return false
+    }()
     if report?.verdict == .valid { require(isObject, "a non-object payload was judged valid") }
     let verified = try? verifier.verify(signed)
     if verified != nil { require(isObject, "the verifier accepted a non-object payload") }
@@ -148,16 +164,23 @@ func tokenResponse(_ bytes: [UInt8]) {
     let body = Array(bytes[(2 + headerLength)...])
     let requestedAt = Date(timeIntervalSince1970: 1_000)
     func parse(_ body: [UInt8]) throws -> TokenSet {
-        try TokenResponse.parse(APIResponse(status: HTTPResponse.Status(code: status), headerFields: headers, body: Data(body)), requestedAt: requestedAt,
-                                requestedScopes: ["openid"])
+        try TokenResponse.parse(
+            APIResponse(status: HTTPResponse.Status(code: status), headerFields: headers, body: Data(body)),
+            requestedAt: requestedAt,
+            requestedScopes: ["openid"])
     }
     // The same body with every token member's string value replaced by a canary: neither an error
     // message nor TokenSet.description may show it (fingerprints only; OAuth excerpts never quote values).
     if case .object(let object)? = try? JSONValue(parsing: body), !text(body).contains("CANARY") {
         let secretNames: Set<String> = ["access_token", "refresh_token", "id_token"]
-        let canaried = JSONObject(object.map { member in
-            (member.key, secretNames.contains(member.key) && member.value.stringValue != nil ? .string("CANARYq7Zx9") : member.value)
-        })
+        let canaried = JSONObject(
+            object.map { member in
+                (
+                    member.key,
+                    secretNames.contains(member.key) && member.value.stringValue != nil
+                        ? .string("CANARYq7Zx9") : member.value
+                )
+            })
         do {
             let tokens = try parse(Array(JSONValue.object(canaried).serialized().utf8))
             require(tokens.accessToken == "CANARYq7Zx9", "the access token is the body's")
@@ -169,7 +192,9 @@ func tokenResponse(_ bytes: [UInt8]) {
     guard let tokens = try? parse(body) else { return }
     require(!tokens.accessToken.isEmpty, "an access token is never empty")
     if let expiry = tokens.expiresAt?.timeIntervalSince1970 {
-        require(expiry.isFinite && expiry >= 1_000 && expiry <= 1_000 + TokenSet.maximumLifetime, "expiry is finite and bounded")
+        require(
+            expiry.isFinite && expiry >= 1_000 && expiry <= 1_000 + TokenSet.maximumLifetime,
+            "expiry is finite and bounded")
     }
     require(TokenCharacters.isVisibleASCII(tokens.accessToken), "the access token is VSCHAR")
     require(TokenCharacters.isHTTPToken(tokens.tokenType), "the token type is an HTTP token")
@@ -183,17 +208,22 @@ func discovery(_ bytes: [UInt8]) {
         require(metadata.issuer.utf8.elementsEqual(issuer.utf8), "the issuer matches byte for byte")
         // Two JSON parsers read the document (JSONValue for the checks, JSONDecoder for the fields): they agree on the issuer.
         if case .object(let object)? = try? JSONValue(parsing: bytes) {
-            require(object["issuer"]?.stringValue.map { $0.utf8.elementsEqual(issuer.utf8) } == true, "JSONValue and JSONDecoder disagree on issuer")
+            require(
+                object["issuer"]?.stringValue.map { $0.utf8.elementsEqual(issuer.utf8) } == true,
+                "JSONValue and JSONDecoder disagree on issuer")
         }
         if (try? metadata.checkTransportSecurity()) != nil {
-            require(metadata.namedEndpoints.allSatisfy { $0.1.map(TransportSecurity.permits) ?? true }, "every endpoint is https or loopback")
+            require(
+                metadata.namedEndpoints.allSatisfy { $0.1.map(TransportSecurity.permits) ?? true },
+                "every endpoint is https or loopback")
         }
     }
 }
 
 func userinfo(_ bytes: [UInt8]) {
     if let claims = try? OAuthClient.parseUserInfo(bytes, expectedSubject: "alice") {
-        require(claims["sub"]?.stringValue.map { $0.utf8.elementsEqual("alice".utf8) } == true, "sub matches byte for byte")
+        require(
+            claims["sub"]?.stringValue.map { $0.utf8.elementsEqual("alice".utf8) } == true, "sub matches byte for byte")
     }
     if let claims = try? OAuthClient.parseUserInfo(bytes, expectedSubject: nil) {
         require(claims["sub"]?.stringValue != nil, "a UserInfo response always has a string sub")
@@ -202,7 +232,9 @@ func userinfo(_ bytes: [UInt8]) {
 
 func loopbackRequest(_ bytes: [UInt8]) {
     guard let target = LoopbackReceiver.requestTarget(fromHead: bytes) else { return }
-    require(target.hasPrefix("/") && target.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E }, "a target is printable origin-form")
+    require(
+        target.hasPrefix("/") && target.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E },
+        "a target is printable origin-form")
 }
 
 // MARK: - MooseHTTP
@@ -210,11 +242,17 @@ func loopbackRequest(_ bytes: [UInt8]) {
 func wwwAuthenticate(_ bytes: [UInt8]) {
     let challenges = AuthenticationChallenge.parse(text(bytes))
     require(challenges.count <= 64, "at most 64 challenges")
-    require(challenges.allSatisfy { !$0.scheme.isEmpty && $0.parameters.count <= 64 }, "schemes are non-empty, parameters bounded")
+    require(
+        challenges.allSatisfy { !$0.scheme.isEmpty && $0.parameters.count <= 64 },
+        "schemes are non-empty, parameters bounded")
     require(challenges.allSatisfy { TokenCharacters.isHTTPToken($0.scheme) }, "every scheme is an RFC 9110 token")
-    require(challenges.allSatisfy { $0.parameters.allSatisfy { TokenCharacters.isHTTPToken($0.name) } }, "every parameter name is a token")
+    require(
+        challenges.allSatisfy { $0.parameters.allSatisfy { TokenCharacters.isHTTPToken($0.name) } },
+        "every parameter name is a token")
     // A header repeated (one value per line) keeps the same bound.
-    require(AuthenticationChallenge.parse([text(bytes), text(bytes)]).count <= 64, "at most 64 challenges over repeated headers")
+    require(
+        AuthenticationChallenge.parse([text(bytes), text(bytes)]).count <= 64,
+        "at most 64 challenges over repeated headers")
 }
 
 func httpDate(_ bytes: [UInt8]) {
@@ -270,8 +308,9 @@ func redaction(_ bytes: [UInt8]) {
     // A secret in a JSON body is never quoted.
     let secret = "S3CRET" + Base64URL.encode(Array(bytes.prefix(24))) + "zzzzzzzzzzzzzzzzzzzz"
     let body = Array(#"{"access_token":"\#(secret)","x":"\#(secret)"}"#.utf8)
-    require(!Redaction.body(body).contains("S3CRET") && !Redaction.body(body, showingValues: true).contains("S3CRET"),
-            "a secret value was quoted")
+    require(
+        !Redaction.body(body).contains("S3CRET") && !Redaction.body(body, showingValues: true).contains("S3CRET"),
+        "a secret value was quoted")
 }
 
 // MARK: - MooseSealing (the stores' envelope)
@@ -286,7 +325,9 @@ nonisolated(unsafe) let dataCipher = try! AESGCM.Context(key: dataKey)
 
 func storeEnvelope(_ bytes: [UInt8]) {
     // Random bytes never open as a wrapped data key or a sealed value (and never trap).
-    require((try? Envelope.unwrap(bytes, id: 1, master: master, storeID: storeID)) == nil, "random bytes unwrapped a data key")
+    require(
+        (try? Envelope.unwrap(bytes, id: 1, master: master, storeID: storeID)) == nil,
+        "random bytes unwrapped a data key")
     let aad = Envelope.valueAAD(storeID: storeID, namespace: "moose.session", name: "default", keyID: 1)
     require((try? dataCipher.openCombined(bytes, authenticating: aad)) == nil, "random bytes opened as a sealed value")
     // The store reads a row's blob in place (SecretStore's list/get path).
@@ -298,7 +339,9 @@ func storeEnvelope(_ bytes: [UInt8]) {
     let other = Envelope.valueAAD(storeID: storeID, namespace: "moose.session", name: "other", keyID: 1)
     require((try? dataCipher.openCombined(sealed, authenticating: other)) == nil, "a value opened under another name")
     if let wrapped = try? Envelope.wrap(dataKey, id: 1, master: master, storeID: storeID) {
-        require((try? Envelope.unwrap(wrapped, id: 2, master: master, storeID: storeID)) == nil, "a data key unwrapped under another id")
+        require(
+            (try? Envelope.unwrap(wrapped, id: 2, master: master, storeID: storeID)) == nil,
+            "a data key unwrapped under another id")
     }
 }
 
@@ -310,16 +353,21 @@ func dpopParResponse(_ bytes: [UInt8]) {
     let status = [200, 201, 400, 401, 403, 500][Int(bytes[0]) % 6]
     let headerLength = min(Int(bytes[1]) % 64, bytes.count - 2)
     let headers = CurlTransport.parseHeaders(Array(bytes[2..<(2 + headerLength)]))
-    let response = APIResponse(status: HTTPResponse.Status(code: status), headerFields: headers, body: Data(bytes[(2 + headerLength)...]))
+    let response = APIResponse(
+        status: HTTPResponse.Status(code: status), headerFields: headers, body: Data(bytes[(2 + headerLength)...]))
     let url = URL(string: "https://fuzz.example/token")!
     _ = DPoPNonces.asksForNonce(response)
     DPoPNonces.remember(response, from: url)
     if let nonce = DPoPNonces.nonce(for: url) {
-        require(!nonce.isEmpty && nonce.utf8.count <= 1024 && nonce.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E && $0 != 0x22 && $0 != 0x5C },
-                "a remembered nonce is NQCHAR and bounded")
+        require(
+            !nonce.isEmpty && nonce.utf8.count <= 1024
+                && nonce.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E && $0 != 0x22 && $0 != 0x5C },
+            "a remembered nonce is NQCHAR and bounded")
     }
     if let requestURI = try? PushedAuthorization.requestURI(from: response) {
-        require(requestURI.utf8.count <= 2048 && TokenCharacters.isVisibleASCII(requestURI), "request_uri is bounded visible ASCII")
+        require(
+            requestURI.utf8.count <= 2048 && TokenCharacters.isVisibleASCII(requestURI),
+            "request_uri is bounded visible ASCII")
     }
 }
 
@@ -346,13 +394,18 @@ func protectedResource(_ bytes: [UInt8]) {
     if let metadata = try? ProtectedResourceMetadata.parse(bytes, expected: [expected]) {
         require(metadata.resource.utf8.elementsEqual(expected.utf8), "the resource matches byte for byte")
         require((1...32).contains(metadata.authorizationServers.count), "1 to 32 authorization servers")
-        require(metadata.authorizationServers.allSatisfy { URL(string: $0).map(TransportSecurity.permits) == true },
-                "every authorization server is https or loopback")
+        require(
+            metadata.authorizationServers.allSatisfy { URL(string: $0).map(TransportSecurity.permits) == true },
+            "every authorization server is https or loopback")
         require((metadata.scopesSupported ?? []).allSatisfy(ScopeToken.isValid), "every scope is a scope-token")
     }
     if let challenge = ResourceChallenge.parse([text(bytes)]) {
-        require((challenge.scopes ?? []).count <= 64 && (challenge.scopes ?? []).allSatisfy(ScopeToken.isValid), "challenge scopes are bounded scope-tokens")
-        require(challenge.resourceMetadata.map(TransportSecurity.permits) ?? true, "a resource_metadata URL is https or loopback")
+        require(
+            (challenge.scopes ?? []).count <= 64 && (challenge.scopes ?? []).allSatisfy(ScopeToken.isValid),
+            "challenge scopes are bounded scope-tokens")
+        require(
+            challenge.resourceMetadata.map(TransportSecurity.permits) ?? true,
+            "a resource_metadata URL is https or loopback")
         require(challenge.error.map(ScopeToken.isValid) ?? true, "an error code is printable")
     }
 }
@@ -367,22 +420,28 @@ func registrationResponse(_ bytes: [UInt8]) {
     let response = APIResponse(status: HTTPResponse.Status(code: status), body: Data(bytes.dropFirst()))
     guard let client = try? ClientRegistration.parseResponse(response, issuer: "https://as.example.com") else { return }
     require(status == 200 || status == 201, "only a 200 or 201 registers")
-    require(TokenCharacters.isVisibleASCII(client.clientID) && client.clientID.utf8.count <= 2048, "client_id is bounded visible ASCII")
+    require(
+        TokenCharacters.isVisibleASCII(client.clientID) && client.clientID.utf8.count <= 2048,
+        "client_id is bounded visible ASCII")
     if let token = client.registrationAccessToken {
         require(TokenCharacters.isB64Token(token), "the registration access token can be a header")
-        if token.utf8.count >= 12 { require(!client.description.contains(token), "the description shows no registration access token") }
+        if token.utf8.count >= 12 {
+            require(!client.description.contains(token), "the description shows no registration access token")
+        }
     }
     if let secret = client.clientSecret {
         require(TokenCharacters.isVisibleASCII(secret), "the secret is visible ASCII")
         if secret.utf8.count >= 12 { require(!client.description.contains(secret), "the description shows no secret") }
     }
-    require(client.registrationClientURI.map(TransportSecurity.permits) ?? true, "the management URI is https or loopback")
+    require(
+        client.registrationClientURI.map(TransportSecurity.permits) ?? true, "the management URI is https or loopback")
 }
 
 // MARK: - MCP servers' text/event-stream answers (MooseMCP)
 
 /// Small limits, so the fuzzer reaches them.
-let sseLimits = ServerSentEventParser.Limits(maximumLineLength: 512, maximumEventSize: 1024, maximumIDLength: 64, maximumRetry: 100_000)
+let sseLimits = ServerSentEventParser.Limits(
+    maximumLineLength: 512, maximumEventSize: 1024, maximumIDLength: 64, maximumRetry: 100_000)
 
 /// Everything a parse produces, for comparing two parses.
 struct SSEOutcome: Equatable {
@@ -419,7 +478,10 @@ func serverSentEvents(_ bytes: [UInt8]) {
     // The same stream in pieces (sizes 1…8 taken from the input itself): the same outcome — or, for
     // a stream over the limits, the same error (a failing feed hands back nothing of its chunk).
     let sizes = bytes.prefix(16).map { Int($0 % 8) + 1 }
-    for chunked in [parseSSE(bytes, chunkSizes: sizes.isEmpty ? [1] : sizes, limits: sseLimits), parseSSE(bytes, chunkSizes: [1], limits: sseLimits)] {
+    for chunked in [
+        parseSSE(bytes, chunkSizes: sizes.isEmpty ? [1] : sizes, limits: sseLimits),
+        parseSSE(bytes, chunkSizes: [1], limits: sseLimits)
+    ] {
         if whole.failure == nil { require(chunked == whole, "chunking changes the outcome") }
         require(chunked.failure == whole.failure, "chunking changes the failure")
     }
@@ -427,8 +489,10 @@ func serverSentEvents(_ bytes: [UInt8]) {
     require(whole.lastEventID.utf8.count <= 3 * sseLimits.maximumIDLength, "an over-long id was kept")
     for event in whole.events {
         require(!event.type.isEmpty, "an event without a type")
-        require(!event.type.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) && !event.id.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }),
-                "a line end or NUL in a type or id")
+        require(
+            !event.type.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D })
+                && !event.id.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }),
+            "a line end or NUL in a type or id")
         require(!event.data.utf8.contains(0x0D), "a CR in data (CR ends a line)")
         // Invalid bytes become U+FFFD (3 bytes): the decoded data is at most three times the limit.
         require(event.data.utf8.count <= 3 * sseLimits.maximumEventSize, "an event over its size limit")
@@ -441,7 +505,8 @@ func serverSentEvents(_ bytes: [UInt8]) {
         for line in event.data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
         text += "\n"
     }
-    let roomy = ServerSentEventParser.Limits(maximumLineLength: 4 * 1024, maximumEventSize: 4 * 1024, maximumIDLength: 4 * 64)
+    let roomy = ServerSentEventParser.Limits(
+        maximumLineLength: 4 * 1024, maximumEventSize: 4 * 1024, maximumIDLength: 4 * 64)
     let again = parseSSE(Array(text.utf8), chunkSizes: [Int.max], limits: roomy)
     require(again.failure == nil && again.events == whole.events, "parse(serialize(events)) != events")
 }
@@ -452,12 +517,18 @@ func serverSentEvents(_ bytes: [UInt8]) {
 func pastedRedirect(_ bytes: [UInt8]) {
     guard let redirect = URL(string: "http://127.0.0.1:4711/callback") else { return }
     let line = String(decoding: bytes, as: UTF8.self)
-    guard case .success(let url) = PastedRedirect.parse(line, redirectURI: redirect, expectedState: "st-1") else { return }
+    guard case .success(let url) = PastedRedirect.parse(line, redirectURI: redirect, expectedState: "st-1") else {
+        return
+    }
     let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
     // Scheme and host are case-insensitive (RFC 3986 §3.1, §3.2.2); port and path are exact.
-    require(components?.scheme?.lowercased() == "http" && components?.host?.lowercased() == "127.0.0.1" && components?.port == 4711
-                && components?.percentEncodedPath == "/callback", "an accepted paste is this login's redirect URI")
-    require(components?.queryItems?.first { $0.name == "state" }?.value == "st-1", "an accepted paste carries this login's state")
+    require(
+        components?.scheme?.lowercased() == "http" && components?.host?.lowercased() == "127.0.0.1"
+            && components?.port == 4711
+            && components?.percentEncodedPath == "/callback", "an accepted paste is this login's redirect URI")
+    require(
+        components?.queryItems?.first { $0.name == "state" }?.value == "st-1",
+        "an accepted paste carries this login's state")
 }
 
 /// A workload's token: accepted only with a compact JWS's shape, bounded, visible ASCII; a second
@@ -475,7 +546,9 @@ func workloadToken(_ bytes: [UInt8]) {
 /// input; accepted pins are canonical `sha256//` + 44 base64 characters, found again by their host.
 func publicKeyPins(_ bytes: [UInt8]) {
     if let spki = PublicKeyPins.subjectPublicKeyInfo(certificateDER: bytes) {
-        require(spki.count >= 2 && spki.count <= bytes.count && spki.first == 0x30, "the SPKI is a SEQUENCE within the input")
+        require(
+            spki.count >= 2 && spki.count <= bytes.count && spki.first == 0x30,
+            "the SPKI is a SEQUENCE within the input")
         require(bytes.count >= spki.count, "bounded by the input")
     }
     let lines = text(bytes).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -521,7 +594,10 @@ func dpopProof(_ bytes: [UInt8]) {
             require(abs(proof.issuedAt.timeIntervalSince(dpopNow)) <= 60, "iat is in the window")
         }
     case 1:
-        guard let signed = try? dpopClientSigner.sign(payload: rest, extraHeader: DPoP.proofHeader(publicJWK: dpopClientJWK)) else { return }
+        guard
+            let signed = try? dpopClientSigner.sign(
+                payload: rest, extraHeader: DPoP.proofHeader(publicJWK: dpopClientJWK))
+        else { return }
         if let proof = try? dpopVerifier.verify(signed, method: "GET", url: url, accessToken: nil) {
             require(proof.claims["htm"]?.stringValue == "GET", "htm is the method")
             let htu = proof.claims["htu"]?.stringValue.flatMap { try? DPoP.normalizedProofTarget($0) }
@@ -530,14 +606,16 @@ func dpopProof(_ bytes: [UInt8]) {
         }
         // With an access token, a proof without the right ath never passes.
         if (try? dpopVerifier.verify(signed, method: "GET", url: url, accessToken: "token")) != nil {
-            require((try? JSONValue(parsing: rest))?["ath"]?.stringValue == DPoP.accessTokenHash("token"), "ath is checked")
+            require(
+                (try? JSONValue(parsing: rest))?["ath"]?.stringValue == DPoP.accessTokenHash("token"), "ath is checked")
         }
     case 2:
         guard let once = try? DPoP.targetURI(text(rest)) else { return }
         require((try? DPoP.targetURI(once)) == once, "targetURI is idempotent")
         require((try? DPoP.normalizedProofTarget(once)) == once, "a target URI is a valid htu")
-        require(once.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && !once.contains("?") && !once.contains("#"),
-                "printable ASCII, no query or fragment")
+        require(
+            once.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && !once.contains("?") && !once.contains("#"),
+            "printable ASCII, no query or fragment")
     default:
         let value = ResourceServerChallenge(scheme: "DPoP", parameters: [("error_description", text(rest))]).headerValue
         require(!value.utf8.contains(0x0D) && !value.utf8.contains(0x0A), "no CR or LF")
@@ -559,6 +637,8 @@ func introspection(_ bytes: [UInt8]) {
     if !answer.active { require(answer.claims.fields.count == 0, "an inactive answer carries no claims") }
     if answer.active {
         require(answer.claims["iss"].map { $0.stringValue != nil } ?? true, "iss is a string")
-        require(answer.claims["exp"].map { $0.doubleValue.map(NumericDate.isInRange) == true } ?? true, "exp is a bounded NumericDate")
+        require(
+            answer.claims["exp"].map { $0.doubleValue.map(NumericDate.isInRange) == true } ?? true,
+            "exp is a bounded NumericDate")
     }
 }

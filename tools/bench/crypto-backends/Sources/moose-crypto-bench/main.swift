@@ -28,15 +28,17 @@ for (name, spec, algorithm) in [
     ("RS256 verify", PrivateKey.GenerationSpec.rsa(bits: 2048), SignatureAlgorithm.rsaPKCS1v15(.sha256)),
     ("PS256 verify", .rsa(bits: 2048), .rsaPSS(.sha256)),
     ("ES256 verify", .ec(.p256), .ecdsa(.sha256)),
-    ("EdDSA verify", .ed25519, .ed25519),
+    ("EdDSA verify", .ed25519, .ed25519)
 ] {
     let key = try PrivateKey.generate(spec)
     let publicKey = try PublicKey(der: key.publicKey().derRepresentation())
     let signature = try key.signature(for: message, algorithm: algorithm)
-    row(name, try measure(batch: 1_000) {
-        let valid = try publicKey.isValidSignature(signature, for: message, algorithm: algorithm)
-        precondition(valid)
-    })
+    row(
+        name,
+        try measure(batch: 1_000) {
+            let valid = try publicKey.isValidSignature(signature, for: message, algorithm: algorithm)
+            precondition(valid)
+        })
 }
 let es256 = try PrivateKey.generate(.ec(.p256))
 row("ES256 sign", try measure(batch: 1_000) { _ = try es256.signature(for: message, algorithm: .ecdsa(.sha256)) })
