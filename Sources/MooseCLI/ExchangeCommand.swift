@@ -125,48 +125,8 @@ struct ExchangeCommand: ParsableCommand {
         let subjectType = ExchangeToken.type(named: subjectTokenType) ?? ExchangeToken.idTokenType
         let requested = requestedTokenType.flatMap(ExchangeToken.type(named:))
         let transport = CLITransport.make(caFile: profile.caFile)
-        // The subject: read once here (a file, a variable) or asked of the workload's platform.
-        let subject: @Sendable () async throws -> String
-        if let workload {
-            let source = try WorkloadLogin.source(workload, transport: transport)
-            let audience = workloadAudience ?? issuer
-            subject = { try await source.token(audience: audience) }
-        } else {
-            let text: String
-            if let file = subjectTokenFile {
-                if file == "-" {
-                    guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
-                        throw CLIError.usage("standard input is larger than 1 MiB")
-                    }
-                    text = String(decoding: bytes, as: UTF8.self)
-                } else {
-                    text = String(decoding: try KeyLoading.readFile(file, what: "subject token file"), as: UTF8.self)
-                }
-            } else {
-                let variable = subjectTokenEnv ?? ""
-                guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
-                    throw CLIError.usage("the environment variable \(variable) (the subject token) is not set")
-                }
-                text = value
-            }
-            let token = text.trimmingASCIIWhitespace()
-            subject = { token }
-        }
-        // The actor (delegation): read once, like a subject from a file or a variable.
-        var actor: ExchangeToken? = nil
-        if let file = actorTokenFile {
-            let text = String(decoding: try KeyLoading.readFile(file, what: "actor token file"), as: UTF8.self)
-            actor = ExchangeToken(
-                text.trimmingASCIIWhitespace(),
-                type: ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType)
-        } else if let variable = actorTokenEnv {
-            guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
-                throw CLIError.usage("the environment variable \(variable) (the actor token) is not set")
-            }
-            actor = ExchangeToken(
-                value.trimmingASCIIWhitespace(),
-                type: ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType)
-        }
+        let subject = try subjectSource(transport: transport)
+        let actor = try actorToken()
         let actorSource: (@Sendable () async throws -> ExchangeToken)? = actor.map { token in { @Sendable in token } }
         let clients = CLIClients(transport: transport, fileStore: nil)
         let client = profile
@@ -187,6 +147,56 @@ struct ExchangeCommand: ParsableCommand {
         } catch {
             throw OAuthContext.fail(error)
         }
+        try printIssued(tokens)
+    }
+
+    /// The subject token: read once here (a file, `-` for stdin, a variable) or asked of the
+    /// workload's platform at each call.
+    func subjectSource(transport: any HTTPTransport) throws -> @Sendable () async throws -> String {
+        if let workload {
+            let source = try WorkloadLogin.source(workload, transport: transport)
+            let audience = workloadAudience ?? issuer
+            return { try await source.token(audience: audience) }
+        }
+        let text: String
+        if let file = subjectTokenFile {
+            if file == "-" {
+                guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
+                    throw CLIError.usage("standard input is larger than 1 MiB")
+                }
+                text = String(decoding: bytes, as: UTF8.self)
+            } else {
+                text = String(decoding: try KeyLoading.readFile(file, what: "subject token file"), as: UTF8.self)
+            }
+        } else {
+            let variable = subjectTokenEnv ?? ""
+            guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
+                throw CLIError.usage("the environment variable \(variable) (the subject token) is not set")
+            }
+            text = value
+        }
+        let token = text.trimmingASCIIWhitespace()
+        return { token }
+    }
+
+    /// The actor token (delegation), read once from its file or variable; nil when none is given.
+    func actorToken() throws -> ExchangeToken? {
+        let type = ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType
+        if let file = actorTokenFile {
+            let text = String(decoding: try KeyLoading.readFile(file, what: "actor token file"), as: UTF8.self)
+            return ExchangeToken(text.trimmingASCIIWhitespace(), type: type)
+        }
+        if let variable = actorTokenEnv {
+            guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
+                throw CLIError.usage("the environment variable \(variable) (the actor token) is not set")
+            }
+            return ExchangeToken(value.trimmingASCIIWhitespace(), type: type)
+        }
+        return nil
+    }
+
+    /// Prints the issued token: alone (checked first), or as JSON with its type and lifetime.
+    func printIssued(_ tokens: TokenSet) throws {
         if format == "json" {
             var object: JSONObject = [
                 "token": .string(tokens.accessToken), "token_type": .string(tokens.tokenType),

@@ -233,6 +233,12 @@ struct TokenCommand: ParsableCommand {
                         "the token type is not an HTTP token (RFC 9110); refusing to print it as shell or header text")
                 }
             }
+            try write(value, tokenType: tokenType, tokens: tokens, profile: profile)
+        }
+
+        /// Writes `value` (the access or ID token, checked) in the chosen format; a DPoP-bound access
+        /// token as a header also gets its proof for `--url`.
+        func write(_ value: String, tokenType: String, tokens: TokenSet, profile: String) throws {
             // The printed token's own expiry: the ID token's `exp` with --id-token.
             let printedExpiry = idToken ? TokenCommand.idTokenExpiry(tokens) : tokens.expiresAt
             let expiresAt = printedExpiry.map { Int64(saturating: $0.timeIntervalSince1970) }

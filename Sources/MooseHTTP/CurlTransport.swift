@@ -142,40 +142,9 @@ public struct CurlTransport: HTTPTransport {
         }
         if cancel.isCancelled { throw CancellationError() }
         guard code == 0 else {
-            // (The URL is the error's own `url`, shown by its description: not repeated in the message.)
-            if response.truncated != 0 {
-                throw HTTPRequestError(
-                    HTTPRequestError.responseTooLarge, message, method: request.method, url: request.redactedURL)
-            }
-            // CURLE_OPERATION_TIMEDOUT = 28
-            if code == 28 { throw HTTPRequestError.timeout(message, request) }
-            if let host = url.host, pinned != nil {
-                // CURLE_SSL_PINNEDPUBKEYNOTMATCH = 90; CURLE_NOT_BUILT_IN = 4 (no pinning in this libcurl).
-                if code == 90 { throw pins.mismatch(host: host, request) }
-                if code == 4 {
-                    throw HTTPRequestError(
-                        HTTPRequestError.pinning, "\(message); nothing was sent to the pinned host \(host)",
-                        method: request.method, url: request.redactedURL)
-                }
-            }
-            // CURLE_COULDNT_RESOLVE_HOST = 6: not an outage of the provider, a name that did not resolve.
-            if code == 6 {
-                throw HTTPRequestError(
-                    HTTPRequestError.nameNotResolved, "the name \(url.host ?? "") did not resolve",
-                    method: request.method, url: request.redactedURL)
-            }
-            // CURLE_SSL_CONNECT_ERROR = 35 with OpenSSL's "wrong version number" (or "packet length too
-            // long"): the server's first bytes were no TLS record — plain http on that port.
-            if code == 35, Self.notTLSMessages.contains(where: { message.contains($0) }) {
-                let port = url.port.map { ":\($0)" } ?? ""
-                throw HTTPRequestError(
-                    HTTPRequestError.notTLS, "the server at \(url.host ?? "")\(port) did not speak TLS (\(message))",
-                    method: request.method, url: request.redactedURL)
-            }
-            if tlsCodes.contains(code) {
-                throw HTTPRequestError(HTTPRequestError.tls, message, method: request.method, url: request.redactedURL)
-            }
-            throw HTTPRequestError.transportFailure(message, request)
+            throw failure(
+                code: code, message: message, truncated: response.truncated != 0, url: url, pinned: pinned != nil,
+                pins: pins, request)
         }
         let body = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
         let headerBytes =
@@ -190,6 +159,49 @@ public struct CurlTransport: HTTPTransport {
                 "\(request.redactedURL): the status line has no valid code (\(response.status))")
         }
         return APIResponse(status: status, headerFields: parseHeaders(headerBytes), body: body)
+    }
+
+    /// The error for libcurl's failure `code` (with its error buffer's `message`): a body over the limit,
+    /// a timeout, a pinning mismatch, a name that did not resolve, plain http where TLS was expected, a
+    /// TLS failure, or any other transport failure. The URL is the error's own `url`, shown by its
+    /// description: not repeated in the message.
+    static func failure(
+        code: Int32, message: String, truncated: Bool, url: URL, pinned: Bool, pins: PublicKeyPins,
+        _ request: APIRequest
+    ) -> HTTPRequestError {
+        if truncated {
+            return HTTPRequestError(
+                HTTPRequestError.responseTooLarge, message, method: request.method, url: request.redactedURL)
+        }
+        // CURLE_OPERATION_TIMEDOUT = 28
+        if code == 28 { return HTTPRequestError.timeout(message, request) }
+        if let host = url.host, pinned {
+            // CURLE_SSL_PINNEDPUBKEYNOTMATCH = 90; CURLE_NOT_BUILT_IN = 4 (no pinning in this libcurl).
+            if code == 90 { return pins.mismatch(host: host, request) }
+            if code == 4 {
+                return HTTPRequestError(
+                    HTTPRequestError.pinning, "\(message); nothing was sent to the pinned host \(host)",
+                    method: request.method, url: request.redactedURL)
+            }
+        }
+        // CURLE_COULDNT_RESOLVE_HOST = 6: not an outage of the provider, a name that did not resolve.
+        if code == 6 {
+            return HTTPRequestError(
+                HTTPRequestError.nameNotResolved, "the name \(url.host ?? "") did not resolve",
+                method: request.method, url: request.redactedURL)
+        }
+        // CURLE_SSL_CONNECT_ERROR = 35 with OpenSSL's "wrong version number" (or "packet length too
+        // long"): the server's first bytes were no TLS record — plain http on that port.
+        if code == 35, Self.notTLSMessages.contains(where: { message.contains($0) }) {
+            let port = url.port.map { ":\($0)" } ?? ""
+            return HTTPRequestError(
+                HTTPRequestError.notTLS, "the server at \(url.host ?? "")\(port) did not speak TLS (\(message))",
+                method: request.method, url: request.redactedURL)
+        }
+        if tlsCodes.contains(code) {
+            return HTTPRequestError(HTTPRequestError.tls, message, method: request.method, url: request.redactedURL)
+        }
+        return HTTPRequestError.transportFailure(message, request)
     }
 
     /// The most header fields kept from one response; the rest are dropped.

@@ -114,6 +114,33 @@ public enum DPoP {
         guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")) else {
             throw JWTError(JWTError.malformed, "URI has no host, or user information in its authority", field: "htu")
         }
+        let (host, portText) = try hostAndPort(authority, scheme: scheme)
+        let pathStart = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: "?"), bytes[index] != UInt8(ascii: "#") { index += 1 }
+        if index < bytes.count, !allowsQueryAndFragment {
+            throw JWTError(
+                JWTError.malformed, "htu carries a query or fragment (RFC 9449 §4.2: without them)", field: "htu")
+        }
+        var path = try normalizedPercentEncoding(bytes[pathStart..<index])
+        if path.isEmpty { path = [UInt8(ascii: "/")] }
+        // Case-insensitive (RFC 3986 §6.2.2.1): lower case, but percent-encodings stay upper case.
+        var normalizedHost = try normalizedPercentEncoding(host[...])
+        var position = 0
+        while position < normalizedHost.count {
+            if normalizedHost[position] == UInt8(ascii: "%") { position += 3; continue }
+            normalizedHost[position] = lowercased(normalizedHost[position])
+            position += 1
+        }
+        return String(decoding: scheme, as: UTF8.self) + "://" + String(decoding: normalizedHost, as: UTF8.self)
+            + portText
+            + String(decoding: path, as: UTF8.self)
+    }
+
+    /// `authority` (no user information) split into its host — an IP literal in brackets or a reg-name —
+    /// and its port as text (`:PORT`; empty for none or the scheme's default), both checked.
+    private static func hostAndPort(_ authority: [UInt8], scheme: [UInt8]) throws(JWTError) -> (
+        host: [UInt8], portText: String
+    ) {
         // The port follows the last ':' outside an IPv6 literal's brackets.
         var host = authority
         var port: [UInt8] = []
@@ -146,25 +173,7 @@ public enum DPoP {
                 (scheme == Array("http".utf8) && number == 80) || (scheme == Array("https".utf8) && number == 443)
             if !isDefault { portText = ":" + String(number) }
         }
-        let pathStart = index
-        while index < bytes.count, bytes[index] != UInt8(ascii: "?"), bytes[index] != UInt8(ascii: "#") { index += 1 }
-        if index < bytes.count, !allowsQueryAndFragment {
-            throw JWTError(
-                JWTError.malformed, "htu carries a query or fragment (RFC 9449 §4.2: without them)", field: "htu")
-        }
-        var path = try normalizedPercentEncoding(bytes[pathStart..<index])
-        if path.isEmpty { path = [UInt8(ascii: "/")] }
-        // Case-insensitive (RFC 3986 §6.2.2.1): lower case, but percent-encodings stay upper case.
-        var normalizedHost = try normalizedPercentEncoding(host[...])
-        var position = 0
-        while position < normalizedHost.count {
-            if normalizedHost[position] == UInt8(ascii: "%") { position += 3; continue }
-            normalizedHost[position] = lowercased(normalizedHost[position])
-            position += 1
-        }
-        return String(decoding: scheme, as: UTF8.self) + "://" + String(decoding: normalizedHost, as: UTF8.self)
-            + portText
-            + String(decoding: path, as: UTF8.self)
+        return (host, portText)
     }
 
     /// RFC 3986 §6.2.2.1–2: `%xx` in upper case; unreserved characters (ALPHA DIGIT - . _ ~) decoded.

@@ -101,29 +101,7 @@ public struct DPoPProofVerifier: Sendable {
         for name in ["jku", "x5u", "x5c"] where header.fields[name] != nil {
             throw Self.refusal("header carries \"\(name)\"; a proof's key is its jwk", field: name)
         }
-        guard case .object(let members)? = header.fields["jwk"] else {
-            throw Self.refusal("header has no jwk object", field: "jwk")
-        }
-        for name in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where members[name] != nil {
-            throw Self.refusal("jwk carries the private member \"\(name)\"", field: "jwk")
-        }
-        // A client sends the same key with every proof, and importing it costs as much as checking a
-        // signature: keys already imported are taken from `recentKeys`, by their jwk's exact JSON.
-        let cacheKey = JSONValue.object(members).serialized()
-        let jwk: JWK
-        let key: JWTKey
-        if let known = recentKeys.key(for: cacheKey) {
-            (jwk, key) = known
-        } else {
-            do throws(JWTError) {
-                jwk = try JWK(members)
-                guard jwk.keyType != "oct" else { throw Self.refusal("jwk is a symmetric key", field: "jwk") }
-                key = try jwk.verificationKey()
-            } catch {
-                throw Self.refusal("jwk is not a usable public key: \(error.message)", field: "jwk")
-            }
-            recentKeys.remember(jwk, key, for: cacheKey)
-        }
+        let (jwk, key) = try proofKey(header.fields["jwk"])
         if let mismatch = key.mismatch(for: algorithm) { throw Self.refusal(mismatch.message, field: "jwk") }
         if let weakness = key.weakness(for: algorithm) { throw Self.refusal(weakness.message, field: "jwk") }
         guard !jws.signature.isEmpty, key.verify(jws.signature, over: jws.signingInput, algorithm: algorithm) else {
@@ -154,17 +132,7 @@ public struct DPoPProofVerifier: Sendable {
         guard proofTarget.utf8.elementsEqual(requestTarget.utf8) else {
             throw Self.refusal("htu is not the request's URI", field: "htu")
         }
-        guard let issuedAt = claims.issuedAt else { throw Self.refusal("iat is missing", field: "iat") }
-        let now = clock().timeIntervalSince1970
-        guard issuedAt.timeIntervalSince1970 <= now + futureLeeway else {
-            throw Self.refusal(
-                "iat is \(Int64(saturating: issuedAt.timeIntervalSince1970 - now)) s in the future", field: "iat")
-        }
-        guard issuedAt.timeIntervalSince1970 >= now - maximumAge else {
-            throw Self.refusal(
-                "iat is \(Int64(saturating: now - issuedAt.timeIntervalSince1970)) s old; the limit is \(Int64(saturating: maximumAge)) s",
-                field: "iat")
-        }
+        let issuedAt = try checkedIssuedAt(claims)
         var nonce: String? = nil
         if let value = claims["nonce"] {
             guard let text = value.stringValue else { throw Self.refusal("nonce is not a string", field: "nonce") }
@@ -181,6 +149,51 @@ public struct DPoPProofVerifier: Sendable {
         return DPoPProof(
             jwk: jwk, thumbprint: thumbprint, algorithm: algorithm, jti: jti, issuedAt: issuedAt, nonce: nonce,
             claims: claims)
+    }
+
+    /// The proof's public key from its header's `jwk` `value` (an object with no private or symmetric
+    /// member), imported once per distinct jwk (`recentKeys`).
+    private func proofKey(_ value: JSONValue?) throws(JWTError) -> (JWK, JWTKey) {
+        guard case .object(let members)? = value else {
+            throw Self.refusal("header has no jwk object", field: "jwk")
+        }
+        for name in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where members[name] != nil {
+            throw Self.refusal("jwk carries the private member \"\(name)\"", field: "jwk")
+        }
+        // A client sends the same key with every proof, and importing it costs as much as checking a
+        // signature: keys already imported are taken from `recentKeys`, by their jwk's exact JSON.
+        let cacheKey = JSONValue.object(members).serialized()
+        let jwk: JWK
+        let key: JWTKey
+        if let known = recentKeys.key(for: cacheKey) {
+            (jwk, key) = known
+        } else {
+            do throws(JWTError) {
+                jwk = try JWK(members)
+                guard jwk.keyType != "oct" else { throw Self.refusal("jwk is a symmetric key", field: "jwk") }
+                key = try jwk.verificationKey()
+            } catch {
+                throw Self.refusal("jwk is not a usable public key: \(error.message)", field: "jwk")
+            }
+            recentKeys.remember(jwk, key, for: cacheKey)
+        }
+        return (jwk, key)
+    }
+
+    /// The proof's `iat`, neither more than `futureLeeway` ahead of the clock nor older than `maximumAge`.
+    private func checkedIssuedAt(_ claims: JWTClaims) throws(JWTError) -> Date {
+        guard let issuedAt = claims.issuedAt else { throw Self.refusal("iat is missing", field: "iat") }
+        let now = clock().timeIntervalSince1970
+        guard issuedAt.timeIntervalSince1970 <= now + futureLeeway else {
+            throw Self.refusal(
+                "iat is \(Int64(saturating: issuedAt.timeIntervalSince1970 - now)) s in the future", field: "iat")
+        }
+        guard issuedAt.timeIntervalSince1970 >= now - maximumAge else {
+            throw Self.refusal(
+                "iat is \(Int64(saturating: now - issuedAt.timeIntervalSince1970)) s old; the limit is \(Int64(saturating: maximumAge)) s",
+                field: "iat")
+        }
+        return issuedAt
     }
 
     /// `dpop+jwt`, case-insensitively, with or without `application/` (RFC 7515 §4.1.9).

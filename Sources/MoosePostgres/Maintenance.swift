@@ -6,6 +6,7 @@ import Foundation
 #endif
 public import MooseSealing
 import MooseCrypto
+import Logging
 import PostgresNIO
 
 extension PostgresSessionStorage {
@@ -98,40 +99,8 @@ extension PostgresSessionStorage {
                     var fresh = ring
                     fresh.dataKeys[newID] = newKey
                     fresh.currentKeyID = newID
-                    var count = 0
-                    let rows = try await Schema.rows(
-                        connection,
-                        """
-                        SELECT key, generation, key_id, sealed FROM \(unescaped: t.sessions) WHERE sealed IS NOT NULL AND key_id <> \(newID) FOR UPDATE
-                        """, logger)
-                    for row in rows {
-                        let (key, generation, keyID, sealed) = try row.columns(4).decode(
-                            (String, Int64, Int64, ByteBuffer).self)
-                        guard let oldKey = ring.dataKeys[keyID] else {
-                            throw Self.tampered(key, "it names data key \(keyID), which this store does not have")
-                        }
-                        var plain: [UInt8]
-                        do {
-                            plain = try AESGCM.openCombined(
-                                Array(sealed.readableBytesView), using: oldKey,
-                                authenticating: Self.aad(
-                                    storeID: ring.storeID, key: key, keyID: keyID, generation: generation))
-                        } catch {
-                            throw Self.tampered(key, "it was modified, or moved from another row or generation")
-                        }
-                        defer { for index in plain.indices { plain[index] = 0 } }
-                        let resealed = try AESGCM.sealCombined(
-                            plain, using: newKey,
-                            authenticating: Self.aad(
-                                storeID: ring.storeID, key: key, keyID: newID, generation: generation))
-                        _ = try await Schema.rows(
-                            connection,
-                            """
-                            UPDATE \(unescaped: t.sessions) SET key_id = \(newID), sealed = \(ByteBuffer(bytes: resealed))
-                            WHERE key = \(key) AND generation = \(generation)
-                            """, logger)
-                        count += 1
-                    }
+                    let count = try await Self.reseal(
+                        connection, t, ring: ring, newKey: newKey, newID: newID, logger: logger)
                     return (count, fresh)
                 }
             } catch {
@@ -151,6 +120,51 @@ extension PostgresSessionStorage {
                 AND NOT EXISTS (SELECT 1 FROM \(unescaped: t.sessions) s WHERE s.key_id = d.id)
                 """
             ).collect().count
+        }
+        return count
+    }
+
+    /// Seals every session row not yet under data key `newID` again with `newKey` (inside the caller's
+    /// transaction, rows locked), checking each against the key it names first.
+    ///
+    /// - Returns: how many rows were sealed again.
+    private static func reseal(
+        _ connection: PostgresConnection, _ t: Tables, ring: KeyRing, newKey: SecretKey, newID: Int64,
+        logger: Logger
+    ) async throws -> Int {
+        var count = 0
+        let rows = try await Schema.rows(
+            connection,
+            """
+            SELECT key, generation, key_id, sealed FROM \(unescaped: t.sessions) WHERE sealed IS NOT NULL AND key_id <> \(newID) FOR UPDATE
+            """, logger)
+        for row in rows {
+            let (key, generation, keyID, sealed) = try row.columns(4).decode(
+                (String, Int64, Int64, ByteBuffer).self)
+            guard let oldKey = ring.dataKeys[keyID] else {
+                throw Self.tampered(key, "it names data key \(keyID), which this store does not have")
+            }
+            var plain: [UInt8]
+            do {
+                plain = try AESGCM.openCombined(
+                    Array(sealed.readableBytesView), using: oldKey,
+                    authenticating: Self.aad(
+                        storeID: ring.storeID, key: key, keyID: keyID, generation: generation))
+            } catch {
+                throw Self.tampered(key, "it was modified, or moved from another row or generation")
+            }
+            defer { for index in plain.indices { plain[index] = 0 } }
+            let resealed = try AESGCM.sealCombined(
+                plain, using: newKey,
+                authenticating: Self.aad(
+                    storeID: ring.storeID, key: key, keyID: newID, generation: generation))
+            _ = try await Schema.rows(
+                connection,
+                """
+                UPDATE \(unescaped: t.sessions) SET key_id = \(newID), sealed = \(ByteBuffer(bytes: resealed))
+                WHERE key = \(key) AND generation = \(generation)
+                """, logger)
+            count += 1
         }
         return count
     }
