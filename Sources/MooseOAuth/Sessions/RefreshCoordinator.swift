@@ -164,8 +164,9 @@ public actor RefreshCoordinator {
         }
     }
 
-    /// A coordinator whose `refresher` needs only the stored session's tokens.
-    public init(
+    /// A coordinator whose `refresher` needs only the stored session's tokens (the package's tests and
+    /// workers script a refresh with it; an app passes an `Authorizable`).
+    package init(
         key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
         current: OAuthSession? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet
     ) {
@@ -177,7 +178,18 @@ public actor RefreshCoordinator {
     }
 
     /// A coordinator that refreshes with `authorizer` (its `refresh` validates a new ID token the
-    /// way its login did): the one refresh path for every flow.
+    /// way its login did): the one way to build a coordinator for every flow. (`TokenManager` builds
+    /// its own from the session's plan through `SessionEngine.coordinator`, on the same single flight.)
+    ///
+    /// - Parameters:
+    ///   - key: the session's name in `storage` (`"default"`, a profile name).
+    ///   - storage: where the session lives; every coordinator on the same storage and key shares one
+    ///     refresh, across tasks, processes and (on PostgreSQL) machines.
+    ///   - authorizer: the flow whose `refresh` renews the session (a custom token source can conform
+    ///     to `Authorizable` with a `refresh` of its own).
+    ///   - configuration: refresh margins, retries, lease lifetime and the clock.
+    ///   - current: the session when the caller has just read it: seeds the cache, so the first call
+    ///     reads nothing.
     public init(
         key: String, storage: any SessionStorage, authorizer: any Authorizable,
         configuration: Configuration = Configuration(), current: OAuthSession? = nil

@@ -33,7 +33,7 @@ enum AdapterBench {
         let session = OAuthSession(issuer: "https://x", clientID: "c", tokens: tokens)
         let storage = InMemorySessionStorage()
         _ = try await storage.replace(session, key: "bench")
-        let coordinator = RefreshCoordinator(key: "bench", storage: storage, current: session) { $0 }
+        let coordinator = benchCoordinator(key: "bench", storage: storage, current: session) { $0 }
         let header = try await coordinator.accessToken().checkedAuthorizationHeader()
 
         // 1. MooseAsyncHTTPClient + APIClient + AuthMiddleware vs bare AsyncHTTPClient.

@@ -58,7 +58,7 @@ enum CoordinatorBench {
             accessToken: String(repeating: "a", count: 40), expiresAt: Date().addingTimeInterval(3600))
         let session = OAuthSession(issuer: "https://x", clientID: "c", tokens: tokens)
         try sessions.replaceNow(session, key: "p")
-        let coordinator = RefreshCoordinator(key: "p", storage: sessions, current: session) { $0 }
+        let coordinator = benchCoordinator(key: "p", storage: sessions, current: session) { $0 }
         let mutex = Mutex(Cached(token: try await coordinator.accessToken()))
         let iterations = 2_000_000
         var sink = 0
@@ -122,7 +122,7 @@ enum CoordinatorBench {
                     OAuthSession(
                         issuer: issuer, clientID: "moose-service",
                         tokens: TokenSet(accessToken: "old", expiresAt: Date().addingTimeInterval(-1))), key: "p")
-                let coordinator = RefreshCoordinator(key: "p", storage: sessions) { try await flow.refresh($0) }
+                let coordinator = benchCoordinator(key: "p", storage: sessions) { try await flow.refresh($0) }
                 let t1 = DispatchTime.now().uptimeNanoseconds
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for _ in 0..<1000 { group.addTask { _ = try await coordinator.accessToken() } }

@@ -66,7 +66,7 @@ enum DPoPBench {
         defer { kill(server.processIdentifier, SIGKILL) }
         func coordinator(_ tokens: TokenSet) -> RefreshCoordinator {
             let session = OAuthSession(issuer: "https://id.example.com", clientID: "c", tokens: tokens)
-            return RefreshCoordinator(key: "k", storage: InMemorySessionStorage(), current: session) { $0 }
+            return benchCoordinator(key: "k", storage: InMemorySessionStorage(), current: session) { $0 }
         }
         var bound = TokenSet(accessToken: token, tokenType: "DPoP", expiresAt: Date().addingTimeInterval(3600))
         bound.dpopKey = key

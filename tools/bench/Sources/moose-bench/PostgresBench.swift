@@ -122,8 +122,8 @@ enum PostgresBench {
         try sqlite.replaceNow(session, key: "p")
         try await withStorages([url], key: key) { storages in
             _ = try await storages[0].replace(session, key: "p")
-            let onSQLite = RefreshCoordinator(key: "p", storage: sqlite) { $0 }
-            let onPostgres = RefreshCoordinator(key: "p", storage: storages[0]) { $0 }
+            let onSQLite = benchCoordinator(key: "p", storage: sqlite) { $0 }
+            let onPostgres = benchCoordinator(key: "p", storage: storages[0]) { $0 }
             _ = try await onSQLite.accessToken()
             _ = try await onPostgres.accessToken()
             let stats = try await compare(
@@ -160,10 +160,10 @@ enum PostgresBench {
         try await withStorages([url], key: key) { storages in
             _ = try await storages[0].replace(
                 expired(try await login(client, transport: transport), issuer: issuer), key: "p")
-            let onSQLite = RefreshCoordinator(key: "p", storage: sqlite, configuration: configuration) {
+            let onSQLite = benchCoordinator(key: "p", storage: sqlite, configuration: configuration) {
                 try await client.refresh($0)
             }
-            let onPostgres = RefreshCoordinator(key: "p", storage: storages[0], configuration: configuration) {
+            let onPostgres = benchCoordinator(key: "p", storage: storages[0], configuration: configuration) {
                 try await client.refresh($0)
             }
             var bare: [Double] = [], lite: [Double] = [], postgres: [Double] = []
@@ -212,7 +212,7 @@ enum PostgresBench {
                 bareTokens = try await client.refresh(bareTokens)
                 let b = ms(t)
                 let replicas = storages.map { storage in
-                    RefreshCoordinator(key: "p", storage: storage) { try await client.refresh($0) }
+                    benchCoordinator(key: "p", storage: storage) { try await client.refresh($0) }
                 }
                 t = DispatchTime.now().uptimeNanoseconds
                 let values = try await withThrowingTaskGroup(of: String.self) { group in
@@ -267,7 +267,7 @@ enum PostgresBench {
         }
         func refreshAll(_ storage: any SessionStorage) async throws -> Double {
             let coordinators = (0..<count).map {
-                RefreshCoordinator(key: "s\($0)", storage: storage, refresher: refresher)
+                benchCoordinator(key: "s\($0)", storage: storage, refresh: refresher)
             }
             let t = DispatchTime.now().uptimeNanoseconds
             try await withThrowingTaskGroup(of: Void.self) { group in
