@@ -66,7 +66,8 @@ public actor JWKSCache {
     /// - Returns: every verification key of the set (symmetric keys left out), not only `kid`'s; the
     ///   verifier picks the key. May lack `kid` while the cooldown runs.
     /// - Throws: `OAuthError` with `transient` (a 5xx answer, an unreachable host), `tls`, or `discovery`
-    ///   (another non-200 answer); `JWTError` for a document that is not a JWKS of usable keys.
+    ///   (another non-200 answer); `JWTError` for a document that is not a JWKS (not a JSON object, a
+    ///   `keys` member that is not an array); unusable keys in it are skipped.
     public func keys(for kid: String?) async throws -> [JWTKey] {
         if fetchedAt == nil, let saved = persistence?.load(), let parsed = try? Self.parse(saved.document) {
             keys = parsed
