@@ -33,6 +33,18 @@ public struct APIClient: Sendable {
     public var reachability: (any Reachability)?
 
     /// A client; `logger` is the caller's (default: none).
+    ///
+    /// - Parameters:
+    ///   - transport: what sends each attempt (`URLSessionTransport`, `CurlTransport`, AsyncHTTPClient's).
+    ///   - builder: turns endpoints into requests (base URL, default headers); default: one with none.
+    ///   - middlewares: run between the retry (outside) and logging (inside) middlewares, in order, on
+    ///     every attempt; default: none.
+    ///   - retryPolicy: which failures are retried and how long to wait; default: three attempts with
+    ///     jittered backoff from 0.5 s (`.none`: one attempt).
+    ///   - logger: where request and response lines go (debug level, credentials redacted); `nil` (the
+    ///     default): nowhere.
+    ///   - reachability: the network path; offline fails at once with `HTTPRequestError.offline`, never
+    ///     retried; `nil` (the default): not consulted.
     public init(
         transport: any HTTPTransport, builder: RequestBuilder = RequestBuilder(),
         middlewares: [any HTTPMiddleware] = [], retryPolicy: RetryPolicy = RetryPolicy(),
@@ -49,8 +61,14 @@ public struct APIClient: Sendable {
 
     /// Sends the endpoint's request and returns the (2xx) response.
     ///
+    /// - Parameter endpoint: the request to build and send; its `isRetryable` and
+    ///   `requiresAuthentication` go to the middlewares, and its `serverError(for:)` maps error answers.
+    /// - Returns: the response, whose status is 2xx, after the retries the policy allows.
     /// - Throws: the endpoint's own server error, `HTTPRequestError.status` for other non-2xx answers,
-    ///   `HTTPRequestError` for transport failures, `CancellationError` when the task is cancelled.
+    ///   `HTTPRequestError.invalidRequest` when the request cannot be built, `HTTPRequestError` for
+    ///   transport failures (`transport`, `timedOut`, `tls`, `pinning`, `notTLS`, `nameNotResolved`,
+    ///   `offline`, `responseTooLarge`), `CancellationError` when the task is cancelled; whatever a
+    ///   middleware throws.
     @discardableResult
     public func send(_ endpoint: some Endpoint) async throws -> APIResponse {
         let request = try builder.build(endpoint)
@@ -67,6 +85,15 @@ public struct APIClient: Sendable {
 
     /// Sends a ready-made request through the chain and returns the response *whatever its status*
     /// (for protocols that read error bodies themselves, like OAuth's token endpoint).
+    ///
+    /// - Parameters:
+    ///   - request: the request, sent as it is (its `timeout` enforced over the whole exchange).
+    ///   - context: what the middlewares are told: whether the request may be retried, whether it needs
+    ///     authentication.
+    /// - Returns: the response, whatever its status.
+    /// - Throws: `HTTPRequestError` for transport failures (`transport`, `timedOut`, `tls`, `pinning`,
+    ///   `notTLS`, `nameNotResolved`, `offline`, `responseTooLarge`), `CancellationError` when the task
+    ///   is cancelled; whatever a middleware throws.
     public func send(_ request: APIRequest, context: HTTPMiddlewareContext) async throws -> APIResponse {
         try await run(request, context: context)
     }
@@ -131,6 +158,13 @@ public struct APIClient: Sendable {
     }
 
     /// Decodes the response body as `T`.
+    ///
+    /// - Parameters:
+    ///   - type: the model to decode.
+    ///   - endpoint: the request, sent as `send(_:)` sends it.
+    ///   - decoder: the decoder (its date and key strategies apply); default: a plain `JSONDecoder`.
+    /// - Throws: the errors of `send(_:)`; `HTTPRequestError.decoding` (with the status and a redacted
+    ///   body excerpt) when the body is not a `T`.
     public func decode<T: Decodable>(
         _ type: T.Type, from endpoint: some Endpoint,
         decoder: JSONDecoder = JSONDecoder()
@@ -147,14 +181,20 @@ public struct APIClient: Sendable {
     }
 
     /// The response body as bytes.
+    ///
+    /// - Throws: the errors of `send(_:)`.
     public func data(from endpoint: some Endpoint) async throws -> Data { try await send(endpoint).body }
 
     /// The response body as text (UTF-8, invalid bytes replaced).
+    ///
+    /// - Throws: the errors of `send(_:)`.
     public func string(from endpoint: some Endpoint) async throws -> String {
         String(decoding: try await send(endpoint).body, as: UTF8.self)
     }
 
     /// The response body as a loosely typed JSON value.
+    ///
+    /// - Throws: the errors of `send(_:)`; `HTTPRequestError.decoding` when the body is not JSON.
     public func json(from endpoint: some Endpoint) async throws -> JSON {
         try await decode(JSON.self, from: endpoint)
     }

@@ -34,6 +34,11 @@ public struct JWK: Sendable, Hashable {
     }
 
     /// A JWK from a parsed JSON object.
+    ///
+    /// - Parameter fields: the JWK's members, kept as they are (the key material is read only by
+    ///   `verificationKey()` and `signingKey()`).
+    /// - Throws: `JWTError.invalidKey` without a `kty` string, or when `kid`, `alg`, `use` or `crv` is
+    ///   not a string.
     public init(_ fields: JSONObject) throws(JWTError) {
         self.fields = fields
         guard let kty = fields["kty"]?.stringValue, !kty.isEmpty else {
@@ -48,6 +53,9 @@ public struct JWK: Sendable, Hashable {
     }
 
     /// A JWK from JSON text.
+    ///
+    /// - Throws: `JWTError.invalidJSON` for text that is not JSON; `JWTError.invalidKey` for JSON that
+    ///   is not an object, or as `init(_:)`.
     public init(json: String) throws(JWTError) {
         let value = try JSONValue(parsing: Array(json.utf8))
         guard case .object(let object) = value else {
@@ -57,6 +65,12 @@ public struct JWK: Sendable, Hashable {
     }
 
     /// A public JWK for a public key.
+    ///
+    /// - Parameters:
+    ///   - publicKey: an RSA, EC or Ed25519 public key.
+    ///   - keyID: written as `kid`; `nil` (the default): none.
+    ///   - algorithm: written as `alg`, pinning the key to it; `nil` (the default): none.
+    /// - Throws: `JWTError.invalidKey` when the key's components cannot be read.
     public init(publicKey: PublicKey, keyID: String? = nil, algorithm: JWTAlgorithm? = nil) throws(JWTError) {
         var fields = JSONObject()
         switch publicKey.type {
@@ -105,6 +119,10 @@ public struct JWK: Sendable, Hashable {
     }
 
     /// The RFC 7638 thumbprint: the hash of the required members in lexicographic order, base64url.
+    ///
+    /// - Parameter hash: the digest (default SHA-256, as `jkt` and `dpop_jkt` use).
+    /// - Throws: `JWTError.invalidKey` for a `kty` other than `RSA`, `EC`, `OKP`, `oct`, or a required
+    ///   member missing.
     public func thumbprint(hash: DigestAlgorithm = .sha256) throws(JWTError) -> String {
         let required: [String]
         switch keyType {
@@ -140,11 +158,18 @@ public struct JWK: Sendable, Hashable {
     }
 
     /// The key for verifying signatures (the public part of an asymmetric JWK, or an oct secret).
+    ///
+    /// - Throws: `JWTError.invalidKey` for an unsupported `kty` or curve (EC: P-256, P-384, P-521; OKP:
+    ///   Ed25519), a missing or non-base64url member, or material that does not make a key. A weak RSA
+    ///   key is accepted here and refused when used.
     public func verificationKey() throws(JWTError) -> JWTKey {
         try JWTKey(jwk: self, wantPrivate: false)
     }
 
     /// The key for signing (requires private material).
+    ///
+    /// - Throws: as `verificationKey()`; `JWTError.invalidKey` too for an RSA, EC or OKP JWK without
+    ///   its private member `d`, or an OKP one whose `x` does not match its `d`.
     public func signingKey() throws(JWTError) -> JWTKey {
         try JWTKey(jwk: self, wantPrivate: true)
     }
@@ -167,6 +192,11 @@ public struct JWKS: Sendable {
     }
 
     /// Parses a JWKS document (`{"keys":[…]}`). A single JWK object is accepted too.
+    ///
+    /// - Parameter bytes: the document's UTF-8 bytes.
+    /// - Throws: `JWTError.invalidJSON` for bytes that are not JSON; `JWTError.invalidKey` for JSON that
+    ///   is not an object, a `keys` member that is not an array, or a bare JWK that is not one. Keys
+    ///   that cannot be used are skipped (`skipped`), never thrown.
     public init(json bytes: [UInt8]) throws(JWTError) {
         let value = try JSONValue(parsing: bytes)
         guard case .object(let object) = value else {
@@ -202,11 +232,15 @@ public struct JWKS: Sendable {
     }
 
     /// Parses a JWKS document from text.
+    ///
+    /// - Throws: as `init(json:)` for bytes.
     public init(json: String) throws(JWTError) {
         try self.init(json: Array(json.utf8))
     }
 
     /// Parses a JWKS document from `Data` (what `URLSession` hands back).
+    ///
+    /// - Throws: as `init(json:)` for bytes.
     public init(json data: Data) throws(JWTError) {
         try self.init(json: Array(data))
     }

@@ -37,6 +37,15 @@ public struct JWTVerifier: Sendable {
     public var maximumTokenSize: Int
 
     /// A verifier. `allowedAlgorithms` must be non-empty: there is no default on purpose.
+    ///
+    /// - Parameters:
+    ///   - keys: the trusted verification keys (public keys, or HMAC secrets — never both in one verifier).
+    ///   - allowedAlgorithms: the `alg` values a token may use; empty: every token is refused.
+    ///   - validation: the claim checks after the signature; default: the time checks only (no `iss`,
+    ///     and a token with an `aud` is refused).
+    ///   - understoodCriticalHeaders: `crit` parameters the caller handles itself; default: none.
+    ///   - expectedType: the `typ` header required (`at+jwt`, `dpop+jwt`…); `nil` (the default): not checked.
+    ///   - maximumTokenSize: the largest compact token accepted, in bytes (default `JWS.defaultMaximumSize`).
     public init(
         keys: [JWTKey],
         allowedAlgorithms: Set<JWTAlgorithm>,
@@ -54,6 +63,13 @@ public struct JWTVerifier: Sendable {
     }
 
     /// Verifies a compact JWT and validates its claims.
+    ///
+    /// - Parameter token: the compact serialization (`header.payload.signature`).
+    /// - Returns: the token with its claims, verified and validated.
+    /// - Throws: `JWTError`: parsing (`tokenTooLarge`, `malformed`, `invalidBase64URL`, `invalidJSON`,
+    ///   `encryptedTokenUnsupported`), the header and key rules of `verifySignature(of:)`, the claims'
+    ///   shape (`invalidClaim`), then `validation`'s checks (`missingClaim`, `expired`, `notYetValid`,
+    ///   `issuedInFuture`, `issuerMismatch`, `audienceMismatch`, `audienceNotChecked`).
     public func verify(_ token: String) throws(JWTError) -> JWT {
         let jws = try JWS(compact: token, maximumSize: maximumTokenSize)
         _ = try verifySignature(of: jws)
@@ -63,6 +79,13 @@ public struct JWTVerifier: Sendable {
     }
 
     /// Checks the header rules and the signature of a JWS (any payload), returning the key that verified it.
+    ///
+    /// - Parameter jws: a parsed JWS; its payload is not looked at.
+    /// - Returns: the configured key that verified the signature.
+    /// - Throws: `JWTError` with `algorithmNone`, `algorithmNotAllowed`, `untrustedKeyReference` (`jku`,
+    ///   `x5u`, `jwk`), `unsupportedCriticalHeader`, `typeMismatch`, `unknownKey` (no key, or none with
+    ///   the `kid`), `ambiguousKey`, `keyAlgorithmMismatch`, `invalidKey` (HMAC secrets mixed with public
+    ///   keys), `weakKey`, or `invalidSignature`.
     @discardableResult
     public func verifySignature(of jws: JWS) throws(JWTError) -> JWTKey {
         let header = jws.header

@@ -44,6 +44,11 @@ public final class PostgresDPoPReplayCache: DPoPReplayCache {
 
     /// A cache on the database `configuration` names (its `schema` holds the table). Makes no
     /// connection: `run()` runs the pool, and the first check creates the table if it is missing.
+    ///
+    /// - Parameters:
+    ///   - configuration: the database; its `schema` holds the `dpop_proofs` table.
+    ///   - logger: background messages; none by default.
+    /// - Throws: `PostgresStorageError.invalidConfiguration` (also for an unreadable `sslrootcert`).
     public init(configuration: PostgresStorageConfiguration, logger: Logger? = nil) throws(PostgresStorageError) {
         let configuration = try configuration.validated()
         self.configuration = configuration
@@ -54,6 +59,11 @@ public final class PostgresDPoPReplayCache: DPoPReplayCache {
     }
 
     /// A cache for a `postgres://` URL (see `PostgresStorageConfiguration` for its parameters).
+    ///
+    /// - Parameters:
+    ///   - url: a `postgres://` or `postgresql://` URL, with its query parameters.
+    ///   - logger: background messages; none by default.
+    /// - Throws: `PostgresStorageError.invalidConfiguration`, naming the part of the URL that is wrong.
     public convenience init(url: String, logger: Logger? = nil) throws(PostgresStorageError) {
         try self.init(configuration: PostgresStorageConfiguration(url: url), logger: logger)
     }

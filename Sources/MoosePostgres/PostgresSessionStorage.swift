@@ -76,8 +76,11 @@ public final class PostgresSessionStorage: SessionStorage {
     /// A storage for `configuration` with `masterKey`. Makes no connection: they are made by `run()`
     /// (the pool) and by the first operation (which also creates or migrates the schema).
     ///
-    /// - Parameter logger: background messages (migrations, the LISTEN connection); none by default.
-    ///   Never a password, a token or a key.
+    /// - Parameters:
+    ///   - configuration: the database, TLS, schema, timeouts and lease settings.
+    ///   - masterKey: the key the sessions are sealed under; every replica must use the same one.
+    ///   - logger: background messages (migrations, the LISTEN connection); none by default.
+    ///     Never a password, a token or a key.
     /// - Throws: `PostgresStorageError.invalidConfiguration` (also for an unreadable `sslrootcert`).
     public init(configuration: PostgresStorageConfiguration, masterKey: MasterKeySource, logger: Logger? = nil)
         throws(PostgresStorageError)
@@ -93,6 +96,13 @@ public final class PostgresSessionStorage: SessionStorage {
     }
 
     /// A storage for a `postgres://` URL (see `PostgresStorageConfiguration` for its parameters).
+    ///
+    /// - Parameters:
+    ///   - url: a `postgres://` or `postgresql://` URL, with its query parameters (`sslmode`, `schema`…).
+    ///   - masterKey: the key the sessions are sealed under; every replica must use the same one.
+    ///   - logger: background messages; none by default.
+    /// - Throws: `PostgresStorageError.invalidConfiguration`, naming the part of the URL that is wrong
+    ///   (never the password).
     public convenience init(url: String, masterKey: MasterKeySource, logger: Logger? = nil) throws(PostgresStorageError)
     {
         try self.init(configuration: PostgresStorageConfiguration(url: url), masterKey: masterKey, logger: logger)
@@ -121,6 +131,15 @@ public final class PostgresSessionStorage: SessionStorage {
     }
 
     /// Makes a storage, runs it while `body` runs, and shuts it down afterwards (also when `body` throws).
+    ///
+    /// - Parameters:
+    ///   - configuration: the database, TLS, schema, timeouts and lease settings.
+    ///   - masterKey: the key the sessions are sealed under.
+    ///   - logger: background messages; none by default.
+    ///   - body: the work to do with the running storage; the storage must not outlive it.
+    /// - Returns: what `body` returns.
+    /// - Throws: `PostgresStorageError.invalidConfiguration` before `body` runs; otherwise what `body`
+    ///   throws.
     ///
     /// ```swift
     /// let token = try await PostgresSessionStorage.withRunning(configuration, masterKey: .keyFile(path)) { storage in

@@ -106,6 +106,14 @@ public struct PostgresStorageConfiguration: Sendable, CustomStringConvertible {
 
     /// A configuration from its parts. `tls` defaults as in a URL: `prefer` for loopback and Unix
     /// sockets, `verify-full` elsewhere.
+    ///
+    /// - Parameters:
+    ///   - endpoint: a host and port, or a Unix socket.
+    ///   - username: the role to connect as.
+    ///   - password: its password; `nil`: none is sent.
+    ///   - database: the database holding the schema.
+    ///   - tls: the TLS mode; `nil` (the default): `prefer` for loopback and Unix sockets, `verify-full`
+    ///     elsewhere.
     public init(endpoint: Endpoint, username: String, password: String?, database: String, tls: TLSMode? = nil) {
         self.endpoint = endpoint
         self.username = username

@@ -29,6 +29,12 @@ public struct IntrospectionAnswer: Sendable {
 
     /// Parses an introspection response. Anything but a 200 with a JSON object whose `active` is a
     /// boolean is an error (never an active token); `active: false` is inactive, whatever else it says.
+    ///
+    /// - Parameters:
+    ///   - status: the HTTP status of the answer.
+    ///   - body: the answer's body (at most `maximumSize` bytes are accepted).
+    /// - Throws: `IntrospectionError` for a status other than 200, a body over `maximumSize`, one that is
+    ///   not a JSON object with a boolean `active`, or a registered member of the wrong type.
     public static func parse(status: Int, body: [UInt8]) throws(IntrospectionError) -> IntrospectionAnswer {
         guard status == 200 else {
             throw IntrospectionError(message: "the introspection endpoint answered HTTP \(status)")
@@ -100,6 +106,18 @@ public actor TokenIntrospector: AccessTokenIntrospector {
     public private(set) var requestCount = 0
 
     /// An introspector for `endpoint`, authenticating as `clientID`.
+    ///
+    /// - Parameters:
+    ///   - endpoint: the authorization server's introspection endpoint.
+    ///   - clientID: the resource server's client id there.
+    ///   - clientSecret: its secret, sent as `authentication` says.
+    ///   - authentication: `client_secret_basic` (the default) or `client_secret_post`.
+    ///   - transport: what sends the requests (no retries).
+    ///   - maximumActiveAge: the longest an active answer is cached, in seconds (default 60; also never
+    ///     past the token's `exp`).
+    ///   - inactiveAge: how long an inactive answer is cached, in seconds (default 5).
+    ///   - capacity: the most answers cached (default 10 000; at least 1).
+    ///   - clock: the current time; default: the system's.
     public init(
         endpoint: URL, clientID: String, clientSecret: String, authentication: ClientAuthentication = .basic,
         transport: any HTTPTransport, maximumActiveAge: TimeInterval = 60, inactiveAge: TimeInterval = 5,
@@ -117,6 +135,11 @@ public actor TokenIntrospector: AccessTokenIntrospector {
     }
 
     /// The answer for `token`: cached, joined to a request in flight, or asked for.
+    ///
+    /// - Parameter token: the opaque access token (only its SHA-256 is kept).
+    /// - Returns: the answer; an inactive token is an answer (`active` false), not an error.
+    /// - Throws: `IntrospectionError` for an answer that is not usable (see `parse(status:body:)`); the
+    ///   transport's error (an `HTTPRequestError`) when the endpoint cannot be reached.
     public func introspect(_ token: String) async throws -> IntrospectionAnswer {
         let key = DigestAlgorithm.sha256.hash(Array(token.utf8))
         let now = clock()

@@ -56,6 +56,20 @@ public struct ResourceServerConfiguration: Sendable {
     public var introspectedTokensNeedAudience = false
 
     /// A configuration: Bearer and DPoP both allowed, `at+jwt` only, 30 s leeway, RFC 9068's claims.
+    ///
+    /// - Parameters:
+    ///   - issuer: the exact `iss` accepted, byte for byte.
+    ///   - resource: this resource's identifier, which `aud` must contain byte for byte.
+    ///   - algorithms: the algorithms access tokens may be signed with; no default (RFC 8725 §3.1).
+    ///   - acceptedTokenTypes: accepted `typ` headers; default `at+jwt` only.
+    ///   - leeway: seconds of clock skew allowed on `exp`, `nbf` and `iat` (default 30).
+    ///   - requiredClaims: claims a token must carry; default RFC 9068 §2.2's seven.
+    ///   - dpop: Bearer, DPoP or both (default `.allowed`: each token by its binding).
+    ///   - proofs: how DPoP proofs are checked; default: `DPoPProofVerifier()`'s rules.
+    ///   - resourceMetadataURL: `resource_metadata` for every challenge (RFC 9728 §5.1); `nil`: none.
+    ///   - realm: `realm` for every challenge; `nil`: none.
+    ///   - maximumAuthorizationLength: the longest `Authorization` value accepted, in bytes (default 16 KiB).
+    ///   - clock: the current time; default: the system's.
     public init(
         issuer: String, resource: String, algorithms: Set<JWTAlgorithm>, acceptedTokenTypes: [String] = ["at+jwt"],
         leeway: TimeInterval = 30,
@@ -108,6 +122,15 @@ public struct ResourceServer: Sendable {
     /// and, with `nonces`, requiring server nonces in proofs (RFC 9449 §9). With `introspector`,
     /// tokens that are not JWTs (opaque ones) are checked by RFC 7662 introspection; JWTs are always
     /// verified locally.
+    ///
+    /// - Parameters:
+    ///   - configuration: the rules.
+    ///   - keys: the issuer's verification keys (a `JWKSCache`, fixed keys…).
+    ///   - replayCache: remembers DPoP proofs' `jti`s; default: an in-memory one (one process only: use
+    ///     a shared one, such as PostgreSQL's, behind a load balancer).
+    ///   - nonces: issues and checks DPoP server nonces; `nil` (the default): proofs need no nonce.
+    ///   - introspector: checks tokens that are not JWTs (RFC 7662); `nil` (the default): such tokens
+    ///     are refused as `invalid_token`.
     public init(
         configuration: ResourceServerConfiguration, keys: any AccessTokenKeySource,
         replayCache: any DPoPReplayCache = InMemoryDPoPReplayCache(), nonces: (any DPoPNonceSource)? = nil,
@@ -132,7 +155,13 @@ public struct ResourceServer: Sendable {
     ///   - method: the request's method, as received (`GET`).
     ///   - url: the request's absolute URL as the client addressed it (behind a proxy: the external one).
     ///   - requiredScopes: scopes the request needs; a token lacking one gets `insufficient_scope`.
-    /// - Throws: `ResourceServerRefusal`, with the answer to send.
+    /// - Returns: who the token speaks for: subject, client, scopes, scheme and binding.
+    /// - Throws: `ResourceServerRefusal`, with the answer to send: `missingCredentials` (401, no
+    ///   `Authorization`), `invalidRequest` (400, malformed or too long), `invalidToken` (401: bad
+    ///   signature, expired, wrong `iss` or `aud`, inactive, a binding that does not fit the scheme),
+    ///   `insufficientScope` (403), `invalidDPoPProof` or `useDPoPNonce` (401, DPoP), or
+    ///   `temporarilyUnavailable` (503: the issuer's keys, the introspection or the replay cache could
+    ///   not be had).
     public func verify(
         authorizationHeader: String?, dpopHeader: String?, method: String, url: String,
         requiredScopes: [String] = []
@@ -170,6 +199,16 @@ public struct ResourceServer: Sendable {
     /// let principal = try server.verifyBearer(authorizationHeader: auth, requiredScopes: ["mcp"],
     ///                                         keys: { kid in snapshot.keys(for: kid) }, introspection: { _ in nil })
     /// ```
+    ///
+    /// - Parameters:
+    ///   - authorizationHeader: the `Authorization` value (`nil` when absent); Bearer only.
+    ///   - requiredScopes: scopes the request needs; a token lacking one gets `insufficient_scope`.
+    ///   - keys: the verification keys at hand for a JWT's `kid` (`nil`: the token names none); none
+    ///     fitting refuses the token as `invalid_token`.
+    ///   - introspection: the answer at hand for an opaque token (used only with an `introspector`).
+    /// - Returns: who the token speaks for, as `verify` returns it.
+    /// - Throws: `ResourceServerRefusal`, as `verify` (no `temporarilyUnavailable` for keys: they are
+    ///   the caller's); `invalidRequest` for a DPoP request.
     public func verifyBearer(
         authorizationHeader: String?, requiredScopes: [String] = [], keys: (String?) -> [JWTKey],
         introspection: (String) -> IntrospectionAnswer?

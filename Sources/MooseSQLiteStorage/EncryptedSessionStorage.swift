@@ -35,6 +35,9 @@ public struct EncryptedSessionStorage: SessionStorage {
     public static let namespace = "moose.session"
 
     /// Sessions in `store`.
+    ///
+    /// - Parameter store: an open `SecretStore`, shared with whatever else it holds (sessions live under
+    ///   `EncryptedSessionStorage.namespace`); every process opening the same file shares the sessions.
     public init(store: SecretStore) { self.store = store }
 
     struct Record: Codable {

@@ -82,8 +82,19 @@ public final class SecretStore: Sendable {
     ///
     /// `readOnly` opens an existing store for reading only: every write fails with `permission`.
     ///
-    /// - Throws: `wrongKey` if `masterKey` is not this store's key, `corrupt` for a damaged or foreign
-    ///   file, `permission`, `io`, `busy`, `keyUnavailable`. Opening never modifies an existing file.
+    /// - Parameters:
+    ///   - path: the store's file (its `-wal` and lock files live next to it).
+    ///   - masterKey: the key that unlocks the store (a key file, the Keychain or Secret Service, a
+    ///     passphrase); it must be this store's, or a new store's first one.
+    ///   - create: whether a missing store is created (default `true`); `false`: a missing one is `io`.
+    ///   - durability: how hard a commit insists on reaching the disk (default `.full`).
+    ///   - readOnly: open an existing store for reading only (default `false`).
+    ///   - scryptParameters: the scrypt cost of a new store's passphrase key (ignored for other master
+    ///     keys, and for an existing store, which keeps its own); default N = 2^16, r = 8, p = 1.
+    /// - Throws: `SecretStoreError` with `wrongKey` if `masterKey` is not this store's key, `corrupt` for
+    ///   a damaged, empty or foreign file, `unsupportedVersion` for a newer format, `permission`, `io` (no
+    ///   store at `path` with `create` false or `readOnly`), `busy`, `keyUnavailable`. Opening never
+    ///   modifies an existing file.
     public convenience init(
         path: String, masterKey: MasterKeySource, create: Bool = true, durability: Durability = .full,
         readOnly: Bool = false,

@@ -37,6 +37,14 @@ public struct OAuthClient: Sendable {
     public var requiresAdvertisedS256 = false
 
     /// A client.
+    ///
+    /// - Parameters:
+    ///   - metadata: the provider's metadata (`Discovery`, or `ProviderMetadata(issuer:…)` by hand);
+    ///     its endpoints are checked for `https` when used.
+    ///   - clientID: the client id registered at the provider.
+    ///   - authentication: how the client authenticates at the token, revocation, device and PAR
+    ///     endpoints; `.none` (the default): a public client, sending only `client_id`.
+    ///   - transport: what sends every request (no retries: the coordinator decides those).
     public init(
         metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication = .none,
         transport: any HTTPTransport
@@ -62,6 +70,10 @@ public struct OAuthClient: Sendable {
     /// The refresh grant, keeping the old refresh token (and ID token) when the response has none.
     /// Tokens bound to a DPoP key are refreshed with proofs from that key, and never without it.
     /// The resource a refresh of `tokens` names: theirs, else the client's.
+    ///
+    /// - Parameter tokens: the current tokens; their refresh token is spent (store what comes back).
+    /// - Returns: the new tokens; see `refresh(_:forResource:)`.
+    /// - Throws: as `refresh(_:forResource:)`.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
         try await refresh(tokens, forResource: tokens.resource ?? resource)
     }
@@ -71,6 +83,15 @@ public struct OAuthClient: Sendable {
     /// allows it (servers that bind a refresh token to one resource answer `invalid_target`, an
     /// `OAuthError.server` whose `oauthError` says so). The returned tokens carry `resource`; the
     /// refresh token may have rotated, so store them (or go through a `RefreshCoordinator`).
+    ///
+    /// - Parameters:
+    ///   - tokens: the current tokens; a DPoP-bound set must carry its key (the proofs are signed with it).
+    ///   - resource: the RFC 8707 resource to name; `nil`: none is sent.
+    /// - Returns: the new tokens, with the old refresh token and ID token kept when the response has none.
+    /// - Throws: `OAuthError` with `invalidGrant` when there is no refresh token or the provider refuses
+    ///   it (final: log in again); `needsLogin` for DPoP-bound tokens without their key; `invalidClient`,
+    ///   `server` (`invalid_target`, `invalid_scope`…), `invalidResponse`, `unsafeValue`, `transient`,
+    ///   `tls`; `missingEndpoint` or `insecureEndpoint` for the token endpoint.
     public func refresh(_ tokens: TokenSet, forResource resource: String?) async throws -> TokenSet {
         guard let refreshToken = tokens.refreshToken else {
             throw OAuthError(OAuthError.invalidGrant, "there is no refresh token: log in again")
@@ -97,6 +118,12 @@ public struct OAuthClient: Sendable {
     /// that fails (a key the cache cannot fetch yet, another `sub`) never costs the session: it is
     /// dropped, the previous ID token is kept, the new access and refresh tokens are returned, and the
     /// failure is logged.
+    ///
+    /// - Parameters:
+    ///   - tokens: the current tokens; their ID token's `sub` is the one a new ID token must carry.
+    ///   - validator: checks a new ID token; `nil`: it is kept unchecked.
+    /// - Returns: the new tokens (the previous ID token when the new one was refused).
+    /// - Throws: as `refresh(_:forResource:)`; never for the ID token.
     public func refresh(_ tokens: TokenSet, validatingWith validator: IDTokenValidator?) async throws -> TokenSet {
         var fresh = try await refresh(tokens)
         guard let idToken = fresh.idToken, let validator,
@@ -121,6 +148,13 @@ public struct OAuthClient: Sendable {
     }
 
     /// RFC 7009 revocation with `token_type_hint`. Returns normally when the server answered 200.
+    ///
+    /// - Parameters:
+    ///   - token: the refresh or access token to revoke.
+    ///   - hint: its `token_type_hint`: `refresh_token` or `access_token`.
+    /// - Throws: `OAuthError` with `missingEndpoint` (no revocation endpoint) or `insecureEndpoint`; for
+    ///   any answer but 200 the endpoint's error (`invalidClient`, `server` for
+    ///   `unsupported_token_type`…, `transient` for 5xx or 429); `transient` or `tls` when unreachable.
     public func revoke(_ token: String, hint: String) async throws {
         let url = try metadata.require(metadata.revocationEndpoint, "revocation endpoint")
         let request = try tokenEndpoint().authenticatedRequest(
@@ -136,6 +170,14 @@ public struct OAuthClient: Sendable {
 
     /// Revokes the refresh and access tokens and builds the end-session URL; never throws for a
     /// failed revocation (it is reported in the result) — the caller wipes local state regardless.
+    ///
+    /// - Parameters:
+    ///   - tokens: the tokens to revoke (the refresh token first) and the ID token sent as `id_token_hint`.
+    ///   - postLogoutRedirectURI: where the provider sends the browser afterwards (it must be
+    ///     registered); `nil` (the default): none is sent.
+    ///   - state: sent as `state` with the end-session URL and given back on the redirect; `nil`: none.
+    /// - Returns: what was revoked (`nil` flags where there was no revocation endpoint or token), the
+    ///   first revocation error, and the end-session URL when the provider has an `end_session_endpoint`.
     public func logout(_ tokens: TokenSet, postLogoutRedirectURI: URL? = nil, state: String? = nil) async
         -> LogoutResult
     {

@@ -26,6 +26,13 @@ public struct TokenEndpoint: Sendable {
     public var logger: Logger? = nil
 
     /// A token endpoint client.
+    ///
+    /// - Parameters:
+    ///   - url: the token endpoint (also the `aud` of a `private_key_jwt` assertion); not checked here
+    ///     for `https` (`OAuthClient` checks its endpoints).
+    ///   - clientID: the client id sent with every request.
+    ///   - authentication: how the client authenticates (`.none`: `client_id` alone).
+    ///   - transport: what sends the requests.
     public init(url: URL, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport) {
         self.url = url
         self.clientID = clientID
@@ -38,6 +45,19 @@ public struct TokenEndpoint: Sendable {
     ///
     /// With `dpop`, every request carries a DPoP proof (RFC 9449 §5) signed by that key — with the
     /// server's nonce after one `use_dpop_nonce` retry (§8) — and the tokens come back holding the key.
+    ///
+    /// - Parameters:
+    ///   - parameters: the grant's form fields (`grant_type` and the rest), in order; the client's
+    ///     authentication is added.
+    ///   - requestedScopes: the scopes asked for, recorded as granted when the response names none.
+    ///   - dpop: the key to prove possession of; `nil` (the default): bearer tokens.
+    /// - Returns: the tokens, with `expiresAt` from `expires_in` counted from the request's sending and
+    ///   the server's clock offset (from its `Date` header).
+    /// - Throws: `OAuthError` for the answer: `invalidGrant`, `invalidClient` (also a bare 401 or 403),
+    ///   `accessDenied`, `expiredToken`, `server` (any other OAuth error), `transient` (5xx, 429, or
+    ///   unreachable), `tls`, `invalidResponse` (no JSON object, no `access_token`), `unsafeValue` (a
+    ///   token or token type that cannot be used safely); `JWTError` when a `private_key_jwt` key
+    ///   cannot sign its assertion.
     public func request(_ parameters: [(String, String)], requestedScopes: [String], dpop: DPoPKey? = nil) async throws
         -> TokenSet
     {
@@ -60,6 +80,13 @@ public struct TokenEndpoint: Sendable {
     }
 
     /// A form POST to `url` with the client's authentication applied (token, revocation, device endpoints).
+    ///
+    /// - Parameters:
+    ///   - url: where the request goes (the assertion's `aud` stays the token endpoint's `url`).
+    ///   - parameters: the form fields; `client_id`, and a secret or assertion, are appended.
+    /// - Returns: the request (30 s timeout), not sent.
+    /// - Throws: `JWTError` when a `private_key_jwt` key cannot sign the assertion (a public key, a
+    ///   key of another family than the algorithm's, a weak key).
     public func authenticatedRequest(url: URL, parameters: [(String, String)]) throws -> APIRequest {
         var fields = parameters
         var headers = HTTPFields()

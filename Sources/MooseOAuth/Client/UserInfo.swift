@@ -14,16 +14,46 @@ extension OAuthClient {
     /// let info = try await client.userInfo(accessToken: tokens.accessToken, expectedSubject: "248289761001")
     /// info["email"]?.stringValue
     /// ```
+    ///
+    /// - Parameters:
+    ///   - accessToken: a bearer access token (sent as `Authorization: Bearer`).
+    ///   - expectedSubject: the ID token's `sub`, compared byte for byte; `nil`: not checked.
+    /// - Returns: the UserInfo claims as the provider sent them.
+    /// - Throws: `OAuthError` with `missingEndpoint` or `insecureEndpoint` (the UserInfo endpoint),
+    ///   `subjectMismatch` when the response's `sub` is not `expectedSubject`, `invalidResponse` for a
+    ///   body that is not a JSON object with a `sub` (a signed UserInfo response included), `server` for
+    ///   a 4xx answer, `transient` for a 5xx one or an unreachable endpoint, `tls`; `unsafeValue` for a
+    ///   token that cannot be a header; `needsLogin` for a DPoP-bound token without its key.
     public func userInfo(accessToken: String, expectedSubject: String?) async throws -> JSONObject {
         try await userInfo(token: AccessToken(value: accessToken), expectedSubject: expectedSubject)
     }
 
     /// The UserInfo response for `tokens`' access token — with a DPoP proof when they are DPoP-bound.
+    ///
+    /// - Parameters:
+    ///   - tokens: the tokens whose access token (and DPoP key) is presented.
+    ///   - expectedSubject: the ID token's `sub`, compared byte for byte; `nil`: not checked.
+    /// - Returns: the UserInfo claims as the provider sent them.
+    /// - Throws: `OAuthError` with `missingEndpoint` or `insecureEndpoint` (the UserInfo endpoint),
+    ///   `subjectMismatch` when the response's `sub` is not `expectedSubject`, `invalidResponse` for a
+    ///   body that is not a JSON object with a `sub` (a signed UserInfo response included), `server` for
+    ///   a 4xx answer, `transient` for a 5xx one or an unreachable endpoint, `tls`; `unsafeValue` for a
+    ///   token that cannot be a header; `needsLogin` for a DPoP-bound token without its key.
     public func userInfo(tokens: TokenSet, expectedSubject: String?) async throws -> JSONObject {
         try await userInfo(token: AccessToken(tokens, generation: 0), expectedSubject: expectedSubject)
     }
 
     /// The UserInfo response for a coordinator's token (Bearer, or DPoP with a proof per request).
+    ///
+    /// - Parameters:
+    ///   - token: the access token to present, as a coordinator hands it out.
+    ///   - expectedSubject: the ID token's `sub`, compared byte for byte; `nil`: not checked.
+    /// - Returns: the UserInfo claims as the provider sent them.
+    /// - Throws: `OAuthError` with `missingEndpoint` or `insecureEndpoint` (the UserInfo endpoint),
+    ///   `subjectMismatch` when the response's `sub` is not `expectedSubject`, `invalidResponse` for a
+    ///   body that is not a JSON object with a `sub` (a signed UserInfo response included), `server` for
+    ///   a 4xx answer, `transient` for a 5xx one or an unreachable endpoint, `tls`; `unsafeValue` for a
+    ///   token that cannot be a header; `needsLogin` for a DPoP-bound token without its key.
     public func userInfo(token: AccessToken, expectedSubject: String?) async throws -> JSONObject {
         let url = try metadata.require(metadata.userinfoEndpoint, "userinfo endpoint")
         var request = APIRequest(url: url, timeout: 20)

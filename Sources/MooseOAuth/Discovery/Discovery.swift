@@ -23,12 +23,24 @@ public actor Discovery {
     private var inFlight: [String: Task<ProviderMetadata, any Error>] = [:]
 
     /// A discovery client; documents are cached for `timeToLive` seconds.
+    ///
+    /// - Parameters:
+    ///   - transport: what fetches the documents.
+    ///   - timeToLive: seconds a fetched document is served from the cache (default 3600: an hour).
     public init(transport: any HTTPTransport, timeToLive: TimeInterval = 3600) {
         self.transport = transport
         self.timeToLive = timeToLive
     }
 
     /// The metadata of `issuer`, from the cache or the network (one fetch for concurrent callers).
+    ///
+    /// - Parameters:
+    ///   - issuer: the issuer URL exactly as the provider names itself (scheme, path and trailing
+    ///     slash count); also the cache key.
+    ///   - overrides: endpoints set by hand, each replacing the discovered one; default: none.
+    /// - Returns: the validated metadata with `overrides` applied (the cache keeps it without them).
+    /// - Throws: as `fetch(issuer:transport:)`; `OAuthError.insecureEndpoint` also for an override
+    ///   that is plain `http` to another machine.
     public func metadata(for issuer: String, overrides: EndpointOverrides = EndpointOverrides()) async throws
         -> ProviderMetadata
     {
@@ -57,6 +69,17 @@ public actor Discovery {
     public func invalidate(_ issuer: String) { cache[issuer] = nil }
 
     /// Fetches and validates both documents.
+    ///
+    /// - Parameters:
+    ///   - issuer: the issuer URL, compared byte for byte with each document's `issuer`.
+    ///   - transport: what fetches the documents (15 s timeout each, no retries).
+    /// - Returns: the OpenID Connect document's metadata, its gaps filled from the RFC 8414 one (or
+    ///   the RFC 8414 document alone), uncached.
+    /// - Throws: `OAuthError` with `invalidConfiguration` for an issuer that is not an http(s) URL
+    ///   without query or fragment; `insecureEndpoint` for a plain-`http` issuer or endpoint to another
+    ///   machine; `issuerMismatch` for a document naming another issuer; `discovery` for no document, an
+    ///   unusable one (not JSON, a REQUIRED member missing, over 256 KiB) or a 4xx answer; `transient`
+    ///   for a 5xx answer or an unreachable host; `tls` for a failed TLS handshake.
     public static func fetch(issuer: String, transport: any HTTPTransport) async throws -> ProviderMetadata {
         guard let base = URL(string: issuer), let scheme = base.scheme?.lowercased(),
             scheme == "https" || scheme == "http",

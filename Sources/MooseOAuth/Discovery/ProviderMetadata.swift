@@ -81,6 +81,9 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
     }
 
     /// Metadata configured by hand (for servers without discovery, or to fill gaps).
+    ///
+    /// Every endpoint defaults to `nil`: not available (an operation that needs it fails with
+    /// `OAuthError.missingEndpoint`). Nothing is checked here; `checkTransportSecurity()` checks for `https`.
     public init(
         issuer: String, authorizationEndpoint: URL? = nil, tokenEndpoint: URL? = nil, userinfoEndpoint: URL? = nil,
         jwksURI: URL? = nil, revocationEndpoint: URL? = nil, introspectionEndpoint: URL? = nil,
@@ -98,6 +101,9 @@ public struct ProviderMetadata: Sendable, Codable, Hashable {
     }
 
     /// This metadata with every endpoint `other` has and this one lacks filled in (same issuer only).
+    ///
+    /// - Returns: the merged metadata (this one's members win), or this one unchanged when `other`'s
+    ///   issuer differs.
     public func filling(from other: ProviderMetadata) -> ProviderMetadata {
         guard other.issuer.utf8.elementsEqual(issuer.utf8) else { return self }
         var merged = self

@@ -50,6 +50,12 @@ extension OAuthClientFlow {
     }
 
     /// The refresh token when there is one, else a new grant (`renewalParameters(for:)`).
+    ///
+    /// - Parameter tokens: the current tokens (with their DPoP key when they are bound to one).
+    /// - Returns: the new tokens; a rotated refresh token replaces the old one, which is kept otherwise.
+    /// - Throws: `OAuthError` with `invalidGrant` when the refresh token is refused or there is neither
+    ///   a refresh token nor a new grant to make; `needsLogin` for DPoP-bound tokens without their key;
+    ///   the errors of `authorize(_:)` for a new grant; the token endpoint's other errors.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
         if tokens.refreshToken == nil, let parameters = renewalParameters(for: tokens) {
             return try await authorize(parameters)

@@ -26,6 +26,15 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
     public let idTokens: IDTokenValidator?
 
     /// A flow.
+    ///
+    /// - Parameters:
+    ///   - client: the client, with the provider's authorization and token endpoints (and its PAR,
+    ///     DPoP and resource settings).
+    ///   - redirectURI: sent as `redirect_uri` and again with the code; it must be registered exactly
+    ///     (a `LoopbackUserAgent`'s `redirectURI` for a loopback login).
+    ///   - userAgent: shows the authorization URL to the user and returns the redirect that came back.
+    ///   - idTokens: validates the ID token when `openid` is asked for; `nil`: a login that asks for
+    ///     `openid` fails with `invalidConfiguration` once the ID token arrives.
     public init(client: OAuthClient, redirectURI: URL, userAgent: any ExternalUserAgent, idTokens: IDTokenValidator?) {
         self.client = client
         self.redirectURI = redirectURI
@@ -105,6 +114,14 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
 
     /// Builds the authorization request with every parameter in the URL (fresh `state`, `nonce`,
     /// PKCE verifier and, with DPoP, key) — no network. `prepareRequest` pushes them when it should.
+    ///
+    /// - Parameter parameters: the scopes (none: no `scope` is sent), the RFC 8707 resources (none:
+    ///   the client's `resource`), `prompt`, `login_hint` and the other extra parameters.
+    /// - Returns: the request, whose `state`, `nonce`, PKCE verifier and DPoP key `complete` needs.
+    /// - Throws: `OAuthError` with `pkceNotSupported` (`client.requiresAdvertisedS256` and no S256
+    ///   advertised), `missingEndpoint` or `insecureEndpoint` (the authorization endpoint),
+    ///   `invalidConfiguration` (a URL that cannot be built, an unsupported DPoP algorithm);
+    ///   `CryptographyError` when the random source or the DPoP key generation fails.
     public func makeRequest(_ parameters: AuthorizationParameters) throws -> Request {
         let made = try self.parameters(parameters)
         return request(made, url: try authorizationURL(made.items), parameters: parameters, pushed: false)
@@ -113,6 +130,12 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
     /// Builds the authorization request and, when `client.pushedAuthorization` says so (by default:
     /// whenever the server advertises a PAR endpoint), pushes the parameters with the client's
     /// authentication (RFC 9126 §2) and returns a URL carrying only `client_id` and the `request_uri`.
+    ///
+    /// - Parameter parameters: as for `makeRequest(_:)`.
+    /// - Returns: the request; `pushed` says whether the parameters went to the PAR endpoint.
+    /// - Throws: the errors of `makeRequest(_:)`; `invalidConfiguration` when the provider requires
+    ///   PAR and `client.pushedAuthorization` is `.never`; for a push, the PAR endpoint's refusal
+    ///   (`invalidClient`, `server`…), `invalidResponse` without a usable `request_uri`, `transient`, `tls`.
     public func prepareRequest(_ parameters: AuthorizationParameters) async throws -> Request {
         let made = try self.parameters(parameters)
         let metadata = client.metadata
@@ -138,6 +161,14 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
             parameters: parameters, pushed: true)
     }
 
+    /// Runs the whole login: prepares the request (`prepareRequest(_:)`), has the user agent show it
+    /// and bring back the redirect, and completes it (`complete(_:callback:)`); the user agent is told
+    /// the outcome (`loginFinished`) either way.
+    ///
+    /// - Parameter parameters: as for `makeRequest(_:)`.
+    /// - Returns: the tokens, their ID token validated with the request's `nonce`.
+    /// - Throws: the errors of `prepareRequest(_:)` and `complete(_:callback:)`, and the user agent's
+    ///   (`OAuthError.timedOut` when no redirect came back in time, `CancellationError`).
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let request = try await prepareRequest(parameters)
         let callback = try await userAgent.authorize(
@@ -157,6 +188,17 @@ public struct AuthorizationCodeFlow: OAuthClientFlow {
 
     /// Checks the redirect (`state` in constant time, RFC 9207 `iss` exactly, then `error`),
     /// exchanges the code with the PKCE verifier, and validates the ID token with the request's `nonce`.
+    ///
+    /// - Parameters:
+    ///   - request: what `makeRequest(_:)` or `prepareRequest(_:)` returned for this login.
+    ///   - callback: the full redirect URL that came back (its query carries `code` and `state`, or `error`).
+    /// - Returns: the tokens (bound to the request's DPoP key, if any; with its single resource).
+    /// - Throws: `OAuthError` with `issuerMismatchInResponse` (RFC 9207), `stateMismatch`,
+    ///   `accessDenied` or `server` for an error redirect, `invalidResponse` for a redirect with no
+    ///   code; the token endpoint's `invalidGrant`, `invalidClient`, `server`, `invalidResponse`,
+    ///   `unsafeValue`, `transient`, `tls`; `invalidIDToken` (missing, or refused by
+    ///   `IDTokenValidator.validate`, whose JWKS fetch may fail too), or `invalidConfiguration` when
+    ///   an ID token came and `idTokens` is `nil`.
     public func complete(_ request: Request, callback: URL) async throws -> TokenSet {
         // RFC 6749 §4.1.2 / Appendix B: the redirect's query is application/x-www-form-urlencoded.
         let items = RequestBuilder.decodeForm(

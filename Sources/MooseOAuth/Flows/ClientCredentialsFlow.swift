@@ -12,13 +12,19 @@ public struct ClientCredentialsFlow: OAuthClientFlow {
     public let client: OAuthClient
 
     /// A flow.
+    ///
+    /// - Parameter client: a confidential client (its authentication is what the grant rests on).
     public init(client: OAuthClient) { self.client = client }
 
     /// Asks for tokens for the client itself: the scopes asked for (`openid` left out: this grant
     /// issues no ID token), the resources, and `parameters.extra` (an `audience`).
     ///
-    /// - Throws: `invalidConfiguration` when `openid` is the only scope asked for; the token
-    ///   endpoint's refusal otherwise (`invalidClient` for refused credentials).
+    /// - Parameter parameters: the scopes (none: the client's default scopes), RFC 8707 resources
+    ///   (none: the client's `resource`) and extra parameters.
+    /// - Returns: the tokens (no refresh token, as a rule; bound to a new DPoP key when the client asks).
+    /// - Throws: `OAuthError` with `invalidConfiguration` when `openid` is the only scope asked for; the
+    ///   token endpoint's refusal otherwise (`invalidClient` for refused credentials, `server` for
+    ///   `invalid_scope`…), `invalidResponse`, `unsafeValue`, `transient`, `tls`, or `missingEndpoint`.
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         var fields = [("grant_type", "client_credentials")]
         // No ID token comes from this grant, so `openid` is not sent; asked for alone, it is refused

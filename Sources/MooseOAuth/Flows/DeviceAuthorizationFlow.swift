@@ -27,6 +27,12 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
     }
 
     /// A flow.
+    ///
+    /// - Parameters:
+    ///   - client: the client; its metadata must have a device authorization endpoint.
+    ///   - idTokens: validates an ID token that comes back when `openid` is asked for; `nil`: none is
+    ///     validated (the device grant may return none).
+    ///   - present: shows the user code and verification URL; called once, before polling starts.
     public init(
         client: OAuthClient, idTokens: IDTokenValidator?,
         present: @escaping @Sendable (DeviceAuthorization) async -> Void
@@ -37,6 +43,15 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
     }
 
     /// Requests the codes (RFC 8628 §3.1).
+    ///
+    /// - Parameter parameters: the scopes, RFC 8707 resources (none: the client's `resource`) and
+    ///   extra parameters sent to the device authorization endpoint.
+    /// - Returns: the device and user codes, the verification URL, and the expiry (at most an hour) and
+    ///   polling interval (1–60 s) as bounded here.
+    /// - Throws: `OAuthError` with `missingEndpoint` or `insecureEndpoint` (no usable device
+    ///   authorization endpoint); the endpoint's refusal (`invalidClient`, `server`…, `transient` for
+    ///   5xx or 429); `invalidResponse` when a code or the verification URL is missing; `transient`
+    ///   or `tls` when it cannot be reached.
     public func start(_ parameters: AuthorizationParameters) async throws -> DeviceAuthorization {
         let url = try client.metadata.require(
             client.metadata.deviceAuthorizationEndpoint, "device authorization endpoint")
@@ -76,6 +91,16 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
     /// waits, `slow_down` adds 5 s to the interval, `access_denied` and `expired_token` end it.
     ///
     /// `resources` (RFC 8707) are named again on every poll, as on the device authorization request.
+    ///
+    /// - Parameters:
+    ///   - device: what `start(_:)` returned; polling stops at its `expiresAt`.
+    ///   - scopes: the scopes asked for, kept as the granted ones when the response names none.
+    ///   - resources: the RFC 8707 resources; default: none.
+    /// - Returns: the tokens, bound to a new DPoP key when the client asks for DPoP; not validated here.
+    /// - Throws: `OAuthError` with `accessDenied` (the user refused), `expiredToken` (the code expired
+    ///   first), the token endpoint's other refusals (`invalidGrant`, `invalidClient`, `server`…),
+    ///   `invalidResponse`, `unsafeValue`, `tls`; transient failures are retried until the expiry.
+    ///   `CancellationError` from `sleep` when the task is cancelled.
     public func poll(_ device: DeviceAuthorization, scopes: [String], resources: [String] = []) async throws -> TokenSet
     {
         var interval = device.interval
@@ -113,6 +138,13 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
         }
     }
 
+    /// Runs the whole grant: `start(_:)`, `present`, `poll(_:scopes:resources:)`, then validates
+    /// an ID token with `idTokens` when `openid` was asked for and one came back.
+    ///
+    /// - Parameter parameters: as for `start(_:)`.
+    /// - Returns: the tokens.
+    /// - Throws: the errors of `start(_:)` and `poll(_:scopes:resources:)`; `OAuthError.invalidIDToken`
+    ///   for an ID token that fails validation.
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let device = try await start(parameters)
         await present(device)

@@ -14,6 +14,10 @@ public struct ExchangeToken: Sendable, Hashable {
     public var type: String
 
     /// A token of `type`.
+    ///
+    /// - Parameters:
+    ///   - token: the token itself (checked when the grant is sent: non-empty visible ASCII, at most 64 KiB).
+    ///   - type: its type URI (`ExchangeToken.idTokenType`…; `type(named:)` maps short names).
     public init(_ token: String, type: String) {
         self.token = token
         self.type = type
@@ -93,6 +97,14 @@ public struct TokenExchangeFlow: OAuthClientFlow {
     public var audiences: [String]
 
     /// A flow exchanging what `subject` yields.
+    ///
+    /// - Parameters:
+    ///   - client: the client (its authentication, if any, is sent as for every grant).
+    ///   - requestedTokenType: the `requested_token_type`; `nil` (the default): none is sent, and only
+    ///     an access token (or a JWT) is accepted back.
+    ///   - audiences: the `audience` values (logical names of the target services); default: none.
+    ///   - actor: yields the actor token on every grant (delegation); `nil` (the default): none.
+    ///   - subject: yields the subject token on every grant (a rotating source is read afresh).
     public init(
         client: OAuthClient, requestedTokenType: String? = nil, audiences: [String] = [],
         actor: (@Sendable () async throws -> ExchangeToken)? = nil,
@@ -105,6 +117,17 @@ public struct TokenExchangeFlow: OAuthClientFlow {
         self.audiences = audiences
     }
 
+    /// Exchanges a fresh subject (and actor) token for tokens (RFC 8693 §2.1).
+    ///
+    /// - Parameter parameters: the scopes (none: no `scope` sent), RFC 8707 resources (none: the
+    ///   client's `resource`) and extra parameters.
+    /// - Returns: the issued tokens, checked to be what was asked for (see the type's documentation).
+    /// - Throws: `OAuthError` with `invalidConfiguration` for a subject or actor token that cannot be
+    ///   sent (empty, over 64 KiB, not visible ASCII) or a provider that does not offer token exchange
+    ///   (`unsupported_grant_type`, or its metadata does not list it); `invalidResponse` when the issued
+    ///   token is not what was asked for; the token endpoint's `invalidGrant`, `invalidClient`, `server`,
+    ///   `invalidResponse`, `unsafeValue`, `transient`, `tls`; whatever `subject` or `actor` throws
+    ///   (`OAuthError.workloadIdentity` from a `WorkloadIdentity`).
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let subject = try await self.subject().checked(as: "subject")
         var fields = [
@@ -172,11 +195,24 @@ public struct JWTBearerFlow: OAuthClientFlow {
     public let assertion: @Sendable () async throws -> String
 
     /// A flow granting on what `assertion` yields.
+    ///
+    /// - Parameters:
+    ///   - client: the client (its authentication, if any, is sent too).
+    ///   - assertion: yields the assertion, a compact JWS, on every grant (short-lived ones rotate).
     public init(client: OAuthClient, assertion: @escaping @Sendable () async throws -> String) {
         self.client = client
         self.assertion = assertion
     }
 
+    /// Presents a fresh assertion as the grant (RFC 7523 §2.1).
+    ///
+    /// - Parameter parameters: the scopes (none: no `scope` sent), RFC 8707 resources (none: the
+    ///   client's `resource`) and extra parameters.
+    /// - Returns: the tokens.
+    /// - Throws: `OAuthError` with `invalidConfiguration` for an assertion that cannot be sent (empty,
+    ///   over 64 KiB, not visible ASCII) or a provider that does not offer the JWT bearer grant; the
+    ///   token endpoint's `invalidGrant`, `invalidClient`, `server`, `invalidResponse`, `unsafeValue`,
+    ///   `transient`, `tls`; whatever `assertion` throws.
     public func authorize(_ parameters: AuthorizationParameters) async throws -> TokenSet {
         let assertion = try ExchangeToken(try await self.assertion(), type: ExchangeToken.jwtType).checked(
             as: "assertion"

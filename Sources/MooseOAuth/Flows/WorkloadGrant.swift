@@ -38,11 +38,14 @@ public struct WorkloadGrant: Sendable {
     /// A workload login.
     ///
     /// - Parameters:
-    ///   - identity: the platform's identity token source (`.githubActions()`, `.file(path)`, `.environmentVariable(name)`).
+    ///   - identity: the platform's identity token source (`.githubActions()`, `.file(path)`,
+    ///     `.environmentVariable(name)`), asked again for every grant.
     ///   - grant: token exchange (the default) or the JWT bearer grant.
-    ///   - identityAudience: the audience the platform's token is asked for (default: the issuer).
-    ///   - subjectTokenType: what the identity token is, for an exchange.
-    ///   - audiences: the exchange's `audience` parameters.
+    ///   - identityAudience: the audience the platform's token is asked for; `nil` (the default): the
+    ///     provider's issuer. Of the built-in sources only GitHub Actions' uses it.
+    ///   - subjectTokenType: what the identity token is, for an exchange (default: an ID token's type URI).
+    ///   - audiences: the exchange's `audience` parameters (the API the tokens are for); default: none.
+    ///     Not sent by the JWT bearer grant.
     public init(
         identity: WorkloadIdentity, grant: Grant = .tokenExchange, identityAudience: String? = nil,
         subjectTokenType: String = ExchangeToken.idTokenType, audiences: [String] = []
@@ -60,6 +63,15 @@ public struct WorkloadGrant: Sendable {
 
     /// One grant at `client`'s provider for `scopes`, with a fresh identity token. A provider's refusal
     /// says which side refused ("the provider refused <source>'s token: …") with the provider's words.
+    ///
+    /// - Parameters:
+    ///   - client: the client at the provider (its issuer is the default identity audience).
+    ///   - scopes: what the grant asks for (none: no `scope` sent).
+    /// - Returns: the tokens (bound to a new DPoP key when the client asks for DPoP).
+    /// - Throws: `OAuthError` with `workloadIdentity` when the platform gives no usable identity token;
+    ///   `invalidGrant`, `invalidClient` or `server` when the provider refuses it (the message says what
+    ///   to check); `invalidConfiguration` when the provider does not offer the grant; `invalidResponse`,
+    ///   `unsafeValue`, `transient`, `tls` as for any token request.
     public func tokens(client: OAuthClient, scopes: [String]) async throws -> TokenSet {
         let identity = self.identity
         let audience = identityAudience ?? client.metadata.issuer

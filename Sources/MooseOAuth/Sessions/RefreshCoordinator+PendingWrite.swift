@@ -30,6 +30,10 @@ extension RefreshCoordinator {
 
     /// Tries to write tokens a failed write left in memory, for up to `timeout` seconds; `true` once
     /// nothing is pending. A process about to exit (a CLI) calls this: its background retry dies with it.
+    ///
+    /// - Parameter timeout: seconds to keep trying (clamped to 0…3600; default 5), on the configured clock.
+    /// - Returns: `true` when nothing is pending any more (written, or superseded by a newer session
+    ///   or a logout); `false` when the storage still refuses the write at the deadline.
     public func persistPendingWrite(timeout: TimeInterval = 5) async -> Bool {
         let deadline = now().addingTimeInterval(min(max(timeout, 0), 3600))
         var delay = 0.05

@@ -166,6 +166,16 @@ public actor RefreshCoordinator {
 
     /// A coordinator whose `refresher` needs only the stored session's tokens (the package's tests and
     /// workers script a refresh with it; an app passes an `Authorizable`).
+    ///
+    /// - Parameters:
+    ///   - key: the session's name in `storage`; the refresh lease is named after it (`refresh:<key>`).
+    ///   - storage: where the session lives; it must be writable for a refresh to run.
+    ///   - configuration: margins, lease, retries, loop guard, clock, reachability; defaults otherwise.
+    ///   - current: the session when the caller already read it: seeds the cache (an active one only),
+    ///     so the first call needs no storage read; `nil` (the default): read on first use.
+    ///   - refresher: runs the refresh grant for the stored tokens (read inside the lease) and returns
+    ///     the new ones; called once per shared refresh, and again (up to `transientAttempts`) for an
+    ///     `OAuthError.transient` failure that cannot have reached the server.
     package init(
         key: String, storage: any SessionStorage, configuration: Configuration = Configuration(),
         current: OAuthSession? = nil, refresher: @escaping @Sendable (TokenSet) async throws -> TokenSet
@@ -182,14 +192,13 @@ public actor RefreshCoordinator {
     /// its own from the session's plan through `SessionEngine.coordinator`, on the same single flight.)
     ///
     /// - Parameters:
-    ///   - key: the session's name in `storage` (`"default"`, a profile name).
-    ///   - storage: where the session lives; every coordinator on the same storage and key shares one
-    ///     refresh, across tasks, processes and (on PostgreSQL) machines.
-    ///   - authorizer: the flow whose `refresh` renews the session (a custom token source can conform
-    ///     to `Authorizable` with a `refresh` of its own).
-    ///   - configuration: refresh margins, retries, lease lifetime and the clock.
-    ///   - current: the session when the caller has just read it: seeds the cache, so the first call
-    ///     reads nothing.
+    ///   - key: the session's name in `storage`; the refresh lease is named after it (`refresh:<key>`).
+    ///   - storage: where the session lives; it must be writable for a refresh to run.
+    ///   - authorizer: the flow whose `refresh` renews the stored tokens (a refresh grant, or a new
+    ///     grant for a flow without a person); a custom token source conforms to `Authorizable`.
+    ///   - configuration: margins, lease, retries, loop guard, clock, reachability; defaults otherwise.
+    ///   - current: the session when the caller already read it: seeds the cache (an active one only);
+    ///     `nil` (the default): read on first use.
     public init(
         key: String, storage: any SessionStorage, authorizer: any Authorizable,
         configuration: Configuration = Configuration(), current: OAuthSession? = nil
@@ -212,6 +221,11 @@ public actor RefreshCoordinator {
     /// The cached token if valid for `minimumValidity` seconds (at most the configured share of
     /// its lifetime: see `Configuration.maximumMarginFraction`) — a lock read, callable from any
     /// context (the main actor included) without an actor hop.
+    ///
+    /// - Parameter minimumValidity: seconds the token must still be valid; `nil` (the default): the
+    ///   configuration's `minimumValidity`.
+    /// - Returns: the cached token, or `nil` when there is none or it expires too soon (never refreshes,
+    ///   never reads the storage).
     @inlinable
     public nonisolated func cachedAccessToken(minimumValidity: TimeInterval? = nil) -> AccessToken? {
         let requested = minimumValidity ?? defaultMinimumValidity
@@ -248,6 +262,19 @@ public actor RefreshCoordinator {
     ///
     /// `nonisolated(nonsending)`: it runs on the caller's executor, so with a valid cached token it is
     /// a lock read — no hop to this actor, none off the main actor. Only a refresh enters the actor.
+    ///
+    /// - Parameter minimumValidity: seconds the token must still be valid, capped at
+    ///   `Configuration.maximumMarginFraction` of its lifetime; `nil` (the default): the configuration's.
+    /// - Throws: `OAuthError`: `needsLogin` when there is no session or it needs a new login (its
+    ///   refresh token was refused before, or a login or logout happened while the refresh ran);
+    ///   `invalidGrant` when the provider refuses the refresh token now (the session is then marked as
+    ///   needing a login); `renewalRefused` for a refused renewal of a session without a person (it
+    ///   stays active); `sessionDamaged` for a stored row that cannot be opened; `storeUnavailable`
+    ///   when the storage cannot be read or written (no refresh token spent); `offline` (the
+    ///   configured reachability says so); `refreshLimit` (a refresh loop); `transient` after the
+    ///   configured attempts, or when another process holds the lease past `leaseWait`; whatever the
+    ///   refresher or the storage's admission check throws otherwise. `CancellationError` when the
+    ///   caller's task is cancelled (the shared refresh goes on for the others).
     @inlinable
     public nonisolated(nonsending) func accessToken(minimumValidity: TimeInterval? = nil) async throws -> AccessToken {
         if let cached = cachedAccessToken(minimumValidity: minimumValidity) { return cached }
@@ -261,6 +288,11 @@ public actor RefreshCoordinator {
     }
 
     /// For a 401: refreshes only if `rejected` is still the current token; otherwise returns the newer one.
+    ///
+    /// - Parameter rejected: the token the resource server refused (as this coordinator handed it out).
+    /// - Returns: the newer token already current, one another process stored, or a fresh one.
+    /// - Throws: `OAuthError`, as `accessToken(minimumValidity:)`; a refresh for a 401 counts toward
+    ///   the loop guard (`refreshLimit`).
     public func refresh(rejecting rejected: AccessToken) async throws -> AccessToken {
         if let current = snapshot.withLock({ $0.token }), !current.value.utf8.elementsEqual(rejected.value.utf8) {
             return current
@@ -270,6 +302,9 @@ public actor RefreshCoordinator {
 
     /// Refreshes now, whatever the cached token's expiry, through the same shared, leased path as
     /// every other refresh (`moose refresh`, a "refresh now" button). Concurrent callers share it.
+    ///
+    /// - Returns: the new token (or one another process stored while this waited for the lease).
+    /// - Throws: `OAuthError`, as `accessToken(minimumValidity:)`.
     @discardableResult
     public func refreshNow() async throws -> AccessToken {
         try await join(minimumValidity: .infinity, rejecting: nil)

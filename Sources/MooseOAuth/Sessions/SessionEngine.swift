@@ -37,6 +37,11 @@ public struct SessionEngine: Sendable {
     public let configuration: RefreshCoordinator.Configuration
 
     /// An engine for the session under `key` in `storage`.
+    ///
+    /// - Parameters:
+    ///   - key: the session's name in `storage` (one key, one session).
+    ///   - storage: where the session lives, shared by every process that uses the same key.
+    ///   - configuration: the tuning of the coordinators it makes; defaults otherwise.
     public init(
         key: String, storage: any SessionStorage,
         configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
@@ -52,6 +57,11 @@ public struct SessionEngine: Sendable {
     /// provider's advertised signing algorithms (RS256 when it names none); the HMAC ones (HS256/384/512,
     /// keyed with the client secret, OIDC Core §10.1) only for a client that authenticates with a
     /// secret, never for a public client. `nil` when the provider publishes no JWKS.
+    ///
+    /// - Parameters:
+    ///   - client: the client whose metadata (issuer, `jwks_uri`, algorithms), id and authentication count.
+    ///   - persistence: where the JWKS cache keeps its last document between runs; `nil` (the default):
+    ///     in memory only, fetched on first use.
     public static func idTokenValidator(for client: OAuthClient, persistence: JWKSCache.Persistence? = nil)
         -> IDTokenValidator?
     {
@@ -85,6 +95,17 @@ public struct SessionEngine: Sendable {
     /// refresh grant (RFC 6749 §6) naming the session's resource, validating a new ID token with
     /// `validator` — or, for a client-credentials session (no refresh token), a new grant for the
     /// same scopes.
+    ///
+    /// - Parameters:
+    ///   - session: the stored session, read inside the refresh lease.
+    ///   - client: the client that refreshes (its token endpoint, authentication, DPoP, resource).
+    ///   - validator: checks a new ID token; `nil`: none is checked. A new ID token that fails is
+    ///     dropped (the previous one kept), never thrown.
+    /// - Returns: the new tokens, carrying the session's resource; the refresh token may have rotated.
+    /// - Throws: `OAuthError` from the token endpoint: `invalidGrant` (also for a session with no
+    ///   refresh token and no repeatable grant), `needsLogin` (DPoP-bound tokens without their key),
+    ///   `invalidClient`, `server`, `invalidResponse`, `unsafeValue`, `transient`, `tls`,
+    ///   `missingEndpoint` or `insecureEndpoint`.
     public static func refresh(_ session: OAuthSession, client: OAuthClient, validator: IDTokenValidator?) async throws
         -> TokenSet
     {
@@ -119,6 +140,15 @@ public struct SessionEngine: Sendable {
     /// `admitting` checks every session the coordinator reads from the storage before it adopts or
     /// renews it, and throws to refuse it (`TokenManager` refuses a session of another provider or
     /// client: see `SessionEngine.requireOwner`).
+    ///
+    /// - Parameters:
+    ///   - current: the session when the caller already read it; `nil` (the default): read on first use.
+    ///   - client: the client and ID-token validator for a stored session, called on every refresh;
+    ///     what it throws fails that refresh.
+    ///   - renew: the grant of a session renewed without a refresh token; `nil` (the default): the
+    ///     usual step (`refresh(_:client:validator:)`) for every session.
+    ///   - admitting: refuses a stored session by throwing; `nil` (the default): every session is admitted.
+    /// - Returns: a coordinator for `key` in `storage` with this engine's configuration.
     public func coordinator(
         current: OAuthSession? = nil,
         client: @escaping @Sendable (OAuthSession) async throws -> (client: OAuthClient, validator: IDTokenValidator?),
@@ -143,6 +173,13 @@ public struct SessionEngine: Sendable {
     /// trailing `/` aside): a manager for one client must neither hand out nor renew — with its own
     /// credentials, under the other's name — a session another client made under the same key (a
     /// `moose login` profile, another app's). `invalidConfiguration`, naming both.
+    ///
+    /// - Parameters:
+    ///   - session: the stored session to check.
+    ///   - key: its storage key, for the message only.
+    ///   - issuer: the manager's issuer (a trailing `/` on either side is ignored).
+    ///   - clientID: the manager's client id (compared exactly).
+    /// - Throws: `OAuthError.invalidConfiguration` naming both clients and providers.
     public static func requireOwner(_ session: OAuthSession, key: String, issuer: String, clientID: String) throws {
         func trimmed(_ text: String) -> Substring { text.hasSuffix("/") ? text.dropLast() : Substring(text) }
         guard trimmed(session.issuer).utf8.elementsEqual(trimmed(issuer).utf8),
@@ -166,10 +203,19 @@ public struct SessionEngine: Sendable {
     /// valid refresh token is left behind without a holder.
     ///
     /// - Parameters:
-    ///   - grant: recorded for grants a refresh repeats (`client_credentials`).
+    ///   - tokens: what the login's grant returned, already validated by its flow.
+    ///   - client: the client that made the login; its issuer and id are stored with the session, and
+    ///     it revokes the replaced refresh token.
+    ///   - grant: recorded for grants a refresh repeats (`client_credentials`); `nil` (the default):
+    ///     the session renews with its refresh token.
     ///   - attributes: attributes to keep with the session (a CLI profile's settings); the display
     ///     names found here win over older ones.
-    ///   - registration: the client registration the tokens were issued to, kept sealed with them.
+    ///   - registration: the client registration the tokens were issued to, kept sealed with them;
+    ///     `nil` (the default): a pre-registered client.
+    ///   - coordinator: told with `didLogIn()` so its next call reads the new session; `nil`: none.
+    /// - Returns: the session as stored.
+    /// - Throws: `OAuthError.storeUnavailable` when the session cannot be stored (the grant itself
+    ///   succeeded); a failed revocation of the replaced refresh token is ignored.
     @discardableResult
     public func completeLogin(
         _ tokens: TokenSet, client: OAuthClient, grant: String? = nil, attributes: [String: String] = [:],
@@ -235,6 +281,12 @@ public struct SessionEngine: Sendable {
     /// then wipes the session from the storage, always, even when the provider could not be reached
     /// (the failure is in the result), and tells `coordinator` (its listeners get `loggedOut`).
     ///
+    /// - Parameters:
+    ///   - coordinator: told with `didLogOut()` (its listeners get `loggedOut`); `nil`: none.
+    ///   - postLogoutRedirectURI: sent with the end-session URL (it must be registered); `nil`
+    ///     (the default): none.
+    ///   - client: the client for the stored session (its revocation and end-session endpoints); what
+    ///     it throws is reported in the result's `revocationError`, and the wipe still runs.
     /// - Returns: the result, with `hadSession` false when nothing was stored under `key`.
     public func logout(
         coordinator: RefreshCoordinator?, postLogoutRedirectURI: URL? = nil,

@@ -105,13 +105,14 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// A plan for `clientID` at `issuer`, stored under `name`.
     ///
     /// - Parameters:
-    ///   - name: the storage key the session will live under.
-    ///   - issuer: the provider's issuer URL.
+    ///   - name: the storage key the session will live under (replaced by the key whenever a plan is read).
+    ///   - issuer: the provider's issuer URL (discovered from on first use).
     ///   - clientID: the client's id there.
-    ///   - scopes: what logins and renewals ask for.
+    ///   - scopes: what logins and renewals ask for (empty: the provider's default scopes).
     ///   - grant: the login's grant (default: authorization code).
-    ///   - clientSecretFile: a file holding the client secret, if the client has one.
-    ///   - endpoints: endpoints configured by hand.
+    ///   - clientSecretFile: a path to a file holding the client secret, read on every use; `nil` (the
+    ///     default): no secret file (a public client, or another source set afterwards).
+    ///   - endpoints: endpoints configured by hand, replacing discovered ones; default: none.
     public init(
         name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
         clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()
@@ -190,12 +191,19 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     // MARK: - With the session
 
     /// The plan stored in `session` (version 1, else Moose 0.3's profile), named `key`; without one,
-    /// the least the session implies: its issuer, client, scopes and resource (`stored` is `false`).
+    /// the least the session implies: its issuer, client, scopes and resource (`stored(in:key:)` is `nil`).
+    ///
+    /// - Parameters:
+    ///   - session: the stored session.
+    ///   - key: its storage key, which becomes the plan's `name`.
     public static func of(_ session: OAuthSession, key: String) -> SessionPlan {
         stored(in: session, key: key) ?? implied(by: session, key: key)
     }
 
     /// The plan stored in `session`, if it has one that can be read.
+    ///
+    /// - Returns: the plan (version 1, else Moose 0.3's profile as version 0) named `key`, or `nil`
+    ///   when neither attribute holds a plan that decodes.
     public static func stored(in session: OAuthSession, key: String) -> SessionPlan? {
         for attribute in [attribute, OAuthSession.legacyProfileAttribute] {
             if let text = session.attributes[attribute],
@@ -222,6 +230,9 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     }
 
     /// `attributes` with this plan written in (as the current version; an older copy removed).
+    ///
+    /// - Parameter attributes: the session attributes to add the plan to; default: none.
+    /// - Returns: `attributes` with the plan's JSON under `SessionPlan.attribute` and no legacy profile.
     public func stored(in attributes: [String: String] = [:]) -> [String: String] {
         var attributes = attributes
         var current = self
@@ -238,6 +249,10 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// How the client authenticates, read from its sources now: `private_key_jwt` with the key file,
     /// else the secret from its file or environment variable (`client_secret_basic`, or `_post`), else
     /// none (a public client). A source that cannot be read is `invalidConfiguration`, naming it.
+    ///
+    /// - Throws: `OAuthError.invalidConfiguration` for an unreadable or oversized file, an unset or
+    ///   empty variable, a key file that is not a private key able to sign RS256, ES256 or EdDSA, or
+    ///   credentials held by the app that made the session (`authenticationHeldByApp`, no source here).
     public func clientAuthentication() throws -> ClientAuthentication {
         if authenticationHeldByApp, privateKeyFile == nil, clientSecretFile == nil, clientSecretEnv == nil {
             throw OAuthError(
@@ -310,6 +325,11 @@ public struct SessionPlan: Sendable, Codable, Hashable {
 
     /// The workload grant the plan's `workload` source names, or `nil` for a plan without one; an
     /// unreadable spec is `invalidConfiguration`. `transport` is for GitHub Actions' token request.
+    ///
+    /// - Parameter transport: what asks GitHub Actions for its token (the other sources read a file, a
+    ///   variable or a command, not the network).
+    /// - Throws: `OAuthError.invalidConfiguration` for a `workload` spec `identity(_:transport:)` does
+    ///   not know; an unknown `workloadGrant` name is read as token exchange.
     public func workloadGrant(transport: any HTTPTransport) throws -> WorkloadGrant? {
         guard let spec = workload else { return nil }
         return WorkloadGrant(
@@ -321,6 +341,12 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     }
 
     /// The identity source `spec` names (see `workload`).
+    ///
+    /// - Parameters:
+    ///   - spec: `github`, `gitlab`, `gitlab:VARIABLE`, `env:VARIABLE`, `file:PATH` or
+    ///     `command:PROGRAM ARG…` (split on spaces, run without a shell).
+    ///   - transport: what asks GitHub Actions for its token (used by `github` only).
+    /// - Throws: `OAuthError.invalidConfiguration` for any other spec (an empty variable, path or command included).
     public static func identity(_ spec: String, transport: any HTTPTransport) throws -> WorkloadIdentity {
         func after(_ prefix: String) -> String? {
             spec.utf8.starts(with: prefix.utf8) ? String(spec.dropFirst(prefix.count)) : nil

@@ -86,9 +86,18 @@ public final class TokenManager: Sendable {
     ///     --profile work` writes the key `work`).
     ///   - transport: what sends the requests (`URLSessionTransport`, `CurlTransport`, AsyncHTTPClient's).
     ///   - scopes: what a login asks for (default `openid profile email`).
-    ///   - dpop: bind every login's tokens to a new DPoP key of this algorithm (RFC 9449).
+    ///   - endpoints: endpoints set by hand, each replacing the discovered one (a provider without
+    ///     discovery, or one that lists a wrong endpoint); default: none, everything discovered.
+    ///   - dpop: bind every login's tokens to a new DPoP key of this algorithm (RFC 9449); `nil` (the
+    ///     default): bearer tokens.
+    ///   - resource: the RFC 8707 resource URI named on every login and refresh; `nil` (the default):
+    ///     none is named.
     ///   - workload: how a workload logs in (`login(with: .workload)`) and renews its session — also
-    ///     one made by `moose login --workload` or another process, when issuer and client match.
+    ///     one made by `moose login --workload` or another process, when issuer and client match;
+    ///     `nil` (the default): `login(with: .workload)` fails with `invalidConfiguration`.
+    ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
+    ///   - configuration: the coordinator's tuning (the validity margin, the lease, retries, reachability);
+    ///     the defaults of `RefreshCoordinator.Configuration()` otherwise.
     public convenience init(
         issuer: String, clientID: String, authentication: ClientAuthentication = .none, storage: any SessionStorage,
         key: String = "default", transport: any HTTPTransport, scopes: [String] = ["openid", "profile", "email"],
@@ -112,12 +121,16 @@ public final class TokenManager: Sendable {
     /// opens and renews that session with `open(key:storage:transport:)`.
     ///
     /// - Parameters:
-    ///   - plan: how to log in and renew (`SessionPlan`).
+    ///   - plan: how to log in and renew (`SessionPlan`); its references are read now, once.
     ///   - storage: where the session lives.
-    ///   - key: its key (default: the plan's `name`).
+    ///   - key: its key; `nil` (the default): the plan's `name` (the plan is renamed to the key).
     ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
-    /// - Throws: `invalidConfiguration` when a reference cannot be resolved (an unset variable, an
-    ///   unreadable key file, an unknown DPoP algorithm or workload source).
+    ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
+    ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
+    /// - Throws: `OAuthError` with `invalidConfiguration` when a reference cannot be resolved (an unset
+    ///   variable, an unreadable or oversized key or secret file, a key that cannot sign `private_key_jwt`,
+    ///   an unknown DPoP algorithm or workload source) or when the plan says the client's credentials
+    ///   are held by the app that made it (`authenticationHeldByApp`) and names no file or variable.
     public convenience init(
         plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
         logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
@@ -148,9 +161,19 @@ public final class TokenManager: Sendable {
     /// let manager = try await TokenManager.open(key: "ci", storage: storage, transport: transport)
     /// let token = try await manager.accessToken()
     /// ```
-    /// - Throws: `needsLogin` when there is no session under `key`; `sessionDamaged` for a row that
-    ///   fails authentication; `invalidConfiguration` when its plan cannot be followed here (the
-    ///   client's credentials held by the app that made it, an unset variable, an unreadable key file).
+    ///
+    /// - Parameters:
+    ///   - key: the session's name in `storage` (a `moose login --profile` name is one).
+    ///   - storage: where the session already lives.
+    ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
+    ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
+    ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
+    /// - Returns: a manager whose `plan` is the session's (named `key`); nothing is sent to the provider yet.
+    /// - Throws: `OAuthError` with `needsLogin` when there is no session under `key`; `sessionDamaged`
+    ///   for a row that fails authentication; `storeUnavailable` when the storage cannot be read;
+    ///   `invalidConfiguration` when its plan cannot be followed here (the client's credentials held by
+    ///   the app that made it, an unset variable, an unreadable key file, a workload session whose
+    ///   identity source was that app's own `WorkloadGrant`).
     public static func open(
         key: String, storage: any SessionStorage, transport: any HTTPTransport, logger: Logger? = nil,
         configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
@@ -212,9 +235,30 @@ public final class TokenManager: Sendable {
     public var events: AsyncStream<RefreshEvent> { coordinator.events }
 
     /// The provider's metadata (discovered once).
+    ///
+    /// - Returns: the discovered document with the manager's `endpoints` applied, kept for the
+    ///   manager's lifetime after the first success.
+    /// - Throws: `OAuthError` from discovery: `discovery` (no usable document), `issuerMismatch`,
+    ///   `insecureEndpoint` (plain `http` to another machine), `invalidConfiguration` (an issuer that is
+    ///   not an http(s) URL), `transient` or `tls` when the provider cannot be reached.
     public func metadata() async throws -> ProviderMetadata { try await state.client().metadata }
 
     /// Logs in with `method`, stores the session (replacing any), and returns who is signed in.
+    ///
+    /// - Parameters:
+    ///   - method: the grant, with what it needs (a browser opener, a device-code presenter…).
+    ///   - parameters: the scopes, RFC 8707 resources and extra request parameters; `nil` (the
+    ///     default): the manager's `scopes` and `resource`. A client-credentials login adds the plan's
+    ///     `audience` to them.
+    /// - Returns: the new session's summary (its key, who signed in, scopes, expiry; never a token).
+    /// - Throws: `OAuthError`: the discovery errors of `metadata()` on first use; `invalidConfiguration`
+    ///   (`.workload` without a `WorkloadGrant`, `openid` as the only client-credentials scope, a
+    ///   provider that requires PAR, a loopback port that cannot be bound); from the user's side
+    ///   `accessDenied`, `timedOut` (loopback) or `expiredToken` (device); from the provider's
+    ///   `invalidGrant`, `invalidClient`, `server`, `invalidResponse`, `unsafeValue`, `transient`, `tls`;
+    ///   the security checks' `stateMismatch`, `issuerMismatchInResponse`, `invalidIDToken`;
+    ///   `workloadIdentity` when the platform gives no identity token; `storeUnavailable` when the
+    ///   tokens came but the session could not be stored. Whatever a `.loopback` login's `open` throws.
     @discardableResult
     public func login(with method: LoginMethod, parameters: AuthorizationParameters? = nil) async throws
         -> SessionSummary
@@ -266,17 +310,37 @@ public final class TokenManager: Sendable {
     }
 
     /// A token valid for `minimumValidity` seconds, refreshed once for all concurrent callers.
+    ///
+    /// - Parameter minimumValidity: seconds the token must still be valid, capped at the configured
+    ///   share of its lifetime (`RefreshCoordinator.Configuration.maximumMarginFraction`); `nil` (the
+    ///   default): the configuration's `minimumValidity` (30 s unless set).
+    /// - Throws: `OAuthError`, as `RefreshCoordinator.accessToken(minimumValidity:)`: `needsLogin` (no
+    ///   session, or its refresh token was refused earlier), `invalidGrant` (refused now), `sessionDamaged`,
+    ///   `invalidConfiguration` (the session under `key` is another client's or provider's),
+    ///   `storeUnavailable`, `offline`, `refreshLimit`, `transient`, `renewalRefused` (a workload or
+    ///   client-credentials renewal refused), the discovery errors of `metadata()` when a refresh is the
+    ///   first use; `CancellationError` when the caller's task is cancelled (the shared refresh goes on).
     public func accessToken(minimumValidity: TimeInterval? = nil) async throws -> AccessToken {
         try await coordinator.accessToken(minimumValidity: minimumValidity)
     }
 
     /// Who is signed in (never a token), or `nil` without a session.
+    ///
+    /// Read from the storage as it is, without the ownership check `accessToken()` makes.
+    ///
+    /// - Throws: `OAuthError.sessionDamaged` for a row that cannot be opened; the storage's own error
+    ///   when it cannot be read.
     public func summary() async throws -> SessionSummary? {
         guard let stored = try await storage.load(key) else { return nil }
         return SessionSummary(key: key, session: stored.session)
     }
 
     /// The UserInfo claims (OIDC Core §5.3), checked against the ID token's `sub`.
+    ///
+    /// - Returns: the UserInfo response's JSON object, every member as the provider sent it.
+    /// - Throws: `OAuthError`: the errors of `accessToken()`; `missingEndpoint` when the provider has
+    ///   no UserInfo endpoint; `subjectMismatch` when its `sub` is not the ID token's; `invalidResponse`
+    ///   for a body that is not a JSON object with a `sub`; `server` (4xx) or `transient` (5xx, unreachable).
     public func userInfo() async throws -> JSONObject {
         let client = try await state.client()
         let token = try await accessToken()
@@ -287,6 +351,12 @@ public final class TokenManager: Sendable {
     /// Logs out in the right order: revoke the refresh token, then the access token (RFC 7009),
     /// build the end-session URL, then wipe the local session — always, even when revocation or
     /// discovery fails (the failure is in the result).
+    ///
+    /// - Parameter postLogoutRedirectURI: where the provider sends the browser after the end-session
+    ///   URL is opened (it must be registered there); `nil` (the default): none is sent.
+    /// - Returns: what was revoked, the end-session URL to open in a browser (`nil` for a session
+    ///   renewed without a person, or a provider without `end_session_endpoint`), whether there was a
+    ///   session, and the revocation or wipe error, if any.
     @discardableResult
     public func logout(postLogoutRedirectURI: URL? = nil) async -> LogoutResult {
         let state = self.state

@@ -38,6 +38,17 @@ public struct IDTokenValidator: Sendable {
     public var clock: @Sendable () -> Date
 
     /// A validator. HMAC algorithms in `algorithms` are kept only when `clientSecret` is given.
+    ///
+    /// - Parameters:
+    ///   - issuer: the expected `iss`, compared byte for byte.
+    ///   - clientID: this client's id, which `aud` must contain (and `azp` name, when present).
+    ///   - jwks: the provider's signing keys (for the asymmetric algorithms).
+    ///   - algorithms: the accepted `alg` values; default RS256 only.
+    ///   - trustedAudiences: audiences besides `clientID` an ID token may also name; default: none.
+    ///   - clientSecret: the client secret, the key of HS256/384/512 ID tokens (OIDC Core §10.1); `nil`
+    ///     (the default): HMAC-signed ID tokens are refused.
+    ///   - leeway: seconds of clock skew tolerated for `exp`, `iat` and `nbf` (default 60).
+    ///   - clock: the current time; default: the system's.
     public init(
         issuer: String, clientID: String, jwks: JWKSCache, algorithms: Set<JWTAlgorithm> = [.rs256],
         trustedAudiences: Set<String> = [], clientSecret: String? = nil,
@@ -56,9 +67,16 @@ public struct IDTokenValidator: Sendable {
     /// Validates `token`; `nonce` is the value sent in the authorization request (nil for a refresh,
     /// where OIDC Core §12.2 lets the nonce be absent but, if present, it must equal the original).
     ///
+    /// - Parameters:
+    ///   - token: the compact ID token.
+    ///   - nonce: the `nonce` sent with the authorization request, compared in constant time; `nil`:
+    ///     not checked.
+    /// - Returns: the validated claims.
     /// - Throws: `OAuthError.invalidIDToken` whose `underlying` is the specific `JWTError`
     ///   (`issuerMismatch`, `audienceMismatch`, `expired`, `invalidSignature`, `unknownKey`…) or, for the
-    ///   nonce, `azp`, extra-audience and `at_hash` rules, a message naming the rule.
+    ///   nonce, `azp`, extra-audience and `at_hash` rules, a message naming the rule. Fetching the JWKS
+    ///   can fail on its own: `OAuthError` with `transient`, `tls` or `discovery` (see
+    ///   `JWKSCache.keys(for:)`), or a `JWTError` for a JWKS document that does not parse.
     @discardableResult
     public func validate(_ token: String, nonce: String?) async throws -> JWTClaims {
         try await validate(token, nonce: nonce, accessToken: nil, serverClockOffset: nil)
@@ -67,6 +85,16 @@ public struct IDTokenValidator: Sendable {
     /// Validates with the provider's clock when ours is off by more than the leeway (the offset
     /// comes from the token response's `Date` header; logged when used), and checks `at_hash`
     /// against `accessToken` when the token carries one (OIDC Core 3.1.3.8, 3.2.2.9).
+    ///
+    /// - Parameters:
+    ///   - token: the compact ID token.
+    ///   - nonce: the `nonce` sent with the authorization request; `nil` (a refresh): not checked.
+    ///   - accessToken: the access token that came with it, for `at_hash`; `nil` (the default): not checked.
+    ///   - serverClockOffset: the provider's clock minus ours, in seconds (`TokenSet.serverClockOffset`);
+    ///     used only when larger than `leeway`; `nil`: our clock.
+    ///   - logger: where the use of the provider's clock is logged (warning); `nil` (the default): nowhere.
+    /// - Returns: the validated claims.
+    /// - Throws: as `validate(_:nonce:)`.
     @discardableResult
     public func validate(
         _ token: String, nonce: String?, accessToken: String? = nil,

@@ -40,6 +40,13 @@ public actor JWKSCache {
 
     /// A cache for `url`; with `persistence`, it starts from the saved document (no fetch at start-up
     /// while the saved keys know the token's `kid`) and saves each new one.
+    ///
+    /// - Parameters:
+    ///   - url: the provider's `jwks_uri`.
+    ///   - transport: what fetches it (15 s timeout, no retries).
+    ///   - cooldown: the least number of seconds between two fetches for an unknown `kid` (default 60),
+    ///     so tokens naming made-up keys cannot make it fetch on every call.
+    ///   - persistence: where the last document is kept between runs; `nil` (the default): memory only.
     public init(url: URL, transport: any HTTPTransport, cooldown: TimeInterval = 60, persistence: Persistence? = nil) {
         self.url = url
         self.transport = transport
@@ -54,6 +61,13 @@ public actor JWKSCache {
 
     /// Keys able to verify a token with `kid`: cached ones, or — when none matches and the cooldown
     /// allows — freshly fetched ones.
+    ///
+    /// - Parameter kid: the token's `kid`; `nil`: the cached keys as they are (fetched on first use).
+    /// - Returns: every verification key of the set (symmetric keys left out), not only `kid`'s; the
+    ///   verifier picks the key. May lack `kid` while the cooldown runs.
+    /// - Throws: `OAuthError` with `transient` (a 5xx answer, an unreachable host), `tls`, or `discovery`
+    ///   (another non-200 answer); `JWTError` for a document that is not a JWKS (not a JSON object, a
+    ///   `keys` member that is not an array); unusable keys in it are skipped.
     public func keys(for kid: String?) async throws -> [JWTKey] {
         if fetchedAt == nil, let saved = persistence?.load(), let parsed = try? Self.parse(saved.document) {
             keys = parsed
