@@ -181,8 +181,10 @@ public struct ObservedTransport: HTTPTransport {
 }
 
 /// Counts a coordinator's events in swift-metrics for as long as the returned task runs:
-/// `moose_refreshes_total` by `outcome` (`ok`, the failure's `OAuthError` code in snake_case —
-/// `invalid_client`, `transient`, `refresh_limit`… — or `needs_login` when the refresh token was refused),
+/// `moose_refreshes_total` by `outcome` (`ok` for a refresh made here or tokens another process's
+/// refresh stored; the failure's `OAuthError` code in snake_case — `invalid_client`, `transient`,
+/// `invalid_response`… — or `needs_login` when the refresh token was refused; a call refused before any
+/// grant, such as `refreshLimit`, counts none),
 /// `moose_logouts_total`, and the single flight's steps (`RefreshCoordinator.activity`) in
 /// `moose_single_flight_total` by `outcome` — `joined` (waited for a refresh already running in this
 /// process), `read` (the storage held a fresh token: another process's or machine's refresh), `granted`

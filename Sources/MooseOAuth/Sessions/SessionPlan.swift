@@ -18,8 +18,9 @@ import Darwin
 /// The plan holds the provider (issuer, endpoints set by hand, a CA file, public-key pins), the client
 /// (its id and how it authenticates — by *reference*: a secret file, an environment variable, a private
 /// key file and its `kid`; never the secret itself), the grant, the scopes, audience and resource, the
-/// DPoP algorithm, and a workload's identity source. Secrets are read from their source on every use,
-/// so a rotated secret file or key is picked up.
+/// DPoP algorithm, and a workload's identity source. Secrets are read from their source when a
+/// `TokenManager` is made from the plan (a rotated secret file or key needs a new manager; `moose`
+/// makes one per command), and are never stored.
 ///
 /// Versioned: version 1 is written under `SessionPlan.attribute`; a session written by Moose 0.3 (whose
 /// CLI kept the same settings as a "profile" under `OAuthSession.legacyProfileAttribute`) opens as
@@ -66,7 +67,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     public var scopes: [String]
     /// The grant of the login.
     public var grant: Grant
-    /// A file holding the client secret (read on every use; the secret is never in the plan).
+    /// A file holding the client secret (read when a manager is made from the plan; the secret is never in the plan).
     public var clientSecretFile: String?
     /// Endpoints configured by hand (a provider without discovery).
     public var endpoints: EndpointOverrides
@@ -74,11 +75,11 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     public var dpop: String?
     /// The RFC 8707 resource the tokens are for, named on login and every renewal.
     public var resource: String?
-    /// An environment variable holding the client secret (read on every use).
+    /// An environment variable holding the client secret (read when a manager is made from the plan).
     public var clientSecretEnv: String?
     /// How the client sends its secret: `basic` (`client_secret_basic`, the default) or `post`.
     public var clientAuth: String?
-    /// A private key file (PEM or a private JWK) for `private_key_jwt` (RFC 7523 §2.2), read on every use.
+    /// A private key file (PEM or a private JWK) for `private_key_jwt` (RFC 7523 §2.2), read when a manager is made from the plan.
     public var privateKeyFile: String?
     /// The `kid` the client assertion names (a JWK's own `kid` otherwise).
     public var privateKeyID: String?
@@ -110,7 +111,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     ///   - clientID: the client's id there.
     ///   - scopes: what logins and renewals ask for (empty: the provider's default scopes).
     ///   - grant: the login's grant (default: authorization code).
-    ///   - clientSecretFile: a path to a file holding the client secret, read on every use; `nil` (the
+    ///   - clientSecretFile: a path to a file holding the client secret, read when a manager is made; `nil` (the
     ///     default): no secret file (a public client, or another source set afterwards).
     ///   - endpoints: endpoints configured by hand, replacing discovered ones; default: none.
     public init(
