@@ -26,14 +26,12 @@ enum CLIConfig {
 
     /// The file, or an empty configuration when there is none. A file that exists but cannot be
     /// read or parsed is an error (exit 2) that names the line.
-    static func load() throws -> ConfigFile {
+    static func load() throws -> ProfileFile {
         let path = try self.path
-        guard FileManager.default.fileExists(atPath: path) else { return ConfigFile() }
-        let bytes = try KeyLoading.readFile(path, what: "config file", limit: ConfigFile.maximumSize)
         do {
-            return try ConfigFile(parsing: bytes)
-        } catch {
-            throw CLIError.usage("\(path): \(error)")
+            return try ProfileFile.load(path: path)
+        } catch let error as OAuthError {
+            throw CLIError.usage(error.message)
         }
     }
 
@@ -64,7 +62,7 @@ struct ResolvedProfile {
     /// The profile's name (the session's storage key).
     let name: String
     /// Its settings in the config file, if it has any there.
-    let settings: ConfigFile.ProfileSettings?
+    let settings: ProfileFile.ProfileSettings?
     /// The store to use for it.
     let store: StoreOptions
 }
@@ -381,7 +379,7 @@ enum ProfileNames {
     static let completion = CompletionKind.custom { _, _, prefix in names(startingWith: prefix) }
 
     static func names(startingWith prefix: String) -> [String] {
-        let config = (try? CLIConfig.load()) ?? ConfigFile()
+        let config = (try? CLIConfig.load()) ?? ProfileFile()
         var sessions: [String] = []
         let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
         // A file store only: a tab press never opens a database connection.

@@ -116,6 +116,37 @@ struct CrossSurfaceSessionTests {
         }
     }
 
+    /// The config file's profile is the app's plan too (`ProfileFile`): an app that logs in from
+    /// `[profiles.svc]` makes the session `moose token --profile svc` hands out, at the real provider.
+    @Test func aProfileInTheConfigFileIsAnAppsPlan() async throws {
+        let (home, environment) = CLI.home("moose-profile-file")
+        defer { try? FileManager.default.removeItem(at: home) }
+        #expect(try await CLI.run(["store", "init"], environment: environment).status == 0)
+        let secretFile = home.appendingPathComponent("secret")
+        try Data("moose-service-secret\n".utf8).write(to: secretFile)
+        let path = try #require(ProfileFile.defaultPath(environment: environment))
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let config = """
+            [profiles.svc]
+            issuer = "\(TestIdentityProvider.issuer)"
+            client_id = "moose-service"
+            scopes = ["read"]
+            client_secret_file = "\(secretFile.path)"
+
+            """
+        try Data(config.utf8).write(to: URL(fileURLWithPath: path))
+        var plan = try #require(try ProfileFile.load(path: path).plan(for: "svc"))
+        #expect(plan.name == "svc" && plan.clientID == "moose-service" && plan.scopes == ["read"])
+        plan.grant = .clientCredentials
+        let manager = try TokenManager(plan: plan, storage: try Self.storage(home: home), transport: CurlTransport())
+        try await manager.login(with: .clientCredentials)
+        let appToken = try await manager.accessToken()
+        let token = try await CLI.run(["token", "--profile", "svc"], environment: environment)
+        #expect(token.status == 0, "\(token.stderr)")
+        #expect(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == appToken.value)
+    }
+
     /// A session written by Moose 0.3 (its CLI's profile under the old attribute) opens as plan version
     /// 0 and is written back as the current version.
     @Test func aSessionWrittenByMoose03OpensWithItsPlan() throws {

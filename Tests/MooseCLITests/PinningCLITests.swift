@@ -1,5 +1,6 @@
 import Foundation
 import MooseHTTP
+import MooseOAuth
 @testable import MooseCLI
 import MooseTestSupport
 import Testing
@@ -94,8 +95,10 @@ struct PinningCLITests {
         let transport = try #require(try CLITransport.make(for: restored))
         #expect(transport.pins.pins(for: "id.example.com") == [pin] && transport.pins.hosts == ["id.example.com"])
         #expect(try CLITransport.pins([], issuer: profile.issuer) == nil)
-        var config = ConfigFile()
-        config.profiles["p"] = ConfigFile.ProfileSettings(publicKeyPins: [pin, pin])
-        #expect(try ConfigFile(parsing: Array(config.serialized.utf8)) == config)
+        var config = ProfileFile()
+        var settings = ProfileFile.ProfileSettings()
+        settings.publicKeyPins = [pin, pin]
+        config.profiles["p"] = settings
+        #expect(try ProfileFile(parsing: Array(config.serialized.utf8)) == config)
     }
 }

@@ -374,9 +374,9 @@ func dpopParResponse(_ bytes: [UInt8]) {
 /// moose's config file (a TOML subset). Properties: parsing never traps; a file that parses
 /// serializes to text that parses back to the same configuration (every value quoted correctly).
 func configFile(_ bytes: [UInt8]) {
-    guard let config = try? ConfigFile(parsing: bytes) else { return }
+    guard let config = try? ProfileFile(parsing: bytes) else { return }
     do {
-        let again = try ConfigFile(parsing: Array(config.serialized.utf8))
+        let again = try ProfileFile(parsing: Array(config.serialized.utf8))
         require(again == config, "parse(serialize(config)) == config")
     } catch {
         require(false, "a serialized configuration does not parse: \(error)")

@@ -1,11 +1,13 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
 
 /// `moose`'s configuration file (`$XDG_CONFIG_HOME/moose/config.toml`): named profiles and which
 /// profile a host (a git remote, a registry, a cluster) uses, so credential helpers need no flags.
+/// An app reads the same file to log in or renew the way `moose login --profile NAME` does
+/// (`load(path:)`, `plan(for:)`).
 ///
 /// ```toml
 /// default = "work"
@@ -27,43 +29,69 @@ import Foundation
 /// keys), `key = value` with basic ("…") or literal ('…') strings, integers, booleans and one-line
 /// arrays of those. Anything else is refused with its line number — a config file is outside
 /// input, so the parser is bounded (size, line length, nesting) and never traps.
-package struct ConfigFile: Sendable, Equatable {
+public struct ProfileFile: Sendable, Equatable {
     /// One profile's settings (all optional: flags and stored sessions fill the rest).
-    package struct ProfileSettings: Sendable, Equatable {
-        package var issuer: String?
-        package var clientID: String?
-        package var scopes: [String]?
-        package var resource: String?
-        package var store: String?
-        package var dpop: String?
-        package var clientSecretFile: String?
+    public struct ProfileSettings: Sendable, Equatable {
+
+        public var issuer: String?
+        public var clientID: String?
+        public var scopes: [String]?
+        public var resource: String?
+        public var store: String?
+        public var dpop: String?
+        public var clientSecretFile: String?
         /// A PEM file of the CAs to trust for this profile's provider (a private CA).
-        package var caFile: String?
+        public var caFile: String?
         /// The provider's public-key pins (`public_key_pins = ["sha256//…", "sha256//…"]`), for the issuer's host.
-        package var publicKeyPins: [String]?
+        public var publicKeyPins: [String]?
+
+        /// Settings with those given set (none: nothing set; flags and stored sessions fill the rest).
+        public init(
+            issuer: String? = nil, clientID: String? = nil, scopes: [String]? = nil, resource: String? = nil,
+            store: String? = nil, dpop: String? = nil, clientSecretFile: String? = nil, caFile: String? = nil,
+            publicKeyPins: [String]? = nil
+        ) {
+            self.issuer = issuer
+            self.clientID = clientID
+            self.scopes = scopes
+            self.resource = resource
+            self.store = store
+            self.dpop = dpop
+            self.clientSecretFile = clientSecretFile
+            self.caFile = caFile
+            self.publicKeyPins = publicKeyPins
+        }
     }
 
     /// The profile commands use without `--profile`.
-    package var defaultProfile: String?
+    public var defaultProfile: String?
     /// Profiles by name.
-    package var profiles: [String: ProfileSettings] = [:]
+    public var profiles: [String: ProfileSettings] = [:]
     /// Host (`git.example.com`, `registry.example.com:5000`) → profile name.
-    package var hosts: [String: String] = [:]
+    public var hosts: [String: String] = [:]
 
     /// The largest file read, in bytes.
-    package static let maximumSize = 256 * 1024
+    public static let maximumSize = 256 * 1024
 
     /// A refused file: what is wrong and where.
-    package struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
-        package let line: Int
-        package let message: String
-        package var description: String { "line \(line): \(message)" }
+    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The line (1-based; 0 for the file as a whole).
+        public let line: Int
+        /// What is wrong there.
+        public let message: String
+        /// `line N: message`.
+        public var description: String { "line \(line): \(message)" }
     }
 
-    package init() {}
+    /// An empty configuration (no file).
+    public init() {}
 
     /// Parses the file's bytes.
-    package init(parsing bytes: [UInt8]) throws(ParseError) {
+    ///
+    /// - Parameter bytes: the file's contents, at most `maximumSize` bytes.
+    /// - Throws: `ParseError` naming the line: TOML outside the subset, an unknown table or key, a
+    ///   value of the wrong type, a file over `maximumSize`.
+    public init(parsing bytes: [UInt8]) throws(ParseError) {
         guard bytes.count <= Self.maximumSize else {
             throw ParseError(line: 0, message: "the file is larger than \(Self.maximumSize) bytes")
         }
@@ -103,16 +131,66 @@ package struct ConfigFile: Sendable, Equatable {
         }
     }
 
+    /// Where `moose` looks for the file: `$MOOSE_CONFIG`, else `$XDG_CONFIG_HOME/moose/config.toml`,
+    /// else `$HOME/.config/moose/config.toml`.
+    ///
+    /// - Parameter environment: the variables to read (default: the process's).
+    /// - Returns: the path, or `nil` when neither `MOOSE_CONFIG`, `XDG_CONFIG_HOME` nor an absolute
+    ///   `HOME` is set.
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if let path = environment["MOOSE_CONFIG"], !path.isEmpty { return path }
+        if let base = environment["XDG_CONFIG_HOME"], base.hasPrefix("/") { return base + "/moose/config.toml" }
+        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.config/moose/config.toml" }
+        return nil
+    }
+
+    /// Reads and parses the file at `path`; a file that does not exist is an empty configuration.
+    ///
+    /// - Parameter path: the file (`defaultPath()` for `moose`'s own).
+    /// - Throws: `OAuthError` with `invalidConfiguration` naming the file: unreadable, larger than
+    ///   `maximumSize`, or not parsable (with the line).
+    public static func load(path: String) throws -> ProfileFile {
+        guard FileManager.default.fileExists(atPath: path) else { return ProfileFile() }
+        let bytes = try SessionPlan.readFile(path, what: "config file", limit: maximumSize)
+        do {
+            return try ProfileFile(parsing: bytes)
+        } catch {
+            throw OAuthError(OAuthError.invalidConfiguration, "\(path): \(error)")
+        }
+    }
+
+    /// The plan of profile `name` (the file's `default` when `nil`) as `moose login --profile NAME`
+    /// would make it from the file alone: its issuer, client id, scopes (none given: `openid profile
+    /// email`), resource, secret file, CA file, pins and DPoP algorithm, for an authorization-code login.
+    /// Change `grant` (and the credentials) for a service or workload.
+    ///
+    /// - Parameter name: the profile; `nil`: the file's `default`, else `"default"`.
+    /// - Returns: the plan, or `nil` when the file has no such profile or it lacks `issuer` or `client_id`.
+    public func plan(for name: String? = nil) -> SessionPlan? {
+        let name = name ?? defaultProfile ?? "default"
+        guard let settings = profiles[name], let issuer = settings.issuer, let clientID = settings.clientID else {
+            return nil
+        }
+        var plan = SessionPlan(
+            name: name, issuer: issuer, clientID: clientID, scopes: settings.scopes ?? ["openid", "profile", "email"],
+            clientSecretFile: settings.clientSecretFile)
+        plan.resource = settings.resource
+        plan.dpop = settings.dpop
+        plan.caFile = settings.caFile
+        plan.publicKeyPins = settings.publicKeyPins
+        return plan
+    }
+
     /// The profile for `host` (exact, case-insensitive; with or without a port).
-    package func profile(forHost host: String) -> String? {
+    public func profile(forHost host: String) -> String? {
         let host = host.lowercased()
         if let name = hosts[host] { return name }
         if let colon = host.lastIndex(of: ":"), let name = hosts[String(host[..<colon])] { return name }
         return nil
     }
 
-    /// The file as TOML (for `moose profile use`, which rewrites it).
-    package var serialized: String {
+    /// The file as TOML (for `moose profile use`, which rewrites it); parsing it gives this value back.
+    public var serialized: String {
         var lines: [String] = []
         if let defaultProfile { lines.append("default = \(TOMLSubset.quote(defaultProfile))") }
         for name in profiles.keys.sorted() {
@@ -143,7 +221,7 @@ package struct ConfigFile: Sendable, Equatable {
     }
 }
 
-/// The TOML subset `ConfigFile` reads.
+/// The TOML subset `ProfileFile` reads.
 package enum TOMLSubset {
     /// A value with the line it was on.
     package struct Entry: Sendable, Equatable {
@@ -153,21 +231,21 @@ package enum TOMLSubset {
         package let value: Value
         package let line: Int
 
-        func string(_ key: String) throws(ConfigFile.ParseError) -> String {
+        func string(_ key: String) throws(ProfileFile.ParseError) -> String {
             guard case .string(let text) = value else {
-                throw ConfigFile.ParseError(line: line, message: "\(key) must be a string")
+                throw ProfileFile.ParseError(line: line, message: "\(key) must be a string")
             }
             return text
         }
 
-        func strings(_ key: String) throws(ConfigFile.ParseError) -> [String] {
+        func strings(_ key: String) throws(ProfileFile.ParseError) -> [String] {
             guard case .array(let items) = value else {
-                throw ConfigFile.ParseError(line: line, message: "\(key) must be an array of strings")
+                throw ProfileFile.ParseError(line: line, message: "\(key) must be an array of strings")
             }
             var strings: [String] = []
             for item in items {
                 guard case .string(let text) = item else {
-                    throw ConfigFile.ParseError(line: line, message: "\(key) must be an array of strings")
+                    throw ProfileFile.ParseError(line: line, message: "\(key) must be an array of strings")
                 }
                 strings.append(text)
             }
@@ -179,9 +257,9 @@ package enum TOMLSubset {
     static let maximumKeys = 4096
 
     /// Tables by their key path (`[]` for the top level), each a map of key → entry.
-    package static func parse(_ bytes: [UInt8]) throws(ConfigFile.ParseError) -> [[String]: [String: Entry]] {
+    package static func parse(_ bytes: [UInt8]) throws(ProfileFile.ParseError) -> [[String]: [String: Entry]] {
         guard String(validating: bytes, as: UTF8.self) != nil else {
-            throw ConfigFile.ParseError(line: 0, message: "the file is not UTF-8")
+            throw ProfileFile.ParseError(line: 0, message: "the file is not UTF-8")
         }
         var tables: [[String]: [String: Entry]] = [[]: [:]]
         var current: [String] = []
@@ -192,7 +270,7 @@ package enum TOMLSubset {
             var line = Array(rawLine)
             if line.last == 0x0D { line.removeLast() }
             guard line.count <= maximumLineLength else {
-                throw ConfigFile.ParseError(line: number, message: "the line is too long")
+                throw ProfileFile.ParseError(line: number, message: "the line is too long")
             }
             var cursor = Cursor(bytes: line, line: number)
             cursor.skipSpace()
@@ -264,11 +342,11 @@ package enum TOMLSubset {
         var peek: UInt8? { atEnd ? nil : bytes[index] }
         mutating func advance() { index += 1 }
 
-        func error(_ message: String) -> ConfigFile.ParseError { ConfigFile.ParseError(line: line, message: message) }
+        func error(_ message: String) -> ProfileFile.ParseError { ProfileFile.ParseError(line: line, message: message) }
 
         mutating func skipSpace() { while let byte = peek, byte == 0x20 || byte == 0x09 { advance() } }
 
-        mutating func endOfLine() throws(ConfigFile.ParseError) {
+        mutating func endOfLine() throws(ProfileFile.ParseError) {
             skipSpace()
             guard atEnd || peek == UInt8(ascii: "#") else { throw error("unexpected text after the value") }
         }
@@ -278,7 +356,7 @@ package enum TOMLSubset {
                 || byte == 0x5F
         }
 
-        mutating func keyPath() throws(ConfigFile.ParseError) -> [String] {
+        mutating func keyPath() throws(ProfileFile.ParseError) -> [String] {
             var path: [String] = []
             while true {
                 skipSpace()
@@ -290,7 +368,7 @@ package enum TOMLSubset {
             }
         }
 
-        mutating func key() throws(ConfigFile.ParseError) -> String {
+        mutating func key() throws(ProfileFile.ParseError) -> String {
             if peek == UInt8(ascii: "\"") || peek == UInt8(ascii: "'") { return try string() }
             let start = index
             while let byte = peek, Self.isBareKeyByte(byte) { advance() }
@@ -298,7 +376,7 @@ package enum TOMLSubset {
             return String(decoding: bytes[start..<index], as: UTF8.self)
         }
 
-        mutating func value(depth: Int) throws(ConfigFile.ParseError) -> Entry.Value {
+        mutating func value(depth: Int) throws(ProfileFile.ParseError) -> Entry.Value {
             guard let byte = peek else { throw error("expected a value") }
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "'"):
@@ -338,7 +416,7 @@ package enum TOMLSubset {
         }
 
         /// A basic ("…", with escapes) or literal ('…') one-line string.
-        mutating func string() throws(ConfigFile.ParseError) -> String {
+        mutating func string() throws(ProfileFile.ParseError) -> String {
             guard let quote = peek else { throw error("expected a string") }
             advance()
             if bytes[index...].starts(with: [quote, quote]) { throw error("multi-line strings are not supported") }

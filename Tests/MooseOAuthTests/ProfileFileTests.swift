@@ -1,0 +1,82 @@
+import Foundation
+import MooseOAuth
+import Testing
+
+struct ProfileFileTests {
+    @Test func profilesHostsAndDefaultWithCRLFLines() throws {
+        let text =
+            "default = \"work\"\r\n# a comment\r\n[profiles.work]\r\nissuer = \"https://id.example.com\" # trailing\r\n"
+            + "scopes = [\"openid\", 'profile']\r\n[profiles.\"odd name\"]\r\nclient_id = \"c\\u00e9\"\r\n[hosts]\r\n\"Git.Example.com\" = \"work\"\r\n"
+        let config = try ProfileFile(parsing: Array(text.utf8))
+        #expect(config.defaultProfile == "work")
+        #expect(config.profiles["work"]?.issuer == "https://id.example.com")
+        #expect(config.profiles["work"]?.scopes == ["openid", "profile"])
+        #expect(config.profiles["odd name"]?.clientID == "c\u{e9}")
+        #expect(config.profile(forHost: "git.example.com:443") == "work" && config.profile(forHost: "other") == nil)
+        #expect(try ProfileFile(parsing: Array(config.serialized.utf8)) == config)
+    }
+
+    @Test(arguments: [
+        ("[profiles.a]\nissuer = 3\n", 2, "must be a string"),
+        ("x = \"y\"\n", 1, "unknown top-level key"),
+        ("[profiles.a]\nissuer = \"open\n", 2, "not closed"),
+        ("[profiles.a]\nscopes = [\"a\",\n", 2, "one line"),
+        ("[[profiles]]\n", 1, "arrays of tables"),
+        ("[profiles.a]\nissuer = \"a\"\nissuer = \"b\"\n", 3, "twice"),
+        ("[profiles.a]\nissuer = \"\\q\"\n", 2, "unknown escape"),
+        ("[profiles.a]\nissuer = \"bell\u{7}\"\n", 2, "control characters"),
+        ("[profiles.a]\nbogus = \"x\"\n", 2, "unknown profile key")
+    ])
+    func refusalsNameTheLine(text: String, line: Int, words: String) {
+        do {
+            _ = try ProfileFile(parsing: Array(text.utf8))
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.line == line && error.message.contains(words), "\(error)")
+        }
+    }
+
+    @Test func aProfileWithIssuerAndClientIsAPlan() throws {
+        let text = """
+            default = "work"
+            [profiles.work]
+            issuer = "https://id.example.com"
+            client_id = "cli"
+            resource = "https://api.example.com"
+            dpop = "ES256"
+            [profiles.half]
+            issuer = "https://id.example.com"
+            """
+        let file = try ProfileFile(parsing: Array(text.utf8))
+        let plan = try #require(file.plan())
+        #expect(plan.name == "work" && plan.issuer == "https://id.example.com" && plan.clientID == "cli")
+        #expect(plan.scopes == ["openid", "profile", "email"] && plan.grant == .authorizationCode)
+        #expect(plan.resource == "https://api.example.com" && plan.dpop == "ES256")
+        #expect(file.plan(for: "half") == nil, "a profile without client_id is no plan")
+        #expect(file.plan(for: "absent") == nil)
+    }
+
+    @Test func theFileIsWhereMooseLooks() {
+        #expect(ProfileFile.defaultPath(environment: ["MOOSE_CONFIG": "/etc/m.toml", "HOME": "/h"]) == "/etc/m.toml")
+        #expect(
+            ProfileFile.defaultPath(environment: ["XDG_CONFIG_HOME": "/x", "HOME": "/h"]) == "/x/moose/config.toml")
+        #expect(ProfileFile.defaultPath(environment: ["HOME": "/h"]) == "/h/.config/moose/config.toml")
+        #expect(ProfileFile.defaultPath(environment: ["HOME": "relative"]) == nil)
+    }
+
+    @Test func loadingNamesTheFileAndLine() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("profile-file-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("config.toml").path
+        #expect(try ProfileFile.load(path: path) == ProfileFile(), "no file is an empty configuration")
+        try Data("[profiles.a]\nissuer = 3\n".utf8).write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try ProfileFile.load(path: path)
+            Issue.record("a bad file loaded")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.invalidConfiguration)
+            #expect(error.message.contains(path) && error.message.contains("line 2"), "\(error.message)")
+        }
+    }
+}
