@@ -21,13 +21,6 @@ extension Status {
     static let unreachable = ExitCode(3)
 }
 
-/// A store fault as words only: what a detached `moose __refresh` reported of the `SecretStoreError`
-/// under its `storeUnavailable` (the error itself does not cross the process boundary).
-struct StoreFault: Error, Sendable {
-    /// The store's message and code, as `OAuthContext.storeCause` renders them.
-    let text: String
-}
-
 /// What every session command shares: the store, the transport, discovery and the flows.
 struct OAuthContext {
     let sessions: CLISessions
@@ -170,7 +163,9 @@ struct OAuthContext {
             switch next {
             case let store as SecretStoreError:
                 return error.message.contains(store.message) ? nil : "\(store.message) [\(store.code)]"
-            case let fault as StoreFault: return fault.text
+            // What a detached `moose __refresh` reported of the store fault (as words: the error itself
+            // does not cross the process boundary).
+            case let fault as DetachedRefresh.Cause: return fault.text
             case let wrapped as OAuthError: next = wrapped.underlying
             default: return nil
             }
