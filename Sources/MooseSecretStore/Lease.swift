@@ -188,9 +188,9 @@ enum Leases {
             throw SecretStoreError(SecretStoreError.io, "no randomness for a lease holder id")
         }
         if fileLocked { holder = LeaseLocks.lockedHolderPrefix + "-" + holder }
-        return try Format.inTransaction(connection) { () throws(SecretStoreError) -> L? in
-            try Format.sql {
-                let now = Format.now()
+        return try StoreFormat.inTransaction(connection) { () throws(SecretStoreError) -> L? in
+            try StoreFormat.sql {
+                let now = StoreFormat.now()
                 let select = try connection.statement("SELECT token, expires_at, holder FROM leases WHERE name = ?")
                 try select.bind(1, name)
                 var token: Int64 = 0
@@ -224,12 +224,12 @@ enum Leases {
     /// Throws `leaseLost` unless `lease` is the current, unexpired acquisition.
     static func require(_ state: borrowing SecretStore.State, _ lease: some FencedLease) throws(SecretStoreError) {
         let connection = state.connection
-        let held: Bool = try Format.sql {
+        let held: Bool = try StoreFormat.sql {
             let select = try connection.statement("SELECT holder, token, expires_at FROM leases WHERE name = ?")
             try select.bind(1, lease.name)
             guard try select.step() else { return false }
             return select.text(0).map { $0.utf8.elementsEqual(lease.holder.utf8) } == true
-                && select.int64(1) == lease.fencingToken && select.int64(2) > Format.now()
+                && select.int64(1) == lease.fencingToken && select.int64(2) > StoreFormat.now()
         }
         guard held else {
             throw SecretStoreError(SecretStoreError.leaseLost, "lease \(lease.name) expired or was taken over")
@@ -240,10 +240,10 @@ enum Leases {
         throws(SecretStoreError) -> L
     {
         let connection = state.connection
-        return try Format.inTransaction(connection) { () throws(SecretStoreError) -> L in
+        return try StoreFormat.inTransaction(connection) { () throws(SecretStoreError) -> L in
             try require(state, lease)
-            let expires = Format.now() + Int64(ttl * 1000)
-            try Format.sql {
+            let expires = StoreFormat.now() + Int64(ttl * 1000)
+            try StoreFormat.sql {
                 let update = try connection.statement(
                     "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND token = ?")
                 try update.bind(1, expires)
@@ -260,7 +260,7 @@ enum Leases {
 
     static func release(_ state: borrowing SecretStore.State, _ lease: some FencedLease) throws(SecretStoreError) {
         let connection = state.connection
-        try Format.sql {
+        try StoreFormat.sql {
             // Keep the row (and its token) so fencing tokens keep increasing; just expire it.
             let update = try connection.statement(
                 "UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND token = ?")

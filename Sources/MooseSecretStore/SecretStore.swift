@@ -184,7 +184,7 @@ public final class SecretStore: Sendable {
                         SecretStoreError.corrupt, "\(connection.path) is not a Moose store (no schema)")
                 }
                 try connection.execute("PRAGMA journal_mode=WAL")
-                try Format.create(connection: connection, master: newKey.master, kdf: newKey.kdf)
+                try StoreFormat.create(connection: connection, master: newKey.master, kdf: newKey.kdf)
                 version = try connection.pragmaInteger("user_version")
             }
             guard version <= schemaVersion else {
@@ -193,9 +193,9 @@ public final class SecretStore: Sendable {
                     "the store has schema version \(version); this Moose knows up to \(schemaVersion)")
             }
             if version < schemaVersion {
-                try Format.migrate(connection: connection, from: version)
+                try StoreFormat.migrate(connection: connection, from: version)
             }
-            return try Format.load(connection: connection, masterKey: masterKey)
+            return try StoreFormat.load(connection: connection, masterKey: masterKey)
         } catch let error as SQLiteError {
             throw error.storeError
         } catch let error as SecretStoreError {
@@ -256,7 +256,7 @@ public final class SecretStore: Sendable {
     ///
     /// - Throws: `tampered(namespace:name:)` if the stored ciphertext does not authenticate.
     public func get(namespace: String, name: String) throws(SecretStoreError) -> [UInt8]? {
-        try locked { (state) throws(SecretStoreError) in try Format.get(&state, namespace: namespace, name: name) }
+        try locked { (state) throws(SecretStoreError) in try StoreFormat.get(&state, namespace: namespace, name: name) }
     }
 
     /// Removes the value; `true` if there was one.
@@ -267,7 +267,7 @@ public final class SecretStore: Sendable {
 
     /// The entries (metadata only) of one namespace, or of all, sorted by namespace and name.
     public func list(namespace: String? = nil) throws(SecretStoreError) -> [Entry] {
-        try locked { (state) throws(SecretStoreError) in try Format.list(state, namespace: namespace) }
+        try locked { (state) throws(SecretStoreError) in try StoreFormat.list(state, namespace: namespace) }
     }
 
     /// Stores an `Encodable` value as JSON.
@@ -296,18 +296,19 @@ public final class SecretStore: Sendable {
         public mutating func put(_ value: some ContiguousBytes, namespace: String, name: String)
             throws(SecretStoreError)
         {
-            try Format.put(&state.pointee, value: value.withUnsafeBytes { Array($0) }, namespace: namespace, name: name)
+            try StoreFormat.put(
+                &state.pointee, value: value.withUnsafeBytes { Array($0) }, namespace: namespace, name: name)
         }
 
         /// Reads a value (see `SecretStore.get`).
         public func get(namespace: String, name: String) throws(SecretStoreError) -> [UInt8]? {
-            try Format.get(&state.pointee, namespace: namespace, name: name)
+            try StoreFormat.get(&state.pointee, namespace: namespace, name: name)
         }
 
         /// Removes a value.
         @discardableResult
         public mutating func delete(namespace: String, name: String) throws(SecretStoreError) -> Bool {
-            try Format.delete(state.pointee, namespace: namespace, name: name)
+            try StoreFormat.delete(state.pointee, namespace: namespace, name: name)
         }
 
         /// Checks, inside this transaction, that `lease` is still held (a fencing check): commit only then.
@@ -329,8 +330,8 @@ public final class SecretStore: Sendable {
         try locked { (state) throws(SecretStoreError) in
             try withUnsafeMutablePointer(to: &state) { (pointer) throws(SecretStoreError) -> R in
                 var tx = Transaction(state: pointer)
-                return try Format.inTransaction(pointer.pointee.connection) { () throws(SecretStoreError) -> R in
-                    try Format.refreshCurrentKey(&pointer.pointee)
+                return try StoreFormat.inTransaction(pointer.pointee.connection) { () throws(SecretStoreError) -> R in
+                    try StoreFormat.refreshCurrentKey(&pointer.pointee)
                     return try body(&tx)
                 }
             }
@@ -346,20 +347,20 @@ public final class SecretStore: Sendable {
         scryptParameters: Scrypt.Parameters = MasterKeySource.defaultScryptParameters
     ) throws(SecretStoreError) {
         try locked { (state) throws(SecretStoreError) in
-            try Format.rotateMasterKey(&state, to: newKey, scrypt: scryptParameters)
+            try StoreFormat.rotateMasterKey(&state, to: newKey, scrypt: scryptParameters)
         }
     }
 
     /// Creates a new data key and re-encrypts every value with it, in one transaction; old data keys
     /// are then deleted.
     public func rotateDataKey() throws(SecretStoreError) {
-        try locked { (state) throws(SecretStoreError) in try Format.rotateDataKey(&state) }
+        try locked { (state) throws(SecretStoreError) in try StoreFormat.rotateDataKey(&state) }
     }
 
     /// Opens every value and reports those that do not (wrong key, tampered), plus SQLite's own
     /// `integrity_check`. Changes nothing.
     public func check() throws(SecretStoreError) -> CheckReport {
-        try locked { (state) throws(SecretStoreError) in try Format.check(&state) }
+        try locked { (state) throws(SecretStoreError) in try StoreFormat.check(&state) }
     }
 
     /// What `check()` found.

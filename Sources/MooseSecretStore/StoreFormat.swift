@@ -30,7 +30,7 @@ import Darwin
 ///   AAD = "moose-data-key/v1" ‖ store_id ‖ u64 id.
 /// - `key_check` = HMAC-SHA-256(master key, "moose-key-check/v1" ‖ store_id): tells a wrong master key
 ///   (`wrongKey`) from a damaged wrapped key (`tampered`). It reveals nothing about the key.
-enum Format {
+enum StoreFormat {
     static func now() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)

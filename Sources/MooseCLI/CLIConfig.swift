@@ -1,0 +1,68 @@
+import ArgumentParser
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseSecretStore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The configuration file (`$MOOSE_CONFIG`, else `$XDG_CONFIG_HOME/moose/config.toml`): profiles
+/// and host → profile mappings, so credential helpers need no flags.
+enum CLIConfig {
+    static var path: String {
+        get throws {
+            if let path = getenv("MOOSE_CONFIG").map({ String(cString: $0) }), !path.isEmpty { return path }
+            return try StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/config.toml"
+        }
+    }
+
+    /// The file, or an empty configuration when there is none. A file that exists but cannot be
+    /// read or parsed is an error (exit 2) that names the line.
+    static func load() throws -> ProfileFile {
+        let path = try self.path
+        do {
+            return try ProfileFile.load(path: path)
+        } catch let error as OAuthError {
+            throw CLIError.usage(error.message)
+        }
+    }
+
+    /// The profile a command works on: `--profile`, else the file's `default`, else "default".
+    static func profileName(_ option: String?) -> String {
+        if let option { return option }
+        return (try? load())?.defaultProfile ?? "default"
+    }
+
+    /// What a session command works on, read from the config file once: the profile (`--profile`,
+    /// else the file's `default`, else "default"), its settings there, and the store — `--store`,
+    /// else `$MOOSE_STORE`, else the profile's `store`, else the default file. A config file that
+    /// exists but does not parse is an error (exit 2, naming the file and line) for every command.
+    static func resolve(_ option: String?, store: StoreOptions) throws -> ResolvedProfile {
+        let config = try load()
+        let name = option ?? config.defaultProfile ?? "default"
+        let settings = config.profiles[name]
+        var store = store
+        if store.storePath == nil, getenv("MOOSE_STORE") == nil, let path = settings?.store, !path.isEmpty {
+            store.storePath = path
+        }
+        return ResolvedProfile(name: name, settings: settings, store: store)
+    }
+}
+
+/// A command's profile after the config file was read (`CLIConfig.resolve`).
+struct ResolvedProfile {
+    /// The profile's name (the session's storage key).
+    let name: String
+    /// Its settings in the config file, if it has any there.
+    let settings: ProfileFile.ProfileSettings?
+    /// The store to use for it.
+    let store: StoreOptions
+}

@@ -1,0 +1,143 @@
+import ArgumentParser
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseSecretStore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `moose profile list|show|use`.
+struct ProfileCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "profile", abstract: "List, show and choose profiles (config file and stored sessions).",
+        discussion:
+            "Profiles live in $XDG_CONFIG_HOME/moose/config.toml ([profiles.NAME]) and in the store (one per login).\n\n"
+            + HelpText.examples("moose profile list", "moose profile show work", "moose profile use work"),
+        subcommands: [List.self, Show.self, Use.self])
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Profiles in the config file and sessions in the store.")
+        @OptionGroup var store: StoreOptions
+
+        func run() throws {
+            let config = try CLIConfig.load()
+            let active = CLIConfig.profileName(nil)
+            var sessions: [String] = []
+            if let opened = try? CLISessions(options: store, create: false) { sessions = (try? opened.keys()) ?? [] }
+            let names = Set(config.profiles.keys).union(sessions).sorted()
+            if names.isEmpty {
+                // First contact (no config file, no store): none yet, and how to make one — not an error.
+                Terminal.out(
+                    "no profiles yet: moose login --issuer URL --client-id ID makes one (profile default), "
+                        + "or add a [profiles.NAME] section to \(try CLIConfig.path)")
+            }
+            for name in names {
+                let marker = name.utf8.elementsEqual(active.utf8) ? "*" : " "
+                let state = sessions.contains(name) ? "session" : "no session"
+                let issuer = config.profiles[name]?.issuer.map { " \($0)" } ?? ""
+                Terminal.out("\(marker) \(name) (\(state))\(issuer)")
+            }
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "A profile's settings (never a token).")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The profile (default: the active one).", completion: ProfileNames.completion) var name: String?
+
+        func run() throws {
+            let resolved = try CLIConfig.resolve(name, store: store)
+            let name = resolved.name
+            let settings = resolved.settings
+            let store = resolved.store
+            let stored = (try? CLISessions(options: store, create: false)).flatMap { try? $0.load(name) }?.session
+            guard settings != nil || stored != nil else {
+                throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
+            }
+            var object: JSONObject = ["name": .string(name)]
+            let saved = stored.map { Profile.of($0, key: name) }
+            object["issuer"] = (settings?.issuer ?? saved?.issuer).map { .string($0) } ?? .null
+            object["client_id"] = (settings?.clientID ?? saved?.clientID).map { .string($0) } ?? .null
+            // What a login of this profile asks for: the config's scopes, the session's, else Moose's default.
+            object["scopes"] = .array(
+                (settings?.scopes ?? saved?.scopes ?? LoginCommand.defaultScopes).map { .string($0) })
+            object["resource"] = (settings?.resource ?? saved?.resource).map { .string($0) } ?? .null
+            object["store"] = .string(try store.resolvedStorePath)
+            object["dpop"] = (settings?.dpop ?? saved?.dpop).map { .string($0) } ?? .null
+            object["ca_file"] = (settings?.caFile ?? saved?.caFile).map { .string($0) } ?? .null
+            object["session"] = stored.map { .string($0.state == .active ? "active" : "needs login") } ?? .null
+            object["hosts"] = .array(
+                try CLIConfig.load().hosts.filter { $0.value.utf8.elementsEqual(name.utf8) }.keys.sorted().map {
+                    .string($0)
+                })
+            Terminal.out(JSONValue.object(object).serialized())
+        }
+    }
+
+    struct Use: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a profile the default (writes the config file).")
+        @Argument(help: "The profile.", completion: ProfileNames.completion) var name: String
+
+        func run() throws {
+            guard !name.isEmpty, name.utf8.count <= 200, !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+                throw CLIError.usage("a profile name is 1–200 printable characters")
+            }
+            var config = try CLIConfig.load()
+            // Only a profile that exists: in the config file, or as a session in the store.
+            if config.profiles[name] == nil {
+                let sessions =
+                    (try? CLISessions(
+                        options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
+                        create: false)).flatMap { try? $0.keys() } ?? []
+                guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
+                    let known = Set(config.profiles.keys).union(sessions).sorted()
+                    throw CLIError.failed(
+                        "no profile \(name) in \(try CLIConfig.path) and no session of that name"
+                            + (known.isEmpty
+                                ? "; log in with moose login --profile \(name) first"
+                                : " (profiles: \(known.joined(separator: ", ")))"))
+                }
+            }
+            config.defaultProfile = name
+            let path = try CLIConfig.path
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try Data(config.serialized.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            Terminal.out("Default profile: \(name) (\(path))")
+        }
+    }
+}
+
+/// Profile names for shell completion (`--profile <TAB>`, `moose profile use <TAB>`): the config
+/// file's profiles and the default file store's sessions, those starting with what is typed.
+enum ProfileNames {
+    static let completion = CompletionKind.custom { _, _, prefix in names(startingWith: prefix) }
+
+    static func names(startingWith prefix: String) -> [String] {
+        let config = (try? CLIConfig.load()) ?? ProfileFile()
+        var sessions: [String] = []
+        let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
+        // A file store only: a tab press never opens a database connection.
+        if (try? options.isPostgres) == false, let opened = try? CLISessions(options: options, create: false) {
+            sessions = (try? opened.keys()) ?? []
+        }
+        // Only names a shell can take as one word: no spaces, quotes or control characters.
+        return Set(config.profiles.keys).union(sessions)
+            .filter { name in
+                name.utf8.starts(with: prefix.utf8)
+                    && name.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F && !"\"'`$\\;&|<>()".utf8.contains($0) }
+            }
+            .sorted()
+    }
+}
