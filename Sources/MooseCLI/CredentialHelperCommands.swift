@@ -49,6 +49,20 @@ enum CredentialInput {
         }
     }
 
+    /// The note a credential helper writes to stderr when `host` maps to no profile: git and docker
+    /// read only stdout, so the person at the terminal learns what to add where.
+    static func noteUnmapped(host: String) {
+        let path = Terminal.safe((try? CLIConfig.path) ?? "the config file", keepNewlines: false)
+        let host = Terminal.safe(host, keepNewlines: false)
+        guard !host.isEmpty else {
+            Terminal.error("moose: note: no host was named, so no profile: pass --profile")
+            return
+        }
+        Terminal.error(
+            "moose: note: no profile for \(host): add \"\(host)\" = \"PROFILE\" under [hosts] in \(path), or pass --profile"
+        )
+    }
+
     /// The first value of `key` (keys are ASCII protocol words: compared byte for byte).
     static func value(_ key: String, in attributes: [(String, String)]) -> String? {
         attributes.first { $0.0.utf8.elementsEqual(key.utf8) }?.1
@@ -87,7 +101,9 @@ struct GitCredentialCommand: ParsableCommand {
         } else if let mapped = try CLIConfig.load().profile(forHost: host) {
             name = mapped
         } else {
-            return // not ours: no answer, git asks its next helper
+            // Not ours: no answer on stdout (git asks its next helper); a `get` says why on stderr.
+            if action == "get" { CredentialInput.noteUnmapped(host: host) }
+            return
         }
         switch action {
         case "get":
@@ -171,7 +187,9 @@ struct DockerCredentialCommand: ParsableCommand {
         case "get":
             let input = try CredentialInput.readStandardInput(limit: 8192)
             let serverURL = Self.trimmed(input)
-            guard let name = profile ?? config.profile(forHost: Self.host(of: serverURL)) else {
+            let host = Self.host(of: serverURL)
+            guard let name = profile ?? config.profile(forHost: host) else {
+                CredentialInput.noteUnmapped(host: host)
                 Terminal.outPreSanitized(Self.notFound)
                 throw ExitCode(1)
             }
