@@ -46,6 +46,7 @@ enum CLIConfig {
     /// else `$MOOSE_STORE`, else the profile's `store`, else the default file. A config file that
     /// exists but does not parse is an error (exit 2, naming the file and line) for every command.
     static func resolve(_ option: String?, store: StoreOptions) throws -> ResolvedProfile {
+        if let option { try checkName(option) }
         let config = try load()
         let name = option ?? config.defaultProfile ?? "default"
         let settings = config.profiles[name]
@@ -54,6 +55,16 @@ enum CLIConfig {
             store.storePath = path
         }
         return ResolvedProfile(name: name, settings: settings, store: store)
+    }
+}
+
+extension CLIConfig {
+    /// A profile name is 1–200 printable characters: it is a store key, a config section and part of
+    /// the next step a message prints (`moose login --profile NAME`), which must paste into a shell.
+    static func checkName(_ name: String) throws {
+        guard !name.isEmpty, name.utf8.count <= 200, !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw CLIError.usage("--profile: a profile name is 1–200 printable characters (no control characters)")
+        }
     }
 }
 

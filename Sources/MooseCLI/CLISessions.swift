@@ -67,16 +67,18 @@ final class CLISessions {
     let backend: Backend
 
     /// Opens the store `options` name (`create`: a missing file store is created; a PostgreSQL
-    /// schema is created and migrated on first use either way).
-    init(options: StoreOptions, create: Bool) throws {
+    /// schema is created and migrated on first use either way). `profile`, when the command names one,
+    /// goes into the first-contact hint (`moose login --profile NAME …`).
+    init(options: StoreOptions, create: Bool, profile: String? = nil) throws {
         if try options.isPostgres {
             backend = .registered(try RegisteredBackends.openPostgres(options))
         } else {
             // First contact: no store yet means nobody logged in — say what to do, not how stores work.
             let path = try options.resolvedStorePath
             if !create, !FileManager.default.fileExists(atPath: path) {
+                let named = profile.map { $0 == "default" ? "" : " --profile \($0)" } ?? ""
                 throw CLIError.failed(
-                    "not logged in (no store at \(path) yet); run moose login --issuer URL --client-id ID")
+                    "not logged in (no store at \(path) yet); run moose login\(named) --issuer URL --client-id ID")
             }
             backend = .file(EncryptedSessionStorage(store: try options.open(create: create)))
         }

@@ -1,4 +1,5 @@
 import MooseHTTP
+import MooseJWT
 import MooseOAuth
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -42,8 +43,20 @@ enum IssuerOption {
         if let problem = problem(issuer, option: option) { throw CLIError.usage(problem) }
     }
 
-    /// What is wrong with `issuer` (see `check`), or `nil`.
+    /// What is wrong with `issuer` (see `check`), or `nil`. An issuer is an absolute URL without
+    /// spaces, user information, query or fragment (RFC 8414 §2), its port at most 65535: anything
+    /// else is a usage error before a request is attempted (not an outage).
     static func problem(_ issuer: String, option: String = "--issuer") -> String? {
+        do {
+            _ = try DPoP.normalizedProofTarget(issuer)
+        } catch {
+            let reason =
+                error.message.contains("query or fragment")
+                ? "it has a query or fragment"
+                : error.message.hasPrefix("URI ") ? "the URL " + error.message.dropFirst(4) : error.message
+            return "\(option) \(issuer) is not a usable issuer URL (\(reason)); "
+                + "an issuer is https://host[:port][/path], with no spaces, query or fragment"
+        }
         guard let url = URL(string: issuer), url.scheme?.lowercased() == "http", !TransportSecurity.permits(url) else {
             return nil
         }

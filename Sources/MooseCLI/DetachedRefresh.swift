@@ -70,7 +70,7 @@ struct RefreshWorkerCommand: ParsableCommand {
 
     /// The coordinator call `request` names, on `profile`'s session, as the caller would have made it.
     static func perform(_ request: DetachedRefresh.Request, profile: String, store: StoreOptions) throws {
-        let context = try OAuthContext(options: store, create: false)
+        let context = try OAuthContext(options: store, create: false, profile: profile)
         defer { context.sessions.close() }
         guard let (session, settings) = try context.loadOrFail(profile) else {
             throw CLIError.failed("no session for profile \(profile); run moose login --profile \(profile)")

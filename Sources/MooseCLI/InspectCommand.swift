@@ -215,7 +215,7 @@ struct InspectCommand: ParsableCommand {
             }
             let resolved = try CLIConfig.resolve(
                 profile, store: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil))
-            let sessions = try CLISessions(options: resolved.store, create: false)
+            let sessions = try CLISessions(options: resolved.store, create: false, profile: resolved.name)
             let stored: StoredSession?
             do { stored = try sessions.load(resolved.name) } catch {
                 throw OAuthContext.fail(error, profile: resolved.name)

@@ -254,14 +254,14 @@ struct LoginCommand: ParsableCommand {
         guard [clientCredentials, device, workload != nil].filter({ $0 }).count <= 1 else {
             throw CLIError.usage("give one of --client-credentials, --device and --workload")
         }
-        let isService = clientCredentials || workload != nil
+        let grant = grant(existing: existing, issuer: issuer, clientID: clientID)
+        let isService = grant == .clientCredentials || grant == .workload
         // A service asks for what it is configured to (no OpenID scopes: there is no user).
         let scopes =
             scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? (isService ? [] : Self.defaultScopes)) : scope
         var settings = Profile(
             name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
-            grant: clientCredentials
-                ? .clientCredentials : workload != nil ? .workload : device ? .deviceCode : .authorizationCode,
+            grant: grant,
             clientSecretFile: clientSecretFile ?? config?.clientSecretFile ?? existing?.clientSecretFile,
             endpoints: endpoints)
         try credentials(into: &settings, existing: existing)
@@ -274,6 +274,14 @@ struct LoginCommand: ParsableCommand {
             try CLITransport.pins(pinPublicKey.isEmpty ? config?.publicKeyPins : pinPublicKey, issuer: issuer)
             ?? existing?.publicKeyPins
         try workloadSource(into: &settings)
+        if grant == .workload, workload == nil, let existing {
+            // The kept source, audience and grant: `moose login --profile ci` after a logout.
+            settings.workload = existing.workload
+            settings.workloadAudience = existing.workloadAudience
+            settings.workloadGrant = existing.workloadGrant
+            settings.subjectTokenType = existing.subjectTokenType
+        }
+        settings.loopbackPort = port ?? (grant == .authorizationCode ? existing?.loopbackPort : nil)
         settings.dpop = dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : (config?.dpop ?? existing?.dpop))
         if let resource = resource ?? config?.resource {
             do { settings.resource = try ResourceIdentifier.canonical(resource) } catch {
@@ -304,7 +312,7 @@ struct LoginCommand: ParsableCommand {
         settings.clientAuth = clientAuth ?? existing?.clientAuth
         settings.audience = audience ?? existing?.audience
         if let file = settings.clientSecretFile { settings.clientSecretFile = Self.absolute(file) }
-        if clientCredentials, settings.clientSecretFile == nil, settings.clientSecretEnv == nil,
+        if settings.grant == .clientCredentials, settings.clientSecretFile == nil, settings.clientSecretEnv == nil,
             settings.privateKeyFile == nil
         {
             throw CLIError.usage(
@@ -349,15 +357,30 @@ struct LoginCommand: ParsableCommand {
         if settings.workload != nil {
             return try CLIBlocking.run { try await WorkloadLogin.tokens(profile: settings, client: client) }
         }
-        if clientCredentials {
+        if settings.grant == .clientCredentials {
             let flow = ClientCredentialsFlow(client: client)
             return try CLIBlocking.run { try await flow.authorize(parameters) }
         }
-        if device {
+        if settings.grant == .deviceCode {
             return try deviceTokens(
                 client: client, validator: validator, parameters: parameters, issuer: settings.issuer)
         }
-        return try browserTokens(client: client, validator: validator, parameters: parameters)
+        return try browserTokens(
+            client: client, validator: validator, parameters: parameters, port: settings.loopbackPort)
+    }
+
+    /// The login's grant: the one its option names (`--client-credentials`, `--device`, `--workload`);
+    /// else, for the same provider and client, the one an earlier login of the profile used (a device,
+    /// service or workload profile logs in the same way again after a logout); else the browser's.
+    func grant(existing: Profile?, issuer: String, clientID: String) -> SessionPlan.Grant {
+        if clientCredentials { return .clientCredentials }
+        if workload != nil { return .workload }
+        if device { return .deviceCode }
+        guard let existing, existing.issuer.utf8.elementsEqual(issuer.utf8),
+            existing.clientID.utf8.elementsEqual(clientID.utf8)
+        else { return .authorizationCode }
+        if existing.grant == .workload, existing.workload == nil { return .authorizationCode }
+        return existing.grant
     }
 
     /// The device flow (RFC 8628): the code and how long it lives on the terminal, the page in the browser.
@@ -396,9 +419,9 @@ struct LoginCommand: ParsableCommand {
     }
 
     /// Authorization code + PKCE through the browser and the loopback redirect, or a pasted address.
-    func browserTokens(client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters) throws
-        -> TokenSet
-    {
+    func browserTokens(
+        client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters, port: UInt16?
+    ) throws -> TokenSet {
         let noBrowser = self.noBrowser
         let timeout = self.timeout ?? 300
         let progress = Mutex<Progress?>(nil)
@@ -448,7 +471,8 @@ struct LoginCommand: ParsableCommand {
         if let audience = settings.audience { kept[SessionEngine.audienceAttribute] = audience }
         let attributes = kept
         let issuedTokens = issued
-        let grant = clientCredentials ? "client_credentials" : settings.workload != nil ? "workload" : nil
+        let grant =
+            settings.grant == .clientCredentials ? "client_credentials" : settings.workload != nil ? "workload" : nil
         let session = try CLIBlocking.run {
             try await engine.completeLogin(issuedTokens, client: client, grant: grant, attributes: attributes)
         }
@@ -458,7 +482,7 @@ struct LoginCommand: ParsableCommand {
                     ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens"
             } ?? ""
         let who =
-            clientCredentials
+            settings.grant == .clientCredentials
             ? "client \(settings.clientID)"
             : settings.workload.map { "workload \($0.split(separator: ":").first.map(String.init) ?? $0)" }
                 ?? SessionSummary(key: settings.name, session: session).displayName ?? "(no ID token)"
@@ -475,10 +499,24 @@ extension LoginCommand {
 
     /// The plan a logout of `profile` kept, if any.
     static func keptPlan(_ profile: String, in context: OAuthContext) -> Profile? {
-        guard let store = context.sessions.fileStore, let bytes = try? store.get(namespace: keptPlans, name: profile),
+        context.sessions.keptPlan(profile)
+    }
+}
+
+extension CLISessions {
+    /// The plan a logout of `profile` kept in the file store, if any.
+    func keptPlan(_ profile: String) -> Profile? {
+        guard let store = fileStore,
+            let bytes = try? store.get(namespace: LoginCommand.keptPlans, name: profile),
             var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes))
         else { return nil }
         plan.name = profile
         return plan
+    }
+
+    /// The profiles whose plans a logout kept (file store only), by name.
+    func keptProfiles() -> [String] {
+        guard let store = fileStore, let entries = try? store.list(namespace: LoginCommand.keptPlans) else { return [] }
+        return entries.map(\.name)
     }
 }

@@ -26,8 +26,8 @@ struct OAuthContext {
     let sessions: CLISessions
     let transport: any HTTPTransport = CLITransport.make(caFile: nil)
 
-    init(options: StoreOptions, create: Bool) throws {
-        sessions = try CLISessions(options: options, create: create)
+    init(options: StoreOptions, create: Bool, profile: String? = nil) throws {
+        sessions = try CLISessions(options: options, create: create, profile: profile)
     }
 
     init(sessions: CLISessions) {

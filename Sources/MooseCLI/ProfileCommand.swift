@@ -32,8 +32,12 @@ struct ProfileCommand: ParsableCommand {
             let config = try CLIConfig.load()
             let active = CLIConfig.profileName(nil)
             var sessions: [String] = []
-            if let opened = try? CLISessions(options: store, create: false) { sessions = (try? opened.keys()) ?? [] }
-            let names = Set(config.profiles.keys).union(sessions).sorted()
+            var kept: [String] = []
+            if let opened = try? CLISessions(options: store, create: false) {
+                sessions = (try? opened.keys()) ?? []
+                kept = opened.keptProfiles()
+            }
+            let names = Set(config.profiles.keys).union(sessions).union(kept).sorted()
             if names.isEmpty {
                 // First contact (no config file, no store): none yet, and how to make one — not an error.
                 Terminal.out(
@@ -42,7 +46,9 @@ struct ProfileCommand: ParsableCommand {
             }
             for name in names {
                 let marker = name.utf8.elementsEqual(active.utf8) ? "*" : " "
-                let state = sessions.contains(name) ? "session" : "no session"
+                let state =
+                    sessions.contains(name)
+                    ? "session" : kept.contains(name) ? "logged out, settings kept" : "no session"
                 let issuer = config.profiles[name]?.issuer.map { " \($0)" } ?? ""
                 Terminal.out("\(marker) \(name) (\(state))\(issuer)")
             }
@@ -59,12 +65,14 @@ struct ProfileCommand: ParsableCommand {
             let name = resolved.name
             let settings = resolved.settings
             let store = resolved.store
-            let stored = (try? CLISessions(options: store, create: false)).flatMap { try? $0.load(name) }?.session
-            guard settings != nil || stored != nil else {
+            let opened = try? CLISessions(options: store, create: false)
+            let stored = opened.flatMap { try? $0.load(name) }?.session
+            // A profile logged out of keeps its plan: shown as it will log in again.
+            let saved = stored.map { Profile.of($0, key: name) } ?? opened?.keptPlan(name)
+            guard settings != nil || saved != nil else {
                 throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
             }
             var object: JSONObject = ["name": .string(name)]
-            let saved = stored.map { Profile.of($0, key: name) }
             object["issuer"] = (settings?.issuer ?? saved?.issuer).map { .string($0) } ?? .null
             object["client_id"] = (settings?.clientID ?? saved?.clientID).map { .string($0) } ?? .null
             // What a login of this profile asks for: the config's scopes, the session's, else Moose's default.
@@ -75,6 +83,7 @@ struct ProfileCommand: ParsableCommand {
             object["dpop"] = (settings?.dpop ?? saved?.dpop).map { .string($0) } ?? .null
             object["ca_file"] = (settings?.caFile ?? saved?.caFile).map { .string($0) } ?? .null
             object["session"] = stored.map { .string($0.state == .active ? "active" : "needs login") } ?? .null
+            object["grant"] = saved.map { .string($0.grant.rawValue) } ?? .null
             object["hosts"] = .array(
                 try CLIConfig.load().hosts.filter { $0.value.utf8.elementsEqual(name.utf8) }.keys.sorted().map {
                     .string($0)
@@ -95,10 +104,10 @@ struct ProfileCommand: ParsableCommand {
             var config = try CLIConfig.load()
             // Only a profile that exists: in the config file, or as a session in the store.
             if config.profiles[name] == nil {
-                let sessions =
-                    (try? CLISessions(
-                        options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
-                        create: false)).flatMap { try? $0.keys() } ?? []
+                let opened = try? CLISessions(
+                    options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
+                    create: false)
+                let sessions = (opened.flatMap { try? $0.keys() } ?? []) + (opened?.keptProfiles() ?? [])
                 guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
                     let known = Set(config.profiles.keys).union(sessions).sorted()
                     throw CLIError.failed(
@@ -130,7 +139,7 @@ enum ProfileNames {
         let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
         // A file store only: a tab press never opens a database connection.
         if (try? options.isPostgres) == false, let opened = try? CLISessions(options: options, create: false) {
-            sessions = (try? opened.keys()) ?? []
+            sessions = ((try? opened.keys()) ?? []) + opened.keptProfiles()
         }
         // Only names a shell can take as one word: no spaces, quotes or control characters.
         return Set(config.profiles.keys).union(sessions)

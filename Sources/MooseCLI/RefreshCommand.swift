@@ -29,7 +29,7 @@ struct RefreshCommand: ParsableCommand {
     func run() throws {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
-        let context = try OAuthContext(options: resolved.store, create: false)
+        let context = try OAuthContext(options: resolved.store, create: false, profile: profile)
         guard let (session, settings) = try context.loadOrFail(profile) else {
             throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
         }
@@ -66,7 +66,7 @@ extension RefreshCommand {
     /// Refreshes `profile`'s session because a server refused `rejected` — only if that is still the
     /// current access token (another process may have refreshed already); never wipes the session.
     static func refresh(store: StoreOptions, profile: String, rejecting rejected: String) throws {
-        let context = try OAuthContext(options: store, create: false)
+        let context = try OAuthContext(options: store, create: false, profile: profile)
         guard let (session, settings) = try context.loadOrFail(profile), session.canRenew,
             session.tokens.accessToken.utf8.elementsEqual(rejected.utf8)
         else { return }

@@ -108,7 +108,7 @@ struct TokenCommand: ParsableCommand {
         {
             return stored.session.tokens
         }
-        let sessions = try CLISessions(options: store, create: false)
+        let sessions = try CLISessions(options: store, create: false, profile: profile)
         defer { sessions.close() }
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
@@ -316,7 +316,7 @@ struct DPoPProofCommand: ParsableCommand {
     func run() throws {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
-        let sessions = try CLISessions(options: resolved.store, create: false)
+        let sessions = try CLISessions(options: resolved.store, create: false, profile: profile)
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
         guard let session = stored?.session else {

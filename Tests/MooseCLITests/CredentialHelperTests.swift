@@ -112,6 +112,47 @@ struct CredentialHelperTests {
         await #expect(try server.acceptedFingerprints().last == Self.sha256(try Self.accessToken(environment)))
     }
 
+    /// The README's one-line kubectl set-up, run as written (moose's path aside), is enough for
+    /// `kubectl get`: kubectl 1.30+ refuses an exec plugin without its interactive mode.
+    @Test func theReadmesKubectlLineWorksAsWritten() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/kubectl") else {
+            print("SKIPPED theReadmesKubectlLineWorksAsWritten: kubectl is not installed here")
+            return
+        }
+        let readme = try String(contentsOfFile: LocalServer.repositoryRoot + "/README.md", encoding: .utf8)
+        let start = try #require(readme.range(of: "kubectl config set-credentials me"))
+        var command = ""
+        for line in readme[start.lowerBound...].split(separator: "\n") {
+            let code = line.split(separator: "#", maxSplits: 1).first.map(String.init) ?? ""
+            command += code.trimmingCharacters(in: .whitespaces)
+            guard command.hasSuffix("\\") else { break }
+            command = String(command.dropLast()) + " "
+        }
+        command = command.replacingOccurrences(of: "--exec-command=moose", with: "--exec-command=" + CLI.binary)
+        let (home, environment) = try await CLI.logIn("moose-kubectl-readme")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let certificates = home.appendingPathComponent("kube-certs")
+        let server = try ResourceServer(
+            "kube_api.py", ["--port", "0", "--cert-dir", certificates.path, "--cache-seconds", "0"])
+        var kube = environment
+        kube["HOME"] = home.path
+        kube["KUBECONFIG"] = home.appendingPathComponent("kubeconfig").path
+        let setUp = [
+            command,
+            "kubectl config set-cluster lab --server=\(server.url) --certificate-authority="
+                + certificates.appendingPathComponent("ca.crt").path,
+            "kubectl config set-context lab --cluster=lab --user=me", "kubectl config use-context lab"
+        ]
+        for line in setUp {
+            let result = try await CLI.run(["sh", "-c", line], environment: kube, timeout: 60, executable: "/bin/sh")
+            #expect(result.status == 0, "\(line): \(result.stderr)")
+        }
+        let get = try await CLI.run(
+            ["kubectl", "get", "namespaces", "-o", "name"], environment: kube, timeout: 60,
+            executable: "/usr/bin/kubectl")
+        #expect(get.status == 0 && get.stdout.contains("namespace/"), "\(get.stdout) \(get.stderr)")
+    }
+
     @Test func gitUsesMooseAsItsCredentialHelper() async throws {
         var (home, environment) = try await CLI.logIn("moose-git")
         defer { try? FileManager.default.removeItem(at: home) }

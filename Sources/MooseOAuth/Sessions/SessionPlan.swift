@@ -102,6 +102,9 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// `ClientAuthentication` value given to `TokenManager`), not by a reference stored here: another
     /// process cannot renew the session without them.
     public var authenticationHeldByApp: Bool = false
+    /// The loopback port of an authorization-code login's redirect, for a provider that registered one
+    /// exact redirect URI (`moose login --port`); `nil`: any free port.
+    public var loopbackPort: UInt16?
 
     /// A plan for `clientID` at `issuer`, stored under `name`.
     ///
@@ -132,7 +135,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         case version, name, issuer, clientID, scopes, grant, clientSecretFile, endpoints, dpop, resource,
             clientSecretEnv
         case clientAuth, privateKeyFile, privateKeyID, audience, caFile, publicKeyPins, workload, workloadAudience
-        case workloadGrant, subjectTokenType, authenticationHeldByApp
+        case workloadGrant, subjectTokenType, authenticationHeldByApp, loopbackPort
     }
 
     /// Reads a plan; a missing optional field is absent, a missing `version` is Moose 0.3's (0).
@@ -160,6 +163,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         workloadGrant = try container.decodeIfPresent(String.self, forKey: .workloadGrant)
         subjectTokenType = try container.decodeIfPresent(String.self, forKey: .subjectTokenType)
         authenticationHeldByApp = try container.decodeIfPresent(Bool.self, forKey: .authenticationHeldByApp) ?? false
+        loopbackPort = try container.decodeIfPresent(UInt16.self, forKey: .loopbackPort)
     }
 
     /// Writes the plan; `authenticationHeldByApp` only when set.
@@ -187,6 +191,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         try container.encodeIfPresent(workloadGrant, forKey: .workloadGrant)
         try container.encodeIfPresent(subjectTokenType, forKey: .subjectTokenType)
         if authenticationHeldByApp { try container.encode(true, forKey: .authenticationHeldByApp) }
+        try container.encodeIfPresent(loopbackPort, forKey: .loopbackPort)
     }
 
     // MARK: - With the session

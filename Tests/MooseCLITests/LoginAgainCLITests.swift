@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+@testable import MooseCLI
+import MooseOAuth
+import MooseTestSupport
+import Testing
+
+/// Found walking README → login → logout → login again as a new user (issue "The second hour", §2:
+/// "after logout, a plain `moose login` of a profile … works"): a profile logged out of logs in again
+/// the way it did (a service by client credentials, a TV by the device grant, a browser login on its
+/// registered port), is still listed and shown, and bad names and URLs are usage errors, not outages.
+struct LoginAgainCLITests {
+    @Test func aServiceProfileLogsInAgainTheSameWayAfterALogout() async throws {
+        let (home, environment) = CLI.home("moose-login-again")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let secretFile = home.appendingPathComponent("secret")
+        try Data("moose-service-secret\n".utf8).write(to: secretFile)
+        let first = try await CLI.run(
+            [
+                "login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id",
+                "moose-service", "--client-secret-file", secretFile.path, "--scope", "read", "--profile", "ci"
+            ], environment: environment)
+        #expect(first.status == 0, "\(first.stdout) \(first.stderr)")
+        let logout = try await CLI.run(["logout", "--profile", "ci"], environment: environment)
+        #expect(logout.status == 0, "\(logout.stderr)")
+
+        // Still a profile: listed, shown and choosable, as the logout said.
+        let list = try await CLI.run(["profile", "list"], environment: environment)
+        #expect(list.stdout.contains("ci (logged out, settings kept)"), "\(list.stdout) \(list.stderr)")
+        let show = try await CLI.run(["profile", "show", "ci"], environment: environment)
+        #expect(show.status == 0 && show.stdout.contains("\"grant\":\"client_credentials\""), "\(show.stdout)")
+        #expect(try await CLI.run(["profile", "use", "ci"], environment: environment).status == 0)
+
+        // A plain login of it is a service login again (not a browser login for moose-service).
+        let again = try await CLI.run(["login", "--profile", "ci", "--timeout", "5"], environment: environment)
+        #expect(
+            again.status == 0 && again.stdout.contains("as client moose-service"), "\(again.stdout) \(again.stderr)")
+    }
+
+    @Test func theKeptGrantIsUsedOnlyForTheSameClient() throws {
+        var device = SessionPlan(
+            name: "tv", issuer: "https://id.example.com", clientID: "tv", scopes: [], grant: .deviceCode)
+        let plain = try LoginCommand.parse(["--profile", "tv"])
+        #expect(plain.grant(existing: device, issuer: "https://id.example.com", clientID: "tv") == .deviceCode)
+        #expect(
+            plain.grant(existing: device, issuer: "https://id.example.com", clientID: "other") == .authorizationCode)
+        let explicit = try LoginCommand.parse(["--profile", "tv", "--client-credentials"])
+        #expect(
+            explicit.grant(existing: device, issuer: "https://id.example.com", clientID: "tv") == .clientCredentials)
+        // A browser login's registered port is part of the plan, so the next login uses it again.
+        device.grant = .authorizationCode
+        device.loopbackPort = 53683
+        let decoded = try JSONDecoder().decode(SessionPlan.self, from: try JSONEncoder().encode(device))
+        #expect(decoded.loopbackPort == 53683)
+    }
+
+    @Test(arguments: [
+        "https://exa mple.com", "https://id.example.com:99999", "https://id.example.com/x?y=1",
+        "https://user@id.example.com"
+    ])
+    func anUnusableIssuerURLIsAUsageError(_ issuer: String) async throws {
+        let (home, environment) = CLI.home("moose-bad-issuer")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let login = try await CLI.run(["login", "--issuer", issuer, "--client-id", "x"], environment: environment)
+        #expect(login.status == 2 && login.stderr.contains("is not a usable issuer URL"), "\(login.stderr)")
+    }
+
+    @Test func aProfileNameWithControlCharactersIsAUsageError() async throws {
+        let (home, environment) = CLI.home("moose-bad-profile")
+        defer { try? FileManager.default.removeItem(at: home) }
+        for command in [["token"], ["login", "--issuer", "https://id.example.com", "--client-id", "x"]] {
+            let run = try await CLI.run(command + ["--profile", "ev\u{1b}[31mil"], environment: environment)
+            #expect(run.status == 2 && run.stderr.contains("profile name"), "\(command): \(run.stderr)")
+            #expect(!run.stderr.contains("\u{1b}"), "a control character reached the terminal")
+        }
+    }
+
+    @Test func theFirstContactHintKeepsTheProfile() async throws {
+        let (home, environment) = CLI.home("moose-first-profile")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let token = try await CLI.run(["token", "--profile", "work"], environment: environment)
+        #expect(
+            token.status == 1 && token.stderr.contains("run moose login --profile work --issuer"), "\(token.stderr)")
+        let plain = try await CLI.run(["token"], environment: environment)
+        #expect(plain.stderr.contains("run moose login --issuer"), "\(plain.stderr)")
+    }
+}
