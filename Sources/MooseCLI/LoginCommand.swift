@@ -210,11 +210,16 @@ struct LoginCommand: ParsableCommand {
             && settings.clientSecretEnv == nil && settings.privateKeyFile == nil
         {
             // A confidential client logged in as a public one: the token endpoint wants its credentials.
+            // A public client refused so at a browser login: a provider that registered one exact
+            // redirect URI (Glewlwyd) refuses the code sent to another port the same way.
+            let port =
+                settings.grant == .authorizationCode && settings.loopbackPort == nil
+                ? "; a public client may instead have one registered redirect URI: give its port with --port PORT" : ""
             throw CLIError.failed(
                 OAuthContext.text(
                     error,
                     next: "the provider wants this client's credentials: give --client-secret-file FILE "
-                        + "(or --client-secret-env VARIABLE, or --private-key FILE)"))
+                        + "(or --client-secret-env VARIABLE, or --private-key FILE)\(port)"))
         } catch {
             throw OAuthContext.fail(error, profile: settings.name)
         }

@@ -38,6 +38,32 @@ struct LoginAgainCLITests {
             again.status == 0 && again.stdout.contains("as client moose-service"), "\(again.stdout) \(again.stderr)")
     }
 
+    /// At Glewlwyd, whose public client has one registered redirect URI: a login on another port is
+    /// refused like a client without credentials, and the hint names --port; a login with it keeps
+    /// the port, so the next plain `moose login --profile` after a logout works.
+    @Test func aRegisteredRedirectPortIsNamedAndKept() async throws {
+        try await Glewlwyd.exclusively {
+            guard let issuer = Glewlwyd.issuer else { Issue.record(Comment(rawValue: Glewlwyd.unavailable)); return }
+            var (home, environment) = CLI.home("moose-kept-port")
+            defer { try? FileManager.default.removeItem(at: home) }
+            environment["BROWSER"] =
+                "python3 " + Fixtures.root.replacingOccurrences(of: "/Fixtures", with: "/tools/glewlwyd/browser.py")
+            let login = ["login", "--profile", "gl", "--issuer", issuer, "--client-id", "moose-public"]
+            let wrongPort = try await CLI.run(login + ["--scope", "openid"], environment: environment, timeout: 90)
+            #expect(wrongPort.status == 1 && wrongPort.stderr.contains("--port PORT"), "\(wrongPort.stderr)")
+            let first = try await CLI.run(
+                login + ["--scope", "openid", "--port", String(Glewlwyd.redirectPort)], environment: environment,
+                timeout: 90)
+            #expect(first.status == 0, "\(first.stderr)")
+            // Glewlwyd refuses the revocation (it wants bearer authentication there): the session is
+            // wiped all the same, and the logout says the revocation failed (exit 1).
+            let logout = try await CLI.run(["logout", "--profile", "gl"], environment: environment)
+            #expect(logout.status == 0 || logout.stderr.contains("revocation"), "\(logout.stderr)")
+            let again = try await CLI.run(["login", "--profile", "gl"], environment: environment, timeout: 90)
+            #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        }
+    }
+
     @Test func theKeptGrantIsUsedOnlyForTheSameClient() throws {
         var device = SessionPlan(
             name: "tv", issuer: "https://id.example.com", clientID: "tv", scopes: [], grant: .deviceCode)
