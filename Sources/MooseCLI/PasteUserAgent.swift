@@ -22,6 +22,7 @@ package import Foundation
 /// will do: a code alone cannot prove which provider sent it, so it is refused (and so is an address
 /// with a code but no `iss`: a copy cut short). Anything refused is said with the reason, and the
 /// person may paste again, `maximumTries` times in all; then the login stops with an input error.
+/// An empty line (a bare Enter) is not a try: the person is asked again.
 struct PasteUserAgent: ExternalUserAgent {
     let loopback: LoopbackUserAgent
     /// Whether the provider promises RFC 9207 `iss` (then only the whole address is taken).
@@ -30,6 +31,8 @@ struct PasteUserAgent: ExternalUserAgent {
     let readLine: @Sendable () -> String?
     /// How many pasted lines are read before the login gives up.
     static let maximumTries = 5
+    /// How many empty lines are asked again without using up a try.
+    static let maximumBlankLines = 20
 
     init(
         loopback: LoopbackUserAgent, requiresAddress: Bool = false,
@@ -73,10 +76,19 @@ struct PasteUserAgent: ExternalUserAgent {
         readLine: @escaping @Sendable () -> String?
     ) async throws -> URL {
         var refused = 0
+        var blank = 0
+        let what = requiresAddress ? "the whole address" : "the whole address (or only the code)"
         while true {
             guard let line = try await nextLine(readLine) else {
                 try await Task.sleep(nanoseconds: UInt64(86_400) * 1_000_000_000)
                 throw CancellationError()
+            }
+            // A bare Enter uses up no try: the person is asked again (bounded, so that a stream of
+            // empty lines cannot keep the prompt going forever).
+            if line.trimmingASCIIWhitespace().isEmpty, blank < maximumBlankLines {
+                blank += 1
+                Terminal.error("moose: nothing was pasted; paste \(what) and press Enter")
+                continue
             }
             switch PastedRedirect.parse(
                 line, redirectURI: redirectURI, expectedState: expectedState, requiresAddress: requiresAddress)
@@ -89,10 +101,10 @@ struct PasteUserAgent: ExternalUserAgent {
                 guard left > 0 else {
                     throw CLIError.usage(
                         "\(refusal.message); \(maximumTries) pasted lines were refused, "
-                            + "so the login stopped: run moose login again and paste the whole address the browser ends on"
+                            + "so the login stopped: run the same moose login command again "
+                            + "and paste the whole address the browser ends on"
                     )
                 }
-                let what = requiresAddress ? "the whole address" : "the whole address (or only the code)"
                 Terminal.error(
                     "moose: \(refusal.message); paste \(what) again (\(left) \(left == 1 ? "try" : "tries") left)")
             }

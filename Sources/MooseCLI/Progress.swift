@@ -73,7 +73,7 @@ enum DeviceCodeBanner {
             lines.append("(or open \(Terminal.safe(complete, keepNewlines: false)), which carries the code)")
         }
         lines.append(
-            "The code expires in \(DurationText.describe(max(0, expiresIn).rounded())): approve before then, or run moose login --device again."
+            "The code expires in \(DurationText.describe(max(0, expiresIn).rounded())): approve before then, or run the same moose login --device command again."
         )
         return lines
     }

@@ -42,4 +42,88 @@ struct NewUserWalkCLITests {
                 "moose: note: no profile for registry.example.com: add \"registry.example.com\" = \"PROFILE\" under [hosts] in \(configPath)"
             ), "\(docker.stderr)")
     }
+
+    /// Paste mode: a bare Enter is asked again without using up one of the five tries; the fifth
+    /// refused line stops the login with a next step that keeps the command's options ("the same
+    /// moose login command", not a plain `moose login`, which would lose --issuer and --client-id).
+    @Test func aBareEnterIsNoTryAndTheLastRefusalKeepsTheCommand() async throws {
+        let (home, environment) = CLI.home("moose-paste-walk")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let driver = """
+            import os, pty, select, sys, time
+            moose = sys.argv[1]
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(moose, [moose] + sys.argv[2:])
+            out = b""
+            def read_until(needle, limit=30):
+                global out
+                end = time.time() + limit
+                while time.time() < end and needle not in out:
+                    ready, _, _ = select.select([fd], [], [], 0.5)
+                    if ready:
+                        try:
+                            chunk = os.read(fd, 4096)
+                        except OSError:
+                            return
+                        if not chunk:
+                            return
+                        out += chunk
+            read_until(b"press Enter")
+            os.write(fd, b"\\r")
+            read_until(b"nothing was pasted")
+            def answers():
+                return out.count(b"left)") + out.count(b"so the login stopped")
+            for sent in range(1, 6):
+                before = answers()
+                out += b"[sent %d]" % sent
+                try:
+                    os.write(fd, b"http://example.com/nope?code=1&state=2\\r")
+                except OSError:
+                    break
+                end = time.time() + 30
+                while answers() == before and time.time() < end and b"so the login stopped" not in out:
+                    read_until(b"\\x00", limit=0.5)
+            read_until(b"\\x00", limit=5)
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.write(out.decode(errors="replace"))
+            print("EXIT", os.waitstatus_to_exitcode(status))
+            """
+        let result = try await CLI.run(
+            [
+                "python3", "-c", driver, CLI.binary, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
+                "--client-id", "moose-cli", "--timeout", "60"
+            ],
+            environment: environment, timeout: 120, executable: "/usr/bin/python3")
+        let out = result.stdout.replacingOccurrences(of: "\r\n", with: "\n")
+        #expect(out.contains("moose: nothing was pasted; paste the whole address and press Enter\n"), "\(out)")
+        // The empty line used no try: the login stopped only after the fifth wrong address.
+        let fifth = try #require(out.range(of: "[sent 5]"), "\(out)")
+        #expect(out[fifth.upperBound...].contains("so the login stopped"), "\(out)")
+        #expect(!out[..<fifth.lowerBound].contains("so the login stopped"), "\(out)")
+        #expect(
+            out.contains(
+                "5 pasted lines were refused, so the login stopped: run the same moose login command again and paste the whole address"
+            ), "\(out)")
+        #expect(out.hasSuffix("EXIT 2\n"), "\(out)")
+    }
+
+    /// The device code banner's next step keeps the command's options: "the same moose login
+    /// --device command", not a plain `moose login --device`, which would lose --issuer and --client-id.
+    @Test func theDeviceBannerKeepsTheCommand() async throws {
+        let (home, environment) = CLI.home("moose-device-walk")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let login = try await CLI.run(
+            [
+                "login", "--device", "--no-browser", "--issuer", TestIdentityProvider.issuer, "--client-id",
+                "moose-device", "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/",
+                "--timeout", "2"
+            ],
+            environment: environment, timeout: 30)
+        #expect(login.status == 1, "\(login.status) \(login.stderr)")
+        #expect(
+            login.stderr.contains("approve before then, or run the same moose login --device command again."),
+            "\(login.stderr)")
+        #expect(!login.stderr.contains("run moose login --device again"), "\(login.stderr)")
+    }
 }
