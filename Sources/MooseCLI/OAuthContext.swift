@@ -133,6 +133,15 @@ struct OAuthContext {
                 // The store's own words name the file and what to do; the session's words say what was kept.
                 return CLIError.failed(text(error, next: cause))
             }
+            if error.code == OAuthError.timedOut {
+                // Only the loopback listener times out: a browser login nobody finished in time.
+                return CLIError.failed(
+                    text(
+                        error,
+                        next: "run the same moose login command again and finish signing in sooner "
+                            + "(or give --timeout SECONDS); with the browser on another machine, "
+                            + "add --no-browser and paste the address it ends on"))
+            }
             if error.code == OAuthError.renewalRefused {
                 return CLIError.failed(
                     text(
@@ -173,13 +182,23 @@ struct OAuthContext {
         return nil
     }
 
-    /// `error` for a person: its message (and the provider's own error), then `next`, then the code.
+    /// `error` for a person: its message (and the provider's own error), then `next`, then the code —
+    /// one code: a `next` that ends with its own, more specific one (a store fault's `[permission]`)
+    /// keeps only that.
     static func text(_ error: OAuthError, next: String? = nil) -> String {
         var text = error.message
         if let oauthError = error.oauthError {
             text += " (\(oauthError)\(error.errorDescription.map { ": \($0)" } ?? ""))"
         }
-        if let next { text += "; \(next)" }
+        guard let next else { return text + " [\(error.code)]" }
+        text += "; \(next)"
+        // `next` ending with ` [word]` carries its own code.
+        if next.hasSuffix("]"), let open = next.lastIndex(of: "["), next[..<open].hasSuffix(" "),
+            next[next.index(after: open)...].dropLast().allSatisfy({ $0.isASCII && $0.isLetter }),
+            next.distance(from: open, to: next.endIndex) > 2
+        {
+            return text
+        }
         return text + " [\(error.code)]"
     }
 }

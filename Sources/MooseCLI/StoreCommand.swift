@@ -124,9 +124,11 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
+    /// A store fault as the CLI says it: the store's words (which name the file and the next step),
+    /// then its code in brackets, as every message ends. A bad argument is a usage error (exit 2).
     static func cliError(_ error: SecretStoreError) -> CLIError {
         error.code == SecretStoreError.invalidArgument
-            ? .usage(error.message) : .failed("\(error.code): \(error.message)")
+            ? .usage(error.message) : .failed("\(error.message) [\(error.code)]")
     }
 
     /// Any error of a store operation as the CLI reports it.

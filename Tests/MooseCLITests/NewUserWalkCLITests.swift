@@ -126,4 +126,64 @@ struct NewUserWalkCLITests {
             "\(login.stderr)")
         #expect(!login.stderr.contains("run moose login --device again"), "\(login.stderr)")
     }
+
+    /// A browser login nobody finishes in time names the next step (sooner, --timeout, or
+    /// --no-browser to paste), and the code stays last.
+    @Test func aBrowserLoginThatTimesOutNamesTheNextStep() async throws {
+        let (home, base) = CLI.home("moose-login-timeout")
+        defer { try? FileManager.default.removeItem(at: home) }
+        var environment = base
+        environment["BROWSER"] = "/bin/true" // a browser that never comes back
+        let login = try await CLI.run(
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--timeout", "2"],
+            environment: environment, timeout: 30)
+        #expect(login.status == 1, "\(login.status) \(login.stderr)")
+        let last = login.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.hasPrefix("moose: error: no authorization redirect arrived on 127.0.0.1:"), "\(last)")
+        #expect(
+            last.hasSuffix(
+                " in time; run the same moose login command again and finish signing in sooner "
+                    + "(or give --timeout SECONDS); with the browser on another machine, "
+                    + "add --no-browser and paste the address it ends on [timedOut]"), "\(last)")
+    }
+
+    /// A store fault leads with the words, and its code comes last in brackets as in every other
+    /// message (not `moose: error: corrupt: …`).
+    @Test func aStoreFaultEndsWithItsCode() async throws {
+        let (home, environment) = CLI.home("moose-store-code")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let folder = home.appendingPathComponent("data/moose")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let store = folder.appendingPathComponent("store.sqlite").path
+        #expect(
+            FileManager.default.createFile(
+                atPath: store, contents: Data((0..<4096).map { _ in UInt8.random(in: 0...255) })))
+        let damaged = try await CLI.run(["store", "check"], environment: environment)
+        #expect(damaged.status == 1, "\(damaged.stderr)")
+        #expect(damaged.stderr.hasPrefix("moose: error: \(store) is damaged or not a Moose store"), "\(damaged.stderr)")
+        #expect(damaged.stderr.hasSuffix(" to start over [corrupt]\n"), "\(damaged.stderr)")
+
+        try FileManager.default.removeItem(atPath: store)
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)
+        let folderStore = try await CLI.run(["store", "list"], environment: environment)
+        #expect(folderStore.status == 1, "\(folderStore.stderr)")
+        #expect(folderStore.stderr.hasPrefix("moose: error: cannot open \(store)"), "\(folderStore.stderr)")
+        #expect(folderStore.stderr.hasSuffix(" [io]\n"), "\(folderStore.stderr)")
+    }
+
+    /// `moose logout` on a store that cannot be written ends with one code, the store's own
+    /// (`[permission]`), not `[permission] [storeUnavailable]`.
+    @Test(.enabled(if: StoreFaultCLITests.immutableFilesWork, "chattr +i does not work in the temporary folder here"))
+    func aLogoutOnAnUnwritableStoreSaysOneCode() async throws {
+        let (home, environment) = try await CLI.logIn("moose-logout-unwritable")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let store = home.appendingPathComponent("data/moose/store.sqlite").path
+        try #require(StoreFaultCLITests.chattr("+i", store))
+        defer { StoreFaultCLITests.chattr("-i", store) }
+        let logout = try await CLI.run(["logout"], environment: environment, timeout: 60)
+        #expect(logout.status == 1, "\(logout.stdout) \(logout.stderr)")
+        let last = logout.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.hasPrefix("moose: error: ") && last.hasSuffix(" [permission]"), "\(logout.stderr)")
+        #expect(!logout.stderr.contains("[storeUnavailable]"), "\(logout.stderr)")
+    }
 }
