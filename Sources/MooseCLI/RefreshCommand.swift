@@ -35,7 +35,7 @@ struct RefreshCommand: ParsableCommand {
         }
         guard session.canRenew else {
             throw CLIError.failed(
-                "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile)"
+                "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile) [needsLogin]"
             )
         }
         do {

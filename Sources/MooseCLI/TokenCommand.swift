@@ -116,7 +116,9 @@ struct TokenCommand: ParsableCommand {
             throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
         }
         guard session.canRenew else {
-            throw CLIError.failed("profile \(profile) needs a new login; run moose login --profile \(profile)")
+            throw CLIError.failed(
+                "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile) [needsLogin]"
+            )
         }
         var tokens = session.tokens
         if !valid(tokens) {
@@ -137,8 +139,8 @@ struct TokenCommand: ParsableCommand {
                 where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin
             {
                 throw CLIError.failed(
-                    "the session of profile \(profile) needs a new login: \(Terminal.safe(error.message)) "
-                        + "(\(error.oauthError ?? error.code.description)); run moose login --profile \(profile)")
+                    "the session of profile \(profile) needs a new login: "
+                        + OAuthContext.text(error, next: "run moose login --profile \(profile)"))
             } catch {
                 throw OAuthContext.fail(error)
             }

@@ -64,6 +64,32 @@ struct LoginAgainCLITests {
         }
     }
 
+    /// Issue "The second hour" §2, error codes in one place: a refused refresh says what happened,
+    /// the provider's error and the next step, then its code once, last, in brackets — and so does
+    /// the next `moose token` of the session that now needs a login.
+    @Test func aRefusedRefreshEndsWithItsCodeOnce() async throws {
+        let (home, environment) = try await CLI.logIn("moose-refused-code")
+        defer { try? FileManager.default.removeItem(at: home) }
+        var row = try await CLI.storedRow(environment: environment)
+        var session = try #require(row["session"] as? [String: Any])
+        var tokens = try #require(session["tokens"] as? [String: Any])
+        tokens["expiresAt"] = 0
+        tokens["refreshToken"] = "not-a-refresh-token-the-provider-issued"
+        session["tokens"] = tokens
+        row["session"] = session
+        let edited = try JSONSerialization.data(withJSONObject: row)
+        let put = try await CLI.run(
+            ["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment)
+        #expect(put.status == 0, "\(put.stderr)")
+        for expected in ["[invalidGrant]", "[needsLogin]"] {
+            let token = try await CLI.run(["token"], environment: environment)
+            let line = token.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(token.status == 1 && line.hasSuffix(expected), "\(line)")
+            #expect(line.components(separatedBy: " [").count == 2, "more than one bracketed code: \(line)")
+            #expect(line.contains("run moose login"), "\(line)")
+        }
+    }
+
     @Test func theKeptGrantIsUsedOnlyForTheSameClient() throws {
         var device = SessionPlan(
             name: "tv", issuer: "https://id.example.com", clientID: "tv", scopes: [], grant: .deviceCode)
