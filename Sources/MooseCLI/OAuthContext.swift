@@ -182,13 +182,19 @@ struct OAuthContext {
         return nil
     }
 
-    /// `error` for a person: its message (and the provider's own error), then `next`, then the code —
+    /// `error` for a person: its message (and the provider's own error, unless the message says it),
+    /// then `next`, then the code —
     /// one code: a `next` that ends with its own, more specific one (a store fault's `[permission]`)
     /// keeps only that.
     static func text(_ error: OAuthError, next: String? = nil) -> String {
         var text = error.message
-        if let oauthError = error.oauthError {
-            text += " (\(oauthError)\(error.errorDescription.map { ": \($0)" } ?? ""))"
+        // The provider's own error, unless the message already says it (once is enough).
+        let said = { (part: String) in !part.isEmpty && error.message.contains(part) }
+        let description = error.errorDescription.flatMap { said($0) ? nil : $0 }
+        if let oauthError = error.oauthError, !said(oauthError) {
+            text += " (\(oauthError)\(description.map { ": \($0)" } ?? ""))"
+        } else if error.oauthError != nil, let description, !description.isEmpty {
+            text += " (\(description))"
         }
         guard let next else { return text + " [\(error.code)]" }
         text += "; \(next)"

@@ -186,4 +186,21 @@ struct NewUserWalkCLITests {
         #expect(last.hasPrefix("moose: error: ") && last.hasSuffix(" [permission]"), "\(logout.stderr)")
         #expect(!logout.stderr.contains("[storeUnavailable]"), "\(logout.stderr)")
     }
+
+    /// A provider that refuses token exchange: its OAuth error is said once, not again in parentheses.
+    @Test func aRefusedExchangeSaysTheProvidersErrorOnce() async throws {
+        let (home, base) = CLI.home("moose-exchange-refused")
+        defer { try? FileManager.default.removeItem(at: home) }
+        var environment = base
+        environment["MOOSE_TEST_SUBJECT"] = "abc"
+        let exchange = try await CLI.run(
+            [
+                "exchange", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli",
+                "--subject-token-env", "MOOSE_TEST_SUBJECT"
+            ], environment: environment, timeout: 60)
+        #expect(exchange.status == 1, "\(exchange.status) \(exchange.stderr)")
+        #expect(exchange.stderr.contains("(it answered unsupported_grant_type)"), "\(exchange.stderr)")
+        #expect(exchange.stderr.components(separatedBy: "unsupported_grant_type").count == 2, "\(exchange.stderr)")
+        #expect(exchange.stderr.hasSuffix("or use a provider that does [invalidConfiguration]\n"), "\(exchange.stderr)")
+    }
 }
