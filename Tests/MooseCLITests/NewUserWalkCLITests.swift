@@ -49,46 +49,28 @@ struct NewUserWalkCLITests {
     @Test func aBareEnterIsNoTryAndTheLastRefusalKeepsTheCommand() async throws {
         let (home, environment) = CLI.home("moose-paste-walk")
         defer { try? FileManager.default.removeItem(at: home) }
-        let driver = """
-            import os, pty, select, sys, time
-            moose = sys.argv[1]
-            pid, fd = pty.fork()
-            if pid == 0:
-                os.execv(moose, [moose] + sys.argv[2:])
-            out = b""
-            def read_until(needle, limit=30):
-                global out
-                end = time.time() + limit
-                while time.time() < end and needle not in out:
-                    ready, _, _ = select.select([fd], [], [], 0.5)
-                    if ready:
-                        try:
-                            chunk = os.read(fd, 4096)
-                        except OSError:
-                            return
-                        if not chunk:
-                            return
-                        out += chunk
-            read_until(b"press Enter")
-            os.write(fd, b"\\r")
-            read_until(b"nothing was pasted")
-            def answers():
-                return out.count(b"left)") + out.count(b"so the login stopped")
-            for sent in range(1, 6):
-                before = answers()
-                out += b"[sent %d]" % sent
-                try:
-                    os.write(fd, b"http://example.com/nope?code=1&state=2\\r")
-                except OSError:
-                    break
-                end = time.time() + 30
-                while answers() == before and time.time() < end and b"so the login stopped" not in out:
-                    read_until(b"\\x00", limit=0.5)
-            read_until(b"\\x00", limit=5)
-            _, status = os.waitpid(pid, 0)
-            sys.stdout.write(out.decode(errors="replace"))
-            print("EXIT", os.waitstatus_to_exitcode(status))
-            """
+        let driver =
+            PasteLoginTests.ptyPrelude(limit: 30) + """
+                read_until(b"press Enter")
+                os.write(fd, b"\\r")
+                read_until(b"nothing was pasted")
+                def answers():
+                    return out.count(b"left)") + out.count(b"so the login stopped")
+                for sent in range(1, 6):
+                    before = answers()
+                    out += b"[sent %d]" % sent
+                    try:
+                        os.write(fd, b"http://example.com/nope?code=1&state=2\\r")
+                    except OSError:
+                        break
+                    end = time.time() + 30
+                    while answers() == before and time.time() < end and b"so the login stopped" not in out:
+                        read_until(b"\\x00", limit=0.5)
+                read_until(b"\\x00", limit=5)
+                _, status = os.waitpid(pid, 0)
+                sys.stdout.write(out.decode(errors="replace"))
+                print("EXIT", os.waitstatus_to_exitcode(status))
+                """
         let result = try await CLI.run(
             [
                 "python3", "-c", driver, CLI.binary, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,

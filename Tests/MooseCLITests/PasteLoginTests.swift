@@ -127,41 +127,51 @@ struct PasteLoginTests {
         #expect(out.hasSuffix("EXIT 0\n"), "\(out)")
     }
 
+    /// The start of a Python driver that runs `moose` (argv[1], with argv[2…]) on a pseudo-terminal:
+    /// `fd` is the terminal, `out` what it printed, `read_until(needle)` reads until `needle` appears
+    /// (or `limit` seconds pass, or the terminal closes).
+    static func ptyPrelude(limit: Int) -> String {
+        """
+        import os, pty, select, sys, time
+        moose = sys.argv[1]
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(moose, [moose] + sys.argv[2:])
+        out = b""
+        def read_until(needle, limit=\(limit)):
+            global out
+            end = time.time() + limit
+            while time.time() < end and needle not in out:
+                ready, _, _ = select.select([fd], [], [], 0.5)
+                if ready:
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except OSError:
+                        return
+                    if not chunk:
+                        return
+                    out += chunk
+
+        """
+    }
+
     /// Pasting is bounded: the fifth line that is not this login's redirect stops the login with an
     /// input error (exit 2) that says what to do.
     @Test func fiveWrongPastesStopTheLogin() async throws {
         let (home, environment) = CLI.home("moose-paste-bound")
         defer { try? FileManager.default.removeItem(at: home) }
-        let driver = """
-            import os, pty, select, sys, time
-            moose = sys.argv[1]
-            pid, fd = pty.fork()
-            if pid == 0:
-                os.execv(moose, [moose] + sys.argv[2:])
-            out = b""
-            def read_until(needle, limit=60):
-                global out
-                end = time.time() + limit
-                while time.time() < end and needle not in out:
-                    ready, _, _ = select.select([fd], [], [], 0.5)
-                    if ready:
-                        try:
-                            chunk = os.read(fd, 4096)
-                        except OSError:
-                            return
-                        if not chunk:
-                            return
-                        out += chunk
-            read_until(b"press Enter")
-            for _ in range(5):
-                os.write(fd, b"http://example.com/nope?code=1&state=2\\r")
-                time.sleep(0.3)
-            read_until(b"run moose login again")
-            read_until(b"\\x00", limit=5)
-            _, status = os.waitpid(pid, 0)
-            sys.stdout.write(out.decode(errors="replace"))
-            print("EXIT", os.waitstatus_to_exitcode(status))
-            """
+        let driver =
+            PasteLoginTests.ptyPrelude(limit: 60) + """
+                read_until(b"press Enter")
+                for _ in range(5):
+                    os.write(fd, b"http://example.com/nope?code=1&state=2\\r")
+                    time.sleep(0.3)
+                read_until(b"run the same moose login command again")
+                read_until(b"\\x00", limit=5)
+                _, status = os.waitpid(pid, 0)
+                sys.stdout.write(out.decode(errors="replace"))
+                print("EXIT", os.waitstatus_to_exitcode(status))
+                """
         let result = try await CLI.run(
             [
                 "python3", "-c", driver, CLI.binary, "login", "--no-browser", "--issuer", TestIdentityProvider.issuer,
