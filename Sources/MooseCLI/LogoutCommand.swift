@@ -56,7 +56,15 @@ struct LogoutCommand: ParsableCommand {
         if let url = result.endSessionURL {
             Terminal.out("To end the provider's browser session too, open:\n  \(Terminal.safe(url.absoluteString))")
         }
-        if let error = result.wipeError { throw OAuthContext.fail(error) }
+        if let error = result.wipeError {
+            // What the provider knows now comes first: revoked tokens no longer work even though the
+            // local copy could not be removed (then fix the store and run the logout again).
+            Terminal.error("moose: \(Self.revocationReport(result))")
+            Terminal.error(
+                "moose: the local copy of profile \(profile)'s session remains; fix the store, then run the same moose logout command again"
+            )
+            throw OAuthContext.fail(error)
+        }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
         if let plan { Self.keep(plan, profile: profile, described: resolved.settings?.issuer != nil, in: context) }
         // A damaged row had no tokens to revoke: removing it was the whole job.
@@ -96,7 +104,7 @@ struct LogoutCommand: ParsableCommand {
             switch error.code {
             case OAuthError.transient, OAuthError.timedOut, OAuthError.offline, OAuthError.discovery:
                 return
-                    "The provider could not be reached (\(reason)): the refresh token is still valid there until it expires."
+                    "The provider could not be reached (\(reason)): the refresh token is still valid there until it expires [\(error.code)]"
             case OAuthError.storeUnavailable:
                 return "The stored session could not be read, so nothing was revoked at the provider (\(reason))."
             case OAuthError.sessionDamaged:
@@ -104,7 +112,8 @@ struct LogoutCommand: ParsableCommand {
                     "The stored session was damaged (it could not be opened), so nothing was revoked at the provider; "
                     + "its tokens stay valid there until they expire."
             default:
-                return "The provider refused the revocation (\(reason)): the refresh token may still be valid there."
+                return
+                    "The provider refused the revocation (\(reason)): the refresh token may still be valid there until it expires [\(error.code)]"
             }
         }
         switch (result.refreshTokenRevoked, result.accessTokenRevoked) {

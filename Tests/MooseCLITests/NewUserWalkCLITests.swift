@@ -167,6 +167,9 @@ struct NewUserWalkCLITests {
         let last = logout.stderr.split(separator: "\n").last.map(String.init) ?? ""
         #expect(last.hasPrefix("moose: error: ") && last.hasSuffix(" [permission]"), "\(logout.stderr)")
         #expect(!logout.stderr.contains("[storeUnavailable]"), "\(logout.stderr)")
+        // The provider was told: the revocation is said before the local failure, with what to do.
+        #expect(logout.stderr.contains("were revoked at the provider"), "\(logout.stderr)")
+        #expect(logout.stderr.contains("run the same moose logout command again"), "\(logout.stderr)")
     }
 
     /// A provider that refuses token exchange: its OAuth error is said once, not again in parentheses.
