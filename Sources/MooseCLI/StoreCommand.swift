@@ -120,7 +120,14 @@ struct StoreOptions: ParsableArguments {
         do {
             return try SecretStore(path: try resolvedStorePath, masterKey: try keySource(), create: create)
         } catch let error as SecretStoreError {
-            throw StoreOptions.cliError(error)
+            guard let storePath, error.code != SecretStoreError.invalidArgument else {
+                throw StoreOptions.cliError(error)
+            }
+            // The store's next step names `moose store init`, which alone inits the default store: say
+            // which one (the path given with --store, or by the profile's `store`).
+            let named = error.message.replacing(
+                "`moose store init`", with: "`moose store init --store \(Shell.quote(storePath))`")
+            throw CLIError.failed("\(named) [\(error.code)]")
         }
     }
 

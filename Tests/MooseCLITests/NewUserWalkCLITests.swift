@@ -144,6 +144,10 @@ struct NewUserWalkCLITests {
         #expect(damaged.status == 1, "\(damaged.stderr)")
         #expect(damaged.stderr.hasPrefix("moose: error: \(store) is damaged or not a Moose store"), "\(damaged.stderr)")
         #expect(damaged.stderr.hasSuffix(" to start over [corrupt]\n"), "\(damaged.stderr)")
+        // Given with --store, the next step names it: a plain `moose store init` inits the default store.
+        let given = try await CLI.run(["token", "--store", store], environment: environment)
+        #expect(given.stderr.contains("`moose store init --store '\(store)'`"), "\(given.stderr)")
+        #expect(given.stderr.hasSuffix(" [corrupt]\n"), "\(given.stderr)")
 
         try FileManager.default.removeItem(atPath: store)
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)
