@@ -11,40 +11,22 @@ struct PasteLoginTests {
     @Test func aPastedRedirectLogsInAtATerminal() async throws {
         let (home, environment) = CLI.home("moose-paste")
         defer { try? FileManager.default.removeItem(at: home) }
-        let driver = """
-            import os, pty, re, select, subprocess, sys, time
-            moose, browser = sys.argv[1], sys.argv[2]
-            pid, fd = pty.fork()
-            if pid == 0:
-                os.execv(moose, [moose] + sys.argv[3:])
-            out = b""
-            def read_until(needle, limit=60):
-                global out
-                end = time.time() + limit
-                while time.time() < end and needle not in out:
-                    ready, _, _ = select.select([fd], [], [], 0.5)
-                    if ready:
-                        try:
-                            chunk = os.read(fd, 4096)
-                        except OSError:
-                            return
-                        if not chunk:
-                            return
-                        out += chunk
-            read_until(b"press Enter")
-            match = re.search(rb"(http://127\\.0\\.0\\.1:[0-9]+/authorize/\\?[^\\s]+)", out)
-            if match:
-                env = dict(os.environ, MOOSE_BROWSER_PRINT_REDIRECT="1")
-                redirect = subprocess.run([sys.executable, browser, match.group(1).decode()], env=env,
-                                          capture_output=True, text=True, timeout=60).stdout.strip()
-                os.write(fd, b"http://127.0.0.1:1/elsewhere?code=x&state=y\\r")
-                read_until(b"paste the whole address again")
-                os.write(fd, redirect.encode() + b"\\r")
-                read_until(b"Logged in")
-            _, status = os.waitpid(pid, 0)
-            sys.stdout.write(out.decode(errors="replace"))
-            print("EXIT", os.waitstatus_to_exitcode(status))
-            """
+        let driver =
+            PasteLoginTests.ptyPrelude(limit: 60, browser: true) + """
+                read_until(b"press Enter")
+                match = re.search(rb"(http://127\\.0\\.0\\.1:[0-9]+/authorize/\\?[^\\s]+)", out)
+                if match:
+                    env = dict(os.environ, MOOSE_BROWSER_PRINT_REDIRECT="1")
+                    redirect = subprocess.run([sys.executable, browser, match.group(1).decode()], env=env,
+                                              capture_output=True, text=True, timeout=60).stdout.strip()
+                    os.write(fd, b"http://127.0.0.1:1/elsewhere?code=x&state=y\\r")
+                    read_until(b"paste the whole address again")
+                    os.write(fd, redirect.encode() + b"\\r")
+                    read_until(b"Logged in")
+                _, status = os.waitpid(pid, 0)
+                sys.stdout.write(out.decode(errors="replace"))
+                print("EXIT", os.waitstatus_to_exitcode(status))
+                """
         let browser = LocalServer.repositoryRoot + "/tools/idp/headless_browser.py"
         let result = try await CLI.run(
             [
@@ -67,45 +49,27 @@ struct PasteLoginTests {
     @Test func theWholeAddressIsAskedForWhereTheProviderSendsIss() async throws {
         let (home, environment) = CLI.home("moose-paste-iss")
         defer { try? FileManager.default.removeItem(at: home) }
-        let driver = """
-            import os, pty, re, select, subprocess, sys, time
-            moose, browser = sys.argv[1], sys.argv[2]
-            pid, fd = pty.fork()
-            if pid == 0:
-                os.execv(moose, [moose] + sys.argv[3:])
-            out = b""
-            def read_until(needle, limit=60):
-                global out
-                end = time.time() + limit
-                while time.time() < end and needle not in out:
-                    ready, _, _ = select.select([fd], [], [], 0.5)
-                    if ready:
-                        try:
-                            chunk = os.read(fd, 4096)
-                        except OSError:
-                            return
-                        if not chunk:
-                            return
-                        out += chunk
-            read_until(b"press Enter")
-            read_until(b"sent it:")
-            match = re.search(rb"(http://127\\.0\\.0\\.1:[0-9]+/authorize/\\?[^\\s]+)", out)
-            if match:
-                env = dict(os.environ, MOOSE_BROWSER_PRINT_REDIRECT="1")
-                redirect = subprocess.run([sys.executable, browser, match.group(1).decode()], env=env,
-                                          capture_output=True, text=True, timeout=60).stdout.strip()
-                code = re.search(r"code=([^&]+)", redirect).group(1)
-                cut = re.sub(r"&iss=[^&]*", "", redirect)
-                for line, left in [(code, b"4 tries left"), (cut, b"3 tries left"),
-                                   ("http://127.0.0.1:1/elsewhere?code=x&state=y", b"2 tries left"), ("%%%", b"1 try left")]:
-                    os.write(fd, line.encode() + b"\\r")
-                    read_until(left)
-                os.write(fd, redirect.encode() + b"\\r")
-                read_until(b"Logged in")
-            _, status = os.waitpid(pid, 0)
-            sys.stdout.write(out.decode(errors="replace"))
-            print("EXIT", os.waitstatus_to_exitcode(status))
-            """
+        let driver =
+            PasteLoginTests.ptyPrelude(limit: 60, browser: true) + """
+                read_until(b"press Enter")
+                read_until(b"sent it:")
+                match = re.search(rb"(http://127\\.0\\.0\\.1:[0-9]+/authorize/\\?[^\\s]+)", out)
+                if match:
+                    env = dict(os.environ, MOOSE_BROWSER_PRINT_REDIRECT="1")
+                    redirect = subprocess.run([sys.executable, browser, match.group(1).decode()], env=env,
+                                              capture_output=True, text=True, timeout=60).stdout.strip()
+                    code = re.search(r"code=([^&]+)", redirect).group(1)
+                    cut = re.sub(r"&iss=[^&]*", "", redirect)
+                    for line, left in [(code, b"4 tries left"), (cut, b"3 tries left"),
+                                       ("http://127.0.0.1:1/elsewhere?code=x&state=y", b"2 tries left"), ("%%%", b"1 try left")]:
+                        os.write(fd, line.encode() + b"\\r")
+                        read_until(left)
+                    os.write(fd, redirect.encode() + b"\\r")
+                    read_until(b"Logged in")
+                _, status = os.waitpid(pid, 0)
+                sys.stdout.write(out.decode(errors="replace"))
+                print("EXIT", os.waitstatus_to_exitcode(status))
+                """
         let browser = LocalServer.repositoryRoot + "/tools/idp/headless_browser.py"
         let result = try await CLI.run(
             [
@@ -130,13 +94,15 @@ struct PasteLoginTests {
     /// The start of a Python driver that runs `moose` (argv[1], with argv[2…]) on a pseudo-terminal:
     /// `fd` is the terminal, `out` what it printed, `read_until(needle)` reads until `needle` appears
     /// (or `limit` seconds pass, or the terminal closes).
-    static func ptyPrelude(limit: Int) -> String {
+    /// With `browser`, argv[2] is the browser script (`browser`) and moose's arguments follow it.
+    static func ptyPrelude(limit: Int, browser: Bool = false) -> String {
         """
-        import os, pty, select, sys, time
+        import os, pty, re, select, subprocess, sys, time
         moose = sys.argv[1]
+        \(browser ? "browser = sys.argv[2]" : "")
         pid, fd = pty.fork()
         if pid == 0:
-            os.execv(moose, [moose] + sys.argv[2:])
+            os.execv(moose, [moose] + sys.argv[\(browser ? 3 : 2):])
         out = b""
         def read_until(needle, limit=\(limit)):
             global out
