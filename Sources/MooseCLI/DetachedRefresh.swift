@@ -86,7 +86,7 @@ extension OAuthContext {
         _ request: DetachedRefresh.Request, context: OAuthContext, session: OAuthSession,
         settings: Profile
     ) throws {
-        let coordinator = context.coordinator(for: session, profile: settings)
+        let coordinator = try context.coordinator(for: settings)
         try refreshing(coordinator) { try await DetachedRefresh.perform(request, on: $0) }
     }
 

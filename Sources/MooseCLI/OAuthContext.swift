@@ -58,25 +58,24 @@ struct OAuthContext {
     /// The ID-token validator for `client` (`SessionEngine`'s one factory), its JWKS kept in the file store.
     func validator(for client: OAuthClient) -> IDTokenValidator? { clients.validator(for: client) }
 
-    /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the session
-    /// engine's coordinator, with the store's lease across processes; the refresh step discovers the
-    /// provider and makes the session's client only when a refresh is really needed.
-    func coordinator(for session: OAuthSession, profile: Profile) -> RefreshCoordinator {
-        let clients = self.clients
-        let name = profile.name
-        return engine(profile.name).coordinator(
-            current: session,
-            client: { stored in
-                let client = try await clients.client(
-                    for: Profile.of(stored, key: name), registration: stored.registration)
-                return (client, clients.validator(for: client))
-            },
-            renew: { stored, client in
-                // A workload session is renewed by a new exchange of a fresh identity token.
-                let profile = Profile.of(stored, key: name)
-                guard profile.workload != nil else { return nil }
-                return try await WorkloadLogin.tokens(profile: profile, client: client)
-            })
+    /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the coordinator
+    /// of the library's `TokenManager` for the session's own plan, as an app's `TokenManager.open` makes
+    /// it (the client made from the plan at each refresh, a workload renewed from its source), with the
+    /// store's lease across processes and the JWKS kept in the file store; a plan whose references
+    /// cannot be read is a usage error.
+    func coordinator(for profile: Profile) throws -> RefreshCoordinator {
+        var plan = profile
+        plan.workload = plan.workload.map(WorkloadLogin.absolute)
+        let transport = try CLITransport.make(for: plan) ?? self.transport
+        let store = sessions.fileStore
+        do {
+            return try TokenManager(
+                plan: plan, storage: sessions.storage, key: profile.name, transport: transport,
+                idTokenKeys: store.map { .secretStore($0, name: plan.issuer) }
+            ).coordinator
+        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
+            throw CLIError.usage(error.message)
+        }
     }
 
     /// The session engine for `profile` on this command's store.
@@ -231,60 +230,31 @@ enum CLITransport {
     }
 }
 
-/// Makes a profile's client and ID-token validator; Sendable, so a coordinator's refresher can
-/// make them when it refreshes.
+/// Makes a profile's client and ID-token validator for a login, a logout or an exchange (a refresh
+/// goes through `TokenManager`'s coordinator: `OAuthContext.coordinator(for:profile:)`).
 struct CLIClients: Sendable {
     let transport: any HTTPTransport
     let fileStore: SecretStore?
 
-    /// How `profile`'s client authenticates, read afresh on every use (a rotated secret file or
-    /// variable is picked up): the plan's references resolved (`SessionPlan.clientAuthentication`), an
-    /// unreadable source a usage error.
-    static func authentication(for profile: Profile) throws -> ClientAuthentication {
+    /// The client of `profile`: discovery, then the library's `SessionPlan.client` (the registration
+    /// kept with the session when it is this client's, else the plan's references read now); a
+    /// reference that cannot be read is a usage error.
+    func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
+        let transport = try CLITransport.make(for: profile) ?? self.transport
+        let metadata = try await Discovery(transport: transport).metadata(
+            for: profile.issuer, overrides: profile.endpoints)
         do {
-            return try profile.clientAuthentication()
+            return try profile.client(metadata: metadata, transport: transport, registration: registration)
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
             throw CLIError.usage(error.message)
         }
     }
 
-    func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
-        let transport = try CLITransport.make(for: profile) ?? self.transport
-        let metadata = try await Discovery(transport: transport).metadata(
-            for: profile.issuer, overrides: profile.endpoints)
-        var authentication = try Self.authentication(for: profile)
-        if let registration, registration.clientID.utf8.elementsEqual(profile.clientID.utf8),
-            registration.issuer.utf8.elementsEqual(metadata.issuer.utf8)
-        {
-            authentication = registration.authentication
-        }
-        var client = OAuthClient(
-            metadata: metadata, clientID: profile.clientID, authentication: authentication, transport: transport)
-        client.resource = profile.resource
-        return client
-    }
-
-    /// `SessionEngine`'s validator, its JWKS kept in a file store so a new process does not refetch it
-    /// while its keys still match (with a PostgreSQL store each process fetches it: the database holds
-    /// sessions only).
+    /// `SessionEngine`'s validator, its JWKS kept in a file store (`JWKSCache.Persistence.secretStore`)
+    /// so a new process does not refetch it while its keys still match (with a PostgreSQL store each
+    /// process fetches it: the database holds sessions only).
     func validator(for client: OAuthClient) -> IDTokenValidator? {
-        guard let jwksURI = client.metadata.jwksURI else { return nil }
-        let name = jwksURI.absoluteString
-        let persistence = fileStore.map { store in
-            JWKSCache.Persistence(
-                load: {
-                    guard let bytes = try? store.get(namespace: "moose.jwks", name: name), bytes.count > 8 else {
-                        return nil
-                    }
-                    let seconds = bytes.prefix(8).reduce(0) { $0 << 8 | Int64($1) }
-                    return (Array(bytes.dropFirst(8)), Date(timeIntervalSince1970: TimeInterval(seconds)))
-                },
-                save: { document, fetchedAt in
-                    let seconds = Int64(fetchedAt.timeIntervalSince1970)
-                    let stamp = (0..<8).map { UInt8(truncatingIfNeeded: seconds >> (56 - 8 * $0)) }
-                    try? store.put(stamp + document, namespace: "moose.jwks", name: name)
-                })
-        }
-        return SessionEngine.idTokenValidator(for: client, persistence: persistence)
+        SessionEngine.idTokenValidator(
+            for: client, persistence: fileStore.map { .secretStore($0, name: client.metadata.issuer) })
     }
 }

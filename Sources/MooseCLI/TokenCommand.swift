@@ -66,26 +66,6 @@ struct TokenCommand: ParsableCommand {
             valueName: "URL"))
     var resource: String?
 
-    /// The ID token's expiry (`exp`, read without verifying: it was validated when it was stored), nil
-    /// when there is none or it cannot be read.
-    static func idTokenExpiry(_ tokens: TokenSet) -> Date? {
-        guard let id = tokens.idToken, let claims = try? JWT(compact: id).claims else { return nil }
-        return claims.expiresAt
-    }
-
-    /// Whether the ID token is valid for `minimum` seconds, capped (as every margin) at a share of its
-    /// own lifetime (`exp` − `iat`).
-    static func idTokenIsValid(_ tokens: TokenSet, for minimum: TimeInterval) -> Bool {
-        guard let id = tokens.idToken, let claims = try? JWT(compact: id).claims, let expiry = claims.expiresAt else {
-            return false
-        }
-        var margin = minimum
-        if let issued = claims.issuedAt, expiry > issued {
-            margin = min(margin, expiry.timeIntervalSince(issued) * TokenSet.defaultMaximumMarginFraction)
-        }
-        return expiry.timeIntervalSinceNow >= margin
-    }
-
     /// The session's tokens, valid for `minimumValidity` seconds (`TokenSet.isValidLongEnough`, the
     /// coordinator's rule): read from the store (no network, no concurrency runtime when the cached
     /// token is fine), else refreshed in the detached refresher — once, however many processes ask.
@@ -95,7 +75,7 @@ struct TokenCommand: ParsableCommand {
         idToken: Bool = false
     ) throws -> TokenSet {
         func valid(_ tokens: TokenSet) -> Bool {
-            tokens.isValidLongEnough(minimum) && (!idToken || idTokenIsValid(tokens, for: minimum))
+            tokens.isValidLongEnough(minimum) && (!idToken || tokens.isIDTokenValidLongEnough(minimum))
         }
         // Fastest: one short snapshot read of the store (no shared-memory set-up), when nobody else has
         // it open and the session is active with a token valid long enough. Anything else — no session,
@@ -145,8 +125,8 @@ struct TokenCommand: ParsableCommand {
                 throw OAuthContext.fail(error)
             }
             tokens = try sessions.load(profile)?.session.tokens ?? tokens
-            if idToken, tokens.idToken != nil, !idTokenIsValid(tokens, for: 0) {
-                let when = idTokenExpiry(tokens).map { " at \(HTTPDate.format($0))" } ?? ""
+            if idToken, tokens.idToken != nil, !tokens.isIDTokenValidLongEnough(0) {
+                let when = tokens.idTokenExpiresAt.map { " at \(HTTPDate.format($0))" } ?? ""
                 throw CLIError.failed(
                     "profile \(profile)'s ID token expired\(when) and the provider's refresh brought no new one; "
                         + "run moose login --profile \(profile) for a new ID token")
@@ -242,7 +222,7 @@ struct TokenCommand: ParsableCommand {
         /// token as a header also gets its proof for `--url`.
         func write(_ value: String, tokenType: String, tokens: TokenSet, profile: String) throws {
             // The printed token's own expiry: the ID token's `exp` with --id-token.
-            let printedExpiry = idToken ? TokenCommand.idTokenExpiry(tokens) : tokens.expiresAt
+            let printedExpiry = idToken ? tokens.idTokenExpiresAt : tokens.expiresAt
             let expiresAt = printedExpiry.map { Int64(saturating: $0.timeIntervalSince1970) }
             switch format {
             case .token: Terminal.out(value)

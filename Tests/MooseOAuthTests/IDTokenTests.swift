@@ -212,3 +212,36 @@ struct ClockSkewValidationTests {
         #expect(try await validator.validate(token, nonce: "n", serverClockOffset: 3600).subject == "a")
     }
 }
+
+/// `moose token --id-token` and any app judge a stored ID token by the one margin rule the access
+/// token has (`TokenSet.isIDTokenValidLongEnough`): the margin, capped at a quarter of its lifetime.
+@Suite struct IDTokenValidityRuleTests {
+    static func tokens(issuedAt: Int64?, expiresAt: Int64?) throws -> TokenSet {
+        var claims: JSONObject = ["iss": "https://id.example.com", "sub": "alice", "aud": "app"]
+        if let issuedAt { claims["iat"] = .number(JSONNumber(issuedAt)) }
+        if let expiresAt { claims["exp"] = .number(JSONNumber(expiresAt)) }
+        let id = try JWTSigner(
+            key: JWTKey(secret: Array("moose-id-token-rule-secret-32-bytes!".utf8)), algorithm: .hs256
+        )
+        .sign(claims)
+        return TokenSet(accessToken: "a", idToken: id)
+    }
+
+    @Test func theIDTokenIsJudgedByTheAccessTokensRule() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let start = Int64(now.timeIntervalSince1970)
+        // A 60 s ID token with 20 s left: a 30 s margin is capped at 15 s (a quarter of 60 s) — valid.
+        let short = try Self.tokens(issuedAt: start - 40, expiresAt: start + 20)
+        #expect(short.isIDTokenValidLongEnough(30, at: now))
+        #expect(!short.isIDTokenValidLongEnough(30, maximumMarginFraction: 0.5, at: now))
+        #expect(short.idTokenExpiresAt == Date(timeIntervalSince1970: TimeInterval(start + 20)))
+        // A one-hour ID token with 20 s left is not valid for 30 s.
+        let long = try Self.tokens(issuedAt: start - 3580, expiresAt: start + 20)
+        #expect(!long.isIDTokenValidLongEnough(30, at: now) && long.isIDTokenValidLongEnough(20, at: now))
+        // Without `iat` the margin is not capped; without `exp` (or an ID token) it is never valid.
+        #expect(!(try Self.tokens(issuedAt: nil, expiresAt: start + 20)).isIDTokenValidLongEnough(30, at: now))
+        #expect(!(try Self.tokens(issuedAt: start, expiresAt: nil)).isIDTokenValidLongEnough(0, at: now))
+        #expect(!TokenSet(accessToken: "a").isIDTokenValidLongEnough(0, at: now))
+        #expect(TokenSet(accessToken: "a").idTokenExpiresAt == nil)
+    }
+}

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 public import MooseHTTP
-import MooseJWT
+public import MooseJWT
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -327,6 +327,56 @@ public struct SessionPlan: Sendable, Codable, Hashable {
                 "--private-key \(path): private_key_jwt signs with RS256, ES256 or EdDSA, not this key type")
         }
         return .privateKeyJWT(signing, algorithm)
+    }
+
+    /// The client this plan names at the provider `metadata` describes — the one way a session's client
+    /// is made for a refresh, a renewal or a logout, by `TokenManager` and the `moose` CLI alike.
+    ///
+    /// Its authentication, in order: `authentication` (credentials the app holds itself); else the
+    /// client registration kept with the session (RFC 7591: its own secret) when it is this plan's client
+    /// at this issuer, compared byte for byte; else the plan's references read now
+    /// (`clientAuthentication()`), so a rotated secret file, variable or key file is picked up at the
+    /// next call. The plan's resource and DPoP algorithm are set on the client.
+    ///
+    /// - Parameters:
+    ///   - metadata: the provider's discovered metadata (with the plan's `endpoints` applied).
+    ///   - transport: what sends the client's requests.
+    ///   - registration: the registration kept with the session, if any (`OAuthSession.registration`).
+    ///   - authentication: the app's own credentials for this client; `nil` (the default): the
+    ///     registration's or the plan's references.
+    /// - Returns: a client ready for the token, revocation and end-session endpoints.
+    /// - Throws: `OAuthError.invalidConfiguration` when a reference cannot be read (see
+    ///   `clientAuthentication()`) or the plan names an unknown DPoP algorithm.
+    public func client(
+        metadata: ProviderMetadata, transport: any HTTPTransport, registration: RegisteredClient? = nil,
+        authentication: ClientAuthentication? = nil
+    ) throws -> OAuthClient {
+        let chosen: ClientAuthentication
+        if let authentication {
+            chosen = authentication
+        } else if let registration, registration.clientID.utf8.elementsEqual(clientID.utf8),
+            registration.issuer.utf8.elementsEqual(metadata.issuer.utf8)
+        {
+            chosen = registration.authentication
+        } else {
+            chosen = try clientAuthentication()
+        }
+        var client = OAuthClient(metadata: metadata, clientID: clientID, authentication: chosen, transport: transport)
+        client.resource = resource
+        client.dpop = try dpopAlgorithm()
+        return client
+    }
+
+    /// The plan's DPoP algorithm (`dpop`), `nil` for bearer tokens.
+    ///
+    /// - Throws: `OAuthError.invalidConfiguration` for a name `JWTAlgorithm` does not know.
+    public func dpopAlgorithm() throws -> JWTAlgorithm? {
+        guard let name = dpop else { return nil }
+        guard let algorithm = JWTAlgorithm(rawValue: name) else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration, "the session plan names an unknown DPoP algorithm \(name)")
+        }
+        return algorithm
     }
 
     /// The workload grant the plan's `workload` source names, or `nil` for a plan without one; an

@@ -15,7 +15,7 @@ public import Logging
 /// ```swift
 /// let moose = TokenManager(issuer: "https://id.example.com", clientID: "my-app",
 ///                          storage: EncryptedSessionStorage(store: store), transport: URLSessionTransport())
-/// let user = try await moose.login(with: .loopback { url in openBrowser(url) })
+/// let user = try await moose.login(with: .loopback { url in SystemBrowser().open(url) })
 /// let api = APIClient(transport: transport, middlewares: [moose.middleware])
 /// let token = try await moose.accessToken()
 /// let result = await moose.logout()          // revoke, end-session URL, wipe — always wipes
@@ -111,8 +111,8 @@ public final class TokenManager: Sendable {
         if case .none = authentication {} else { plan.authenticationHeldByApp = true }
         if workload != nil { plan.grant = .workload }
         self.init(
-            plan: plan, authentication: authentication, storage: storage, key: key, transport: transport, dpop: dpop,
-            workload: workload, logger: logger, configuration: configuration)
+            plan: plan, authentication: plan.authenticationHeldByApp ? authentication : nil, storage: storage, key: key,
+            transport: transport, workload: workload, idTokenKeys: nil, logger: logger, configuration: configuration)
     }
 
     /// A manager that logs in and renews as `plan` says — its client's authentication read from the
@@ -120,11 +120,19 @@ public final class TokenManager: Sendable {
     /// resource and DPoP algorithm — and stores `plan` with every login's session, so any other process
     /// opens and renews that session with `open(key:storage:transport:)`.
     ///
+    /// The references are read now (a missing one fails here) and again whenever the client is made
+    /// for a refresh, a renewal or a logout (`SessionPlan.client(metadata:transport:registration:authentication:)`):
+    /// a secret file rotated by a secret manager is picked up without a restart. A session whose client
+    /// was registered (RFC 7591) authenticates with the registration kept with it.
+    ///
     /// - Parameters:
-    ///   - plan: how to log in and renew (`SessionPlan`); its references are read now, once.
+    ///   - plan: how to log in and renew (`SessionPlan`).
     ///   - storage: where the session lives.
     ///   - key: its key; `nil` (the default): the plan's `name` (the plan is renamed to the key).
     ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
+    ///   - idTokenKeys: where the ID-token validator's JWKS cache keeps its last document between runs
+    ///     (`JWKSCache.Persistence`; MooseSQLiteStorage keeps it in a `SecretStore`); `nil` (the
+    ///     default): in memory, fetched on first use.
     ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
     ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
     /// - Throws: `OAuthError` with `invalidConfiguration` when a reference cannot be resolved (an unset
@@ -133,22 +141,17 @@ public final class TokenManager: Sendable {
     ///   are held by the app that made it (`authenticationHeldByApp`) and names no file or variable.
     public convenience init(
         plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
-        logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+        idTokenKeys: JWKSCache.Persistence? = nil, logger: Logger? = nil,
+        configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
     ) throws {
-        var dpop: JWTAlgorithm? = nil
-        if let name = plan.dpop {
-            guard let algorithm = JWTAlgorithm(rawValue: name) else {
-                throw OAuthError(
-                    OAuthError.invalidConfiguration, "the session plan names an unknown DPoP algorithm \(name)")
-            }
-            dpop = algorithm
-        }
+        // Every reference is read once now, so a plan that cannot be followed fails here, not at the first refresh.
+        _ = try plan.dpopAlgorithm()
+        _ = try plan.clientAuthentication()
         var named = plan
         named.name = key ?? plan.name
         self.init(
-            plan: named, authentication: try plan.clientAuthentication(), storage: storage, key: named.name,
-            transport: transport,
-            dpop: dpop, workload: try plan.workloadGrant(transport: transport), logger: logger,
+            plan: named, authentication: nil, storage: storage, key: named.name, transport: transport,
+            workload: try plan.workloadGrant(transport: transport), idTokenKeys: idTokenKeys, logger: logger,
             configuration: configuration)
     }
 
@@ -166,6 +169,7 @@ public final class TokenManager: Sendable {
     ///   - key: the session's name in `storage` (a `moose login --profile` name is one).
     ///   - storage: where the session already lives.
     ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
+    ///   - idTokenKeys: where the JWKS cache keeps its last document between runs; `nil` (the default): in memory.
     ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
     ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
     /// - Returns: a manager whose `plan` is the session's (named `key`); nothing is sent to the provider yet.
@@ -175,7 +179,8 @@ public final class TokenManager: Sendable {
     ///   the app that made it, an unset variable, an unreadable key file, a workload session whose
     ///   identity source was that app's own `WorkloadGrant`).
     public static func open(
-        key: String, storage: any SessionStorage, transport: any HTTPTransport, logger: Logger? = nil,
+        key: String, storage: any SessionStorage, transport: any HTTPTransport,
+        idTokenKeys: JWKSCache.Persistence? = nil, logger: Logger? = nil,
         configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
     ) async throws -> TokenManager {
         let stored: StoredSession?
@@ -197,12 +202,13 @@ public final class TokenManager: Sendable {
                     + "not stored): open it with TokenManager(…, workload:)")
         }
         return try TokenManager(
-            plan: plan, storage: storage, key: key, transport: transport, logger: logger, configuration: configuration)
+            plan: plan, storage: storage, key: key, transport: transport, idTokenKeys: idTokenKeys, logger: logger,
+            configuration: configuration)
     }
 
     private init(
-        plan: SessionPlan, authentication: ClientAuthentication, storage: any SessionStorage, key: String,
-        transport: any HTTPTransport, dpop: JWTAlgorithm?, workload: WorkloadGrant?, logger: Logger?,
+        plan: SessionPlan, authentication: ClientAuthentication?, storage: any SessionStorage, key: String,
+        transport: any HTTPTransport, workload: WorkloadGrant?, idTokenKeys: JWKSCache.Persistence?, logger: Logger?,
         configuration: RefreshCoordinator.Configuration
     ) {
         let issuer = plan.issuer, clientID = plan.clientID
@@ -213,12 +219,11 @@ public final class TokenManager: Sendable {
         self.resource = plan.resource
         self.plan = plan
         let state = ClientState(
-            issuer: issuer, clientID: clientID, authentication: authentication, transport: transport,
-            endpoints: plan.endpoints, scopes: plan.scopes, dpop: dpop, resource: plan.resource, logger: logger)
+            plan: plan, authentication: authentication, transport: transport, idTokenKeys: idTokenKeys, logger: logger)
         self.state = state
         engine = SessionEngine(key: key, storage: storage, configuration: configuration)
         coordinator = engine.coordinator(
-            client: { _ in try await state.prepare() },
+            client: { session in try await state.prepare(for: session) },
             renew: { session, client in
                 // A workload session renews by a new workload grant (a client-credentials one by the engine's own step).
                 guard let workload, session.attributes[SessionEngine.grantAttribute] == WorkloadGrant.sessionGrant
@@ -360,50 +365,51 @@ public final class TokenManager: Sendable {
     @discardableResult
     public func logout(postLogoutRedirectURI: URL? = nil) async -> LogoutResult {
         let state = self.state
-        return await engine.logout(coordinator: coordinator, postLogoutRedirectURI: postLogoutRedirectURI) { _ in
-            try await state.client()
+        return await engine.logout(coordinator: coordinator, postLogoutRedirectURI: postLogoutRedirectURI) { session in
+            try await state.prepare(for: session).client
         }
     }
 }
 
-/// The discovered client and ID-token validator, made once on first use.
+/// The provider's metadata and the ID-token validator, made once on first use; the client made from
+/// the plan at every use (`SessionPlan.client(metadata:transport:registration:authentication:)`).
 actor ClientState {
-    let issuer: String
-    let clientID: String
-    let authentication: ClientAuthentication
+    nonisolated let plan: SessionPlan
+    /// The app's own credentials; `nil`: the plan's references (or a session's registration), read at every use.
+    let authentication: ClientAuthentication?
     let transport: any HTTPTransport
-    let endpoints: EndpointOverrides
-    nonisolated let scopes: [String]
-    let dpop: JWTAlgorithm?
-    let resource: String?
+    let idTokenKeys: JWKSCache.Persistence?
     let logger: Logger?
-    private var cached: (client: OAuthClient, validator: IDTokenValidator?)?
+    private var cached: (metadata: ProviderMetadata, validator: IDTokenValidator?)?
+
+    nonisolated var scopes: [String] { plan.scopes }
 
     init(
-        issuer: String, clientID: String, authentication: ClientAuthentication, transport: any HTTPTransport,
-        endpoints: EndpointOverrides, scopes: [String], dpop: JWTAlgorithm?, resource: String?, logger: Logger?
+        plan: SessionPlan, authentication: ClientAuthentication?, transport: any HTTPTransport,
+        idTokenKeys: JWKSCache.Persistence?, logger: Logger?
     ) {
-        self.issuer = issuer
-        self.clientID = clientID
+        self.plan = plan
         self.authentication = authentication
         self.transport = transport
-        self.endpoints = endpoints
-        self.scopes = scopes
-        self.dpop = dpop
-        self.resource = resource
+        self.idTokenKeys = idTokenKeys
         self.logger = logger
     }
 
-    func prepare() async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
-        if let cached { return cached }
-        let metadata = try await Discovery(transport: transport).metadata(for: issuer, overrides: endpoints)
-        var client = OAuthClient(
-            metadata: metadata, clientID: clientID, authentication: authentication, transport: transport)
+    /// The client for `session` (its registration counts) or for a new login, and the validator.
+    func prepare(for session: OAuthSession? = nil) async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
+        let metadata: ProviderMetadata
+        if let cached {
+            metadata = cached.metadata
+        } else {
+            metadata = try await Discovery(transport: transport).metadata(for: plan.issuer, overrides: plan.endpoints)
+        }
+        var client = try plan.client(
+            metadata: metadata, transport: transport, registration: session?.registration,
+            authentication: authentication)
         client.logger = logger
-        client.dpop = dpop
-        client.resource = resource
-        let validator = SessionEngine.idTokenValidator(for: client)
-        cached = (client, validator)
+        if let cached { return (client, cached.validator) }
+        let validator = SessionEngine.idTokenValidator(for: client, persistence: idTokenKeys)
+        cached = (metadata, validator)
         return (client, validator)
     }
 

@@ -89,8 +89,42 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible {
     /// lifetime — so a provider that issues tokens living less than the margin (30 s tokens against
     /// a 30 s margin) does not make every freshly issued token count as "about to expire".
     public func margin(_ requested: TimeInterval, cappedAt fraction: Double) -> TimeInterval {
+        Self.margin(requested, lifetime: lifetime, cappedAt: fraction)
+    }
+
+    /// The one margin rule, for any token: `requested`, but at most `fraction` of `lifetime` (`nil`:
+    /// `requested` as it is).
+    static func margin(_ requested: TimeInterval, lifetime: TimeInterval?, cappedAt fraction: Double) -> TimeInterval {
         guard let lifetime, fraction.isFinite, fraction >= 0 else { return requested }
         return min(requested, lifetime * min(fraction, 1))
+    }
+
+    /// The ID token's expiry (its `exp`), read without verifying the signature — it was validated
+    /// when the tokens were stored; `nil` without an ID token or a readable `exp`.
+    public var idTokenExpiresAt: Date? {
+        guard let idToken, let claims = try? JWT(compact: idToken).claims else { return nil }
+        return claims.expiresAt
+    }
+
+    /// Whether the ID token is valid long enough — the rule of `isValidLongEnough(_:maximumMarginFraction:at:)`
+    /// applied to the ID token's own `exp`, its lifetime taken as `exp` − `iat`. `false` without an ID
+    /// token or a readable `exp` (an ID token's expiry is required: OIDC Core §2).
+    ///
+    /// - Parameters:
+    ///   - minimumValidity: seconds the ID token must still be valid, capped at `maximumMarginFraction`
+    ///     of its lifetime.
+    ///   - maximumMarginFraction: the largest share of its lifetime the margin may ask for.
+    ///   - now: the time to judge at.
+    public func isIDTokenValidLongEnough(
+        _ minimumValidity: TimeInterval, maximumMarginFraction: Double = defaultMaximumMarginFraction,
+        at now: Date = Date()
+    ) -> Bool {
+        guard let idToken, let claims = try? JWT(compact: idToken).claims, let expiry = claims.expiresAt else {
+            return false
+        }
+        let lifetime = claims.issuedAt.flatMap { expiry > $0 ? expiry.timeIntervalSince($0) : nil }
+        let margin = Self.margin(minimumValidity, lifetime: lifetime, cappedAt: maximumMarginFraction)
+        return expiry.timeIntervalSince(now) >= margin
     }
 
     /// Whether the access token is valid long enough: for `minimumValidity` seconds, capped at
