@@ -30,7 +30,7 @@ import Synchronization
 /// - tokens go only to the resource they were issued for.
 ///
 /// ```swift
-/// let authorizer = try MooseMCPAuthorizer(serverURL: url, storage: storage, login: .loopback { url in openBrowser(url) })
+/// let authorizer = try MooseMCPAuthorizer(serverURL: url, storage: storage, login: .loopback { url in SystemBrowser().open(url) })
 /// let transport = HTTPClientTransport(endpoint: url, streaming: false, authorizer: authorizer)
 /// let client = Client(name: "my-app", version: "1.0")
 /// _ = try await client.connect(transport: transport)

@@ -16,7 +16,7 @@ import MooseURLSession
 /// too, where the SDK's `HTTPClientTransport` cannot read a server's `text/event-stream` answers.
 ///
 /// ```swift
-/// let authorizer = try MooseMCPAuthorizer(serverURL: url, storage: storage, login: .loopback { url in openBrowser(url) })
+/// let authorizer = try MooseMCPAuthorizer(serverURL: url, storage: storage, login: .loopback { url in SystemBrowser().open(url) })
 /// let client = Client(name: "my-app", version: "1.0")
 /// _ = try await client.connect(transport: MooseMCPTransport(endpoint: url, authorizer: authorizer))
 /// ```

@@ -19,7 +19,7 @@ import MooseJWT
 /// ```swift
 /// let manager = try ResourceTokenManager(resource: "https://mcp.example.com/mcp", storage: storage,
 ///                                        transport: URLSessionTransport())
-/// try await manager.login(with: .loopback { url in openBrowser(url) })
+/// try await manager.login(with: .loopback { url in SystemBrowser().open(url) })
 /// let token = try await manager.accessToken()      // Authorization: Bearer …, for that resource only
 /// ```
 ///

@@ -9,15 +9,6 @@ struct UserInfo: Endpoint {
     var requiresAuthentication: Bool { true } // the manager's middleware attaches the token
 }
 
-/// Opens the login page: `$BROWSER` (tests use a scripted one), else xdg-open.
-func openBrowser(_ url: URL) throws {
-    let command = (ProcessInfo.processInfo.environment["BROWSER"] ?? "xdg-open").split(separator: " ").map(String.init)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = command + [url.absoluteString]
-    try process.run()
-}
-
 let issuer = ProcessInfo.processInfo.environment["MOOSE_IDP_ISSUER"] ?? "http://127.0.0.1:8765"
 let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-example-\(getpid())")
 defer { try? FileManager.default.removeItem(at: home) }
@@ -32,7 +23,9 @@ let moose = TokenManager(
     transport: transport, scopes: ["openid", "profile"])
 
 // 2. Log in: authorization code + PKCE with a loopback redirect.
-let user = try await moose.login(with: .loopback { url in try openBrowser(url) })
+// The login page opens in $BROWSER (tests use a scripted one), else xdg-open: SystemBrowser starts it
+// without the app's descriptors (the loopback listener stays the app's) and with default signals.
+let user = try await moose.login(with: .loopback { url in SystemBrowser().open(url) })
 print("Signed in as \(user.displayName ?? "?")")
 
 // 3. Requests through an HTTP client with the manager's middleware: a valid token, one refresh at a time.
