@@ -461,10 +461,18 @@ struct LoginCommand: ParsableCommand {
         }
         defer { progress.withLock { $0?.stop() } }
         let userAgent: any ExternalUserAgent =
-            pasting ? PasteUserAgent(loopback: agent, requiresAddress: requiresAddress) : agent
+            pasting
+            ? PasteUserAgent(loopback: agent, requiresAddress: requiresAddress) { Terminal.error("moose: " + $0) }
+            : agent
         let flow = AuthorizationCodeFlow(
             client: client, redirectURI: agent.redirectURI, userAgent: userAgent, idTokens: validator)
-        return try CLIBlocking.run { try await flow.authorize(parameters) }
+        do {
+            return try CLIBlocking.run { try await flow.authorize(parameters) }
+        } catch let error as OAuthError where error.code == OAuthError.pasteRefused {
+            throw CLIError.usage(
+                error.message
+                    + ": run the same moose login command again and paste the whole address the browser ends on")
+        }
     }
 
     /// The session engine names the user and stores the session (the plan with it); then one line says who logged in.

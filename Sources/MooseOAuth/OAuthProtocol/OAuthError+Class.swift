@@ -36,7 +36,7 @@ extension OAuthError {
         workloadIdentity, accessDenied, stateMismatch, invalidIDToken, expiredToken, timedOut, invalidConfiguration,
         subjectMismatch, needsLogin, storeUnavailable, renewalRefused, sessionDamaged, insecureEndpoint, unsafeValue,
         issuerMismatchInResponse, storageConflict, leaseLost, leaseBusy, pkceNotSupported, registration, refreshLimit,
-        offline, insufficientScope, tokenRejected
+        offline, insufficientScope, tokenRejected, pasteRefused
     ]
 
     /// The class of `code` (an unknown code — an app's own — is `misconfigured`).
@@ -46,7 +46,7 @@ extension OAuthError {
             refreshLimit,
             tokenRejected:
             .retryable
-        case invalidGrant, needsLogin, sessionDamaged, accessDenied, expiredToken, insufficientScope:
+        case invalidGrant, needsLogin, sessionDamaged, accessDenied, expiredToken, insufficientScope, pasteRefused:
             .needsLogin
         case invalidResponse, unsafeValue, stateMismatch, invalidIDToken, subjectMismatch, issuerMismatchInResponse:
             .protocolViolation

@@ -111,6 +111,8 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let expiredToken = Code(name: "expiredToken")
     /// The user did not finish in time (loopback redirect, device flow).
     public static let timedOut = Code(name: "timedOut")
+    /// The person pasted `PasteUserAgent.maximumTries` lines, none of them this login's redirect or code.
+    public static let pasteRefused = Code(name: "pasteRefused")
     /// A configuration or argument problem on the client side.
     public static let invalidConfiguration = Code(name: "invalidConfiguration")
     /// The UserInfo `sub` is not the ID token's `sub` (OIDC Core 5.3.2).

@@ -1,15 +1,14 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
 import Dispatch
 import MooseHTTP
-import MooseOAuth
 import Synchronization
-#if canImport(FoundationEssentials)
-package import FoundationEssentials
-#else
-package import Foundation
-#endif
 
-/// `moose login --paste` (and `--no-browser` at a terminal): for a shell on another machine than the
-/// browser (ssh, a container, a cloud shell). The URL is printed; the person signs in wherever their
+/// A code-flow login for a shell on another machine than the browser (ssh, a container, a cloud
+/// shell): `moose login --paste`, and any app's. The URL is shown; the person signs in wherever their
 /// browser is, and pastes back the address the browser ends on (it does not load there:
 /// `http://127.0.0.1:PORT/callback?code=…&state=…`), or only the code. The loopback listener keeps
 /// waiting as well: a browser on this machine still comes back by itself, whichever is first wins.
@@ -20,37 +19,60 @@ package import Foundation
 /// it into this login — and nothing else. At a provider that promises `iss` in every authorization
 /// response (`authorization_response_iss_parameter_supported`, RFC 9207 §3) only the whole address
 /// will do: a code alone cannot prove which provider sent it, so it is refused (and so is an address
-/// with a code but no `iss`: a copy cut short). Anything refused is said with the reason, and the
-/// person may paste again, `maximumTries` times in all; then the login stops with an input error.
-/// An empty line (a bare Enter) is not a try: the person is asked again.
-struct PasteUserAgent: ExternalUserAgent {
-    let loopback: LoopbackUserAgent
+/// with a code but no `iss`: a copy cut short). Anything refused is told (`tell`) with the reason, and
+/// the person may paste again, `maximumTries` times in all; then the login fails with
+/// `OAuthError.pasteRefused`. An empty line (a bare Enter) is not a try: the person is asked again.
+///
+/// ```swift
+/// let loopback = try LoopbackUserAgent(open: { url in print("Open: \(url)") })
+/// let agent = PasteUserAgent(loopback: loopback) { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+/// let tokens = try await AuthorizationCodeFlow(
+///     client: client, redirectURI: loopback.redirectURI, userAgent: agent, idTokens: validator
+/// ).authorize(AuthorizationParameters(scopes: ["openid"]))
+/// ```
+public struct PasteUserAgent: ExternalUserAgent {
+    /// The listener that still takes a redirect from a browser on this machine.
+    public let loopback: LoopbackUserAgent
     /// Whether the provider promises RFC 9207 `iss` (then only the whole address is taken).
-    let requiresAddress: Bool
-    /// Reads one line the person typed (`nil` at end of input). Blocking: called off the pool.
-    let readLine: @Sendable () -> String?
+    public let requiresAddress: Bool
+    /// Reads one line the person typed (`nil` at end of input). Blocking: called on a thread of its own.
+    public let readLine: @Sendable () -> String?
+    /// Told what to say to the person: why a line was refused and what to paste again (plain text,
+    /// pasted text never echoed in full).
+    public let tell: @Sendable (String) -> Void
     /// How many pasted lines are read before the login gives up.
-    static let maximumTries = 5
+    public static let maximumTries = 5
     /// How many empty lines are asked again without using up a try.
-    static let maximumBlankLines = 20
+    public static let maximumBlankLines = 20
 
-    init(
+    /// An agent that takes a pasted redirect as well as `loopback`'s.
+    ///
+    /// - Parameters:
+    ///   - loopback: the login's loopback listener (its `redirectURI` is the one pasted addresses must match).
+    ///   - requiresAddress: `true` when the provider metadata has `authorization_response_iss_parameter_supported`.
+    ///   - readLine: reads one typed line; default: standard input.
+    ///   - tell: shows one line to the person (a terminal's standard error).
+    public init(
         loopback: LoopbackUserAgent, requiresAddress: Bool = false,
-        readLine: @escaping @Sendable () -> String? = { Swift.readLine(strippingNewline: true) }
+        readLine: @escaping @Sendable () -> String? = { Swift.readLine(strippingNewline: true) },
+        tell: @escaping @Sendable (String) -> Void
     ) {
         self.loopback = loopback
         self.requiresAddress = requiresAddress
         self.readLine = readLine
+        self.tell = tell
     }
 
-    func authorize(url: URL, redirectURI: URL) async throws -> URL {
+    /// Waits for the pasted redirect or the loopback one, whichever comes first.
+    public func authorize(url: URL, redirectURI: URL) async throws -> URL {
         let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?
             .value
         return try await authorize(url: url, redirectURI: redirectURI, expectedState: state ?? "")
     }
 
-    func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
-        let loopback = self.loopback, readLine = self.readLine, requiresAddress = self.requiresAddress
+    /// Waits for a pasted line carrying `expectedState` (or the loopback's redirect), whichever comes first.
+    public func authorize(url: URL, redirectURI: URL, expectedState: String) async throws -> URL {
+        let loopback = self.loopback, readLine = self.readLine, requiresAddress = self.requiresAddress, tell = tell
         return try await withThrowingTaskGroup(of: URL.self) { group in
             group.addTask {
                 try await loopback.authorize(url: url, redirectURI: redirectURI, expectedState: expectedState)
@@ -58,7 +80,7 @@ struct PasteUserAgent: ExternalUserAgent {
             group.addTask {
                 try await Self.pasted(
                     redirectURI: redirectURI, expectedState: expectedState, requiresAddress: requiresAddress,
-                    readLine: readLine)
+                    readLine: readLine, tell: tell)
             }
             defer { group.cancelAll() }
             guard let first = try await group.next() else { throw CancellationError() }
@@ -66,14 +88,15 @@ struct PasteUserAgent: ExternalUserAgent {
         }
     }
 
-    func loginFinished(_ failure: OAuthError?) async { await loopback.loginFinished(failure) }
+    /// Tells the loopback listener (its page, if a browser here came back).
+    public func loginFinished(_ failure: OAuthError?) async { await loopback.loginFinished(failure) }
 
-    /// Reads lines until one is a usable redirect, at most `maximumTries`; then an input error (exit
-    /// 2). At end of input (nothing more will be typed) it waits for cancellation: the loopback
-    /// listener may still bring the redirect.
+    /// Reads lines until one is a usable redirect, at most `maximumTries`; then `pasteRefused`. At end
+    /// of input (nothing more will be typed) it waits for cancellation: the loopback listener may still
+    /// bring the redirect.
     static func pasted(
         redirectURI: URL, expectedState: String, requiresAddress: Bool = false,
-        readLine: @escaping @Sendable () -> String?
+        readLine: @escaping @Sendable () -> String?, tell: @escaping @Sendable (String) -> Void
     ) async throws -> URL {
         var refused = 0
         var blank = 0
@@ -87,7 +110,7 @@ struct PasteUserAgent: ExternalUserAgent {
             // empty lines cannot keep the prompt going forever).
             if line.trimmingASCIIWhitespace().isEmpty, blank < maximumBlankLines {
                 blank += 1
-                Terminal.error("moose: nothing was pasted; paste \(what) and press Enter")
+                tell("nothing was pasted; paste \(what) and press Enter")
                 continue
             }
             switch PastedRedirect.parse(
@@ -99,14 +122,11 @@ struct PasteUserAgent: ExternalUserAgent {
                 refused += 1
                 let left = maximumTries - refused
                 guard left > 0 else {
-                    throw CLIError.usage(
-                        "\(refusal.message); \(maximumTries) pasted lines were refused, "
-                            + "so the login stopped: run the same moose login command again "
-                            + "and paste the whole address the browser ends on"
-                    )
+                    throw OAuthError(
+                        OAuthError.pasteRefused,
+                        "\(refusal.message); \(maximumTries) pasted lines were refused, so the login stopped")
                 }
-                Terminal.error(
-                    "moose: \(refusal.message); paste \(what) again (\(left) \(left == 1 ? "try" : "tries") left)")
+                tell("\(refusal.message); paste \(what) again (\(left) \(left == 1 ? "try" : "tries") left)")
             }
         }
     }
@@ -132,17 +152,26 @@ struct PasteUserAgent: ExternalUserAgent {
     }
 }
 
-/// A line pasted into `moose login --paste`, checked (see `PasteUserAgent`). Total over any text (fuzzed).
-package enum PastedRedirect {
+/// A line pasted into a `PasteUserAgent` login (`moose login --paste`), checked. Total over any text
+/// (fuzzed: `tools/fuzz`'s `paste`).
+public enum PastedRedirect {
     /// Why a pasted line was refused.
-    package struct Refusal: Error, Equatable {
-        package let message: String
+    public struct Refusal: Error, Equatable {
+        /// The reason, for the person (never the pasted text in full).
+        public let message: String
     }
 
     /// The redirect URL a pasted line stands for, or why it is refused. With `requiresAddress` (the
     /// provider promises RFC 9207 `iss`), a bare code and an address with a code but no `iss` are
     /// refused: the flow could not use them.
-    package static func parse(_ line: String, redirectURI: URL, expectedState: String, requiresAddress: Bool = false)
+    ///
+    /// - Parameters:
+    ///   - line: what was pasted (surrounding ASCII whitespace ignored).
+    ///   - redirectURI: this login's redirect URI.
+    ///   - expectedState: this login's `state`.
+    ///   - requiresAddress: the provider promises RFC 9207 `iss`.
+    /// - Returns: the redirect URL to hand the flow, or the refusal.
+    public static func parse(_ line: String, redirectURI: URL, expectedState: String, requiresAddress: Bool = false)
         -> Result<URL, Refusal>
     {
         let text = line.trimmingASCIIWhitespace()
