@@ -468,6 +468,13 @@ struct LoginCommand: ParsableCommand {
             client: client, redirectURI: agent.redirectURI, userAgent: userAgent, idTokens: validator)
         do {
             return try CLIBlocking.run { try await flow.authorize(parameters) }
+        } catch let error as OAuthError where error.code == OAuthError.timedOut && pasting {
+            // Not "add --no-browser and paste": this login was taking a pasted address already.
+            throw CLIError.failed(
+                OAuthContext.text(
+                    error,
+                    next: "run the same moose login command again and finish signing in sooner "
+                        + "(or give --timeout SECONDS), pasting the whole address the browser ends on"))
         } catch let error as OAuthError where error.code == OAuthError.pasteRefused {
             throw CLIError.usage(
                 error.message

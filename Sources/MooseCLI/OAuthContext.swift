@@ -71,7 +71,7 @@ struct OAuthContext {
         do {
             return try TokenManager(
                 plan: plan, storage: sessions.storage, key: profile.name, transport: transport,
-                idTokenKeys: store.map { .secretStore($0, name: plan.issuer) }
+                idTokenKeys: store.map { .secretStore($0, name: CLIClients.jwksName(plan.issuer)) }
             ).coordinator
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
             throw CLIError.usage(error.message)
@@ -255,6 +255,10 @@ struct CLIClients: Sendable {
     /// process fetches it: the database holds sessions only).
     func validator(for client: OAuthClient) -> IDTokenValidator? {
         SessionEngine.idTokenValidator(
-            for: client, persistence: fileStore.map { .secretStore($0, name: client.metadata.issuer) })
+            for: client, persistence: fileStore.map { .secretStore($0, name: Self.jwksName(client.metadata.issuer)) })
     }
+
+    /// The name a provider's JWKS is kept under: its issuer without a trailing `/`, so the issuer as
+    /// typed (a refresh, from the plan) and as discovered (a login) name the same document.
+    static func jwksName(_ issuer: String) -> String { issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer }
 }

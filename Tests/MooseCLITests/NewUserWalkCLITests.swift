@@ -129,6 +129,26 @@ struct NewUserWalkCLITests {
                     + "add --no-browser and paste the address it ends on [timedOut]"), "\(last)")
     }
 
+    /// A login already taking a pasted address (`--paste`) that times out is not told to add
+    /// `--no-browser` and paste: it was doing that.
+    @Test func aPasteLoginThatTimesOutIsNotToldToPaste() async throws {
+        let (home, base) = CLI.home("moose-paste-timeout")
+        defer { try? FileManager.default.removeItem(at: home) }
+        var environment = base
+        environment["BROWSER"] = "/bin/true"
+        let login = try await CLI.run(
+            ["login", "--paste", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--timeout", "2"],
+            environment: environment, timeout: 30)
+        #expect(login.status == 1, "\(login.status) \(login.stderr)")
+        let last = login.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(
+            last.hasSuffix(
+                " in time; run the same moose login command again and finish signing in sooner "
+                    + "(or give --timeout SECONDS), pasting the whole address the browser ends on [timedOut]"),
+            "\(last)")
+        #expect(!last.contains("--no-browser"), "\(last)")
+    }
+
     /// A store fault leads with the words, and its code comes last in brackets as in every other
     /// message (not `moose: error: corrupt: …`).
     @Test func aStoreFaultEndsWithItsCode() async throws {
