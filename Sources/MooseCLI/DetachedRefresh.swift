@@ -72,19 +72,18 @@ struct RefreshWorkerCommand: ParsableCommand {
     static func perform(_ request: DetachedRefresh.Request, profile: String, store: StoreOptions) throws {
         let context = try OAuthContext(options: store, create: false, profile: profile)
         defer { context.sessions.close() }
-        guard let (session, settings) = try context.loadOrFail(profile) else {
+        guard let (_, settings) = try context.loadOrFail(profile) else {
             throw CLIError.failed("no session for profile \(profile); run moose login --profile \(profile)")
         }
-        try OAuthContext.refreshInProcess(request, context: context, session: session, settings: settings)
+        try OAuthContext.refreshInProcess(request, context: context, settings: settings)
     }
 }
 
 extension OAuthContext {
-    /// Runs `request` on `session`'s coordinator in this process (the detached child, or a caller that
+    /// Runs `request` on the profile's coordinator in this process (the detached child, or a caller that
     /// cannot start one).
     static func refreshInProcess(
-        _ request: DetachedRefresh.Request, context: OAuthContext, session: OAuthSession,
-        settings: Profile
+        _ request: DetachedRefresh.Request, context: OAuthContext, settings: Profile
     ) throws {
         let coordinator = try context.coordinator(for: settings)
         try refreshing(coordinator) { try await DetachedRefresh.perform(request, on: $0) }
@@ -93,10 +92,10 @@ extension OAuthContext {
     /// Runs `request` for `profile` — detached when this system can start the child, else here.
     static func renew(
         _ request: DetachedRefresh.Request, profile: String, store: StoreOptions, context: OAuthContext,
-        session: OAuthSession, settings: Profile
+        settings: Profile
     ) throws {
         if try DetachedRefresh.run(request, profile: profile, store: store) { return }
-        try refreshInProcess(request, context: context, session: session, settings: settings)
+        try refreshInProcess(request, context: context, settings: settings)
     }
 }
 

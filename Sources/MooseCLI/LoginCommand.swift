@@ -492,7 +492,8 @@ struct LoginCommand: ParsableCommand {
         let attributes = kept
         let issuedTokens = issued
         let grant =
-            settings.grant == .clientCredentials ? "client_credentials" : settings.workload != nil ? "workload" : nil
+            settings.grant == .clientCredentials
+            ? "client_credentials" : settings.workload != nil ? WorkloadGrant.sessionGrant : nil
         let session = try CLIBlocking.run {
             try await engine.completeLogin(issuedTokens, client: client, grant: grant, attributes: attributes)
         }

@@ -67,11 +67,12 @@ struct OAuthContext {
         var plan = profile
         plan.workload = plan.workload.map(WorkloadLogin.absolute)
         let transport = try CLITransport.make(for: plan) ?? self.transport
-        let store = sessions.fileStore
+        var idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil
+        if let store = sessions.fileStore { idTokenKeys = { .secretStore(store, for: $0) } }
         do {
             return try TokenManager(
                 plan: plan, storage: sessions.storage, key: profile.name, transport: transport,
-                idTokenKeys: store.map { .secretStore($0, name: CLIClients.jwksName(plan.issuer)) }
+                idTokenKeys: idTokenKeys
             ).coordinator
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
             throw CLIError.usage(error.message)
@@ -130,7 +131,7 @@ struct OAuthContext {
             }
             if error.code == OAuthError.storeUnavailable, let cause = storeCause(error) {
                 // The store's own words name the file and what to do; the session's words say what was kept.
-                return CLIError.failed(text(error, next: cause))
+                return CLIError.failed(text(error, next: cause, nextEndsWithItsCode: true))
             }
             if error.code == OAuthError.timedOut {
                 // Only the loopback listener times out: a browser login nobody finished in time.
@@ -182,10 +183,9 @@ struct OAuthContext {
     }
 
     /// `error` for a person: its message (and the provider's own error, unless the message says it),
-    /// then `next`, then the code —
-    /// one code: a `next` that ends with its own, more specific one (a store fault's `[permission]`)
-    /// keeps only that.
-    static func text(_ error: OAuthError, next: String? = nil) -> String {
+    /// then `next`, then the code in brackets — one code: a `next` that carries its own, more
+    /// specific one (a store fault's words ending `[permission]`, `nextEndsWithItsCode`) keeps only that.
+    static func text(_ error: OAuthError, next: String? = nil, nextEndsWithItsCode: Bool = false) -> String {
         var text = error.message
         // The provider's own error, unless the message already says it (once is enough).
         let said = { (part: String) in !part.isEmpty && error.message.contains(part) }
@@ -197,14 +197,7 @@ struct OAuthContext {
         }
         guard let next else { return text + " [\(error.code)]" }
         text += "; \(next)"
-        // `next` ending with ` [word]` carries its own code.
-        if next.hasSuffix("]"), let open = next.lastIndex(of: "["), next[..<open].hasSuffix(" "),
-            next[next.index(after: open)...].dropLast().allSatisfy({ $0.isASCII && $0.isLetter }),
-            next.distance(from: open, to: next.endIndex) > 2
-        {
-            return text
-        }
-        return text + " [\(error.code)]"
+        return nextEndsWithItsCode ? text : text + " [\(error.code)]"
     }
 }
 
@@ -231,7 +224,7 @@ enum CLITransport {
 }
 
 /// Makes a profile's client and ID-token validator for a login, a logout or an exchange (a refresh
-/// goes through `TokenManager`'s coordinator: `OAuthContext.coordinator(for:profile:)`).
+/// goes through `TokenManager`'s coordinator: `OAuthContext.coordinator(for:)`).
 struct CLIClients: Sendable {
     let transport: any HTTPTransport
     let fileStore: SecretStore?
@@ -254,11 +247,7 @@ struct CLIClients: Sendable {
     /// so a new process does not refetch it while its keys still match (with a PostgreSQL store each
     /// process fetches it: the database holds sessions only).
     func validator(for client: OAuthClient) -> IDTokenValidator? {
-        SessionEngine.idTokenValidator(
-            for: client, persistence: fileStore.map { .secretStore($0, name: Self.jwksName(client.metadata.issuer)) })
+        guard let url = client.metadata.jwksURI else { return nil }
+        return SessionEngine.idTokenValidator(for: client, persistence: fileStore.map { .secretStore($0, for: url) })
     }
-
-    /// The name a provider's JWKS is kept under: its issuer without a trailing `/`, so the issuer as
-    /// typed (a refresh, from the plan) and as discovered (a login) name the same document.
-    static func jwksName(_ issuer: String) -> String { issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer }
 }

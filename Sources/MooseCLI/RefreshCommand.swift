@@ -43,7 +43,7 @@ struct RefreshCommand: ParsableCommand {
             // fenced write — the same guarantees `moose token` has.
             try OAuthContext.renew(
                 DetachedRefresh.Request(mode: .refreshNow), profile: profile, store: resolved.store, context: context,
-                session: session, settings: settings)
+                settings: settings)
             let fresh = try context.sessions.load(profile)?.session.tokens ?? session.tokens
             let rotated =
                 fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
@@ -73,7 +73,7 @@ extension RefreshCommand {
         do {
             try OAuthContext.renew(
                 DetachedRefresh.Request(mode: .rejecting, rejected: rejected), profile: profile, store: store,
-                context: context, session: session, settings: settings)
+                context: context, settings: settings)
         } catch {
             throw OAuthContext.fail(error)
         }

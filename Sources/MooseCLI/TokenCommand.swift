@@ -114,7 +114,7 @@ struct TokenCommand: ParsableCommand {
                     : DetachedRefresh.Request(mode: .accessToken, minimumValidity: minimum)
                 try OAuthContext.renew(
                     request, profile: profile, store: store, context: OAuthContext(sessions: sessions),
-                    session: session, settings: Profile.of(session, key: profile))
+                    settings: Profile.of(session, key: profile))
             } catch let error as OAuthError
                 where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin
             {

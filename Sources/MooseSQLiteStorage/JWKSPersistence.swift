@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
 public import MooseOAuth
 public import MooseSecretStore
@@ -11,24 +11,25 @@ extension JWKSCache.Persistence {
     /// process — each `moose token` is one — validates ID tokens without fetching the keys again while
     /// they still know the token's `kid`.
     ///
-    /// Each document is a value under `namespace` named `name` (the provider's issuer, or its
-    /// `jwks_uri`: a document that no longer knows a token's `kid` is fetched again): 8 bytes of the fetch time
+    /// Each document is a value under `namespace` named by its `jwks_uri` (the URL it was fetched
+    /// from, so a document is never used for another URL): 8 bytes of the fetch time
     /// (seconds since 1970, big-endian) and the document as fetched. A value that is shorter or cannot
     /// be read counts as none (the keys are fetched); a save that fails is dropped (the next run fetches).
     ///
     /// ```swift
     /// let manager = try await TokenManager.open(
     ///     key: "work", storage: EncryptedSessionStorage(store: store), transport: CurlTransport(),
-    ///     idTokenKeys: .secretStore(store, name: "https://id.example.com"))
+    ///     idTokenKeys: { .secretStore(store, for: $0) })
     /// ```
     ///
     /// - Parameters:
     ///   - store: the encrypted store (the sessions' own, or another).
-    ///   - name: the value's name: the provider's issuer (as `moose` names it), or its `jwks_uri`.
+    ///   - url: the provider's `jwks_uri`; its absolute string names the value.
     ///   - namespace: where the documents are kept (default `moose.jwks`, the `moose` CLI's).
     /// - Returns: a persistence for `JWKSCache` and `SessionEngine.idTokenValidator(for:persistence:)`.
-    public static func secretStore(_ store: SecretStore, name: String, namespace: String = "moose.jwks") -> Self {
-        JWKSCache.Persistence(
+    public static func secretStore(_ store: SecretStore, for url: URL, namespace: String = "moose.jwks") -> Self {
+        let name = url.absoluteString
+        return JWKSCache.Persistence(
             load: {
                 guard let bytes = try? store.get(namespace: namespace, name: name), bytes.count > 8 else { return nil }
                 let seconds = bytes.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }

@@ -44,11 +44,13 @@ import Testing
         }
     }
 
-    @Test func anUnknownDPoPAlgorithmIsAConfigurationError() {
+    @Test func aNameThatIsNoDPoPAlgorithmIsAConfigurationError() {
         var plan = SessionPlan(name: "x", issuer: "https://id.example.com", clientID: "c", scopes: [])
-        plan.dpop = "HS256-not-a-dpop-alg"
-        #expect(throws: OAuthError.self) {
-            _ = try plan.client(metadata: Self.metadata, transport: CurlTransport())
+        for name in ["HS256-not-a-dpop-alg", "HS256", "none"] {
+            plan.dpop = name
+            #expect(throws: OAuthError.self) {
+                _ = try plan.client(metadata: Self.metadata, transport: CurlTransport())
+            }
         }
         plan.dpop = "ES256"
         #expect((try? plan.client(metadata: Self.metadata, transport: CurlTransport()))?.dpop == .es256)
@@ -80,7 +82,7 @@ import Testing
     }
 
     /// The JWKS kept in a real store file: what one process saved, the next one loads (same bytes,
-    /// same fetch time); a value too short to hold a time counts as none.
+    /// same fetch time), for the same `jwks_uri` only; a value too short to hold a time counts as none.
     @Test func theJWKSKeptInTheStoreIsLoadedByTheNextProcess() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-jwks-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -88,16 +90,19 @@ import Testing
         let path = folder.appendingPathComponent("store.sqlite").path
         let keyPath = folder.appendingPathComponent("store.key").path
         let document = Array(#"{"keys":[]}"#.utf8)
+        let jwks = try #require(URL(string: "https://id.example.com/jwks"))
+        let other = try #require(URL(string: "https://id.example.com/other-jwks"))
+        let short = try #require(URL(string: "https://short.example.com/jwks"))
         let fetched = Date(timeIntervalSince1970: 1_790_000_000)
         do {
             let store = try SecretStore(path: path, masterKey: .keyFile(keyPath), create: true)
-            JWKSCache.Persistence.secretStore(store, name: "https://id.example.com").save(document, fetched)
+            JWKSCache.Persistence.secretStore(store, for: jwks).save(document, fetched)
         }
         let store = try SecretStore(path: path, masterKey: .keyFile(keyPath))
-        let loaded = try #require(JWKSCache.Persistence.secretStore(store, name: "https://id.example.com").load())
+        let loaded = try #require(JWKSCache.Persistence.secretStore(store, for: jwks).load())
         #expect(loaded.document == document && loaded.fetchedAt == fetched)
-        #expect(JWKSCache.Persistence.secretStore(store, name: "https://other.example.com").load() == nil)
-        try store.put([1, 2, 3], namespace: "moose.jwks", name: "https://short.example.com")
-        #expect(JWKSCache.Persistence.secretStore(store, name: "https://short.example.com").load() == nil)
+        #expect(JWKSCache.Persistence.secretStore(store, for: other).load() == nil)
+        try store.put([1, 2, 3], namespace: "moose.jwks", name: "https://short.example.com/jwks")
+        #expect(JWKSCache.Persistence.secretStore(store, for: short).load() == nil)
     }
 }

@@ -40,7 +40,9 @@ struct GlewlwydResourceTests {
             let transport = URLSessionTransport()
             let metadata = try await Discovery(transport: transport).metadata(for: issuer)
             try metadata.requireS256()
-            let port: UInt16 = 53684
+            // Below Linux's ephemeral range (32768–60999): an outgoing loopback connection of another
+            // test can hold a port inside it, and the listener then cannot bind (seen under load).
+            let port: UInt16 = 28684
             // Glewlwyd stores "none" as a confidential client without a secret unless told otherwise (its README).
             let request = ClientRegistrationRequest(
                 clientName: "moose-test-\(UUID().uuidString.prefix(8))",

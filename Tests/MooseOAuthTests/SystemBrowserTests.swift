@@ -27,12 +27,16 @@ import Testing
         try Data(
             """
             #!/bin/sh
-            { printf '%s\\n' "$@"; ls /proc/$$/fd; } > \(out.path).tmp && mv \(out.path).tmp \(out.path)
+            { printf '%s\\n' "$@"; ls /dev/fd; } > \(out.path).tmp && mv \(out.path).tmp \(out.path)
             """.utf8
         ).write(to: script)
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: script.path)
+        #if os(Linux)
         let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(held > 2)
+        #else
+        let held = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        #expect(held > 3) // not ls's own folder descriptor
         defer { close(held) }
         let problems = Mutex<[SystemBrowser.Problem]>([])
         SystemBrowser(setting: script.path) { problem in problems.withLock { $0.append(problem) } }
@@ -44,7 +48,7 @@ import Testing
         }
         let lines = try #require(seen).split(separator: "\n").map(String.init)
         #expect(lines.first == "http://127.0.0.1:9/callback?state=x")
-        // 0, 1, 2 and the shell's own descriptor for reading /proc: never the app's socket.
+        // 0, 1, 2 and ls's own descriptor for reading the folder: never the app's socket.
         let descriptors = lines.dropFirst().compactMap { Int32($0) }
         #expect(!descriptors.contains(held), "the browser inherited descriptor \(held): \(descriptors)")
         #expect(problems.withLock { $0 }.isEmpty)

@@ -35,7 +35,10 @@ public struct PasteUserAgent: ExternalUserAgent {
     public let loopback: LoopbackUserAgent
     /// Whether the provider promises RFC 9207 `iss` (then only the whole address is taken).
     public let requiresAddress: Bool
-    /// Reads one line the person typed (`nil` at end of input). Blocking: called on a thread of its own.
+    /// Reads one line the person typed (`nil` at end of input). Blocking: called on a thread of its
+    /// own, which stays in it when the login ends first (the loopback redirect won, or the task was
+    /// cancelled) — the next line typed then goes to this closure, not to the app: give a `readLine`
+    /// of the app's own where it reads the same input later.
     public let readLine: @Sendable () -> String?
     /// Told what to say to the person: why a line was refused and what to paste again (plain text,
     /// pasted text never echoed in full).

@@ -76,6 +76,17 @@ public struct SessionEngine: Sendable {
         transport: any HTTPTransport, persistence: JWKSCache.Persistence? = nil
     ) -> IDTokenValidator? {
         guard let jwksURI = metadata.jwksURI else { return nil }
+        return idTokenValidator(
+            metadata: metadata, clientID: clientID, authentication: authentication,
+            jwks: JWKSCache(url: jwksURI, transport: transport, persistence: persistence))
+    }
+
+    /// The validator of `idTokenValidator(metadata:clientID:authentication:transport:persistence:)`
+    /// on a JWKS cache the caller keeps (one per provider, shared by the validators of every client
+    /// authentication it makes: the HMAC secret is the client's of the moment).
+    static func idTokenValidator(
+        metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication, jwks: JWKSCache
+    ) -> IDTokenValidator {
         var algorithms = Set(
             (metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
         var secret: String? = nil
@@ -84,8 +95,7 @@ public struct SessionEngine: Sendable {
         default: algorithms.subtract([.hs256, .hs384, .hs512])
         }
         return IDTokenValidator(
-            issuer: metadata.issuer, clientID: clientID,
-            jwks: JWKSCache(url: jwksURI, transport: transport, persistence: persistence),
+            issuer: metadata.issuer, clientID: clientID, jwks: jwks,
             algorithms: algorithms.isEmpty ? [.rs256] : algorithms, clientSecret: secret)
     }
 

@@ -19,8 +19,8 @@ import Darwin
 /// (its id and how it authenticates — by *reference*: a secret file, an environment variable, a private
 /// key file and its `kid`; never the secret itself), the grant, the scopes, audience and resource, the
 /// DPoP algorithm, and a workload's identity source. Secrets are read from their source when a
-/// `TokenManager` is made from the plan (a rotated secret file or key needs a new manager; `moose`
-/// makes one per command), and are never stored.
+/// `TokenManager` is made from the plan and again whenever it makes the client (every login, refresh,
+/// renewal and logout: a rotated secret file or key is picked up), and are never stored.
 ///
 /// Versioned: version 1 is written under `SessionPlan.attribute`; a session written by Moose 0.3 (whose
 /// CLI kept the same settings as a "profile" under `OAuthSession.legacyProfileAttribute`) opens as
@@ -67,7 +67,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     public var scopes: [String]
     /// The grant of the login.
     public var grant: Grant
-    /// A file holding the client secret (read when a manager is made from the plan; the secret is never in the plan).
+    /// A file holding the client secret (read at every use of the client; the secret is never in the plan).
     public var clientSecretFile: String?
     /// Endpoints configured by hand (a provider without discovery).
     public var endpoints: EndpointOverrides
@@ -75,11 +75,11 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     public var dpop: String?
     /// The RFC 8707 resource the tokens are for, named on login and every renewal.
     public var resource: String?
-    /// An environment variable holding the client secret (read when a manager is made from the plan).
+    /// An environment variable holding the client secret (read at every use of the client).
     public var clientSecretEnv: String?
     /// How the client sends its secret: `basic` (`client_secret_basic`, the default) or `post`.
     public var clientAuth: String?
-    /// A private key file (PEM or a private JWK) for `private_key_jwt` (RFC 7523 §2.2), read when a manager is made from the plan.
+    /// A private key file (PEM or a private JWK) for `private_key_jwt` (RFC 7523 §2.2), read at every use of the client.
     public var privateKeyFile: String?
     /// The `kid` the client assertion names (a JWK's own `kid` otherwise).
     public var privateKeyID: String?
@@ -114,7 +114,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     ///   - clientID: the client's id there.
     ///   - scopes: what logins and renewals ask for (empty: the provider's default scopes).
     ///   - grant: the login's grant (default: authorization code).
-    ///   - clientSecretFile: a path to a file holding the client secret, read when a manager is made; `nil` (the
+    ///   - clientSecretFile: a path to a file holding the client secret, read at every use; `nil` (the
     ///     default): no secret file (a public client, or another source set afterwards).
     ///   - endpoints: endpoints configured by hand, replacing discovered ones; default: none.
     public init(
@@ -369,12 +369,14 @@ public struct SessionPlan: Sendable, Codable, Hashable {
 
     /// The plan's DPoP algorithm (`dpop`), `nil` for bearer tokens.
     ///
-    /// - Throws: `OAuthError.invalidConfiguration` for a name `JWTAlgorithm` does not know.
+    /// - Throws: `OAuthError.invalidConfiguration` for a name that is not one of
+    ///   `DPoPKey.supportedAlgorithms` (an HMAC algorithm cannot sign a proof).
     public func dpopAlgorithm() throws -> JWTAlgorithm? {
         guard let name = dpop else { return nil }
-        guard let algorithm = JWTAlgorithm(rawValue: name) else {
+        guard let algorithm = JWTAlgorithm(rawValue: name), DPoPKey.supportedAlgorithms.contains(algorithm) else {
             throw OAuthError(
-                OAuthError.invalidConfiguration, "the session plan names an unknown DPoP algorithm \(name)")
+                OAuthError.invalidConfiguration,
+                "the session plan names \(name), not a DPoP algorithm (ES256, EdDSA or RS256)")
         }
         return algorithm
     }

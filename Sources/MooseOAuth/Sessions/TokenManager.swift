@@ -130,9 +130,9 @@ public final class TokenManager: Sendable {
     ///   - storage: where the session lives.
     ///   - key: its key; `nil` (the default): the plan's `name` (the plan is renamed to the key).
     ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
-    ///   - idTokenKeys: where the ID-token validator's JWKS cache keeps its last document between runs
-    ///     (`JWKSCache.Persistence`; MooseSQLiteStorage keeps it in a `SecretStore`); `nil` (the
-    ///     default): in memory, fetched on first use.
+    ///   - idTokenKeys: where the ID-token validator's JWKS cache keeps its last document between runs,
+    ///     given the provider's `jwks_uri` once it is discovered (MooseSQLiteStorage:
+    ///     `{ .secretStore(store, for: $0) }`); `nil` (the default): in memory, fetched on first use.
     ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
     ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
     /// - Throws: `OAuthError` with `invalidConfiguration` when a reference cannot be resolved (an unset
@@ -141,7 +141,7 @@ public final class TokenManager: Sendable {
     ///   are held by the app that made it (`authenticationHeldByApp`) and names no file or variable.
     public convenience init(
         plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
-        idTokenKeys: JWKSCache.Persistence? = nil, logger: Logger? = nil,
+        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil, logger: Logger? = nil,
         configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
     ) throws {
         // Every reference is read once now, so a plan that cannot be followed fails here, not at the first refresh.
@@ -169,7 +169,8 @@ public final class TokenManager: Sendable {
     ///   - key: the session's name in `storage` (a `moose login --profile` name is one).
     ///   - storage: where the session already lives.
     ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
-    ///   - idTokenKeys: where the JWKS cache keeps its last document between runs; `nil` (the default): in memory.
+    ///   - idTokenKeys: where the JWKS cache keeps its last document between runs, given the provider's
+    ///     `jwks_uri`; `nil` (the default): in memory.
     ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
     ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
     /// - Returns: a manager whose `plan` is the session's (named `key`); nothing is sent to the provider yet.
@@ -180,7 +181,7 @@ public final class TokenManager: Sendable {
     ///   identity source was that app's own `WorkloadGrant`).
     public static func open(
         key: String, storage: any SessionStorage, transport: any HTTPTransport,
-        idTokenKeys: JWKSCache.Persistence? = nil, logger: Logger? = nil,
+        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil, logger: Logger? = nil,
         configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
     ) async throws -> TokenManager {
         let stored: StoredSession?
@@ -208,7 +209,9 @@ public final class TokenManager: Sendable {
 
     private init(
         plan: SessionPlan, authentication: ClientAuthentication?, storage: any SessionStorage, key: String,
-        transport: any HTTPTransport, workload: WorkloadGrant?, idTokenKeys: JWKSCache.Persistence?, logger: Logger?,
+        transport: any HTTPTransport, workload: WorkloadGrant?,
+        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)?,
+        logger: Logger?,
         configuration: RefreshCoordinator.Configuration
     ) {
         let issuer = plan.issuer, clientID = plan.clientID
@@ -246,7 +249,7 @@ public final class TokenManager: Sendable {
     /// - Throws: `OAuthError` from discovery: `discovery` (no usable document), `issuerMismatch`,
     ///   `insecureEndpoint` (plain `http` to another machine), `invalidConfiguration` (an issuer that is
     ///   not an http(s) URL), `transient` or `tls` when the provider cannot be reached.
-    public func metadata() async throws -> ProviderMetadata { try await state.client().metadata }
+    public func metadata() async throws -> ProviderMetadata { try await state.metadata() }
 
     /// Logs in with `method`, stores the session (replacing any), and returns who is signed in.
     ///
@@ -268,8 +271,7 @@ public final class TokenManager: Sendable {
     public func login(with method: LoginMethod, parameters: AuthorizationParameters? = nil) async throws
         -> SessionSummary
     {
-        let client = try await state.client()
-        let validator = try await state.validator()
+        let (client, validator) = try await state.prepare()
         let parameters = parameters ?? AuthorizationParameters(scopes: state.scopes)
         let tokens: TokenSet
         switch method {
@@ -371,22 +373,23 @@ public final class TokenManager: Sendable {
     }
 }
 
-/// The provider's metadata and the ID-token validator, made once on first use; the client made from
-/// the plan at every use (`SessionPlan.client(metadata:transport:registration:authentication:)`).
+/// The provider's metadata and its JWKS cache, made once on first use; the client made from the plan
+/// at every use (`SessionPlan.client(metadata:transport:registration:authentication:)`), and the
+/// ID-token validator with it (its HMAC secret is the client's of the moment).
 actor ClientState {
     nonisolated let plan: SessionPlan
     /// The app's own credentials; `nil`: the plan's references (or a session's registration), read at every use.
     let authentication: ClientAuthentication?
     let transport: any HTTPTransport
-    let idTokenKeys: JWKSCache.Persistence?
+    let idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)?
     let logger: Logger?
-    private var cached: (metadata: ProviderMetadata, validator: IDTokenValidator?)?
+    private var cached: (metadata: ProviderMetadata, jwks: JWKSCache?)?
 
     nonisolated var scopes: [String] { plan.scopes }
 
     init(
         plan: SessionPlan, authentication: ClientAuthentication?, transport: any HTTPTransport,
-        idTokenKeys: JWKSCache.Persistence?, logger: Logger?
+        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)?, logger: Logger?
     ) {
         self.plan = plan
         self.authentication = authentication
@@ -395,24 +398,33 @@ actor ClientState {
         self.logger = logger
     }
 
-    /// The client for `session` (its registration counts) or for a new login, and the validator.
-    func prepare(for session: OAuthSession? = nil) async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
-        let metadata: ProviderMetadata
-        if let cached {
-            metadata = cached.metadata
-        } else {
-            metadata = try await Discovery(transport: transport).metadata(for: plan.issuer, overrides: plan.endpoints)
+    /// The discovered metadata (with the plan's endpoints), fetched once.
+    func metadata() async throws -> ProviderMetadata { try await discovered().metadata }
+
+    private func discovered() async throws -> (metadata: ProviderMetadata, jwks: JWKSCache?) {
+        if let cached { return cached }
+        let metadata = try await Discovery(transport: transport).metadata(for: plan.issuer, overrides: plan.endpoints)
+        let jwks = metadata.jwksURI.map { url in
+            JWKSCache(url: url, transport: transport, persistence: idTokenKeys?(url))
         }
+        if let cached { return cached } // another call discovered it meanwhile: one cache for all
+        cached = (metadata, jwks)
+        return (metadata, jwks)
+    }
+
+    /// The client for `session` (its registration counts) or for a new login, and its validator.
+    func prepare(for session: OAuthSession? = nil) async throws -> (client: OAuthClient, validator: IDTokenValidator?) {
+        let (metadata, jwks) = try await discovered()
         var client = try plan.client(
             metadata: metadata, transport: transport, registration: session?.registration,
             authentication: authentication)
         client.logger = logger
-        if let cached { return (client, cached.validator) }
-        let validator = SessionEngine.idTokenValidator(for: client, persistence: idTokenKeys)
-        cached = (metadata, validator)
+        let validator = jwks.map { jwks in
+            SessionEngine.idTokenValidator(
+                metadata: metadata, clientID: client.clientID, authentication: client.authentication, jwks: jwks)
+        }
         return (client, validator)
     }
 
     func client() async throws -> OAuthClient { try await prepare().client }
-    func validator() async throws -> IDTokenValidator? { try await prepare().validator }
 }
