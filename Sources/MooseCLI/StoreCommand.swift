@@ -2,6 +2,7 @@ import ArgumentParser
 import MooseJWT
 import MooseOAuth
 import MooseSecretStore
+import MooseSQLiteStorage
 import MooseSealing
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -74,11 +75,24 @@ struct StoreOptions: ParsableArguments {
         return home + "/" + fallback
     }
 
-    /// The store: `--store`, else `$MOOSE_STORE`, else `$XDG_DATA_HOME/moose/store.sqlite`.
+    /// The variables `moose`'s default store and key depend on (read with `getenv`: no environment
+    /// dictionary is built on `moose token`'s fast path).
+    static var locationEnvironment: [String: String] {
+        var values: [String: String] = [:]
+        for name in ["MOOSE_STORE", "MOOSE_STORE_KEY", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "HOME"] {
+            if let value = getenv(name) { values[name] = String(cString: value) }
+        }
+        return values
+    }
+
+    /// The store: `--store`, else the library's default (`EncryptedSessionStorage.mooseStorePath`:
+    /// `$MOOSE_STORE`, else `$XDG_DATA_HOME/moose/store.sqlite`, else under `$HOME`), else a usage error.
     var resolvedStorePath: String {
         get throws {
             if let storePath { return storePath }
-            if let path = getenv("MOOSE_STORE").map({ String(cString: $0) }), !path.isEmpty { return path }
+            if let path = EncryptedSessionStorage.mooseStorePath(environment: StoreOptions.locationEnvironment) {
+                return path
+            }
             return try StoreOptions.xdg("XDG_DATA_HOME", fallback: ".local/share") + "/moose/store.sqlite"
         }
     }
@@ -106,7 +120,10 @@ struct StoreOptions: ParsableArguments {
             return .passphrase(passphrase)
         }
         if let keyFile { return .keyFile(keyFile) }
-        if let value = getenv("MOOSE_STORE_KEY"), value.pointee != 0 { return .environment("MOOSE_STORE_KEY") }
+        // The library's default (`EncryptedSessionStorage.mooseMasterKey`), which an app opening moose's store uses too.
+        if let source = EncryptedSessionStorage.mooseMasterKey(environment: StoreOptions.locationEnvironment) {
+            return source
+        }
         return .keyFile(try StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/store.key")
     }
 

@@ -34,7 +34,9 @@ public struct SecretStoreError: Error, Sendable, CustomStringConvertible {
     /// The underlying cause (a SQLite or libcrypto message), free of secrets.
     public let underlying: String?
 
-    init(_ code: Code, _ message: String, namespace: String? = nil, name: String? = nil, underlying: String? = nil) {
+    package init(
+        _ code: Code, _ message: String, namespace: String? = nil, name: String? = nil, underlying: String? = nil
+    ) {
         self.code = code
         self.message = message
         self.namespace = namespace

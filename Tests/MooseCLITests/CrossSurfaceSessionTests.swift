@@ -14,12 +14,13 @@ import Testing
 /// client secret in a file).
 @Suite(.serialized)
 struct CrossSurfaceSessionTests {
-    /// The CLI's store under `home`, opened by the library as an app would.
+    /// The CLI's store under `home`, opened by the library as an app would: where `moose` keeps it by
+    /// default (`EncryptedSessionStorage.moose`), in the environment `CLI.home` gave `moose`.
     static func storage(home: URL) throws -> EncryptedSessionStorage {
-        let store = try SecretStore(
-            path: home.appendingPathComponent("data/moose/store.sqlite").path,
-            masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
-        return EncryptedSessionStorage(store: store)
+        try EncryptedSessionStorage.moose(environment: [
+            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "MOOSE_STORE_KEY": ""
+        ])
     }
 
     @Test func aWorkloadSessionMadeByMooseLoginIsRenewedByAnAppsTokenManager() async throws {
