@@ -227,40 +227,36 @@ struct VerifyCommand: ParsableCommand {
         }
     }
 
-    /// The verifier a resource server for `--audience` at this issuer would run.
+    /// The verifier a resource server for `--audience` at this issuer would run (the library's
+    /// `ResourceServer(metadata:…)`); a metadata that cannot serve the check is exit 1.
     func resourceServer(_ metadata: ProviderMetadata, transport: CurlTransport) throws -> ResourceServer {
         let algorithms =
             alg.isEmpty
             ? Set(JWTAlgorithm.allCases.filter { $0.keyFamily != .hmac })
             : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
-        let configuration = ResourceServerConfiguration(
-            issuer: metadata.issuer, resource: audience, algorithms: algorithms,
-            acceptedTokenTypes: tokenType.isEmpty ? ["at+jwt"] : tokenType, leeway: leeway)
-        let keys: any AccessTokenKeySource
-        if let jwksURI = metadata.jwksURI {
-            keys = JWKSCache(url: jwksURI, transport: transport)
-        } else if introspect {
-            keys = StaticAccessTokenKeys([]) // opaque tokens only: a JWT finds no key and is refused
-        } else {
+        // --introspect comes with --client-id and its secret (validate()). Neither the secret nor the
+        // token is kept: one process, one check.
+        let introspection =
+            introspect
+            ? ResourceServer.IntrospectionClient(
+                clientID: clientID ?? "", clientSecret: try clientSecret(),
+                authentication: clientAuth == "post" ? .post : .basic) : nil
+        let tokenTypes = tokenType.isEmpty ? ["at+jwt"] : tokenType
+        let leeway = self.leeway
+        do {
+            return try ResourceServer(
+                metadata: metadata, resource: audience, algorithms: algorithms, transport: transport,
+                introspection: introspection
+            ) {
+                $0.acceptedTokenTypes = tokenTypes
+                $0.leeway = leeway
+            }
+        } catch let error as OAuthError {
             throw CLIError.failed(
-                "issuer \(metadata.issuer) publishes no jwks_uri: its JWT access tokens cannot be verified "
-                    + "(opaque tokens: --introspect)")
+                error.code == OAuthError.missingEndpoint && metadata.jwksURI == nil
+                    ? error.message.replacing("(opaque tokens: introspection)", with: "(opaque tokens: --introspect)")
+                    : error.message)
         }
-        guard introspect, let clientID else { return ResourceServer(configuration: configuration, keys: keys) }
-        guard let endpoint = metadata.introspectionEndpoint else {
-            throw CLIError.failed(
-                "issuer \(metadata.issuer) publishes no introspection_endpoint (RFC 7662); --introspect cannot be used")
-        }
-        guard TransportSecurity.permits(endpoint) else {
-            throw CLIError.failed(
-                "the introspection endpoint \(endpoint.absoluteString) is plain http to another machine; refusing to send the secret"
-            )
-        }
-        // Neither the secret nor the token is kept: one process, one check.
-        let introspector = TokenIntrospector(
-            endpoint: endpoint, clientID: clientID, clientSecret: try clientSecret(),
-            authentication: clientAuth == "post" ? .post : .basic, transport: transport)
-        return ResourceServer(configuration: configuration, keys: keys, introspector: introspector)
     }
 
     /// The introspection client's secret, from its variable or file (whitespace around it dropped).

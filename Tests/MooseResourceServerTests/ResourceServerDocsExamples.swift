@@ -12,18 +12,16 @@ func resourceServerAtStartUp() async throws -> ResourceServer {
     // docs/resource-server.md setup begins
     let transport = CurlTransport()
     let provider = try await Discovery.fetch(issuer: "https://id.example.com", transport: transport)
-    guard let jwksURI = provider.jwksURI else {
-        throw OAuthError(OAuthError.invalidConfiguration, "the issuer publishes no jwks_uri")
-    }
     // What this API publishes (RFC 9728): serve document.json at document.wellKnownPath, no token needed.
     let document = ProtectedResourceDocument(
         resource: "https://api.example.com", authorizationServers: [provider.issuer],
         scopesSupported: ["api.read"], dpopSigningAlgorithms: ["ES256", "EdDSA"])
-    var configuration = ResourceServerConfiguration(
-        issuer: provider.issuer, resource: "https://api.example.com",
-        algorithms: [.rs256, .es256])
-    configuration.resourceMetadataURL = document.url // resource_metadata in every challenge
-    let server = ResourceServer(configuration: configuration, keys: JWKSCache(url: jwksURI, transport: transport))
+    // The issuer's exact iss and its keys (jwks_uri; a provider without one is missingEndpoint).
+    let server = try ResourceServer(
+        metadata: provider, resource: "https://api.example.com", algorithms: [.rs256, .es256], transport: transport
+    ) { configuration in
+        configuration.resourceMetadataURL = document.url // resource_metadata in every challenge
+    }
     // docs/resource-server.md setup ends
     return server
 }

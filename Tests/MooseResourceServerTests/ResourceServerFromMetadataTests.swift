@@ -1,0 +1,53 @@
+import Foundation
+import MooseHTTP
+import MooseJWT
+import MooseOAuth
+import MooseResourceServer
+import Testing
+
+/// `ResourceServer(metadata:…)`: what a provider's metadata lacks is said before any token arrives.
+@Suite struct ResourceServerFromMetadataTests {
+    static let client = ResourceServer.IntrospectionClient(clientID: "api", clientSecret: "s")
+
+    static func code(_ body: () throws -> ResourceServer) -> OAuthError.Code? {
+        do {
+            _ = try body()
+            return nil
+        } catch let error as OAuthError {
+            return error.code
+        } catch {
+            return OAuthError.Code(named: "other")
+        }
+    }
+
+    @Test func whatTheMetadataLacksIsSaid() throws {
+        let transport = CurlTransport()
+        let bare = ProviderMetadata(issuer: "https://id.example.com")
+        #expect(
+            Self.code {
+                try ResourceServer(metadata: bare, resource: "https://api", algorithms: [.es256], transport: transport)
+            } == OAuthError.missingEndpoint)
+        #expect(
+            Self.code {
+                try ResourceServer(
+                    metadata: bare, resource: "https://api", algorithms: [.es256], transport: transport,
+                    introspection: Self.client)
+            } == OAuthError.missingEndpoint)
+        let plain = ProviderMetadata(
+            issuer: "https://id.example.com", introspectionEndpoint: URL(string: "http://id.example.com/introspect"))
+        #expect(
+            Self.code {
+                try ResourceServer(
+                    metadata: plain, resource: "https://api", algorithms: [.es256], transport: transport,
+                    introspection: Self.client)
+            } == OAuthError.insecureEndpoint)
+        let keyed = ProviderMetadata(
+            issuer: "https://id.example.com/", jwksURI: URL(string: "https://id.example.com/jwks"))
+        let server = try ResourceServer(
+            metadata: keyed, resource: "https://api", algorithms: [.es256], transport: transport
+        ) { $0.dpop = .required }
+        // The metadata's issuer exactly (its trailing slash too), and the caller's changes kept.
+        #expect(server.configuration.issuer == "https://id.example.com/")
+        #expect(server.configuration.dpop == .required && server.configuration.acceptedTokenTypes == ["at+jwt"])
+    }
+}
