@@ -4,8 +4,8 @@ public import MooseOAuth
 
 extension ResourceServer {
     /// How a resource server authenticates at its authorization server's introspection endpoint
-    /// (RFC 7662 §2.1: it is a client there too).
-    public struct IntrospectionClient: Sendable {
+    /// (RFC 7662 §2.1: it is a client there too). Its `description` never shows the secret.
+    public struct IntrospectionClient: Sendable, CustomStringConvertible {
         /// The resource server's client id at the authorization server.
         public var clientID: String
         /// Its secret.
@@ -26,6 +26,9 @@ extension ResourceServer {
             self.clientSecret = clientSecret
             self.authentication = authentication
         }
+
+        /// The client id and how the secret is sent; never the secret.
+        public var description: String { "IntrospectionClient(\(clientID), \(authentication), secret redacted)" }
     }
 
     /// A verifier for `resource` set up from its authorization server's metadata: tokens must name its

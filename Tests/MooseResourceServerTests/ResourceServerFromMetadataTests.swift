@@ -20,6 +20,12 @@ import Testing
         }
     }
 
+    @Test func theIntrospectionSecretIsNeverDescribed() {
+        let client = ResourceServer.IntrospectionClient(clientID: "api", clientSecret: "s3cret-value")
+        #expect(!"\(client)".contains("s3cret-value") && !String(reflecting: client).contains("s3cret-value"))
+        #expect("\(client)".contains("api"))
+    }
+
     @Test func whatTheMetadataLacksIsSaid() throws {
         let transport = CurlTransport()
         let bare = ProviderMetadata(issuer: "https://id.example.com")
