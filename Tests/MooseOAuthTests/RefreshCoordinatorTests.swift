@@ -406,6 +406,30 @@ struct RefreshCoordinatorRobustnessTests {
         #expect(try await client.refresh(stored.tokens).refreshToken != nil)
     }
 
+    /// A refresher whose lease lapsed while nobody else took it (a starved machine missed the
+    /// renewals) commits its answer at once, by compare-and-set alone: the store holds the rotated
+    /// refresh token before the caller is handed the new access token — not later, from a
+    /// background retry that dies with a dropped coordinator (CI's ASan run, 2026-11-28).
+    @Test func aLapsedLeaseNobodyTookCommitsBeforeTheTokenIsHandedOut() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let client = fixture.client, sessions = fixture.sessions
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.leaseTTL = 0.3
+        let noRenewals = FaultyStorage(sessions, failingSaves: 0, failingRenewals: true)
+        let slow = RefreshCoordinator(key: "default", storage: noRenewals, configuration: configuration) { old in
+            try await Task.sleep(nanoseconds: 600_000_000) // twice the lease's ttl, never renewed
+            return try await client.refresh(old)
+        }
+        let token = try await slow.refreshNow()
+        let stored = try #require(try sessions.loadNow("default")?.session)
+        #expect(stored.tokens.accessToken == token.value, "the answer was handed out before it was stored")
+        #expect(stored.attributes[RefreshCoordinator.rotationAttribute] == nil)
+        #expect(stored.state == .active)
+        // The committed refresh token is the live one at the provider.
+        #expect(try await client.refresh(stored.tokens).refreshToken != nil)
+    }
+
     @Test func aRefresherKilledWhileHoldingTheLeaseDelaysButLosesNothing() async throws {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }

@@ -217,7 +217,10 @@ extension RefreshCoordinator {
         do {
             try await storage.save(session, key: key, expectedGeneration: generation, lease: lease)
         } catch {
-            if let theirs = try await commitRefused(session, spent: spent, generation: generation, epoch: started) {
+            let leaseLapsed = (error as? OAuthError)?.code == OAuthError.leaseLost
+            if let theirs = try await commitRefused(
+                session, spent: spent, generation: generation, leaseLapsed: leaseLapsed, epoch: started)
+            {
                 return theirs
             }
         }
@@ -226,9 +229,10 @@ extension RefreshCoordinator {
 
     /// The commit of `session` (the refresh of `spent`, read at `generation`) was refused: the tokens
     /// to hand out instead, or `nil` when ours stand (committed over a lapsed lease, or kept in memory
-    /// and written in the background — never a rotated refresh token dropped).
+    /// and written in the background — never a rotated refresh token dropped). `leaseLapsed`: the
+    /// storage refused the write because our lease had lapsed, not because it could not write.
     private func commitRefused(
-        _ session: OAuthSession, spent: TokenSet, generation: Int64,
+        _ session: OAuthSession, spent: TokenSet, generation: Int64, leaseLapsed: Bool,
         epoch started: Int64
     ) async throws -> AccessToken? {
         // Someone else's tokens landed first (our lease lapsed and another holder committed):
@@ -238,11 +242,11 @@ extension RefreshCoordinator {
         switch reread {
         case .some(.some(let other))
         where Self.same(other.session.tokens.refreshToken, spent.refreshToken)
-            && other.generation != generation:
-            // Our lease lapsed and another holder took it, but nobody committed a successor of the
-            // refresh token we spent: the provider answered us first, so ours are the live tokens
-            // (the other refresh is refused, or its answer waits for ours). Written over the
-            // other holder's record, by compare-and-set alone.
+            && (other.generation != generation || leaseLapsed):
+            // Our lease lapsed (and maybe another holder took it), but nobody committed a successor
+            // of the refresh token we spent: the provider answered us first, so ours are the live
+            // tokens (any other refresh is refused, or its answer waits for ours). Written at once,
+            // over any other holder's record, by compare-and-set alone — before they are handed out.
             switch await commitOverLapsedLease(session, spent: spent.refreshToken, over: other) {
             case .committed: break
             case .superseded(let winner) where winner.session.state == .active:
