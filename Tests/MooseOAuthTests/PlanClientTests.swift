@@ -44,6 +44,38 @@ import Testing
         }
     }
 
+    /// A registered client whose secret expired (RFC 7591 `client_secret_expires_at`) sends nothing:
+    /// the provider could only answer `invalid_client`, whose hint (check the secret) is the wrong
+    /// fix. The next step named is a new login, which registers anew.
+    @Test func aRegistrationWhoseSecretExpiredAsksForANewLogin() throws {
+        let plan = SessionPlan(name: "mcp", issuer: "https://id.example.com", clientID: "registered-1", scopes: [])
+        var expired = RegisteredClient(
+            issuer: "https://id.example.com", clientID: "registered-1", clientSecret: "s3cret")
+        expired.clientSecretExpiresAt = Date().addingTimeInterval(-1)
+        do {
+            _ = try plan.client(metadata: Self.metadata, transport: CurlTransport(), registration: expired)
+            Issue.record("a client was made with an expired secret")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.needsLogin)
+            #expect(error.message.contains("log in again"))
+        }
+        // Not yet expired, or a public registration (no secret to expire): used as before.
+        var live = expired
+        live.clientSecretExpiresAt = Date().addingTimeInterval(3600)
+        let used = try plan.client(metadata: Self.metadata, transport: CurlTransport(), registration: live)
+        guard case .clientSecretBasic("s3cret") = used.authentication else {
+            Issue.record("a registration with a secret still valid was not used")
+            return
+        }
+        var publicClient = expired
+        publicClient.clientSecret = nil
+        let anyone = try plan.client(metadata: Self.metadata, transport: CurlTransport(), registration: publicClient)
+        guard case .none = anyone.authentication else {
+            Issue.record("a public registration was refused for an expiry that concerns secrets only")
+            return
+        }
+    }
+
     @Test func aNameThatIsNoDPoPAlgorithmIsAConfigurationError() {
         var plan = SessionPlan(name: "x", issuer: "https://id.example.com", clientID: "c", scopes: [])
         for name in ["HS256-not-a-dpop-alg", "HS256", "none"] {

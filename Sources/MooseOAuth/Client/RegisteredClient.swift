@@ -63,6 +63,19 @@ public struct RegisteredClient: Sendable, Codable, Hashable, CustomStringConvert
         return clientSecretExpiresAt <= now
     }
 
+    /// How this client authenticates to renew tokens issued to it: `authentication`, unless its
+    /// secret has expired — then no request is sent (it could only be refused as `invalid_client`,
+    /// whose hint points at the wrong fix) and the next step is a new login, which registers anew.
+    func renewalAuthentication(at now: Date = Date()) throws -> ClientAuthentication {
+        guard !secretHasExpired(at: now) else {
+            throw OAuthError(
+                OAuthError.needsLogin,
+                "the secret of the client registered for this session expired (client_secret_expires_at): "
+                    + "log in again, which registers the client anew")
+        }
+        return authentication
+    }
+
     /// `true` when a login may use `redirectURI` with this registration: it is registered exactly, or
     /// (RFC 8252 §7.3) it is a loopback URI and the same URI without a port is registered.
     public func allows(redirectURI: String) -> Bool {

@@ -299,7 +299,7 @@ struct ResourceRefresher: Sendable {
         }
         var client = OAuthClient(
             metadata: metadata, clientID: session.clientID,
-            authentication: session.registration?.authentication ?? settings.identity.authentication,
+            authentication: try session.registration?.renewalAuthentication() ?? settings.identity.authentication,
             transport: settings.transport)
         client.resource = resource
         client.logger = settings.logger

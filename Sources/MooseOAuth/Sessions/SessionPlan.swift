@@ -346,7 +346,9 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     ///     registration's or the plan's references.
     /// - Returns: a client ready for the token, revocation and end-session endpoints.
     /// - Throws: `OAuthError.invalidConfiguration` when a reference cannot be read (see
-    ///   `clientAuthentication()`) or the plan names an unknown DPoP algorithm.
+    ///   `clientAuthentication()`) or the plan names an unknown DPoP algorithm;
+    ///   `OAuthError.needsLogin` when the registration's secret has expired
+    ///   (`RegisteredClient.secretHasExpired(at:)`): a new login registers anew.
     public func client(
         metadata: ProviderMetadata, transport: any HTTPTransport, registration: RegisteredClient? = nil,
         authentication: ClientAuthentication? = nil
@@ -357,7 +359,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         } else if let registration, registration.clientID.utf8.elementsEqual(clientID.utf8),
             registration.issuer.utf8.elementsEqual(metadata.issuer.utf8)
         {
-            chosen = registration.authentication
+            chosen = try registration.renewalAuthentication()
         } else {
             chosen = try clientAuthentication()
         }
