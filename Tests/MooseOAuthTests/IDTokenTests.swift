@@ -15,6 +15,7 @@ final class FakeJWKS: HTTPTransport, @unchecked Sendable {
             keys: try zip(keys, kids).map { try JWK(publicKey: $0.publicKey(), keyID: $1, algorithm: .rs256) })
         state.withLock { $0.document = Data(jwks.json.utf8) }
     }
+    func serve(_ document: Data) { state.withLock { $0.document = document } }
     var fetches: Int { state.withLock { $0.fetches } }
     func send(_ request: APIRequest) async throws -> APIResponse {
         let document = state.withLock { state -> Data in
@@ -93,6 +94,26 @@ struct IDTokenTests {
         // Identities are compared code point for code point: an NFD issuer is not the NFC one.
         await expectRejected(
             try mint(["iss": "https://id.example.com/cafe\u{301}"]), fake: fake, because: JWTError.issuerMismatch)
+    }
+
+    /// A `jwks_uri` answering something that is no key set (an HTML error page with 200) is an
+    /// `OAuthError` with its class (`invalidResponse`: the provider's fault), not a bare `JWTError`
+    /// a refresh would pass through without a next step.
+    @Test func aJWKSDocumentThatIsNoKeySetIsAClassedError() async throws {
+        for document in ["<html>maintenance</html>", "[]", #"{"keys":"none"}"#] {
+            let fake = FakeJWKS()
+            fake.serve(Data(document.utf8))
+            do {
+                try await validator(fake).validate(try mint([:]), nonce: "n-123")
+                Issue.record("validated against \(document)")
+            } catch let error as OAuthError {
+                #expect(error.code == OAuthError.invalidResponse, "\(document): \(error)")
+                #expect(error.errorClass == .protocolViolation)
+                #expect(error.underlying is JWTError)
+            } catch {
+                Issue.record("\(document): an unclassed \(type(of: error)) escaped: \(error)")
+            }
+        }
     }
 
     @Test func atHashIsCheckedWhenAnAccessTokenCameWithTheIDToken() async throws {

@@ -75,8 +75,8 @@ public struct IDTokenValidator: Sendable {
     /// - Throws: `OAuthError.invalidIDToken` whose `underlying` is the specific `JWTError`
     ///   (`issuerMismatch`, `audienceMismatch`, `expired`, `invalidSignature`, `unknownKey`…) or, for the
     ///   nonce, `azp`, extra-audience and `at_hash` rules, a message naming the rule. Fetching the JWKS
-    ///   can fail on its own: `OAuthError` with `transient`, `tls` or `discovery` (see
-    ///   `JWKSCache.keys(for:)`), or a `JWTError` for a JWKS document that does not parse.
+    ///   can fail on its own: `OAuthError` with `transient`, `tls`, `discovery`, or `invalidResponse`
+    ///   for a JWKS document that does not parse (see `JWKSCache.keys(for:)`).
     @discardableResult
     public func validate(_ token: String, nonce: String?) async throws -> JWTClaims {
         try await validate(token, nonce: nonce, accessToken: nil, serverClockOffset: nil)

@@ -65,9 +65,10 @@ public actor JWKSCache {
     /// - Parameter kid: the token's `kid`; `nil`: the cached keys as they are (fetched on first use).
     /// - Returns: every verification key of the set (symmetric keys left out), not only `kid`'s; the
     ///   verifier picks the key. May lack `kid` while the cooldown runs.
-    /// - Throws: `OAuthError` with `transient` (a 5xx answer, an unreachable host), `tls`, or `discovery`
-    ///   (another non-200 answer); `JWTError` for a document that is not a JWKS (not a JSON object, a
-    ///   `keys` member that is not an array); unusable keys in it are skipped.
+    /// - Throws: `OAuthError` with `transient` (a 5xx answer, an unreachable host), `tls`, `discovery`
+    ///   (another non-200 answer), or `invalidResponse` (its `underlying` the `JWTError`) for a document
+    ///   that is not a JWKS (not a JSON object, a `keys` member that is not an array); unusable keys in
+    ///   it are skipped.
     public func keys(for kid: String?) async throws -> [JWTKey] {
         if fetchedAt == nil, let saved = persistence?.load(), let parsed = try? Self.parse(saved.document) {
             keys = parsed
@@ -94,7 +95,13 @@ public actor JWKSCache {
                     response.status.code >= 500 ? OAuthError.transient : OAuthError.discovery,
                     "\(url.redactedForLogs) answered HTTP \(response.status.code)", status: response.status.code)
             }
-            let keys = try JWKSCache.parse(Array(response.body))
+            let keys: [JWTKey]
+            do { keys = try JWKSCache.parse(Array(response.body)) } catch {
+                // Classed (a provider answering something that is no key set), not a bare JWTError.
+                throw OAuthError(
+                    OAuthError.invalidResponse, "\(url.redactedForLogs) answered a document that is not a JWK Set",
+                    underlying: error)
+            }
             persistence?.save(Array(response.body), Date())
             return keys
         }
