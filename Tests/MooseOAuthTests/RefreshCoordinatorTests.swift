@@ -309,6 +309,33 @@ struct RefreshCoordinatorRobustnessTests {
         _ = try await client.refresh(stored.tokens)
     }
 
+    /// The same failed write, and the app lets go of its coordinator at once (a view model closed, a
+    /// request handler done): the background retry keeps it alive until the rotated refresh token is
+    /// written — a dropped coordinator does not drop a rotation.
+    @Test func aCoordinatorLetGoWithAPendingWriteStillWritesIt() async throws {
+        let fixture = try await CoordinatorFixture()
+        defer { fixture.cleanUp() }
+        let client = fixture.client, sessions = fixture.sessions
+        let faulty = FaultyStorage(sessions, failingSaves: 1)
+        let fresh = Mutex<TokenSet?>(nil)
+        var coordinator: RefreshCoordinator? = RefreshCoordinator(key: "default", storage: faulty) { old in
+            let rotated = try await client.refresh(old)
+            fresh.withLock { $0 = rotated }
+            return rotated
+        }
+        _ = try await coordinator?.accessToken()
+        #expect(await coordinator?.hasPendingWrite == true, "the injected write failure did not happen")
+        coordinator = nil
+        let rotated = try #require(fresh.withLock { $0 })
+        let deadline = Date().addingTimeInterval(20)
+        while try sessions.loadNow("default")?.session.tokens.refreshToken != rotated.refreshToken, Date() < deadline {
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        #expect(
+            try sessions.loadNow("default")?.session.tokens.refreshToken == rotated.refreshToken,
+            "the rotated refresh token died with the coordinator")
+    }
+
     /// A refresh slower than the lease's ttl keeps its lease (renewed while it runs): another
     /// "process" waits for it and adopts its tokens instead of refreshing a second time.
     @Test func aSlowRefreshKeepsItsLeaseAndNoSecondRefreshHappens() async throws {

@@ -11,17 +11,22 @@ extension RefreshCoordinator {
     /// compare-and-set on the generation they were refreshed from: a newer session in the storage
     /// wins, and a session wiped meanwhile (a logout) stays wiped.
     func flushPendingWrite() async -> Bool {
-        guard let pending = pendingWrite else { return true }
-        do {
-            guard let expected = pending.expectedGeneration else { pendingWrite = nil; return true }
-            try await storage.save(pending.session, key: key, expectedGeneration: expected, lease: nil)
-        } catch let error as OAuthError where error.code == OAuthError.storageConflict {
-            // Superseded (a newer session, or none): nothing of ours to write any more.
-        } catch {
+        let pending = pendingWrite
+        if let pending, let expected = pending.expectedGeneration {
+            do {
+                try await storage.save(pending.session, key: key, expectedGeneration: expected, lease: nil)
+            } catch let error as OAuthError where error.code == OAuthError.storageConflict {
+                // Superseded (a newer session, or none): nothing of ours to write any more.
+            } catch {
+                return false
+            }
+        }
+        // Tokens left pending by a refresh that ran while this write was on its way are not dropped.
+        guard Self.same(pendingWrite?.session.tokens.accessToken, pending?.session.tokens.accessToken) else {
             return false
         }
         pendingWrite = nil
-        writeRetry = nil
+        writeRetry = nil // the retry task, which holds this coordinator, ends with nothing pending
         return true
     }
 
@@ -46,16 +51,17 @@ extension RefreshCoordinator {
     }
 
     /// Retries the pending write in the background (one retry task at a time), backing off from
-    /// ¼ s to 30 s, until it is written or superseded.
+    /// ¼ s to 30 s, until it is written or superseded. The task holds the coordinator: an app that
+    /// lets go of it meanwhile does not drop the rotated refresh token with it (the coordinator is
+    /// released once the write is done).
     func scheduleWriteRetry() {
         guard writeRetry == nil else { return }
         let sleep = sleeper
-        writeRetry = Task { [weak self] in
+        writeRetry = Task { [self] in
             var delay = 0.25
             while !Task.isCancelled {
                 try? await sleep(delay)
-                guard let self else { return }
-                if await self.flushPendingWrite() { return }
+                if await flushPendingWrite() { return }
                 delay = min(delay * 2, 30)
             }
         }
