@@ -65,6 +65,23 @@ struct CoordinatorFixture {
     }
 
     func cleanUp() { try? FileManager.default.removeItem(at: folder) }
+
+    /// A short lease (0.3 s) for the lapsed-lease tests.
+    static var shortLease: RefreshCoordinator.Configuration {
+        var configuration = RefreshCoordinator.Configuration()
+        configuration.leaseTTL = 0.3
+        return configuration
+    }
+
+    /// A coordinator on the real storage whose lease (`shortLease`) is never renewed: it lapses during
+    /// any refresh slower than 0.3 s.
+    func lapsingCoordinator(_ refresh: @escaping @Sendable (TokenSet) async throws -> TokenSet)
+        -> RefreshCoordinator
+    {
+        let noRenewals = FaultyStorage(sessions, failingSaves: 0, failingRenewals: true)
+        return RefreshCoordinator(
+            key: "default", storage: noRenewals, configuration: Self.shortLease, refresher: refresh)
+    }
 }
 
 struct RefreshCoordinatorTests {
@@ -367,11 +384,9 @@ struct RefreshCoordinatorRobustnessTests {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         let sessions = fixture.sessions, original = fixture.original
-        var configuration = RefreshCoordinator.Configuration()
-        configuration.leaseTTL = 0.3
-        let noRenewals = FaultyStorage(sessions, failingSaves: 0, failingRenewals: true)
+        let configuration = CoordinatorFixture.shortLease
         let started = Mutex(false)
-        let loser = RefreshCoordinator(key: "default", storage: noRenewals, configuration: configuration) { old in
+        let loser = fixture.lapsingCoordinator { old in
             started.withLock { $0 = true }
             // The order is the point, not the timing: the loser's answer comes after the winner's commit.
             let deadline = Date().addingTimeInterval(60)
@@ -380,7 +395,7 @@ struct RefreshCoordinatorRobustnessTests {
             {
                 try await Task.sleep(nanoseconds: 20_000_000)
             }
-            var graced = old.tokens
+            var graced = old
             graced.accessToken = "graced-" + UUID().uuidString
             graced.refreshToken = "graced-" + UUID().uuidString
             graced.expiresAt = Date().addingTimeInterval(300)
@@ -403,11 +418,9 @@ struct RefreshCoordinatorRobustnessTests {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         let client = fixture.client, sessions = fixture.sessions
-        var configuration = RefreshCoordinator.Configuration()
-        configuration.leaseTTL = 0.3
-        let noRenewals = FaultyStorage(sessions, failingSaves: 0, failingRenewals: true)
+        let configuration = CoordinatorFixture.shortLease
         let started = Mutex(false), takenOver = Mutex(false), answered = Mutex(false)
-        let lapsed = RefreshCoordinator(key: "default", storage: noRenewals, configuration: configuration) { old in
+        let lapsed = fixture.lapsingCoordinator { old in
             started.withLock { $0 = true }
             while !takenOver.withLock({ $0 }) { try await Task.sleep(nanoseconds: 10_000_000) }
             let rotated = try await client.refresh(old)
@@ -441,10 +454,7 @@ struct RefreshCoordinatorRobustnessTests {
         let fixture = try await CoordinatorFixture()
         defer { fixture.cleanUp() }
         let client = fixture.client, sessions = fixture.sessions
-        var configuration = RefreshCoordinator.Configuration()
-        configuration.leaseTTL = 0.3
-        let noRenewals = FaultyStorage(sessions, failingSaves: 0, failingRenewals: true)
-        let slow = RefreshCoordinator(key: "default", storage: noRenewals, configuration: configuration) { old in
+        let slow = fixture.lapsingCoordinator { old in
             try await Task.sleep(nanoseconds: 600_000_000) // twice the lease's ttl, never renewed
             return try await client.refresh(old)
         }
