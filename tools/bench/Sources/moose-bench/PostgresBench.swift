@@ -42,6 +42,43 @@ enum PostgresBench {
     }
 
     /// Only the 16 × 100 row, `runs` times (its spread on a shared machine is wide).
+    /// `moose-bench pg-ops`: the storage's own steps, uncontended, one after another (ms per step): a
+    /// read, a lease taken and released, and a refresher's whole storage path (lease, read,
+    /// compare-and-set, release) — to set against the herd's added time.
+    static func runOps() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let base = environment["MOOSE_PG_URL"] else { return }
+        let key = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
+        let schema = "bench_ops_" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        try await withStorages([base + "?schema=\(schema)&pool_max=4"], key: key) { storages in
+            let storage = storages[0]
+            var tokens = TokenSet(accessToken: String(repeating: "a", count: 800), expiresAt: Date())
+            tokens.refreshToken = String(repeating: "r", count: 40)
+            tokens.idToken = String(repeating: "i", count: 900)
+            let session = OAuthSession(issuer: "https://x", clientID: "c", tokens: tokens)
+            _ = try await storage.replace(session, key: "p")
+            func time(_ what: String, _ n: Int, _ body: () async throws -> Void) async rethrows {
+                let t = DispatchTime.now().uptimeNanoseconds
+                for _ in 0..<n { try await body() }
+                print(what, f(ms(t) / Double(n)), "ms")
+            }
+            for _ in 0..<2 {
+                try await time("load", 200) { _ = try await storage.load("p") }
+                try await time("lease+release", 200) {
+                    let lease = try await storage.acquireLease("refresh:p", ttl: 5, timeout: 1)
+                    try await storage.releaseLease(lease)
+                }
+                try await time("lease+save+release", 200) {
+                    let lease = try await storage.acquireLease("refresh:p", ttl: 5, timeout: 1)
+                    let stored = try await storage.load("p")
+                    _ = try await storage.save(session, key: "p", expectedGeneration: stored?.generation, lease: lease)
+                    try await storage.releaseLease(lease)
+                }
+            }
+        }
+        await dropSchema(base, schema)
+    }
+
     static func runHerd(runs: Int) async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let base = environment["MOOSE_PG_URL"], let issuer = environment["MOOSE_IDP_ISSUER"] else { return }

@@ -232,6 +232,7 @@ if mode == "all" || mode == "grants" {
 if mode == "all" || mode == "postgres" {
     try await PostgresBench.run()
 }
+if mode == "pg-ops" { try await PostgresBench.runOps() }
 if mode == "postgres-herd" {
     try await PostgresBench.runHerd(runs: Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 3)
 }
