@@ -99,10 +99,7 @@ struct StoreOptions: ParsableArguments {
 
     /// `true` when the store is a PostgreSQL database (`postgres://…`, `postgresql://…`), not a file.
     var isPostgres: Bool {
-        get throws {
-            let prefix = try resolvedStorePath.prefix(16).lowercased()
-            return prefix.hasPrefix("postgres://") || prefix.hasPrefix("postgresql://")
-        }
+        get throws { EncryptedSessionStorage.namesPostgreSQLDatabase(try resolvedStorePath) }
     }
 
     func keySource() throws -> MasterKeySource {

@@ -87,7 +87,7 @@ extension ResourceServer {
         guard TransportSecurity.permits(endpoint) else {
             throw OAuthError(
                 OAuthError.insecureEndpoint,
-                "the introspection endpoint \(endpoint.absoluteString) is plain http to another machine; "
+                "the introspection endpoint \(endpoint.redactedForLogs) is plain http to another machine; "
                     + "refusing to send the secret")
         }
         let introspector = TokenIntrospector(

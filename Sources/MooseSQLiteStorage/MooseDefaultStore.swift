@@ -39,6 +39,13 @@ extension EncryptedSessionStorage {
         return nil
     }
 
+    /// `true` when `location` (a `--store` or `MOOSE_STORE` value) is a PostgreSQL URL —
+    /// `postgres://` or `postgresql://`, in any case — not a file path.
+    package static func namesPostgreSQLDatabase(_ location: String) -> Bool {
+        let lowered = location.prefix(16).lowercased()
+        return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
+    }
+
     /// The sessions `moose login` made, opened as `moose` opens them by default (`mooseStorePath`,
     /// `mooseMasterKey`): an app renews them with `TokenManager.open(key:storage:transport:)`, and
     /// `moose token` hands out the app's.
@@ -65,8 +72,7 @@ extension EncryptedSessionStorage {
                 "moose's store has no default location here: set HOME (or XDG_DATA_HOME and XDG_CONFIG_HOME), "
                     + "or MOOSE_STORE and MOOSE_STORE_KEY")
         }
-        let lowered = path.prefix(16).lowercased()
-        guard !lowered.hasPrefix("postgres://"), !lowered.hasPrefix("postgresql://") else {
+        guard !namesPostgreSQLDatabase(path) else {
             throw SecretStoreError(
                 SecretStoreError.invalidArgument,
                 "MOOSE_STORE names a PostgreSQL database: open it with MoosePostgres (PostgresSessionStorage)")

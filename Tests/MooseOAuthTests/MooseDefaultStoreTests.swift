@@ -7,29 +7,23 @@ import Testing
 /// the same rules as the CLI's (`StoreOptions`), never a path under the current directory.
 @Suite struct MooseDefaultStoreTests {
     @Test func theStoreAndKeyAreFoundWhereMooseKeepsThem() {
-        let home = ["HOME": "/home/ada"]
-        #expect(
-            EncryptedSessionStorage.mooseStorePath(environment: home) == "/home/ada/.local/share/moose/store.sqlite")
-        guard
-            case .keyFile("/home/ada/.config/moose/store.key")? = EncryptedSessionStorage.mooseMasterKey(
-                environment: home)
-        else {
-            Issue.record("the key file is not under HOME's .config")
-            return
-        }
-        let xdg = ["HOME": "/home/ada", "XDG_DATA_HOME": "/data", "XDG_CONFIG_HOME": "/config"]
-        #expect(EncryptedSessionStorage.mooseStorePath(environment: xdg) == "/data/moose/store.sqlite")
-        guard case .keyFile("/config/moose/store.key")? = EncryptedSessionStorage.mooseMasterKey(environment: xdg)
-        else {
-            Issue.record("XDG_CONFIG_HOME is not used")
-            return
-        }
-        let explicit = ["HOME": "/home/ada", "MOOSE_STORE": "/srv/moose.sqlite", "MOOSE_STORE_KEY": "c2VjcmV0"]
-        #expect(EncryptedSessionStorage.mooseStorePath(environment: explicit) == "/srv/moose.sqlite")
-        guard case .environment("MOOSE_STORE_KEY")? = EncryptedSessionStorage.mooseMasterKey(environment: explicit)
-        else {
-            Issue.record("MOOSE_STORE_KEY is not used")
-            return
+        let cases: [(environment: [String: String], store: String, key: String)] = [
+            (
+                ["HOME": "/home/ada"], "/home/ada/.local/share/moose/store.sqlite",
+                "key file /home/ada/.config/moose/store.key"
+            ),
+            (
+                ["HOME": "/home/ada", "XDG_DATA_HOME": "/data", "XDG_CONFIG_HOME": "/config"],
+                "/data/moose/store.sqlite", "key file /config/moose/store.key"
+            ),
+            (
+                ["HOME": "/home/ada", "MOOSE_STORE": "/srv/moose.sqlite", "MOOSE_STORE_KEY": "c2VjcmV0"],
+                "/srv/moose.sqlite", "environment variable MOOSE_STORE_KEY"
+            )
+        ]
+        for (environment, store, key) in cases {
+            #expect(EncryptedSessionStorage.mooseStorePath(environment: environment) == store, "\(environment)")
+            #expect(EncryptedSessionStorage.mooseMasterKey(environment: environment)?.description == key)
         }
         // Relative or empty bases are not used: never a store or a key under the current directory.
         for environment in [["HOME": "relative"], ["XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": ""], [:]] {

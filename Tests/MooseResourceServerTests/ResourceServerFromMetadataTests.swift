@@ -29,24 +29,21 @@ import Testing
     @Test func whatTheMetadataLacksIsSaid() throws {
         let transport = CurlTransport()
         let bare = ProviderMetadata(issuer: "https://id.example.com")
-        #expect(
-            Self.code {
-                try ResourceServer(metadata: bare, resource: "https://api", algorithms: [.es256], transport: transport)
-            } == OAuthError.missingEndpoint)
-        #expect(
-            Self.code {
-                try ResourceServer(
-                    metadata: bare, resource: "https://api", algorithms: [.es256], transport: transport,
-                    introspection: Self.client)
-            } == OAuthError.missingEndpoint)
         let plain = ProviderMetadata(
             issuer: "https://id.example.com", introspectionEndpoint: URL(string: "http://id.example.com/introspect"))
-        #expect(
-            Self.code {
+        let refused: [(ProviderMetadata, ResourceServer.IntrospectionClient?, OAuthError.Code)] = [
+            (bare, nil, OAuthError.missingEndpoint), // no jwks_uri, no introspection: nothing verifies a token
+            (bare, Self.client, OAuthError.missingEndpoint), // introspection asked for, no endpoint
+            (plain, Self.client, OAuthError.insecureEndpoint) // the secret would travel in the clear
+        ]
+        for (metadata, introspection, expected) in refused {
+            let code = Self.code {
                 try ResourceServer(
-                    metadata: plain, resource: "https://api", algorithms: [.es256], transport: transport,
-                    introspection: Self.client)
-            } == OAuthError.insecureEndpoint)
+                    metadata: metadata, resource: "https://api", algorithms: [.es256], transport: transport,
+                    introspection: introspection)
+            }
+            #expect(code == expected, "\(metadata.introspectionEndpoint?.absoluteString ?? "no endpoint")")
+        }
         let keyed = ProviderMetadata(
             issuer: "https://id.example.com/", jwksURI: URL(string: "https://id.example.com/jwks"))
         let server = try ResourceServer(
