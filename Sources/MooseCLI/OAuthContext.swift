@@ -66,12 +66,11 @@ struct OAuthContext {
     func coordinator(for profile: Profile) throws -> RefreshCoordinator {
         var plan = profile
         plan.workload = plan.workload.map(WorkloadLogin.absolute)
-        let transport = try CLITransport.make(for: plan) ?? self.transport
         var idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil
         if let store = sessions.fileStore { idTokenKeys = { .secretStore(store, for: $0) } }
         do {
             return try TokenManager(
-                plan: plan, storage: sessions.storage, key: profile.name, transport: transport,
+                plan: plan, storage: sessions.storage, key: profile.name, transport: self.transport,
                 idTokenKeys: idTokenKeys
             ).coordinator
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
@@ -233,7 +232,10 @@ struct CLIClients: Sendable {
     /// kept with the session when it is this client's, else the plan's references read now); a
     /// reference that cannot be read is a usage error.
     func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
-        let transport = try CLITransport.make(for: profile) ?? self.transport
+        let transport: any HTTPTransport
+        do { transport = try profile.transport(over: self.transport) } catch let error as OAuthError {
+            throw CLIError.usage(error.message)
+        }
         let metadata = try await Discovery(transport: transport).metadata(
             for: profile.issuer, overrides: profile.endpoints)
         do {

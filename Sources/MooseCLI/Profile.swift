@@ -14,22 +14,6 @@ import Foundation
 typealias Profile = SessionPlan
 
 extension CLITransport {
-    /// The transport for `profile`'s provider when the profile has a CA file or pins (nil otherwise:
-    /// the default transport serves): libcurl trusting the CA file (else `$SSL_CERT_FILE`), with the
-    /// pins for the issuer's host. Hosts other than the issuer's (a token endpoint elsewhere) are not pinned.
-    static func make(for profile: Profile) throws -> CurlTransport? {
-        guard profile.caFile != nil || profile.publicKeyPins != nil else { return nil }
-        var transport = make(caFile: profile.caFile)
-        if let pins = profile.publicKeyPins, let host = URL(string: profile.issuer)?.host {
-            do {
-                transport.pins = try PublicKeyPins([host: pins])
-            } catch {
-                throw CLIError.usage("the public-key pins of profile \(profile.name) are not usable: \(error.message)")
-            }
-        }
-        return transport
-    }
-
     /// `pins` (`--pin-public-key`, or a profile's `public_key_pins`) checked for `issuer`'s host and
     /// written canonically (`sha256//BASE64`); nil when none are given.
     static func pins(_ pins: [String]?, issuer: String) throws -> [String]? {

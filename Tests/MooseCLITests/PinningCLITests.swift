@@ -1,6 +1,7 @@
 import Foundation
 import MooseHTTP
 import MooseOAuth
+import MooseSQLiteStorage
 @testable import MooseCLI
 import MooseTestSupport
 import Testing
@@ -83,16 +84,93 @@ struct PinningCLITests {
         await server.stop()
     }
 
+    /// Issue 40 §2: a pinned session is renewed pinned wherever it is renewed. The session `moose login
+    /// --pin-public-key` writes (its plan with the CA file and the pin, sealed in the CLI's store) is
+    /// opened by an app with `TokenManager.open(…, transport: CurlTransport(…))` — a transport that
+    /// knows nothing of the pin — and its refresh refuses the server whose key is not the pinned one
+    /// (it went there unpinned before: discovery was reached). An app transport that cannot pin is
+    /// refused up front with `invalidConfiguration`, never used unpinned.
+    @Test func aPinnedSessionOpenedByAnAppIsRenewedPinned() async throws {
+        let ca = try await TLSTestCA.make()
+        defer { ca.remove() }
+        let key = try await ca.issue("provider"), other = try await ca.issue("other")
+        let server = try await ca.serve(key)
+        defer { Task { await server.stop() } }
+        let base = server.url.absoluteString
+        let document = """
+            {"issuer": "\(base)/realms/moose", "authorization_endpoint": "\(base)/authorize", "token_endpoint": "\(base)/token",
+             "jwks_uri": "\(base)/jwks.json", "response_types_supported": ["code"], "subject_types_supported": ["public"],
+             "id_token_signing_alg_values_supported": ["RS256"]}
+            """
+        try Data(document.utf8).write(to: ca.root.appendingPathComponent(".well-known/openid-configuration"))
+        let (home, environment) = CLI.home("moose-pin-app")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let initialized = try await CLI.run(["store", "init"], environment: environment)
+        #expect(initialized.status == 0, "\(initialized.stderr)")
+        let storage = try CrossSurfaceSessionTests.storage(home: home)
+
+        func store(pin: String) throws {
+            var plan = SessionPlan(name: "default", issuer: base, clientID: "moose-cli", scopes: ["openid"])
+            plan.caFile = ca.caFile
+            plan.publicKeyPins = try CLITransport.pins([pin], issuer: base)
+            let tokens = TokenSet(
+                accessToken: "expired", refreshToken: "refresh-me", expiresAt: Date().addingTimeInterval(-60))
+            _ = try storage.replaceNow(
+                OAuthSession(issuer: base, clientID: "moose-cli", tokens: tokens, attributes: plan.stored()),
+                key: "default")
+        }
+
+        // The app's transport trusts the CA, knows no pin: the session's pin (another key) refuses the server.
+        try store(pin: other.pin)
+        let app = try await TokenManager.open(
+            key: "default", storage: storage, transport: CurlTransport(caFile: ca.caFile))
+        await #expect {
+            _ = try await app.accessToken()
+        } throws: { error in
+            let error = error as? OAuthError
+            return error?.code == OAuthError.tls && error?.message.contains("is not one of the pinned keys") == true
+        }
+        #expect(try server.counts().requests == 0, "nothing was sent over the unpinned connection")
+        // `moose token` on the same session says the same.
+        let cli = try await CLI.run(["token"], environment: environment, timeout: 60)
+        #expect(cli.status == 1 && cli.stderr.contains("is not one of the pinned keys"), "\(cli.stderr)")
+
+        // A transport that cannot apply pins is refused before anything is sent.
+        struct Wrapped: HTTPTransport {
+            let inner = CurlTransport()
+            func send(_ request: APIRequest) async throws -> APIResponse { try await inner.send(request) }
+        }
+        await #expect {
+            _ = try await TokenManager.open(key: "default", storage: storage, transport: Wrapped())
+        } throws: { error in
+            let error = error as? OAuthError
+            return error?.code == OAuthError.invalidConfiguration
+                && error?.message.contains("pins its provider's public key") == true
+                && error?.message.contains("TrustConfigurableTransport") == true
+        }
+
+        // The control: with the provider's own key pinned, the same refresh passes TLS and reaches
+        // discovery (whose document names another issuer) — the refusal above was the pin's.
+        try store(pin: key.pin)
+        let pinned = try await TokenManager.open(key: "default", storage: storage, transport: CurlTransport())
+        await #expect {
+            _ = try await pinned.accessToken()
+        } throws: { error in
+            (error as? OAuthError)?.code != OAuthError.tls
+        }
+        #expect(try server.counts().requests > 0)
+    }
+
     @Test func aProfileKeepsItsPinsForTheIssuersHost() throws {
         let pin = "sha256//" + Data(repeating: 7, count: 32).base64EncodedString()
         var profile = Profile(name: "p", issuer: "https://ID.example.com/realms/x", clientID: "c", scopes: [])
-        #expect(try CLITransport.make(for: profile) == nil, "no CA file and no pins: the default transport")
+        #expect(try profile.trust() == nil, "no CA file and no pins: the transport as given")
         profile.publicKeyPins = try CLITransport.pins([String(pin.dropFirst(8))], issuer: profile.issuer)
         #expect(profile.publicKeyPins == [pin], "kept canonically")
         let stored = try #require(profile.stored()[Profile.attribute])
         let restored = try JSONDecoder().decode(Profile.self, from: Data(stored.utf8))
         #expect(restored.publicKeyPins == [pin])
-        let transport = try #require(try CLITransport.make(for: restored))
+        let transport = try #require(try restored.transport(over: CurlTransport()) as? CurlTransport)
         #expect(transport.pins.pins(for: "id.example.com") == [pin] && transport.pins.hosts == ["id.example.com"])
         #expect(try CLITransport.pins([], issuer: profile.issuer) == nil)
         var config = ProfileFile()

@@ -369,6 +369,63 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         return client
     }
 
+    /// What the plan trusts for its provider: its CA file (instead of the system's CAs) and its
+    /// public-key pins for the issuer's host; `nil` when it names neither.
+    ///
+    /// - Throws: `OAuthError.invalidConfiguration` when pins are named but the issuer has no host, or a
+    ///   pin is not `sha256//` and the base64 SHA-256 of a SubjectPublicKeyInfo.
+    public func trust() throws -> TransportTrust? {
+        var pins = PublicKeyPins()
+        if let list = publicKeyPins, !list.isEmpty {
+            guard let host = URL(string: issuer)?.host, !host.isEmpty else {
+                throw OAuthError(
+                    OAuthError.invalidConfiguration,
+                    "the session plan \(name) pins public keys, but its issuer \(issuer) names no host to pin")
+            }
+            do {
+                pins = try PublicKeyPins([host: list])
+            } catch {
+                throw OAuthError(
+                    OAuthError.invalidConfiguration,
+                    "the public-key pins of the session plan \(name) are not usable: \(error.message)",
+                    underlying: error)
+            }
+        }
+        let trust = TransportTrust(caFile: caFile, pins: pins)
+        return trust.isEmpty ? nil : trust
+    }
+
+    /// `base` made to apply this plan's trust (`trust()`): the one way a session's requests get their
+    /// transport, so a plan's CA file and pins hold wherever the session is logged in, renewed or
+    /// logged out — never an unpinned renewal of a pinned session.
+    ///
+    /// - Parameter base: the app's transport; a plan with a CA file or pins needs a
+    ///   `TrustConfigurableTransport` (such as `CurlTransport`).
+    /// - Returns: `base` itself for a plan that names no CA file and no pins; otherwise a copy of `base`
+    ///   trusting the plan's CA file and checking its pins.
+    /// - Throws: `OAuthError.invalidConfiguration` when the plan has a CA file or pins and `base` cannot
+    ///   apply them (it is not a `TrustConfigurableTransport`, or it cannot check pins), or when the
+    ///   pins are not usable.
+    public func transport(over base: any HTTPTransport) throws -> any HTTPTransport {
+        guard let trust = try trust() else { return base }
+        let what = trust.pins.isEmpty ? "trusts the CA file \(trust.caFile ?? "")" : "pins its provider's public key"
+        guard let configurable = base as? any TrustConfigurableTransport else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the session \(name) \(what), and the transport given (\(type(of: base))) cannot apply that: "
+                    + "give a TrustConfigurableTransport (CurlTransport is one) so the session is never renewed "
+                    + "without it")
+        }
+        do {
+            return try configurable.trusting(trust)
+        } catch {
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the session \(name) \(what), and the transport given cannot apply that: \(error.message)",
+                underlying: error)
+        }
+    }
+
     /// The plan's DPoP algorithm (`dpop`), `nil` for bearer tokens.
     ///
     /// - Throws: `OAuthError.invalidConfiguration` for a name that is not one of

@@ -129,7 +129,9 @@ public final class TokenManager: Sendable {
     ///   - plan: how to log in and renew (`SessionPlan`).
     ///   - storage: where the session lives.
     ///   - key: its key; `nil` (the default): the plan's `name` (the plan is renamed to the key).
-    ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
+    ///   - transport: what sends the requests; the plan's CA file and public-key pins are applied to it
+    ///     (`SessionPlan.transport(over:)`): a plan that names them needs a `TrustConfigurableTransport`
+    ///     such as `CurlTransport`, and a session is never renewed without them.
     ///   - idTokenKeys: where the ID-token validator's JWKS cache keeps its last document between runs,
     ///     given the provider's `jwks_uri` once it is discovered (MooseSQLiteStorage:
     ///     `{ .secretStore(store, for: $0) }`); `nil` (the default): in memory, fetched on first use.
@@ -138,7 +140,8 @@ public final class TokenManager: Sendable {
     /// - Throws: `OAuthError` with `invalidConfiguration` when a reference cannot be resolved (an unset
     ///   variable, an unreadable or oversized key or secret file, a key that cannot sign `private_key_jwt`,
     ///   an unknown DPoP algorithm or workload source) or when the plan says the client's credentials
-    ///   are held by the app that made it (`authenticationHeldByApp`) and names no file or variable.
+    ///   are held by the app that made it (`authenticationHeldByApp`) and names no file or variable, or
+    ///   when the plan has a CA file or pins and `transport` cannot apply them.
     public convenience init(
         plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
         idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil, logger: Logger? = nil,
@@ -149,8 +152,12 @@ public final class TokenManager: Sendable {
         _ = try plan.clientAuthentication()
         var named = plan
         named.name = key ?? plan.name
+        // The plan's trust (CA file, pins) is the library's to apply: every login, renewal and logout of
+        // this session goes over `trusted`, or the manager is not made.
+        let trusted = try named.transport(over: transport)
         self.init(
-            plan: named, authentication: nil, storage: storage, key: named.name, transport: transport,
+            plan: named, authentication: nil, storage: storage, key: named.name, transport: trusted,
+            // The workload's identity source is not the provider: the app's own transport reaches it.
             workload: try plan.workloadGrant(transport: transport), idTokenKeys: idTokenKeys, logger: logger,
             configuration: configuration)
     }
@@ -168,7 +175,8 @@ public final class TokenManager: Sendable {
     /// - Parameters:
     ///   - key: the session's name in `storage` (a `moose login --profile` name is one).
     ///   - storage: where the session already lives.
-    ///   - transport: what sends the requests (the plan's CA file and pins are for the caller to apply).
+    ///   - transport: what sends the requests; the session plan's CA file and public-key pins are
+    ///     applied to it (`SessionPlan.transport(over:)`), never left out.
     ///   - idTokenKeys: where the JWKS cache keeps its last document between runs, given the provider's
     ///     `jwks_uri`; `nil` (the default): in memory.
     ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
@@ -178,7 +186,8 @@ public final class TokenManager: Sendable {
     ///   for a row that fails authentication; `storeUnavailable` when the storage cannot be read;
     ///   `invalidConfiguration` when its plan cannot be followed here (the client's credentials held by
     ///   the app that made it, an unset variable, an unreadable key file, a workload session whose
-    ///   identity source was that app's own `WorkloadGrant`).
+    ///   identity source was that app's own `WorkloadGrant`, a CA file or pins that `transport` cannot
+    ///   apply — it is not a `TrustConfigurableTransport`).
     public static func open(
         key: String, storage: any SessionStorage, transport: any HTTPTransport,
         idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil, logger: Logger? = nil,
