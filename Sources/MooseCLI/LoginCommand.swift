@@ -232,9 +232,11 @@ struct LoginCommand: ParsableCommand {
         let config = resolved.settings
         // What an earlier login kept — read without creating anything: a usage error leaves no store
         // (or key) behind. A damaged row is not read: this login replaces it.
-        let existing = (try? OAuthContext(options: resolved.store, create: false)).flatMap { context in
-            (try? context.loadOrFail(profile)?.profile) ?? Self.keptPlan(profile, in: context)
-        }
+        // The settings file beside the config keeps them when the store cannot be opened (a lost key).
+        let existing =
+            (try? OAuthContext(options: resolved.store, create: false)).flatMap { context in
+                (try? context.loadOrFail(profile)?.profile) ?? Self.keptPlan(profile, in: context)
+            } ?? KeptSettings.plan(profile)
         guard let issuer = issuer ?? config?.issuer ?? existing?.issuer,
             let clientID = clientID ?? config?.clientID ?? existing?.clientID
         else {
@@ -497,6 +499,8 @@ struct LoginCommand: ParsableCommand {
         let session = try CLIBlocking.run {
             try await engine.completeLogin(issuedTokens, client: client, grant: grant, attributes: attributes)
         }
+        // The settings outlive the store: a lost key, a damaged row or a logout keeps them here.
+        KeptSettings.keep(settings)
         let binding =
             tokens.dpopKey.map {
                 tokens.isDPoPBound
@@ -525,8 +529,10 @@ extension LoginCommand {
 }
 
 extension CLISessions {
-    /// The plan a logout of `profile` kept in the file store, if any.
+    /// The plan kept for `profile`: in the settings file beside the config (`KeptSettings`), else in
+    /// the file store, where a logout of an earlier version kept it.
     func keptPlan(_ profile: String) -> Profile? {
+        if let plan = KeptSettings.plan(profile) { return plan }
         guard let store = fileStore,
             let bytes = try? store.get(namespace: LoginCommand.keptPlans, name: profile),
             var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes))
@@ -535,9 +541,9 @@ extension CLISessions {
         return plan
     }
 
-    /// The profiles whose plans a logout kept (file store only), by name.
+    /// The profiles whose plans are kept (the settings file, and the file store of earlier versions), by name.
     func keptProfiles() -> [String] {
-        guard let store = fileStore, let entries = try? store.list(namespace: LoginCommand.keptPlans) else { return [] }
-        return entries.map(\.name)
+        let stored = fileStore.flatMap { try? $0.list(namespace: LoginCommand.keptPlans) }?.map(\.name) ?? []
+        return Set(stored).union(KeptSettings.load().keys).sorted()
     }
 }

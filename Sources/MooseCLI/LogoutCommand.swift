@@ -66,7 +66,7 @@ struct LogoutCommand: ParsableCommand {
             throw OAuthContext.fail(error)
         }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
-        if let plan { Self.keep(plan, profile: profile, described: resolved.settings?.issuer != nil, in: context) }
+        if let plan { Self.keep(plan, profile: profile, described: resolved.settings?.issuer != nil) }
         // A damaged row had no tokens to revoke: removing it was the whole job.
         if let error = result.revocationError, error.code != OAuthError.sessionDamaged {
             Terminal.error("moose: \(Self.revocationReport(result))")
@@ -75,25 +75,20 @@ struct LogoutCommand: ParsableCommand {
         Terminal.out(Self.revocationReport(result))
     }
 
-    /// Keeps a logged-out profile's settings where a plain `moose login` finds them (the file store),
-    /// and says so; where they cannot be kept (a PostgreSQL store holds sessions only), says how to log
-    /// in again instead. Nothing is said for a profile the config file describes: its settings are there.
-    static func keep(_ plan: Profile, profile: String, described: Bool, in context: OAuthContext) {
+    /// Keeps a logged-out profile's settings where a plain `moose login` finds them (`KeptSettings`,
+    /// beside the config file: whatever the store, file or PostgreSQL), and says so. Nothing is said
+    /// for a profile the config file describes: its settings are there.
+    static func keep(_ plan: Profile, profile: String, described: Bool) {
         guard !described else { return }
-        if let store = context.sessions.fileStore {
-            if let data = try? JSONEncoder().encode(plan),
-                (try? store.put(Array(data), namespace: LoginCommand.keptPlans, name: profile)) != nil
-            {
-                Terminal.out("Its settings are kept: \(loginHint(profile)) logs in again.")
-            }
-            return
+        do {
+            try KeptSettings.save(plan)
+            Terminal.out("Its settings are kept: \(loginHint(profile)) logs in again.")
+        } catch {
+            Terminal.out(
+                "Its settings could not be kept (\(error)): "
+                    + "\(loginHint(profile)) --issuer \(Terminal.safe(plan.issuer)) --client-id \(Terminal.safe(plan.clientID)) logs in again."
+            )
         }
-        let config = (try? CLIConfig.path) ?? "the config file"
-        Terminal.out(
-            "Its settings went with the session (this store keeps sessions only): "
-                + "\(loginHint(profile)) --issuer \(Terminal.safe(plan.issuer)) --client-id \(Terminal.safe(plan.clientID)) logs in again, "
-                + "or describe the profile in \(Terminal.safe(config)) ([profiles.\(Terminal.safe(profile))]) so that a plain login does."
-        )
     }
 
     /// One plain sentence on what the provider knows now: revoked, no revocation endpoint, refused,

@@ -32,7 +32,8 @@ struct ProfileCommand: ParsableCommand {
             let config = try CLIConfig.load()
             let active = CLIConfig.profileName(nil)
             var sessions: [String] = []
-            var kept: [String] = []
+            // The settings file beside the config keeps profiles even when the store cannot be opened.
+            var kept: [String] = KeptSettings.load().keys.sorted()
             if let opened = try? CLISessions(options: store, create: false) {
                 sessions = (try? opened.keys()) ?? []
                 kept = opened.keptProfiles()
@@ -68,7 +69,7 @@ struct ProfileCommand: ParsableCommand {
             let opened = try? CLISessions(options: store, create: false)
             let stored = opened.flatMap { try? $0.load(name) }?.session
             // A profile logged out of keeps its plan: shown as it will log in again.
-            let saved = stored.map { Profile.of($0, key: name) } ?? opened?.keptPlan(name)
+            let saved = stored.map { Profile.of($0, key: name) } ?? opened?.keptPlan(name) ?? KeptSettings.plan(name)
             guard settings != nil || saved != nil else {
                 throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
             }
@@ -107,7 +108,7 @@ struct ProfileCommand: ParsableCommand {
                 let opened = try? CLISessions(
                     options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
                     create: false)
-                let sessions = (opened.flatMap { try? $0.keys() } ?? []) + (opened?.keptProfiles() ?? [])
+                let sessions = (opened.flatMap { try? $0.keys() } ?? []) + (opened?.keptProfiles() ?? Array(KeptSettings.load().keys))
                 guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
                     let known = Set(config.profiles.keys).union(sessions).sorted()
                     throw CLIError.failed(

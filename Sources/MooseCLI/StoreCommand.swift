@@ -134,6 +134,7 @@ struct StoreOptions: ParsableArguments {
         do {
             return try SecretStore(path: try resolvedStorePath, masterKey: try keySource(), create: create)
         } catch let error as SecretStoreError {
+            if let wayOut = resetAdvice(error) { throw CLIError.failed("\(error.message); \(wayOut) [\(error.code)]") }
             guard let storePath, error.code != SecretStoreError.invalidArgument else {
                 throw StoreOptions.cliError(error)
             }
@@ -143,6 +144,34 @@ struct StoreOptions: ParsableArguments {
                 "`moose store init`", with: "`moose store init --store \(Shell.quote(storePath))`")
             throw CLIError.failed("\(named) [\(error.code)]")
         }
+    }
+
+    /// The way out of a store that cannot be opened at all — its master key lost or another one, or a
+    /// file that is not a store (or of a newer format) —: `moose store reset` with the options this
+    /// command was given (so it works as printed), which moves the store aside and starts a new one;
+    /// `nil` for faults a reset does not mend (permissions, a busy or damaged row, a bad argument).
+    func resetAdvice(_ error: SecretStoreError) -> String? {
+        let lost: Set<SecretStoreError.Code> = [
+            SecretStoreError.keyUnavailable, SecretStoreError.wrongKey, SecretStoreError.corrupt,
+            SecretStoreError.unsupportedVersion,
+        ]
+        guard lost.contains(error.code) else { return nil }
+        // A key from a variable or a keyring: set it, rather than start over.
+        if error.code == SecretStoreError.keyUnavailable, keyEnvironment != nil || keySecretService != nil { return nil }
+        let when =
+            error.code == SecretStoreError.keyUnavailable
+            ? "if the key is lost" : error.code == SecretStoreError.wrongKey ? "if its own key is lost" : "to start over"
+        return "\(when), start over with \(resetCommand) (it moves the store aside with a dated name and "
+            + "makes a new one; profile settings are kept, so moose login logs in again)"
+    }
+
+    /// `moose store reset` with this command's store and key options, quoted for a shell.
+    var resetCommand: String {
+        var words = ["moose store reset"]
+        if let storePath { words.append("--store \(Shell.quote(storePath))") }
+        if let keyFile { words.append("--key-file \(Shell.quote(keyFile))") }
+        if let passphraseFile { words.append("--passphrase-file \(Shell.quote(passphraseFile))") }
+        return words.joined(separator: " ")
     }
 
     /// A store fault as the CLI says it: the store's words (which name the file and the next step),
@@ -193,8 +222,75 @@ struct StoreCommand: ParsableCommand {
         discussion: HelpText.examples(
             "moose store init", "printf %s \"$SECRET\" | moose store put --namespace ci deploy-key",
             "moose store get --namespace ci deploy-key", "moose store check"),
-        subcommands: [Init.self, Put.self, Get.self, List.self, Remove.self, RotateKey.self, Check.self]
+        subcommands: [Init.self, Put.self, Get.self, List.self, Remove.self, RotateKey.self, Check.self, Reset.self]
     )
+
+    /// `moose store reset`: the way out of a store that cannot be opened (its key lost, another key,
+    /// a file that is no store). The store file (and SQLite's `-wal`/`-shm` beside it) is moved aside
+    /// under a dated name — kept, never deleted: with its old key it opens again — and a new, empty
+    /// store is made with the key as it is now (a missing key file is made anew). The profiles'
+    /// settings are kept beside the config file (`KeptSettings`), so `moose login --profile P` logs in
+    /// as before.
+    struct Reset: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset",
+            abstract: "Move a store that cannot be opened aside (dated, kept) and start a new one; settings are kept.",
+            discussion: HelpText.examples("moose store reset", "moose store reset && moose login --profile work"))
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            guard try !options.isPostgres else {
+                throw CLIError.usage(
+                    "moose store reset moves a store file aside; a PostgreSQL store is shared and is not reset by moose "
+                        + "(a wrong key there: give the right one with --key-file, --key-env or --passphrase-file)")
+            }
+            let path = try options.resolvedStorePath
+            var info = stat()
+            let exists = lstat(path, &info) == 0
+            if exists, (info.st_mode & S_IFMT) == S_IFDIR {
+                throw CLIError.failed("\(path) is a folder, not a store: move it away by hand, then run moose store init")
+            }
+            if exists, (try? options.open()) != nil {
+                Terminal.out("the store \(path) opens with its key: nothing to reset (moose store check verifies every value)")
+                return
+            }
+            var moved: String? = nil
+            if exists {
+                let aside = path + ".broken-" + Self.stamp()
+                for suffix in ["", "-wal", "-shm", "-journal"] where FileManager.default.fileExists(atPath: path + suffix) {
+                    guard rename(path + suffix, aside + suffix) == 0 else {
+                        throw CLIError.failed(
+                            "could not move \(path + suffix) aside to \(aside + suffix): \(String(cString: strerror(errno)))")
+                    }
+                }
+                moved = aside
+            }
+            _ = try options.open(create: true)
+            let kept = KeptSettings.load().keys.sorted()
+            var lines: [String] = []
+            if let moved {
+                lines.append("moved the store aside to \(moved) (kept: it opens again with its old key)")
+            }
+            lines.append("created store \(path)")
+            if !kept.isEmpty {
+                let where_ = (try? KeptSettings.path) ?? "the kept settings"
+                lines.append(
+                    "settings kept in \(where_) for \(kept.map { Terminal.safe($0) }.joined(separator: ", ")): "
+                        + "\(loginHint(kept.contains("default") ? "default" : kept[0])) logs in again")
+            }
+            Terminal.out(lines.joined(separator: "\n"))
+        }
+
+        /// The UTC time as `YYYYMMDDTHHMMSSZ`, for the moved store's name.
+        static func stamp() -> String {
+            var now = time(nil)
+            var parts = tm()
+            gmtime_r(&now, &parts)
+            func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+            return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
+                + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+        }
+    }
 
     struct Init: ParsableCommand {
         static let configuration = CommandConfiguration(
