@@ -80,13 +80,12 @@ struct RefreshWorkerCommand: ParsableCommand {
 }
 
 extension OAuthContext {
-    /// Runs `request` on the profile's coordinator in this process (the detached child, or a caller that
+    /// Runs `request` on the profile's manager in this process (the detached child, or a caller that
     /// cannot start one).
     static func refreshInProcess(
         _ request: DetachedRefresh.Request, context: OAuthContext, settings: Profile
     ) throws {
-        let coordinator = try context.coordinator(for: settings)
-        try refreshing(coordinator) { try await DetachedRefresh.perform(request, on: $0) }
+        try refreshing(try context.manager(for: settings)) { try await DetachedRefresh.perform(request, on: $0) }
     }
 
     /// Runs `request` for `profile` — detached when this system can start the child, else here.

@@ -128,22 +128,27 @@ struct ExchangeCommand: ParsableCommand {
         let subject = try subjectSource(transport: transport)
         let actor = try actorToken()
         let actorSource: (@Sendable () async throws -> ExchangeToken)? = actor.map { token in { @Sendable in token } }
-        let clients = CLIClients(transport: transport, fileStore: nil)
-        let client = profile
         let parameters = AuthorizationParameters(scopes: scope, resources: resource)
         let audiences = audience
         let tokens: TokenSet
         do {
+            // The library's manager for the exchange's plan (its client, secret and CA file), keeping
+            // nothing: the issued token is printed, never stored.
+            let manager: TokenManager
+            do {
+                manager = try TokenManager(plan: profile, storage: InMemorySessionStorage(), transport: transport)
+            } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
+                throw CLIError.usage(error.message)
+            }
             tokens = try CLIBlocking.run {
-                let client = try await clients.client(for: client, registration: nil)
-                let flow = TokenExchangeFlow(
-                    client: client, requestedTokenType: requested, audiences: audiences,
-                    actor: actorSource
+                try await manager.exchange(
+                    parameters: parameters, requestedTokenType: requested, audiences: audiences, actor: actorSource
                 ) {
                     ExchangeToken(try await subject(), type: subjectType)
                 }
-                return try await flow.authorize(parameters)
             }
+        } catch let error as CLIError {
+            throw error
         } catch {
             throw OAuthContext.fail(error)
         }

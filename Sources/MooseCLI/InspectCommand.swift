@@ -316,7 +316,9 @@ struct InspectCommand: ParsableCommand {
                 let metadata: ProviderMetadata
                 do {
                     let transport = try transport()
-                    metadata = try CLIBlocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
+                    metadata = try CLIBlocking.run {
+                        try await ProviderMetadata.discover(issuer: issuer, transport: transport)
+                    }
                 } catch let error as OAuthError {
                     if let failure = ConnectionFailure.cliError(error, context: "cannot use issuer \(issuer)") {
                         throw failure

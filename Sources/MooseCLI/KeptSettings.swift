@@ -23,7 +23,8 @@ enum KeptSettings {
     static var path: String {
         get throws {
             let config = try CLIConfig.path
-            let folder = config.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            let folder = config.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
+                separator: "/")
             return (folder.isEmpty ? "." : folder) + "/profiles.json"
         }
     }

@@ -194,17 +194,21 @@ struct LoginCommand: ParsableCommand {
             return
         }
         let settings = try plan(resolved)
-        let algorithm = try Self.dpopAlgorithm(settings.dpop)
+        _ = try Self.dpopAlgorithm(settings.dpop)
         let context = try OAuthContext(options: resolved.store, create: true)
         do {
-            var client = try context.client(for: settings)
-            client.dpop = algorithm
-            if noPAR { client.pushedAuthorization = .never }
+            // The library owns the login: it makes the client (its trust, its credentials), runs the
+            // grant, checks the ID token, and stores the session with its plan.
+            let manager = try context.manager(for: settings)
             var request = AuthorizationParameters(scopes: settings.scopes)
-            if let audience = settings.audience { request.extra.append(("audience", audience)) }
-            let tokens = try obtainTokens(
-                settings, client: client, validator: context.validator(for: client), parameters: request)
-            try keep(tokens, settings: settings, client: client, in: context)
+            // The manager names a client-credentials login's audience itself.
+            if let audience = settings.audience, settings.grant != .clientCredentials {
+                request.extra.append(("audience", audience))
+            }
+            try logIn(settings, manager: manager, parameters: request)
+            // The settings outlive the store: a lost key, a damaged row or a logout keeps them here.
+            KeptSettings.keep(settings)
+            try report(settings, in: context)
         } catch let error as OAuthError
             where error.code == OAuthError.invalidClient && settings.clientSecretFile == nil
             && settings.clientSecretEnv == nil && settings.privateKeyFile == nil
@@ -357,23 +361,18 @@ struct LoginCommand: ParsableCommand {
         return chosen
     }
 
-    /// Runs the plan's grant: a workload's, client credentials, the device flow or the browser.
-    func obtainTokens(
-        _ settings: Profile, client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters
-    ) throws -> TokenSet {
-        if settings.workload != nil {
-            return try CLIBlocking.run { try await WorkloadLogin.tokens(profile: settings, client: client) }
+    /// Asks the manager for the plan's login: a workload's, client credentials, the device flow or the browser.
+    func logIn(_ settings: Profile, manager: TokenManager, parameters: AuthorizationParameters) throws {
+        switch settings.grant {
+        case .workload:
+            try CLIBlocking.run { _ = try await manager.login(with: .workload, parameters: parameters) }
+        case .clientCredentials:
+            try CLIBlocking.run { _ = try await manager.login(with: .clientCredentials, parameters: parameters) }
+        case .deviceCode:
+            try deviceLogin(manager: manager, parameters: parameters, issuer: settings.issuer)
+        case .authorizationCode:
+            try browserLogin(manager: manager, parameters: parameters, port: settings.loopbackPort)
         }
-        if settings.grant == .clientCredentials {
-            let flow = ClientCredentialsFlow(client: client)
-            return try CLIBlocking.run { try await flow.authorize(parameters) }
-        }
-        if settings.grant == .deviceCode {
-            return try deviceTokens(
-                client: client, validator: validator, parameters: parameters, issuer: settings.issuer)
-        }
-        return try browserTokens(
-            client: client, validator: validator, parameters: parameters, port: settings.loopbackPort)
     }
 
     /// The login's grant: the one its option names (`--client-credentials`, `--device`, `--workload`);
@@ -391,12 +390,10 @@ struct LoginCommand: ParsableCommand {
     }
 
     /// The device flow (RFC 8628): the code and how long it lives on the terminal, the page in the browser.
-    func deviceTokens(
-        client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters, issuer: String
-    ) throws -> TokenSet {
+    func deviceLogin(manager: TokenManager, parameters: AuthorizationParameters, issuer: String) throws {
         let progress = Mutex<Progress?>(nil)
         let noBrowser = self.noBrowser
-        let flow = DeviceAuthorizationFlow(client: client, idTokens: validator) { device in
+        let method = TokenManager.LoginMethod.device { device in
             for line in DeviceCodeBanner.lines(
                 userCode: device.userCode, verificationURI: device.verificationURI.absoluteString,
                 complete: device.verificationURIComplete?.absoluteString,
@@ -417,7 +414,9 @@ struct LoginCommand: ParsableCommand {
         defer { progress.withLock { $0?.stop() } }
         let limit = timeout
         do {
-            return try CLIBlocking.run { try await Self.within(limit) { try await flow.authorize(parameters) } }
+            try CLIBlocking.run {
+                _ = try await Self.within(limit) { try await manager.login(with: method, parameters: parameters) }
+            }
         } catch let error as OAuthError where error.code == OAuthError.missingEndpoint {
             throw CLIError.failed(
                 "\(Terminal.safe(issuer))'s discovery document lists no device authorization endpoint; "
@@ -426,17 +425,16 @@ struct LoginCommand: ParsableCommand {
     }
 
     /// Authorization code + PKCE through the browser and the loopback redirect, or a pasted address.
-    func browserTokens(
-        client: OAuthClient, validator: IDTokenValidator?, parameters: AuthorizationParameters, port: UInt16?
-    ) throws -> TokenSet {
+    func browserLogin(manager: TokenManager, parameters: AuthorizationParameters, port: UInt16?) throws {
+        let metadata = try CLIBlocking.run { try await manager.metadata() }
         let noBrowser = self.noBrowser
         let timeout = self.timeout ?? 300
         let progress = Mutex<Progress?>(nil)
         let deadline = Date().addingTimeInterval(timeout)
         let pasting = paste || (noBrowser && Terminal.stdinIsTerminal)
         // RFC 9207: a provider that promises `iss` needs the whole address pasted, not the code alone.
-        let requiresAddress = client.metadata.authorizationResponseIssParameterSupported == true
-        let provider = client.metadata.issuer
+        let requiresAddress = metadata.authorizationResponseIssParameterSupported == true
+        let provider = metadata.issuer
         let agent = try LoopbackUserAgent(port: port ?? 0, timeout: timeout) { url in
             Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
             if !noBrowser { openBrowser(url) }
@@ -466,10 +464,12 @@ struct LoginCommand: ParsableCommand {
             pasting
             ? PasteUserAgent(loopback: agent, requiresAddress: requiresAddress) { Terminal.error("moose: " + $0) }
             : agent
-        let flow = AuthorizationCodeFlow(
-            client: client, redirectURI: agent.redirectURI, userAgent: userAgent, idTokens: validator)
+        let method = TokenManager.LoginMethod.userAgent(userAgent, redirectURI: agent.redirectURI)
+        let pushed: PushedAuthorizationPolicy = noPAR ? .never : .whenAdvertised
         do {
-            return try CLIBlocking.run { try await flow.authorize(parameters) }
+            try CLIBlocking.run {
+                _ = try await manager.login(with: method, parameters: parameters, pushedAuthorization: pushed)
+            }
         } catch let error as OAuthError where error.code == OAuthError.timedOut && pasting {
             // Not "add --no-browser and paste": this login was taking a pasted address already.
             throw CLIError.failed(
@@ -484,23 +484,13 @@ struct LoginCommand: ParsableCommand {
         }
     }
 
-    /// The session engine names the user and stores the session (the plan with it); then one line says who logged in.
-    func keep(_ tokens: TokenSet, settings: Profile, client: OAuthClient, in context: OAuthContext) throws {
-        let engine = context.engine(settings.name)
-        var issued = tokens
-        issued.resource = tokens.resource ?? settings.resource
-        var kept = settings.stored()
-        if let audience = settings.audience { kept[SessionEngine.audienceAttribute] = audience }
-        let attributes = kept
-        let issuedTokens = issued
-        let grant =
-            settings.grant == .clientCredentials
-            ? "client_credentials" : settings.workload != nil ? WorkloadGrant.sessionGrant : nil
-        let session = try CLIBlocking.run {
-            try await engine.completeLogin(issuedTokens, client: client, grant: grant, attributes: attributes)
+    /// One line says who logged in, read from the session the manager stored.
+    func report(_ settings: Profile, in context: OAuthContext) throws {
+        guard let (session, _) = try context.loadOrFail(settings.name) else {
+            throw CLIError.failed(
+                "the login succeeded but its session is not in the store (another process logged out?)")
         }
-        // The settings outlive the store: a lost key, a damaged row or a logout keeps them here.
-        KeptSettings.keep(settings)
+        let tokens = session.tokens
         let binding =
             tokens.dpopKey.map {
                 tokens.isDPoPBound

@@ -42,14 +42,11 @@ struct LogoutCommand: ParsableCommand {
         guard exists else { throw CLIError.failed("no session for profile \(profile)") }
         // The session's plan outlives it (on a file store), so a plain `moose login` logs in again.
         let plan = (try? context.loadOrFail(profile))?.map(\.profile)
-        // The session engine's logout: revoke, end-session URL, then wipe — whatever the provider said.
-        let engine = context.engine(profile)
-        let clients = context.clients
-        let name = profile
+        // The library's logout of whatever is under the profile, as its stored plan says: revoke,
+        // end-session URL, then wipe — whatever the provider said.
+        let storage = context.sessions.storage, transport = context.transport
         let result = try CLIBlocking.run {
-            await engine.logout(coordinator: nil) { stored in
-                try await clients.client(for: Profile.of(stored, key: name), registration: stored.registration)
-            }
+            await TokenManager.logout(key: profile, storage: storage, transport: transport)
         }
         // The end-session URL first and in full: it is the one thing the wiped session cannot give
         // back (it carries the ID token as id_token_hint, which ends with this session anyway).

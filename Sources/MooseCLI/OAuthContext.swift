@@ -43,56 +43,36 @@ struct OAuthContext {
         return (stored.session, Profile.of(stored.session, key: profile))
     }
 
-    /// How this command's clients are made (Sendable: the coordinator's refresher makes one when,
-    /// and only when, it has to refresh — discovery never runs before the coordinator could adopt
-    /// another process's tokens).
-    var clients: CLIClients { CLIClients(transport: transport, fileStore: sessions.fileStore) }
-
-    /// The client of `profile` (discovery, then its own id and secret file, or — for a client Moose
-    /// registered (RFC 7591) — the registration kept with the session), for the synchronous commands.
-    func client(for profile: Profile, registration: RegisteredClient? = nil) throws -> OAuthClient {
-        let clients = self.clients
-        return try CLIBlocking.run { try await clients.client(for: profile, registration: registration) }
-    }
-
-    /// The ID-token validator for `client` (`SessionEngine`'s one factory), its JWKS kept in the file store.
-    func validator(for client: OAuthClient) -> IDTokenValidator? { clients.validator(for: client) }
-
-    /// The one object every CLI refresh goes through (`moose token`, `moose refresh`): the coordinator
-    /// of the library's `TokenManager` for the session's own plan, as an app's `TokenManager.open` makes
-    /// it (the client made from the plan at each refresh, a workload renewed from its source), with the
-    /// store's lease across processes and the JWKS kept in the file store; a plan whose references
-    /// cannot be read is a usage error.
-    func coordinator(for profile: Profile) throws -> RefreshCoordinator {
+    /// The library's owner of `profile`'s session — the one object every CLI login, refresh and renewal
+    /// goes through: a `TokenManager` for the session's plan, as an app's `TokenManager.open` makes it
+    /// (the client made from the plan at each use, with its CA file and pins; a workload renewed from
+    /// its source), on this command's store with its lease across processes and the JWKS kept in the
+    /// file store. A plan whose references cannot be read is a usage error.
+    func manager(for profile: Profile) throws -> TokenManager {
         var plan = profile
         plan.workload = plan.workload.map(WorkloadLogin.absolute)
         var idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil
         if let store = sessions.fileStore { idTokenKeys = { .secretStore(store, for: $0) } }
         do {
             return try TokenManager(
-                plan: plan, storage: sessions.storage, key: profile.name, transport: self.transport,
-                idTokenKeys: idTokenKeys
-            ).coordinator
+                plan: plan, storage: sessions.storage, key: profile.name, transport: transport,
+                idTokenKeys: idTokenKeys)
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
             throw CLIError.usage(error.message)
         }
     }
 
-    /// The session engine for `profile` on this command's store.
-    func engine(_ profile: String) -> SessionEngine { SessionEngine(key: profile, storage: sessions.storage) }
-
-    /// Runs `body` on the coordinator and, before the process exits, writes any rotated tokens a
+    /// Runs `body` on the manager and, before the process exits, writes any rotated tokens a
     /// failed store write left in memory (the coordinator's background retry dies with the
     /// process): a rotated refresh token is never dropped silently. If the store still refuses
     /// them, the command fails and says so.
     static func refreshing(
-        _ coordinator: RefreshCoordinator,
-        _ body: @escaping @Sendable (RefreshCoordinator) async throws -> AccessToken
+        _ manager: TokenManager,
+        _ body: @escaping @Sendable (TokenManager) async throws -> AccessToken
     ) throws {
         let persisted = try CLIBlocking.run { () async throws -> Bool in
-            _ = try await body(coordinator)
-            guard await coordinator.hasPendingWrite else { return true }
-            return await coordinator.persistPendingWrite(timeout: 5)
+            _ = try await body(manager)
+            return await manager.persistPendingWrite(timeout: 5)
         }
         guard persisted else {
             throw CLIError.failed(
@@ -219,37 +199,5 @@ enum CLITransport {
                 "\(option) \(path): no such readable file (a PEM file of the CA certificates to trust)")
         }
         return absolute
-    }
-}
-
-/// Makes a profile's client and ID-token validator for a login, a logout or an exchange (a refresh
-/// goes through `TokenManager`'s coordinator: `OAuthContext.coordinator(for:)`).
-struct CLIClients: Sendable {
-    let transport: any HTTPTransport
-    let fileStore: SecretStore?
-
-    /// The client of `profile`: discovery, then the library's `SessionPlan.client` (the registration
-    /// kept with the session when it is this client's, else the plan's references read now); a
-    /// reference that cannot be read is a usage error.
-    func client(for profile: Profile, registration: RegisteredClient?) async throws -> OAuthClient {
-        let transport: any HTTPTransport
-        do { transport = try profile.transport(over: self.transport) } catch let error as OAuthError {
-            throw CLIError.usage(error.message)
-        }
-        let metadata = try await Discovery(transport: transport).metadata(
-            for: profile.issuer, overrides: profile.endpoints)
-        do {
-            return try profile.client(metadata: metadata, transport: transport, registration: registration)
-        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
-            throw CLIError.usage(error.message)
-        }
-    }
-
-    /// `SessionEngine`'s validator, its JWKS kept in a file store (`JWKSCache.Persistence.secretStore`)
-    /// so a new process does not refetch it while its keys still match (with a PostgreSQL store each
-    /// process fetches it: the database holds sessions only).
-    func validator(for client: OAuthClient) -> IDTokenValidator? {
-        guard let url = client.metadata.jwksURI else { return nil }
-        return SessionEngine.idTokenValidator(for: client, persistence: fileStore.map { .secretStore($0, for: url) })
     }
 }

@@ -108,7 +108,9 @@ struct ProfileCommand: ParsableCommand {
                 let opened = try? CLISessions(
                     options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
                     create: false)
-                let sessions = (opened.flatMap { try? $0.keys() } ?? []) + (opened?.keptProfiles() ?? Array(KeptSettings.load().keys))
+                let sessions =
+                    (opened.flatMap { try? $0.keys() } ?? [])
+                    + (opened?.keptProfiles() ?? Array(KeptSettings.load().keys))
                 guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
                     let known = Set(config.profiles.keys).union(sessions).sorted()
                     throw CLIError.failed(

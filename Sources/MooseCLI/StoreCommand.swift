@@ -147,20 +147,23 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// The way out of a store that cannot be opened at all — its master key lost or another one, or a
-    /// file that is not a store (or of a newer format) —: `moose store reset` with the options this
+    /// file of a format this version cannot read —: `moose store reset` with the options this
     /// command was given (so it works as printed), which moves the store aside and starts a new one;
     /// `nil` for faults a reset does not mend (permissions, a busy or damaged row, a bad argument).
     func resetAdvice(_ error: SecretStoreError) -> String? {
+        // (A damaged file's own words already say how to start over: move it aside, `moose store init`.)
         let lost: Set<SecretStoreError.Code> = [
-            SecretStoreError.keyUnavailable, SecretStoreError.wrongKey, SecretStoreError.corrupt,
-            SecretStoreError.unsupportedVersion,
+            SecretStoreError.keyUnavailable, SecretStoreError.wrongKey, SecretStoreError.unsupportedVersion
         ]
         guard lost.contains(error.code) else { return nil }
         // A key from a variable or a keyring: set it, rather than start over.
-        if error.code == SecretStoreError.keyUnavailable, keyEnvironment != nil || keySecretService != nil { return nil }
+        if error.code == SecretStoreError.keyUnavailable, keyEnvironment != nil || keySecretService != nil {
+            return nil
+        }
         let when =
             error.code == SecretStoreError.keyUnavailable
-            ? "if the key is lost" : error.code == SecretStoreError.wrongKey ? "if its own key is lost" : "to start over"
+            ? "if the key is lost"
+            : error.code == SecretStoreError.wrongKey ? "if its own key is lost" : "to start over"
         return "\(when), start over with \(resetCommand) (it moves the store aside with a dated name and "
             + "makes a new one; profile settings are kept, so moose login logs in again)"
     }
@@ -248,19 +251,23 @@ struct StoreCommand: ParsableCommand {
             var info = stat()
             let exists = lstat(path, &info) == 0
             if exists, (info.st_mode & S_IFMT) == S_IFDIR {
-                throw CLIError.failed("\(path) is a folder, not a store: move it away by hand, then run moose store init")
+                throw CLIError.failed(
+                    "\(path) is a folder, not a store: move it away by hand, then run moose store init")
             }
             if exists, (try? options.open()) != nil {
-                Terminal.out("the store \(path) opens with its key: nothing to reset (moose store check verifies every value)")
+                Terminal.out(
+                    "the store \(path) opens with its key: nothing to reset (moose store check verifies every value)")
                 return
             }
             var moved: String? = nil
             if exists {
                 let aside = path + ".broken-" + Self.stamp()
-                for suffix in ["", "-wal", "-shm", "-journal"] where FileManager.default.fileExists(atPath: path + suffix) {
+                for suffix in ["", "-wal", "-shm", "-journal"]
+                where FileManager.default.fileExists(atPath: path + suffix) {
                     guard rename(path + suffix, aside + suffix) == 0 else {
                         throw CLIError.failed(
-                            "could not move \(path + suffix) aside to \(aside + suffix): \(String(cString: strerror(errno)))")
+                            "could not move \(path + suffix) aside to \(aside + suffix): \(String(cString: strerror(errno)))"
+                        )
                     }
                 }
                 moved = aside

@@ -208,7 +208,7 @@ struct VerifyCommand: ParsableCommand {
     func discover(transport: CurlTransport) throws -> ProviderMetadata {
         let issuer = self.issuer
         do {
-            return try CLIBlocking.run { try await Discovery.fetch(issuer: issuer, transport: transport) }
+            return try CLIBlocking.run { try await ProviderMetadata.discover(issuer: issuer, transport: transport) }
         } catch let error as OAuthError {
             let context = "cannot use issuer \(issuer)"
             if let failure = ConnectionFailure.cliError(error, context: context) { throw failure }

@@ -28,19 +28,4 @@ enum WorkloadLogin {
         guard spec.utf8.starts(with: "file:".utf8), spec.count > 5 else { return spec }
         return "file:" + LoginCommand.absolute(String(spec.dropFirst(5)))
     }
-
-    /// Tokens for `profile` (a workload profile) through `client`: the library's `WorkloadGrant` for
-    /// the profile's source, audience and grant.
-    static func tokens(profile: Profile, client: OAuthClient) async throws -> TokenSet {
-        var plan = profile
-        plan.workload = plan.workload.map(absolute)
-        let grant: WorkloadGrant?
-        do {
-            grant = try plan.workloadGrant(transport: client.transport)
-        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
-            throw CLIError.usage(error.message)
-        }
-        guard let grant else { throw CLIError.usage("profile \(profile.name) is not a workload login") }
-        return try await grant.tokens(client: client, scopes: profile.scopes)
-    }
 }

@@ -51,11 +51,13 @@ struct KeptSettingsCLITests {
         let didReset = try await CLI.run(reset, environment: environment)
         #expect(didReset.status == 0, "\(didReset.stderr)")
         #expect(
-            didReset.stdout.contains("moved the store aside to") && didReset.stdout.contains("moose login --profile ci"),
+            didReset.stdout.contains("moved the store aside to")
+                && didReset.stdout.contains("moose login --profile ci"),
             "\(didReset.stdout)")
         let data = home.appendingPathComponent("data/moose")
         let entries = try FileManager.default.contentsOfDirectory(atPath: data.path)
-        #expect(entries.contains("store.sqlite") && entries.contains { $0.hasPrefix("store.sqlite.broken-") }, "\(entries)")
+        #expect(
+            entries.contains("store.sqlite") && entries.contains { $0.hasPrefix("store.sqlite.broken-") }, "\(entries)")
 
         // A plain login of the profile logs in as before: a service, by client credentials, with its secret file.
         let again = try await CLI.run(["login", "--profile", "ci", "--timeout", "5"], environment: environment)
@@ -78,6 +80,7 @@ struct KeptSettingsCLITests {
         try FileManager.default.removeItem(at: keyFile)
         _ = try await CLI.run(["store", "reset"], environment: environment)
         let nothing = try await CLI.run(["store", "reset"], environment: environment)
-        #expect(nothing.status == 0 && nothing.stdout.contains("nothing to reset"), "\(nothing.stdout) \(nothing.stderr)")
+        #expect(
+            nothing.status == 0 && nothing.stdout.contains("nothing to reset"), "\(nothing.stdout) \(nothing.stderr)")
     }
 }

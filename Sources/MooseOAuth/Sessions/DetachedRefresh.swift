@@ -180,6 +180,11 @@ public enum DetachedRefresh {
     ///
     /// - Returns: the access token the call gave.
     /// - Throws: what the call throws (`OAuthError`).
+    public static func perform(_ request: Request, on manager: TokenManager) async throws -> AccessToken {
+        try await perform(request, on: manager.coordinator)
+    }
+
+    /// Runs `request` on `coordinator` (`perform(_:on:)` with a manager is the usual door).
     public static func perform(_ request: Request, on coordinator: RefreshCoordinator) async throws -> AccessToken {
         switch request.mode {
         case .accessToken: return try await coordinator.accessToken(minimumValidity: request.minimumValidity)

@@ -267,6 +267,8 @@ public final class TokenManager: Sendable {
     ///   - parameters: the scopes, RFC 8707 resources and extra request parameters; `nil` (the
     ///     default): the manager's `scopes` and `resource`. A client-credentials login adds the plan's
     ///     `audience` to them.
+    ///   - pushedAuthorization: whether a browser login pushes its request first (RFC 9126 PAR);
+    ///     default `.whenAdvertised` (`.never` for a provider whose PAR endpoint refuses this client).
     /// - Returns: the new session's summary (its key, who signed in, scopes, expiry; never a token).
     /// - Throws: `OAuthError`: the discovery errors of `metadata()` on first use; `invalidConfiguration`
     ///   (`.workload` without a `WorkloadGrant`, `openid` as the only client-credentials scope, a
@@ -277,10 +279,14 @@ public final class TokenManager: Sendable {
     ///   `workloadIdentity` when the platform gives no identity token; `storeUnavailable` when the
     ///   tokens came but the session could not be stored. Whatever a `.loopback` login's `open` throws.
     @discardableResult
-    public func login(with method: LoginMethod, parameters: AuthorizationParameters? = nil) async throws
-        -> SessionSummary
-    {
-        let (client, validator) = try await state.prepare()
+    public func login(
+        with method: LoginMethod, parameters: AuthorizationParameters? = nil,
+        pushedAuthorization: PushedAuthorizationPolicy = .whenAdvertised
+    ) async throws -> SessionSummary {
+        let prepared = try await state.prepare()
+        var client = prepared.client
+        let validator = prepared.validator
+        client.pushedAuthorization = pushedAuthorization
         let parameters = parameters ?? AuthorizationParameters(scopes: state.scopes)
         let tokens: TokenSet
         switch method {
@@ -363,6 +369,9 @@ public final class TokenManager: Sendable {
         let subject = try await storage.load(key)?.session.subject
         return try await client.userInfo(token: token, expectedSubject: subject)
     }
+
+    /// The client a one-shot grant (`exchange(…)`) uses: the plan's, as for a new login.
+    func clientForOneShotGrant() async throws -> OAuthClient { try await state.client() }
 
     /// Logs out in the right order: revoke the refresh token, then the access token (RFC 7009),
     /// build the end-session URL, then wipe the local session — always, even when revocation or
