@@ -229,127 +229,83 @@ struct LoginCommand: ParsableCommand {
         }
     }
 
-    /// The session's plan from the options, the config file's profile and what an earlier login of
-    /// the profile kept (in that order); every usage error is thrown here, before anything is created.
+    /// The session's plan: the library's resolution (`SessionPlan.resolve`) of the options, the config
+    /// file's profile and what an earlier login of the profile kept, in that order; every usage error
+    /// is thrown here, before anything is created.
     func plan(_ resolved: ResolvedProfile) throws -> Profile {
         let profile = resolved.name
-        let config = resolved.settings
         // What an earlier login kept — read without creating anything: a usage error leaves no store
-        // (or key) behind. A damaged row is not read: this login replaces it.
-        // The settings file beside the config keeps them when the store cannot be opened (a lost key).
-        let existing =
+        // (or key) behind. A damaged row is not read: this login replaces it. The settings file beside
+        // the config keeps them when the store cannot be opened (a lost key).
+        let kept =
             (try? OAuthContext(options: resolved.store, create: false)).flatMap { context in
                 (try? context.loadOrFail(profile)?.profile) ?? Self.keptPlan(profile, in: context)
             } ?? KeptSettings.plan(profile)
-        guard let issuer = issuer ?? config?.issuer ?? existing?.issuer,
-            let clientID = clientID ?? config?.clientID ?? existing?.clientID
-        else {
-            throw CLIError.usage(
-                "the first login of profile \(profile) needs --issuer URL and --client-id ID "
-                    + "(or a [profiles.\(profile)] section with issuer and client_id in \(try CLIConfig.path), or --resource alone to discover both)"
-            )
+        let settings: Profile
+        do {
+            settings = try SessionPlan.resolve(
+                name: profile, given: try given(), profile: resolved.settings, kept: kept)
+        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
+            throw CLIError.usage(error.message + Self.hint(for: error, profile: profile))
         }
-        guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http",
-            URL(string: issuer)?.host != nil
-        else {
-            throw CLIError.usage("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
-        }
-        try IssuerOption.check(issuer)
-        var endpoints = existing?.endpoints ?? EndpointOverrides()
-        if let deviceEndpoint {
-            guard let url = URL(string: deviceEndpoint) else {
-                throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL")
-            }
-            endpoints.deviceAuthorizationEndpoint = url
-        }
-        guard [clientCredentials, device, workload != nil].filter({ $0 }).count <= 1 else {
-            throw CLIError.usage("give one of --client-credentials, --device and --workload")
-        }
-        let grant = grant(existing: existing, issuer: issuer, clientID: clientID)
-        let isService = grant == .clientCredentials || grant == .workload
-        // A service asks for what it is configured to (no OpenID scopes: there is no user).
-        let scopes =
-            scope.isEmpty ? (config?.scopes ?? existing?.scopes ?? (isService ? [] : Self.defaultScopes)) : scope
-        var settings = Profile(
-            name: profile, issuer: issuer, clientID: clientID, scopes: scopes,
-            grant: grant,
-            clientSecretFile: clientSecretFile ?? config?.clientSecretFile ?? existing?.clientSecretFile,
-            endpoints: endpoints)
-        try credentials(into: &settings, existing: existing)
-        if let file = caFile ?? config?.caFile {
-            settings.caFile = try CLITransport.caFile(file)
-        } else {
-            settings.caFile = existing?.caFile
-        }
-        settings.publicKeyPins =
-            try CLITransport.pins(pinPublicKey.isEmpty ? config?.publicKeyPins : pinPublicKey, issuer: issuer)
-            ?? existing?.publicKeyPins
-        try workloadSource(into: &settings)
-        if grant == .workload, workload == nil, let existing {
-            // The kept source, audience and grant: `moose login --profile ci` after a logout.
-            settings.workload = existing.workload
-            settings.workloadAudience = existing.workloadAudience
-            settings.workloadGrant = existing.workloadGrant
-            settings.subjectTokenType = existing.subjectTokenType
-        }
-        settings.loopbackPort = port ?? (grant == .authorizationCode ? existing?.loopbackPort : nil)
-        settings.dpop = dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : (config?.dpop ?? existing?.dpop))
-        if let resource = resource ?? config?.resource {
-            do { settings.resource = try ResourceIdentifier.canonical(resource) } catch {
-                throw CLIError.usage("--resource: \(error)")
-            }
-        } else {
-            settings.resource = existing?.resource
-        }
+        try IssuerOption.check(settings.issuer)
+        if let file = settings.caFile { _ = try CLITransport.caFile(file, option: "the CA file") }
         return settings
     }
 
-    /// The client's authentication (by reference: a file, a variable or a key file) and the audience;
-    /// what the options leave unsaid comes from the earlier login.
-    func credentials(into settings: inout Profile, existing: Profile?) throws {
-        if let clientAuth, clientAuth != "basic", clientAuth != "post" {
-            throw CLIError.usage("--client-auth takes basic or post")
+    /// What the options say of the plan, each checked as the option it is (a usage error naming it).
+    func given() throws -> ProfileFile.ProfileSettings {
+        guard [clientCredentials, device, workload != nil].filter({ $0 }).count <= 1 else {
+            throw CLIError.usage("give one of --client-credentials, --device and --workload")
         }
         guard [clientSecretFile != nil, clientSecretEnv != nil, privateKey != nil].filter({ $0 }).count <= 1 else {
             throw CLIError.usage("give one of --client-secret-file, --client-secret-env and --private-key")
         }
-        if clientSecretEnv != nil || privateKey != nil { settings.clientSecretFile = clientSecretFile }
-        settings.clientSecretEnv =
-            clientSecretEnv ?? (clientSecretFile == nil && privateKey == nil ? existing?.clientSecretEnv : nil)
-        settings.privateKeyFile =
-            privateKey.map(Self.absolute)
-            ?? (clientSecretFile == nil && clientSecretEnv == nil ? existing?.privateKeyFile : nil)
-        settings.privateKeyID = keyID ?? existing?.privateKeyID
-        settings.clientAuth = clientAuth ?? existing?.clientAuth
-        settings.audience = audience ?? existing?.audience
-        if let file = settings.clientSecretFile { settings.clientSecretFile = Self.absolute(file) }
-        if settings.grant == .clientCredentials, settings.clientSecretFile == nil, settings.clientSecretEnv == nil,
-            settings.privateKeyFile == nil
-        {
-            throw CLIError.usage(
-                "--client-credentials needs the client's credentials: --client-secret-file FILE, --client-secret-env VAR or --private-key FILE"
-            )
+        if let clientAuth, clientAuth != "basic", clientAuth != "post" {
+            throw CLIError.usage("--client-auth takes basic or post")
         }
-    }
-
-    /// A workload login's source, audience and grant, checked now (a usage error before discovery).
-    func workloadSource(into settings: inout Profile) throws {
         if let workloadGrant, !WorkloadLogin.grants.contains(workloadGrant) {
             throw CLIError.usage("--workload-grant takes token-exchange or jwt-bearer")
         }
-        var subjectType: String? = nil
-        if let subjectTokenType {
-            guard let type = ExchangeToken.type(named: subjectTokenType) else {
-                throw CLIError.usage("--subject-token-type takes id_token, jwt, access_token, refresh_token or a URI")
-            }
-            subjectType = type
+        if let subjectTokenType, ExchangeToken.type(named: subjectTokenType) == nil {
+            throw CLIError.usage("--subject-token-type takes id_token, jwt, access_token, refresh_token or a URI")
         }
-        guard let workload else { return }
-        _ = try WorkloadLogin.source(workload, transport: CurlTransport())
-        settings.workload = WorkloadLogin.absolute(workload)
-        settings.workloadAudience = workloadAudience
-        settings.workloadGrant = workloadGrant
-        settings.subjectTokenType = subjectType
+        if let deviceEndpoint, URL(string: deviceEndpoint)?.scheme == nil {
+            throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL")
+        }
+        if let workload { _ = try WorkloadLogin.source(workload, transport: CLITransport.make(caFile: nil)) }
+        var given = ProfileFile.ProfileSettings(
+            issuer: issuer, clientID: clientID, scopes: scope.isEmpty ? nil : scope, resource: resource,
+            dpop: try Self.dpopAlgorithm(dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : nil))?.rawValue,
+            clientSecretFile: clientSecretFile, caFile: try caFile.map { try CLITransport.caFile($0) },
+            // Checked here for the option's own message (a pin's form does not depend on the host).
+            publicKeyPins: try CLITransport.pins(pinPublicKey, issuer: issuer ?? "https://localhost"))
+        given.grant = clientCredentials ? .clientCredentials : workload != nil ? .workload : device ? .deviceCode : nil
+        given.clientSecretEnv = clientSecretEnv
+        given.clientAuth = clientAuth
+        given.privateKeyFile = privateKey
+        given.privateKeyID = keyID
+        given.audience = audience
+        given.workload = workload
+        given.workloadAudience = workloadAudience
+        given.workloadGrant = workloadGrant
+        given.subjectTokenType = subjectTokenType
+        given.loopbackPort = port
+        given.deviceEndpoint = deviceEndpoint
+        return given
+    }
+
+    /// The options that say what a resolution error found missing.
+    static func hint(for error: OAuthError, profile: String) -> String {
+        if error.message.contains("needs an issuer and a client id") {
+            let config = (try? CLIConfig.path) ?? "the config file"
+            return ": give --issuer URL and --client-id ID (or a [profiles.\(profile)] section with issuer and "
+                + "client_id in \(config), or --resource alone to discover both)"
+        }
+        if error.message.contains("needs the client's credentials") {
+            return " (--client-secret-file FILE, --client-secret-env VAR or --private-key FILE)"
+        }
+        return ""
     }
 
     /// The DPoP algorithm a plan names, if any (ES256, EdDSA or RS256).
@@ -373,20 +329,6 @@ struct LoginCommand: ParsableCommand {
         case .authorizationCode:
             try browserLogin(manager: manager, parameters: parameters, port: settings.loopbackPort)
         }
-    }
-
-    /// The login's grant: the one its option names (`--client-credentials`, `--device`, `--workload`);
-    /// else, for the same provider and client, the one an earlier login of the profile used (a device,
-    /// service or workload profile logs in the same way again after a logout); else the browser's.
-    func grant(existing: Profile?, issuer: String, clientID: String) -> SessionPlan.Grant {
-        if clientCredentials { return .clientCredentials }
-        if workload != nil { return .workload }
-        if device { return .deviceCode }
-        guard let existing, existing.issuer.utf8.elementsEqual(issuer.utf8),
-            existing.clientID.utf8.elementsEqual(clientID.utf8)
-        else { return .authorizationCode }
-        if existing.grant == .workload, existing.workload == nil { return .authorizationCode }
-        return existing.grant
     }
 
     /// The device flow (RFC 8628): the code and how long it lives on the terminal, the page in the browser.

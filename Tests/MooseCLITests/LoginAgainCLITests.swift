@@ -93,13 +93,14 @@ struct LoginAgainCLITests {
     @Test func theKeptGrantIsUsedOnlyForTheSameClient() throws {
         var device = SessionPlan(
             name: "tv", issuer: "https://id.example.com", clientID: "tv", scopes: [], grant: .deviceCode)
-        let plain = try LoginCommand.parse(["--profile", "tv"])
-        #expect(plain.grant(existing: device, issuer: "https://id.example.com", clientID: "tv") == .deviceCode)
-        #expect(
-            plain.grant(existing: device, issuer: "https://id.example.com", clientID: "other") == .authorizationCode)
-        let explicit = try LoginCommand.parse(["--profile", "tv", "--client-credentials"])
-        #expect(
-            explicit.grant(existing: device, issuer: "https://id.example.com", clientID: "tv") == .clientCredentials)
+        func grant(_ arguments: [String], clientID: String) throws -> SessionPlan.Grant {
+            var given = try LoginCommand.parse(["--profile", "tv", "--client-secret-env", "S"] + arguments).given()
+            given.clientID = clientID
+            return try SessionPlan.resolve(name: "tv", given: given, profile: nil, kept: device).grant
+        }
+        #expect(try grant([], clientID: "tv") == .deviceCode)
+        #expect(try grant([], clientID: "other") == .authorizationCode)
+        #expect(try grant(["--client-credentials"], clientID: "tv") == .clientCredentials)
         // A browser login's registered port is part of the plan, so the next login uses it again.
         device.grant = .authorizationCode
         device.loopbackPort = 53683

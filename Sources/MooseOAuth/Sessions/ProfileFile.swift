@@ -30,20 +30,52 @@ public import Foundation
 /// arrays of those. Anything else is refused with its line number — a config file is outside
 /// input, so the parser is bounded (size, line length, nesting) and never traps.
 public struct ProfileFile: Sendable, Equatable {
-    /// One profile's settings (all optional: flags and stored sessions fill the rest).
+    /// One profile's settings — everything a login can be told (all optional: flags, the settings an
+    /// earlier login kept and the defaults fill the rest; `SessionPlan.resolve(name:given:profile:kept:)`).
+    /// The same value carries what a command line gave, one layer above the file's.
     public struct ProfileSettings: Sendable, Equatable {
-
+        /// `issuer`: the provider's issuer URL.
         public var issuer: String?
+        /// `client_id`: the client's id there.
         public var clientID: String?
+        /// `scopes`: what logins and renewals ask for.
         public var scopes: [String]?
+        /// `resource`: the RFC 8707 resource the tokens are for.
         public var resource: String?
+        /// `store`: the store (a file path or a `postgres://` URL).
         public var store: String?
+        /// `dpop`: the DPoP algorithm (`ES256`, `EdDSA`, `RS256`).
         public var dpop: String?
+        /// `client_secret_file`: a file holding the client secret.
         public var clientSecretFile: String?
         /// A PEM file of the CAs to trust for this profile's provider (a private CA).
         public var caFile: String?
         /// The provider's public-key pins (`public_key_pins = ["sha256//…", "sha256//…"]`), for the issuer's host.
         public var publicKeyPins: [String]?
+        /// `grant`: `authorization_code` (a browser), `device_code`, `client_credentials` or `workload`.
+        public var grant: SessionPlan.Grant?
+        /// `client_secret_env`: an environment variable holding the client secret.
+        public var clientSecretEnv: String?
+        /// `client_auth`: how the secret is sent, `basic` or `post`.
+        public var clientAuth: String?
+        /// `private_key`: a private key file (PEM or JWK) for `private_key_jwt`.
+        public var privateKeyFile: String?
+        /// `key_id`: the `kid` the client assertion names.
+        public var privateKeyID: String?
+        /// `audience`: the audience a client-credentials or workload grant names.
+        public var audience: String?
+        /// `workload`: a workload's identity source (`github`, `gitlab`, `env:VAR`, `file:PATH`, `command:…`).
+        public var workload: String?
+        /// `workload_audience`: the audience asked of the workload's identity source.
+        public var workloadAudience: String?
+        /// `workload_grant`: `token-exchange` or `jwt-bearer`.
+        public var workloadGrant: String?
+        /// `subject_token_type`: the token type a token exchange names for the workload's token.
+        public var subjectTokenType: String?
+        /// `port`: the loopback redirect's port, for a provider that registered one exact redirect URI.
+        public var loopbackPort: UInt16?
+        /// `device_endpoint`: the device authorization endpoint, for a provider whose discovery lacks it.
+        public var deviceEndpoint: String?
 
         /// Settings with those given set (none: nothing set; flags and stored sessions fill the rest).
         public init(
@@ -120,6 +152,31 @@ public struct ProfileFile: Sendable, Equatable {
                     case "client_secret_file": settings.clientSecretFile = try entry.string(key)
                     case "ca_file": settings.caFile = try entry.string(key)
                     case "public_key_pins": settings.publicKeyPins = try entry.strings(key)
+                    case "grant":
+                        let name = try entry.string(key)
+                        guard let grant = SessionPlan.Grant(named: name) else {
+                            throw ParseError(
+                                line: entry.line,
+                                message: "grant must be authorization_code, device_code, client_credentials or workload"
+                            )
+                        }
+                        settings.grant = grant
+                    case "client_secret_env": settings.clientSecretEnv = try entry.string(key)
+                    case "client_auth": settings.clientAuth = try entry.string(key)
+                    case "private_key": settings.privateKeyFile = try entry.string(key)
+                    case "key_id": settings.privateKeyID = try entry.string(key)
+                    case "audience": settings.audience = try entry.string(key)
+                    case "workload": settings.workload = try entry.string(key)
+                    case "workload_audience": settings.workloadAudience = try entry.string(key)
+                    case "workload_grant": settings.workloadGrant = try entry.string(key)
+                    case "subject_token_type": settings.subjectTokenType = try entry.string(key)
+                    case "device_endpoint": settings.deviceEndpoint = try entry.string(key)
+                    case "port":
+                        let port = try entry.integer(key)
+                        guard (1...65535).contains(port) else {
+                            throw ParseError(line: entry.line, message: "port must be a number from 1 to 65535")
+                        }
+                        settings.loopbackPort = UInt16(port)
                     default: throw ParseError(line: entry.line, message: "unknown profile key \"\(key)\"")
                     }
                 }
@@ -198,11 +255,17 @@ public struct ProfileFile: Sendable, Equatable {
             lines.append("")
             lines.append("[profiles.\(TOMLSubset.key(name))]")
             let fields: [(String, String?)] = [
-                ("issuer", settings.issuer), ("client_id", settings.clientID),
+                ("issuer", settings.issuer), ("client_id", settings.clientID), ("grant", settings.grant?.rawValue),
                 ("resource", settings.resource), ("store", settings.store), ("dpop", settings.dpop),
-                ("client_secret_file", settings.clientSecretFile), ("ca_file", settings.caFile)
+                ("client_secret_file", settings.clientSecretFile), ("client_secret_env", settings.clientSecretEnv),
+                ("client_auth", settings.clientAuth), ("private_key", settings.privateKeyFile),
+                ("key_id", settings.privateKeyID), ("audience", settings.audience), ("ca_file", settings.caFile),
+                ("workload", settings.workload), ("workload_audience", settings.workloadAudience),
+                ("workload_grant", settings.workloadGrant), ("subject_token_type", settings.subjectTokenType),
+                ("device_endpoint", settings.deviceEndpoint)
             ]
             for (key, value) in fields { if let value { lines.append("\(key) = \(TOMLSubset.quote(value))") } }
+            if let port = settings.loopbackPort { lines.append("port = \(port)") }
             if let scopes = settings.scopes {
                 lines.append("scopes = [" + scopes.map(TOMLSubset.quote).joined(separator: ", ") + "]")
             }
@@ -236,6 +299,13 @@ package enum TOMLSubset {
                 throw ProfileFile.ParseError(line: line, message: "\(key) must be a string")
             }
             return text
+        }
+
+        func integer(_ key: String) throws(ProfileFile.ParseError) -> Int64 {
+            guard case .integer(let number) = value else {
+                throw ProfileFile.ParseError(line: line, message: "\(key) must be an integer")
+            }
+            return number
         }
 
         func strings(_ key: String) throws(ProfileFile.ParseError) -> [String] {
