@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import MooseJWT
+import MooseOAuth
 
 /// What a resource server accepts (RFC 9068 access tokens, RFC 6750 Bearer, RFC 9449 DPoP).
 ///
@@ -172,14 +173,7 @@ public struct ResourceServer: Sendable {
         if introspected {
             claims = try await introspect(token, scheme: scheme)
         } else {
-            let jws = try parseToken(token, scheme: scheme)
-            let keys: [JWTKey]
-            do { keys = try await self.keys.keys(for: jws.header.keyID) } catch {
-                throw ResourceServerRefusal(
-                    code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
-                    reason: "the issuer's keys could not be fetched")
-            }
-            claims = try checkToken(jws, keys: keys, scheme: scheme).claims
+            claims = try await checkToken(parseToken(token, scheme: scheme), scheme: scheme).claims
         }
         let binding = try confirmation(of: claims, scheme: scheme)
         if scheme == .dpop, let thumbprint = binding.thumbprint {
@@ -371,23 +365,49 @@ public struct ResourceServer: Sendable {
     private func checkToken(_ jws: JWS, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal)
         -> JWT
     {
+        do { return try verifiedToken(jws, keys: keys) } catch { throw tokenRefusal(error, scheme) }
+    }
+
+    /// `checkToken` with the keys of `self.keys`: a signature that fails with the keys it gave (a `kid` they
+    /// lack, key material the issuer replaced under the same `kid`) is tried once more with the keys
+    /// `keysAfterFailedVerification(for:)` gives. Keys that cannot be had: `temporarilyUnavailable`.
+    private func checkToken(_ jws: JWS, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal) -> JWT {
+        let kid = jws.header.keyID
+        let cached = try await sourcedKeys { try await self.keys.keys(for: kid) }
+        do { return try verifiedToken(jws, keys: cached) } catch {
+            guard JWKSCache.refetchMayHelp(error) else { throw tokenRefusal(error, scheme) }
+        }
+        let fresh = try await sourcedKeys { try await self.keys.keysAfterFailedVerification(for: kid) }
+        return try checkToken(jws, keys: fresh, scheme: scheme)
+    }
+
+    /// What `body` answers; a failure is `temporarilyUnavailable` (503), not a verdict on the token.
+    private func sourcedKeys(_ body: () async throws -> [JWTKey]) async throws(ResourceServerRefusal) -> [JWTKey] {
+        do { return try await body() } catch {
+            throw ResourceServerRefusal(
+                code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                reason: "the issuer's keys could not be fetched")
+        }
+    }
+
+    private func verifiedToken(_ jws: JWS, keys: [JWTKey]) throws(JWTError) -> JWT {
         let validation = ClaimValidation(
             issuer: configuration.issuer, audiences: [configuration.resource], leeway: configuration.leeway,
             requiredClaims: configuration.requiredClaims, clock: configuration.clock)
         let verifier = JWTVerifier(
             keys: keys, allowedAlgorithms: configuration.algorithms, validation: validation,
             maximumTokenSize: configuration.maximumAuthorizationLength)
-        do {
-            try verifier.verifySignature(of: jws)
-            let jwt = try JWT(jws: jws)
-            try validation.validate(jwt.claims)
-            return jwt
-        } catch {
-            // The code and field only: a JWTError's message may quote claims.
-            throw refusal(
-                ResourceServerRefusal.invalidToken, scheme,
-                "the token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
-        }
+        try verifier.verifySignature(of: jws)
+        let jwt = try JWT(jws: jws)
+        try validation.validate(jwt.claims)
+        return jwt
+    }
+
+    private func tokenRefusal(_ error: JWTError, _ scheme: VerifiedPrincipal.Scheme) -> ResourceServerRefusal {
+        // The code and field only: a JWTError's message may quote claims.
+        refusal(
+            ResourceServerRefusal.invalidToken, scheme,
+            "the token failed \(error.code)\(error.field.map { " (\($0))" } ?? "")")
     }
 
     // MARK: - Opaque tokens (RFC 7662)
@@ -471,7 +491,15 @@ public struct ResourceServer: Sendable {
         let expiry = proof.issuedAt.addingTimeInterval(
             configuration.proofs.maximumAge + configuration.proofs.futureLeeway + 1)
         let first: Bool
-        do { first = try await replayCache.firstUse(of: proof.thumbprint + " " + proof.jti, until: expiry) } catch {
+        do {
+            // Attributed to the proof's key, so that a key sending too many proofs is refused, not the others.
+            first = try await replayCache.firstUse(
+                of: proof.thumbprint + " " + proof.jti, until: expiry, proofKey: proof.thumbprint)
+        } catch let quota as DPoPReplayQuotaExceeded {
+            throw ResourceServerRefusal(
+                code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
+                reason: "\(quota) (proof key \(proof.thumbprint))")
+        } catch {
             throw ResourceServerRefusal(
                 code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
                 reason: "the DPoP replay cache could not answer")

@@ -113,26 +113,7 @@ public struct IDTokenValidator: Sendable {
             throw invalid("ID token is malformed: \(error.message)", error)
         }
         let algorithm = header.knownAlgorithm
-        let keys: [JWTKey]
-        if let algorithm, algorithm.keyFamily == .hmac {
-            // OIDC Core §10.1: the key is the client secret's UTF-8 octets — only when opted in.
-            guard let clientSecret, algorithms.contains(algorithm) else {
-                throw invalid(
-                    "ID token is signed with \(algorithm) and this client did not opt in to HMAC ID tokens", nil)
-            }
-            keys = [JWTKey(secret: Array(clientSecret.utf8), algorithm: algorithm)]
-        } else {
-            keys = try await jwks.keys(for: header.keyID)
-        }
-        // Rules 2–3, 9, 10 (iss, aud, exp, iat) and 6–7 (alg, signature) through the JWT verifier.
-        let verifier = JWTVerifier(
-            keys: keys, allowedAlgorithms: algorithms,
-            validation: ClaimValidation(
-                issuer: issuer, audiences: [clientID], leeway: leeway,
-                requiredClaims: ["iss", "sub", "aud", "exp", "iat"], clock: clock))
-        let jwt: JWT
-        do { jwt = try verifier.verify(token) } catch { throw invalid("ID token rejected: \(error.message)", error) }
-        let claims = jwt.claims
+        let claims = try await verified(token, header: header, clock: clock)
         let audience = claims.audience ?? []
         func same(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
         // Rule 3 (errata set 2): no audience the client does not trust.
@@ -169,6 +150,43 @@ public struct IDTokenValidator: Sendable {
             }
         }
         return claims
+    }
+
+    /// The claims of `token` once its signature and rules 2–3, 6–7, 9 and 10 (`iss`, `aud`, `alg`, signature,
+    /// `exp`, `iat`) pass. A signature that fails with the provider's cached keys (a `kid` they lack, key
+    /// material replaced under the same `kid`) is tried once more with the keys
+    /// `JWKSCache.keysAfterFailedVerification(for:)` gives.
+    private func verified(_ token: String, header: JOSEHeader, clock: @escaping @Sendable () -> Date) async throws
+        -> JWTClaims
+    {
+        let validation = ClaimValidation(
+            issuer: issuer, audiences: [clientID], leeway: leeway, requiredClaims: ["iss", "sub", "aud", "exp", "iat"],
+            clock: clock)
+        if let algorithm = header.knownAlgorithm, algorithm.keyFamily == .hmac {
+            // OIDC Core §10.1: the key is the client secret's UTF-8 octets — only when opted in.
+            guard let clientSecret, algorithms.contains(algorithm) else {
+                throw invalid(
+                    "ID token is signed with \(algorithm) and this client did not opt in to HMAC ID tokens", nil)
+            }
+            let key = JWTKey(secret: Array(clientSecret.utf8), algorithm: algorithm)
+            let verifier = JWTVerifier(keys: [key], allowedAlgorithms: algorithms, validation: validation)
+            do { return try verifier.verify(token).claims } catch {
+                throw invalid("ID token rejected: \(error.message)", error)
+            }
+        }
+        let cached = try await jwks.keys(for: header.keyID)
+        do {
+            return try JWTVerifier(keys: cached, allowedAlgorithms: algorithms, validation: validation).verify(token)
+                .claims
+        } catch {
+            guard JWKSCache.refetchMayHelp(error) else { throw invalid("ID token rejected: \(error.message)", error) }
+        }
+        // The provider may have changed its keys since they were cached: once more with a fetched set.
+        let fresh = try await jwks.keysAfterFailedVerification(for: header.keyID)
+        do {
+            return try JWTVerifier(keys: fresh, allowedAlgorithms: algorithms, validation: validation).verify(token)
+                .claims
+        } catch { throw invalid("ID token rejected: \(error.message)", error) }
     }
 
     private func invalid(_ message: String, _ error: JWTError?) -> OAuthError {

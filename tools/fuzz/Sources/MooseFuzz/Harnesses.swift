@@ -23,7 +23,7 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration,
     "sse": serverSentEvents,
     "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
-    "dpop-proof": dpopProof, "introspection": introspection
+    "dpop-proof": dpopProof, "introspection": introspection, "cache-control": cacheControl
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -253,6 +253,17 @@ func wwwAuthenticate(_ bytes: [UInt8]) {
     require(
         AuthenticationChallenge.parse([text(bytes), text(bytes)]).count <= 64,
         "at most 64 challenges over repeated headers")
+}
+
+/// A JWKS response's `Cache-Control` (its `max-age` bounds how long the issuer's keys are trusted):
+/// never traps, and any answer is a whole number of seconds within 0…999 999 999, the same every time.
+func cacheControl(_ bytes: [UInt8]) {
+    let input = text(bytes)
+    let age = JWKSCache.maximumAge(cacheControl: input)
+    if let age {
+        require(age.isFinite && age >= 0 && age <= 999_999_999 && age == age.rounded(), "max-age is bounded and whole")
+    }
+    require(JWKSCache.maximumAge(cacheControl: input) == age, "the same value twice")
 }
 
 func httpDate(_ bytes: [UInt8]) {
