@@ -65,26 +65,38 @@ final class CLISessions {
     }
 
     let backend: Backend
+    /// Where the store is (and how its key is had), as the command was given it.
+    let options: StoreOptions
 
     /// Opens the store `options` name (`create`: a missing file store is created; a PostgreSQL
     /// schema is created and migrated on first use either way). `profile`, when the command names one,
     /// goes into the first-contact hint (`moose login --profile NAME …`).
     init(options: StoreOptions, create: Bool, profile: String? = nil) throws {
+        self.options = options
         if try options.isPostgres {
             backend = .registered(try RegisteredBackends.openPostgres(options))
         } else {
             // First contact: no store yet means nobody logged in — say what to do, not how stores work.
             let path = try options.resolvedStorePath
             if !create, !FileManager.default.fileExists(atPath: path) {
-                let named = profile.map { $0 == "default" ? "" : " --profile \($0)" } ?? ""
                 throw CLIError.failed(
-                    "not logged in (no store at \(path) yet); run moose login\(named) --issuer URL --client-id ID")
+                    "not logged in (no store at \(path) yet); run \(Self.firstLogin(profile ?? "default", store: options))"
+                )
             }
             backend = .file(EncryptedSessionStorage(store: try options.open(create: create)))
         }
     }
 
     deinit { close() }
+
+    /// The first login of `profile`, as a command that works as printed: `moose login --profile NAME`
+    /// when the config file (issuer and client id) or the kept settings already say how, else with
+    /// `--issuer URL --client-id ID` to fill in.
+    static func firstLogin(_ profile: String, store: StoreOptions) -> String {
+        let described = (try? CLIConfig.load())?.profiles[profile].map { $0.issuer != nil && $0.clientID != nil }
+        if described == true || KeptSettings.plan(profile, store: store) != nil { return loginHint(profile) }
+        return loginHint(profile) + " --issuer URL --client-id ID"
+    }
 
     /// The storage for a `RefreshCoordinator`.
     var storage: any SessionStorage {

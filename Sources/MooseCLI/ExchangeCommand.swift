@@ -119,7 +119,7 @@ struct ExchangeCommand: ParsableCommand {
 
     func run() throws {
         var profile = Profile(name: "exchange", issuer: issuer, clientID: clientID, scopes: scope)
-        profile.clientSecretFile = clientSecretFile.map(LoginCommand.absolute)
+        profile.clientSecretFile = clientSecretFile.map(SessionPlan.absolute)
         profile.clientSecretEnv = clientSecretEnv
         if let caFile { profile.caFile = try CLITransport.caFile(caFile) }
         let subjectType = ExchangeToken.type(named: subjectTokenType) ?? ExchangeToken.idTokenType

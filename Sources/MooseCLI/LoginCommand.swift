@@ -154,11 +154,6 @@ struct LoginCommand: ParsableCommand {
             valueName: "SECONDS"))
     var timeout: Double?
 
-    /// `path` made absolute (a profile is used from any directory later).
-    static func absolute(_ path: String) -> String {
-        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-    }
-
     /// `body`, given up after `seconds` (none: no limit of ours) with "no approval within …".
     static func within<T: Sendable>(_ seconds: Double?, _ body: @escaping @Sendable () async throws -> T) async throws
         -> T
@@ -178,9 +173,6 @@ struct LoginCommand: ParsableCommand {
         }
     }
 
-    /// What a login asks for when neither the command line, the config file nor an earlier login says.
-    static let defaultScopes = ["openid", "profile", "email"]
-
     func run() throws {
         // The config file first: its profile settings and store count for every command, and a
         // file that does not parse is an error before anything else happens.
@@ -194,7 +186,6 @@ struct LoginCommand: ParsableCommand {
             return
         }
         let settings = try plan(resolved)
-        _ = try Self.dpopAlgorithm(settings.dpop)
         let context = try OAuthContext(options: resolved.store, create: true)
         do {
             // The library owns the login: it makes the client (its trust, its credentials), runs the
@@ -207,7 +198,7 @@ struct LoginCommand: ParsableCommand {
             }
             try logIn(settings, manager: manager, parameters: request)
             // The settings outlive the store: a lost key, a damaged row or a logout keeps them here.
-            KeptSettings.keep(settings)
+            KeptSettings.keep(settings, store: resolved.store)
             try report(settings, in: context)
         } catch let error as OAuthError
             where error.code == OAuthError.invalidClient && settings.clientSecretFile == nil
@@ -239,8 +230,8 @@ struct LoginCommand: ParsableCommand {
         // the config keeps them when the store cannot be opened (a lost key).
         let kept =
             (try? OAuthContext(options: resolved.store, create: false)).flatMap { context in
-                (try? context.loadOrFail(profile)?.profile) ?? Self.keptPlan(profile, in: context)
-            } ?? KeptSettings.plan(profile)
+                (try? context.loadOrFail(profile)?.profile) ?? context.sessions.keptPlan(profile)
+            } ?? KeptSettings.plan(profile, store: resolved.store)
         let settings: Profile
         do {
             settings = try SessionPlan.resolve(
@@ -453,18 +444,13 @@ extension LoginCommand {
     /// The file store's namespace of the plans of profiles logged out of: a plain `moose login` of
     /// such a profile logs in again as before (issuer, client, its authentication by reference).
     static let keptPlans = "moose.plan"
-
-    /// The plan a logout of `profile` kept, if any.
-    static func keptPlan(_ profile: String, in context: OAuthContext) -> Profile? {
-        context.sessions.keptPlan(profile)
-    }
 }
 
 extension CLISessions {
     /// The plan kept for `profile`: in the settings file beside the config (`KeptSettings`), else in
     /// the file store, where a logout of an earlier version kept it.
     func keptPlan(_ profile: String) -> Profile? {
-        if let plan = KeptSettings.plan(profile) { return plan }
+        if let plan = KeptSettings.plan(profile, store: options) { return plan }
         guard let store = fileStore,
             let bytes = try? store.get(namespace: LoginCommand.keptPlans, name: profile),
             var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes))
@@ -476,6 +462,6 @@ extension CLISessions {
     /// The profiles whose plans are kept (the settings file, and the file store of earlier versions), by name.
     func keptProfiles() -> [String] {
         let stored = fileStore.flatMap { try? $0.list(namespace: LoginCommand.keptPlans) }?.map(\.name) ?? []
-        return Set(stored).union(KeptSettings.load().keys).sorted()
+        return Set(stored).union(KeptSettings.profiles(store: options).keys).sorted()
     }
 }

@@ -35,7 +35,7 @@ struct LogoutCommand: ParsableCommand {
     func run() throws {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
-        let context = try OAuthContext(options: resolved.store, create: false)
+        let context = try OAuthContext(options: resolved.store, create: false, profile: profile)
         // A damaged or undecryptable row is wiped too (the engine reports that nothing was revoked).
         let exists: Bool
         do { exists = try context.sessions.load(profile) != nil } catch { exists = true }
@@ -63,7 +63,9 @@ struct LogoutCommand: ParsableCommand {
             throw OAuthContext.fail(error)
         }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
-        if let plan { Self.keep(plan, profile: profile, described: resolved.settings?.issuer != nil) }
+        if let plan {
+            Self.keep(plan, profile: profile, described: resolved.settings?.issuer != nil, store: resolved.store)
+        }
         // A damaged row had no tokens to revoke: removing it was the whole job.
         if let error = result.revocationError, error.code != OAuthError.sessionDamaged {
             Terminal.error("moose: \(Self.revocationReport(result))")
@@ -75,10 +77,10 @@ struct LogoutCommand: ParsableCommand {
     /// Keeps a logged-out profile's settings where a plain `moose login` finds them (`KeptSettings`,
     /// beside the config file: whatever the store, file or PostgreSQL), and says so. Nothing is said
     /// for a profile the config file describes: its settings are there.
-    static func keep(_ plan: Profile, profile: String, described: Bool) {
+    static func keep(_ plan: Profile, profile: String, described: Bool, store: StoreOptions) {
         guard !described else { return }
         do {
-            try KeptSettings.save(plan)
+            try KeptSettings.save(plan, store: store)
             Terminal.out("Its settings are kept: \(loginHint(profile)) logs in again.")
         } catch {
             Terminal.out(

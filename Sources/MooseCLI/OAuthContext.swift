@@ -50,7 +50,7 @@ struct OAuthContext {
     /// file store. A plan whose references cannot be read is a usage error.
     func manager(for profile: Profile) throws -> TokenManager {
         var plan = profile
-        plan.workload = plan.workload.map(WorkloadLogin.absolute)
+        plan.workload = plan.workload.map(SessionPlan.absoluteWorkload)
         var idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil
         if let store = sessions.fileStore { idTokenKeys = { .secretStore(store, for: $0) } }
         do {
@@ -193,7 +193,7 @@ enum CLITransport {
 
     /// `path` checked as a readable file, made absolute (a profile is used from any directory later).
     static func caFile(_ path: String, option: String = "--ca-file") throws -> String {
-        let absolute = LoginCommand.absolute(path)
+        let absolute = SessionPlan.absolute(path)
         guard access(absolute, R_OK) == 0 else {
             throw CLIError.usage(
                 "\(option) \(path): no such readable file (a PEM file of the CA certificates to trust)")

@@ -33,7 +33,7 @@ struct ProfileCommand: ParsableCommand {
             let active = CLIConfig.profileName(nil)
             var sessions: [String] = []
             // The settings file beside the config keeps profiles even when the store cannot be opened.
-            var kept: [String] = KeptSettings.load().keys.sorted()
+            var kept: [String] = KeptSettings.profiles(store: store).keys.sorted()
             if let opened = try? CLISessions(options: store, create: false) {
                 sessions = (try? opened.keys()) ?? []
                 kept = opened.keptProfiles()
@@ -69,7 +69,9 @@ struct ProfileCommand: ParsableCommand {
             let opened = try? CLISessions(options: store, create: false)
             let stored = opened.flatMap { try? $0.load(name) }?.session
             // A profile logged out of keeps its plan: shown as it will log in again.
-            let saved = stored.map { Profile.of($0, key: name) } ?? opened?.keptPlan(name) ?? KeptSettings.plan(name)
+            let saved =
+                stored.map { Profile.of($0, key: name) } ?? opened?.keptPlan(name)
+                ?? KeptSettings.plan(name, store: store)
             guard settings != nil || saved != nil else {
                 throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
             }
@@ -78,7 +80,7 @@ struct ProfileCommand: ParsableCommand {
             object["client_id"] = (settings?.clientID ?? saved?.clientID).map { .string($0) } ?? .null
             // What a login of this profile asks for: the config's scopes, the session's, else Moose's default.
             object["scopes"] = .array(
-                (settings?.scopes ?? saved?.scopes ?? LoginCommand.defaultScopes).map { .string($0) })
+                (settings?.scopes ?? saved?.scopes ?? SessionPlan.defaultScopes).map { .string($0) })
             object["resource"] = (settings?.resource ?? saved?.resource).map { .string($0) } ?? .null
             object["store"] = .string(try store.resolvedStorePath)
             object["dpop"] = (settings?.dpop ?? saved?.dpop).map { .string($0) } ?? .null
@@ -105,12 +107,11 @@ struct ProfileCommand: ParsableCommand {
             var config = try CLIConfig.load()
             // Only a profile that exists: in the config file, or as a session in the store.
             if config.profiles[name] == nil {
-                let opened = try? CLISessions(
-                    options: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil),
-                    create: false)
+                let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
+                let opened = try? CLISessions(options: options, create: false)
                 let sessions =
                     (opened.flatMap { try? $0.keys() } ?? [])
-                    + (opened?.keptProfiles() ?? Array(KeptSettings.load().keys))
+                    + (opened?.keptProfiles() ?? Array(KeptSettings.profiles(store: options).keys))
                 guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
                     let known = Set(config.profiles.keys).union(sessions).sorted()
                     throw CLIError.failed(

@@ -26,7 +26,8 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let resolved = try CLIConfig.resolve(profile, store: store)
-        let context = try OAuthContext(options: resolved.store, create: false)
+        let context = try OAuthContext(
+            options: resolved.store, create: false, profile: profile.map { _ in resolved.name })
         let names: [String]
         do { names = try profile.map { [$0] } ?? context.sessions.keys() } catch { throw OAuthContext.fail(error) }
         var items: [JSONValue] = []

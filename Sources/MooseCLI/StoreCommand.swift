@@ -146,24 +146,19 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
-    /// The way out of a store that cannot be opened at all — its master key lost or another one, or a
-    /// file of a format this version cannot read —: `moose store reset` with the options this
-    /// command was given (so it works as printed), which moves the store aside and starts a new one;
-    /// `nil` for faults a reset does not mend (permissions, a busy or damaged row, a bad argument).
+    /// The way out of a store whose master key is lost or is another key: `moose store reset` with the
+    /// options this command was given (so it works as printed), which moves the store aside and starts a
+    /// new one; `nil` for faults a reset does not mend (permissions, a busy or damaged store — whose own
+    /// words say how to start over —, one of a newer Moose, a bad argument).
     func resetAdvice(_ error: SecretStoreError) -> String? {
-        // (A damaged file's own words already say how to start over: move it aside, `moose store init`.)
-        let lost: Set<SecretStoreError.Code> = [
-            SecretStoreError.keyUnavailable, SecretStoreError.wrongKey, SecretStoreError.unsupportedVersion
-        ]
-        guard lost.contains(error.code) else { return nil }
+        guard error.code == SecretStoreError.keyUnavailable || error.code == SecretStoreError.wrongKey else {
+            return nil
+        }
         // A key from a variable or a keyring: set it, rather than start over.
         if error.code == SecretStoreError.keyUnavailable, keyEnvironment != nil || keySecretService != nil {
             return nil
         }
-        let when =
-            error.code == SecretStoreError.keyUnavailable
-            ? "if the key is lost"
-            : error.code == SecretStoreError.wrongKey ? "if its own key is lost" : "to start over"
+        let when = error.code == SecretStoreError.keyUnavailable ? "if the key is lost" : "if its own key is lost"
         return "\(when), start over with \(resetCommand) (it moves the store aside with a dated name and "
             + "makes a new one; profile settings are kept, so moose login logs in again)"
     }
@@ -174,6 +169,8 @@ struct StoreOptions: ParsableArguments {
         if let storePath { words.append("--store \(Shell.quote(storePath))") }
         if let keyFile { words.append("--key-file \(Shell.quote(keyFile))") }
         if let passphraseFile { words.append("--passphrase-file \(Shell.quote(passphraseFile))") }
+        if let keyEnvironment { words.append("--key-env \(Shell.quote(keyEnvironment))") }
+        if let keySecretService { words.append("--key-secret-service \(Shell.quote(keySecretService))") }
         return words.joined(separator: " ")
     }
 
@@ -254,26 +251,33 @@ struct StoreCommand: ParsableCommand {
                 throw CLIError.failed(
                     "\(path) is a folder, not a store: move it away by hand, then run moose store init")
             }
-            if exists, (try? options.open()) != nil {
-                Terminal.out(
-                    "the store \(path) opens with its key: nothing to reset (moose store check verifies every value)")
-                return
-            }
             var moved: String? = nil
             if exists {
-                let aside = path + ".broken-" + Self.stamp()
-                for suffix in ["", "-wal", "-shm", "-journal"]
-                where FileManager.default.fileExists(atPath: path + suffix) {
-                    guard rename(path + suffix, aside + suffix) == 0 else {
-                        throw CLIError.failed(
-                            "could not move \(path + suffix) aside to \(aside + suffix): \(String(cString: strerror(errno)))"
-                        )
-                    }
-                }
-                moved = aside
+                // Only a store whose key is lost (or is another key) is moved aside: a busy, unreadable or
+                // damaged store, or one of a newer Moose, is said as it is and left where it is.
+                do {
+                    _ = try SecretStore(path: path, masterKey: try options.keySource(), create: false)
+                    Terminal.out(
+                        "the store \(path) opens with its key: nothing to reset (moose store check verifies every value)"
+                    )
+                    return
+                } catch let error as SecretStoreError
+                    where error.code != SecretStoreError.keyUnavailable && error.code != SecretStoreError.wrongKey
+                {
+                    throw CLIError.failed(
+                        "\(error.message); moose store reset moves aside only a store whose key is lost, "
+                            + "and this one was left as it is [\(error.code)]")
+                } catch is SecretStoreError {}
+                moved = try Self.moveAside(path)
             }
-            _ = try options.open(create: true)
-            let kept = KeptSettings.load().keys.sorted()
+            do {
+                _ = try options.open(create: true)
+            } catch {
+                // No new store could be made (the key cannot be had): the old one goes back where it was.
+                if let moved { Self.moveBack(moved, to: path) }
+                throw error
+            }
+            let kept = KeptSettings.profiles(store: options).keys.sorted()
             var lines: [String] = []
             if let moved {
                 lines.append("moved the store aside to \(moved) (kept: it opens again with its old key)")
@@ -286,6 +290,31 @@ struct StoreCommand: ParsableCommand {
                         + "\(loginHint(kept.contains("default") ? "default" : kept[0])) logs in again")
             }
             Terminal.out(lines.joined(separator: "\n"))
+        }
+
+        /// SQLite's companions first (`-wal` holds the last commits), then the store: `path` renamed to
+        /// `path.broken-STAMP`; a failed rename puts back what moved.
+        static func moveAside(_ path: String) throws -> String {
+            let aside = path + ".broken-" + stamp()
+            var done: [String] = []
+            for suffix in ["-wal", "-shm", "-journal", ""] where FileManager.default.fileExists(atPath: path + suffix) {
+                guard rename(path + suffix, aside + suffix) == 0 else {
+                    let reason = String(cString: strerror(errno))
+                    for suffix in done { _ = rename(aside + suffix, path + suffix) }
+                    throw CLIError.failed("could not move \(path + suffix) aside to \(aside + suffix): \(reason)")
+                }
+                done.append(suffix)
+            }
+            return aside
+        }
+
+        /// Puts a store moved aside back at `path` (a new one made there meanwhile is removed first).
+        static func moveBack(_ aside: String, to path: String) {
+            for suffix in ["", "-wal", "-shm", "-journal"] where FileManager.default.fileExists(atPath: aside + suffix)
+            {
+                unlink(path + suffix)
+                _ = rename(aside + suffix, path + suffix)
+            }
         }
 
         /// The UTC time as `YYYYMMDDTHHMMSSZ`, for the moved store's name.

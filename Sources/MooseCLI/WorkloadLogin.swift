@@ -17,15 +17,9 @@ enum WorkloadLogin {
     /// made absolute first (the session is renewed from any directory, by any process).
     static func source(_ spec: String, transport: any HTTPTransport) throws -> WorkloadIdentity {
         do {
-            return try SessionPlan.identity(absolute(spec), transport: transport)
+            return try SessionPlan.identity(SessionPlan.absoluteWorkload(spec), transport: transport)
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
             throw CLIError.usage(error.message)
         }
-    }
-
-    /// `spec` with a `file:` path made absolute.
-    static func absolute(_ spec: String) -> String {
-        guard spec.utf8.starts(with: "file:".utf8), spec.count > 5 else { return spec }
-        return "file:" + LoginCommand.absolute(String(spec.dropFirst(5)))
     }
 }

@@ -76,11 +76,56 @@ struct KeptSettingsCLITests {
         let list = try await CLI.run(["profile", "list"], environment: environment)
         #expect(list.stdout.contains("ci ("), "\(list.stdout) \(list.stderr)")
 
+        // A store that is damaged, not keyless, is not moved: its own words say how to start over.
+        let store = home.appendingPathComponent("data/moose/store.sqlite")
+        let before = try Data(contentsOf: store)
+        try Data((0..<4096).map { _ in UInt8.random(in: 0...255) }).write(to: store)
+        let damaged = try await CLI.run(["store", "reset"], environment: environment)
+        #expect(damaged.status == 1 && damaged.stderr.contains("left as it is"), "\(damaged.stderr)")
+        #expect(FileManager.default.fileExists(atPath: store.path))
+        try before.write(to: store)
+
         // A store that opens has nothing to reset.
         try FileManager.default.removeItem(at: keyFile)
         _ = try await CLI.run(["store", "reset"], environment: environment)
         let nothing = try await CLI.run(["store", "reset"], environment: environment)
         #expect(
             nothing.status == 0 && nothing.stdout.contains("nothing to reset"), "\(nothing.stdout) \(nothing.stderr)")
+    }
+
+    /// Issue 42 §2: a profile the config file describes whole — a service, by its grant and secret
+    /// file — needs no flag: the first-contact hints name the profile alone, and a plain login is a
+    /// service login (not a browser login waiting 300 s).
+    @Test func theConfigFileAloneLogsAServiceIn() async throws {
+        let (home, environment) = CLI.home("moose-config-service")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let config = home.appendingPathComponent("config/moose")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        let secretFile = home.appendingPathComponent("secret")
+        try Data("moose-service-secret\n".utf8).write(to: secretFile)
+        let file = """
+            [profiles.svc]
+            issuer = "\(TestIdentityProvider.issuer)"
+            client_id = "moose-service"
+            grant = "client_credentials"
+            client_secret_file = "\(secretFile.path)"
+            scopes = ["read"]
+            """
+        try Data(file.utf8).write(to: config.appendingPathComponent("config.toml"))
+
+        for command in [["token", "--profile", "svc"], ["status", "--profile", "svc"]] {
+            let first = try await CLI.run(command, environment: environment)
+            #expect(first.status == 1, "\(first.stderr)")
+            #expect(
+                first.stderr.contains("run moose login --profile svc") && !first.stderr.contains("--issuer URL"),
+                "\(command): \(first.stderr)")
+        }
+        let login = try await CLI.run(["login", "--profile", "svc", "--timeout", "5"], environment: environment)
+        #expect(
+            login.status == 0 && login.stdout.contains("as client moose-service")
+                && login.stdout.contains("scopes: read"),
+            "\(login.stdout) \(login.stderr)")
+        let token = try await CLI.run(["token", "--profile", "svc"], environment: environment)
+        #expect(token.status == 0, "\(token.stderr)")
     }
 }

@@ -135,6 +135,18 @@ struct PinningCLITests {
         let cli = try await CLI.run(["token"], environment: environment, timeout: 60)
         #expect(cli.status == 1 && cli.stderr.contains("is not one of the pinned keys"), "\(cli.stderr)")
 
+        // An app's own plan for the same key that names no pins does not renew the pinned session.
+        let unpinnedPlan = SessionPlan(name: "default", issuer: base, clientID: "moose-cli", scopes: ["openid"])
+        let appPlan = try TokenManager(
+            plan: unpinnedPlan, storage: storage, transport: CurlTransport(caFile: ca.caFile))
+        await #expect {
+            _ = try await appPlan.accessToken()
+        } throws: { error in
+            let error = error as? OAuthError
+            return error?.code == OAuthError.invalidConfiguration && error?.message.contains("public-key pins") == true
+        }
+        #expect(try server.counts().requests == 0, "nothing was sent for the app's unpinned plan")
+
         // A transport that cannot apply pins is refused before anything is sent.
         struct Wrapped: HTTPTransport {
             let inner = CurlTransport()

@@ -108,6 +108,24 @@ struct PlanResolutionTests {
         #expect(same.clientSecretEnv == "KEPT_SECRET" && same.caFile == "/kept/ca.pem")
     }
 
+    @Test func theFilesCredentialsAndTrustStayWithTheFilesProvider() throws {
+        var file = Settings(issuer: Self.issuer, clientID: "app", caFile: "/file/ca.pem")
+        file.clientSecretEnv = "FILE_SECRET"
+        file.privateKeyID = "file-kid"
+        var elsewhere = Settings()
+        elsewhere.issuer = "https://elsewhere.example.com"
+        let moved = try resolve(elsewhere, file)
+        #expect(moved.clientSecretEnv == nil && moved.caFile == nil && moved.privateKeyID == nil, "\(moved)")
+        let home = try resolve(Settings(), file)
+        #expect(
+            home.clientSecretEnv == "FILE_SECRET" && home.caFile == "/file/ca.pem" && home.privateKeyID == "file-kid")
+        // A new key given without its kid does not inherit the kept key's.
+        var newKey = Settings()
+        newKey.privateKeyFile = "/keys/new.pem"
+        let rotated = try resolve(newKey, nil, kept: Self.kept { $0.privateKeyFile = "/keys/old.pem" })
+        #expect(rotated.privateKeyFile == "/keys/new.pem" && rotated.privateKeyID == nil)
+    }
+
     @Test func credentialsMoveTogetherFromTheFirstLayerThatNamesOne() throws {
         var file = Settings()
         file.privateKeyFile = "/keys/app.pem"

@@ -16,7 +16,8 @@ func quickStart(storage: any SessionStorage, openBrowser: @escaping @Sendable (U
     let transport = URLSessionTransport()
     let moose = TokenManager(
         issuer: "https://id.example.com", clientID: "my-app", storage: storage, transport: transport)
-    let user = try await moose.login(with: .loopback(open: openBrowser)) // browser, PKCE, a 127.0.0.1 redirect
+    // browser, PKCE, the redirect to http://127.0.0.1:53682/callback (register that exact URI: most providers match it)
+    let user = try await moose.login(with: .loopback(port: 53682, open: openBrowser))
     let token = try await moose.accessToken() // valid now; one refresh however many callers ask
     // the token on every call; a 401 refreshes once
     let api = APIClient(transport: transport, middlewares: [moose.middleware])

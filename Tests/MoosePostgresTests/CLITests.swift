@@ -110,12 +110,17 @@ extension PostgresTests {
             #expect(list.status == 2 && list.output.contains("needs a file store"), "\(list.output)")
             let logout = b.moose(["logout"])
             #expect(logout.status == 0, "\(logout.output)")
-            // The second hour §2: the settings cannot be kept here (sessions only), so it says how to log in again.
-            #expect(
-                logout.output.contains("moose login --issuer \(IdP.issuer) --client-id moose-cli logs in again"),
-                "\(logout.output)")
+            // Issue 40/42: the settings are kept on PostgreSQL too (beside the config file), so a plain
+            // `moose login` logs in the same way again.
+            #expect(logout.output.contains("Its settings are kept: moose login logs in again."), "\(logout.output)")
             #expect(a.moose(["status", "--store", url]).output.contains("no sessions"))
             #expect(a.moose(["token", "--store", url]).status == 1)
+            let again = b.moose(["login", "--timeout", "60"])
+            #expect(
+                again.status == 0 && again.output.contains("Logged in to \(IdP.issuer)")
+                    && again.output.contains("(profile default)"),
+                "\(again.output)")
+            #expect(a.moose(["token", "--store", url]).status == 0, "machine a sees the new login")
         }
 
         /// Issue "One session, whatever made it", §1: a workload session (a pod's projected token file,

@@ -53,7 +53,7 @@ extension SessionPlan {
     public static func resolve(
         name: String, given: ProfileFile.ProfileSettings, profile: ProfileFile.ProfileSettings?, kept: SessionPlan?
     ) throws -> SessionPlan {
-        let file = profile ?? ProfileFile.ProfileSettings()
+        var file = profile ?? ProfileFile.ProfileSettings()
         func fail(_ message: String) -> OAuthError { OAuthError(OAuthError.invalidConfiguration, message) }
         guard let issuer = given.issuer ?? file.issuer ?? kept?.issuer,
             let clientID = given.clientID ?? file.clientID ?? kept?.clientID
@@ -65,6 +65,22 @@ extension SessionPlan {
         // port) speaks for that provider and client only: a kept secret never goes to another issuer.
         let same = kept.flatMap { kept in
             kept.issuer.utf8.elementsEqual(issuer.utf8) && kept.clientID.utf8.elementsEqual(clientID.utf8) ? kept : nil
+        }
+        // The same for the file's own provider and client: a given issuer or client id other than the
+        // file's takes none of the file's credentials, trust, endpoint or port with it.
+        let fileIsForThem =
+            (file.issuer.map { $0.utf8.elementsEqual(issuer.utf8) } ?? true)
+            && (file.clientID.map { $0.utf8.elementsEqual(clientID.utf8) } ?? true)
+        if !fileIsForThem {
+            file.clientSecretFile = nil
+            file.clientSecretEnv = nil
+            file.privateKeyFile = nil
+            file.privateKeyID = nil
+            file.clientAuth = nil
+            file.caFile = nil
+            file.publicKeyPins = nil
+            file.deviceEndpoint = nil
+            file.loopbackPort = nil
         }
 
         let grant = try resolvedGrant(given: given, file: file, kept: same)
@@ -130,17 +146,25 @@ extension SessionPlan {
             }
             return count == 1
         }
+        // The key's `kid` and how a secret is sent belong with the credential: from its layer, unless given.
         if try names(given) {
             take(given)
+            privateKeyID = given.privateKeyID
+            clientAuth = given.clientAuth
         } else if try names(file) {
             take(file)
+            privateKeyID = given.privateKeyID ?? file.privateKeyID
+            clientAuth = given.clientAuth ?? file.clientAuth
         } else if let kept {
             clientSecretFile = kept.clientSecretFile
             clientSecretEnv = kept.clientSecretEnv
             privateKeyFile = kept.privateKeyFile
+            privateKeyID = given.privateKeyID ?? file.privateKeyID ?? kept.privateKeyID
+            clientAuth = given.clientAuth ?? file.clientAuth ?? kept.clientAuth
+        } else {
+            privateKeyID = given.privateKeyID ?? file.privateKeyID
+            clientAuth = given.clientAuth ?? file.clientAuth
         }
-        privateKeyID = given.privateKeyID ?? file.privateKeyID ?? kept?.privateKeyID
-        clientAuth = given.clientAuth ?? file.clientAuth ?? kept?.clientAuth
         if let clientAuth, clientAuth != "basic", clientAuth != "post" {
             throw OAuthError(OAuthError.invalidConfiguration, "client_auth is basic or post, not \(clientAuth)")
         }
@@ -188,12 +212,12 @@ extension SessionPlan {
     }
 
     /// `path` made absolute against the current directory.
-    static func absolute(_ path: String) -> String {
+    package static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 
     /// A `file:` workload source with its path made absolute.
-    static func absoluteWorkload(_ spec: String) -> String {
+    package static func absoluteWorkload(_ spec: String) -> String {
         guard spec.utf8.starts(with: "file:".utf8), spec.count > 5 else { return spec }
         return "file:" + absolute(String(spec.dropFirst(5)))
     }

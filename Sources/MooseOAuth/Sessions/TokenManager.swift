@@ -244,8 +244,23 @@ public final class TokenManager: Sendable {
             },
             admitting: { session in
                 try SessionEngine.requireOwner(session, key: key, issuer: issuer, clientID: clientID)
+                try Self.requireTrust(of: session, key: key, plan: plan)
             })
         self.workload = workload
+    }
+
+    /// A session whose own plan names a CA file or pins is renewed only by a manager whose plan names
+    /// the same: an app's plan without the pins `moose login --pin-public-key` gave the session never
+    /// renews it unpinned (`open(key:…)` takes the session's own plan).
+    static func requireTrust(of session: OAuthSession, key: String, plan: SessionPlan) throws {
+        guard let stored = SessionPlan.stored(in: session, key: key), let trust = try? stored.trust() else { return }
+        guard (try? plan.trust()) == trust else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "the session under \(key) trusts its provider by its own CA file or public-key pins, which this "
+                    + "manager's plan does not name: open it with TokenManager.open(key:…) (its own plan), or log in again"
+            )
+        }
     }
 
     /// Events for UIs (refreshed, refresh failed, needs a new login, logged out).
