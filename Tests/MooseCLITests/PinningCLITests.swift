@@ -11,19 +11,24 @@ import Testing
 /// host and the pins (exit 1, one connection, no request), the right pin or a backup lets TLS pass.
 @Suite(.serialized)
 struct PinningCLITests {
-    @Test func loginRefusesAProviderWhoseKeyIsNotPinned() async throws {
-        let ca = try await TLSTestCA.make()
-        defer { ca.remove() }
-        let key = try await ca.issue("provider"), other = try await ca.issue("other")
-        let server = try await ca.serve(key)
-        let base = server.url.absoluteString
-        // A discovery document naming another issuer: reaching it proves the TLS connection was accepted.
+    /// A discovery document naming another issuer, served by the TLS test provider at `base`: reaching
+    /// it proves the TLS connection was accepted (discovery then fails on the issuer, not on TLS).
+    static func publishDiscovery(base: String, in ca: TLSTestCA) throws {
         let document = """
             {"issuer": "\(base)/realms/moose", "authorization_endpoint": "\(base)/authorize", "token_endpoint": "\(base)/token",
              "jwks_uri": "\(base)/jwks.json", "response_types_supported": ["code"], "subject_types_supported": ["public"],
              "id_token_signing_alg_values_supported": ["RS256"]}
             """
         try Data(document.utf8).write(to: ca.root.appendingPathComponent(".well-known/openid-configuration"))
+    }
+
+    @Test func loginRefusesAProviderWhoseKeyIsNotPinned() async throws {
+        let ca = try await TLSTestCA.make()
+        defer { ca.remove() }
+        let key = try await ca.issue("provider"), other = try await ca.issue("other")
+        let server = try await ca.serve(key)
+        let base = server.url.absoluteString
+        try Self.publishDiscovery(base: base, in: ca)
         let (home, environment) = CLI.home("moose-pin")
         defer { try? FileManager.default.removeItem(at: home) }
         do {
@@ -97,12 +102,7 @@ struct PinningCLITests {
         let server = try await ca.serve(key)
         defer { Task { await server.stop() } }
         let base = server.url.absoluteString
-        let document = """
-            {"issuer": "\(base)/realms/moose", "authorization_endpoint": "\(base)/authorize", "token_endpoint": "\(base)/token",
-             "jwks_uri": "\(base)/jwks.json", "response_types_supported": ["code"], "subject_types_supported": ["public"],
-             "id_token_signing_alg_values_supported": ["RS256"]}
-            """
-        try Data(document.utf8).write(to: ca.root.appendingPathComponent(".well-known/openid-configuration"))
+        try Self.publishDiscovery(base: base, in: ca)
         let (home, environment) = CLI.home("moose-pin-app")
         defer { try? FileManager.default.removeItem(at: home) }
         let initialized = try await CLI.run(["store", "init"], environment: environment)
