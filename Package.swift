@@ -49,6 +49,7 @@ let package = Package(
         // The commands of `moose`, for a main of one's own (moose and moose-pg are two such mains).
         .library(name: "MooseCLI", targets: ["MooseCLI"]),
         .executable(name: "moose", targets: ["moose"]),
+        .executable(name: "moose-test-provider", targets: ["moose-test-provider"]),
         // Adapters: each needs its trait (an empty module without it).
         .library(name: "MooseCombine", targets: ["MooseCombine"]),
         .library(name: "MooseMCP", targets: ["MooseMCP"]),
@@ -138,7 +139,7 @@ let package = Package(
                                                  .product(name: "Logging", package: "swift-log")]),
         // Sessions in the SQLite file store (EncryptedSessionStorage): MooseOAuth links no SQLite.
         .target(name: "MooseSQLiteStorage", dependencies: ["MooseOAuth", "MooseSecretStore", "MooseSealing"]),
-        .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth"]),
+        .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth", "MooseJWT", "MooseCrypto"]),
         // The resource server's side: access tokens, DPoP proofs, challenges, RFC 9728 metadata.
         .target(name: "MooseResourceServer", dependencies: ["MooseJWT", "MooseCrypto", "MooseHTTP", "MooseOAuth"]),
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
@@ -157,6 +158,8 @@ let package = Package(
         // `moose` does not link SwiftNIO (linking it made `moose token` start 1.33x slower: BENCHMARKS.md);
         // given a postgres:// store it execs `moose-pg`.
         .executableTarget(name: "moose", dependencies: ["MooseCLI"]),
+        // MooseTesting's provider on a loopback port, for scripts and other languages' tests (docs/testing.md).
+        .executableTarget(name: "moose-test-provider", dependencies: ["MooseTesting", "MooseJWT", "MooseCrypto"]),
         // The same commands with the PostgreSQL backend.
         .executableTarget(name: "moose-pg", dependencies: [
             "MooseCLI", "MooseOAuth", "MooseSealing", "MooseSecretStore", adapter("MoosePostgres", ["MoosePostgres"]),
@@ -309,7 +312,7 @@ if Context.environment["MOOSE_FUZZ"] == "1" {
     package.targets.append(.executableTarget(
         name: "MooseFuzz",
         dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSealing", "MooseCLI", "MooseMCP",
-                       "MooseResourceServer"],
+                       "MooseResourceServer", "MooseTesting"],
         path: "tools/fuzz/Sources/MooseFuzz",
         swiftSettings: strictSettings + [.unsafeFlags(["-parse-as-library"])]))
     package.products.append(.executable(name: "moose-fuzz", targets: ["MooseFuzz"]))

@@ -16,4 +16,7 @@ public enum ClientAuthentication: Sendable {
     case clientSecretPost(String)
     /// `private_key_jwt`: a signed assertion (RFC 7523 §2.2) made with this key and algorithm.
     case privateKeyJWT(JWTKey, JWTAlgorithm)
+
+    /// Whether this is a public client (`.none`): no secret or key to give.
+    var isNone: Bool { if case .none = self { true } else { false } }
 }

@@ -67,7 +67,7 @@ public struct TokenEndpoint: Sendable {
         let transport = self.transport, logger = self.logger
         let response: APIResponse
         if let dpop {
-            response = try await dpop.send(request) { request in
+            response = try await dpop.send(request, clock: clock) { request in
                 try await OAuthHTTP.send(request, over: transport, logger: logger, what: "the token endpoint")
             }
         } else {

@@ -77,9 +77,17 @@ package enum TokenResponse {
 
     /// The error of a refused or failed answer from `endpoint` (the token endpoint, or another that
     /// answers in RFC 6749 §5.2's shape: revocation, RFC 7009 §2.2.1), named in the message.
-    static func error(from response: APIResponse, object: JSONValue?, endpoint: String = "the token endpoint")
-        -> OAuthError
-    {
+    ///   - publicClient: whether the client has no secret or key: a refusal of it at an endpoint before the
+    ///     token endpoint (PAR, device) then says first that its client id or registered redirect URI
+    ///     (port) may be wrong — a secret is not what it lacks.
+    static func error(
+        from response: APIResponse, object: JSONValue?, endpoint: String = "the token endpoint",
+        publicClient: Bool = false
+    ) -> OAuthError {
+        let publicHint =
+            publicClient && endpoint != "the token endpoint"
+            ? "; this public client may have a wrong client id, or a redirect URI (or port) the provider has not registered for it"
+            : ""
         let code = object?["error"]?.stringValue
         let description = object?["error_description"]?.stringValue
         let uri = object?["error_uri"]?.stringValue
@@ -93,6 +101,11 @@ package enum TokenResponse {
             let body = response.body.isEmpty ? "an empty body" : excerpt(response)
             // Some providers (Glewlwyd) refuse every bad client authentication with a bare 401/403:
             // the client was refused, not the answer malformed (RFC 6749 §5.2 would say invalid_client).
+            if status == 401 || status == 403, !publicHint.isEmpty {
+                return OAuthError(
+                    OAuthError.invalidClient,
+                    "\(endpoint) answered HTTP \(status) without an OAuth error (\(body))" + publicHint, status: status)
+            }
             if status == 401 || status == 403 {
                 let next =
                     endpoint == "the token endpoint"
@@ -126,8 +139,11 @@ package enum TokenResponse {
             case "expired_token": OAuthError.expiredToken
             default: OAuthError.server
             }
+        let hint =
+            ["invalid_client", "unauthorized_client", "invalid_request", "invalid_redirect_uri"].contains(code)
+            ? publicHint : ""
         return OAuthError(
-            kind, "\(endpoint) refused the request", oauthError: code, errorDescription: description,
+            kind, "\(endpoint) refused the request" + hint, oauthError: code, errorDescription: description,
             errorURI: uri, status: response.status.code)
     }
 

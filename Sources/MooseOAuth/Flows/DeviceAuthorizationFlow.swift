@@ -64,7 +64,9 @@ public struct DeviceAuthorizationFlow: OAuthClientFlow {
             what: "the device authorization endpoint")
         let object = try? JSONValue(parsing: Array(response.body))
         guard response.status.code == 200, case .object(let fields)? = object else {
-            throw TokenResponse.error(from: response, object: object)
+            throw TokenResponse.error(
+                from: response, object: object, endpoint: "the device authorization endpoint",
+                publicClient: client.authentication.isNone)
         }
         guard let deviceCode = fields["device_code"]?.stringValue, let userCode = fields["user_code"]?.stringValue,
             // "_url": Google's spelling

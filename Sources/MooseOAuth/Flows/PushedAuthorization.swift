@@ -22,13 +22,15 @@ package enum PushedAuthorization {
         let response = try await OAuthHTTP.send(
             request, over: client.transport, logger: client.logger,
             what: "the pushed authorization request endpoint")
-        return try requestURI(from: response)
+        return try requestURI(from: response, publicClient: client.authentication.isNone)
     }
 
     /// The `request_uri` of a PAR response, or the error it carries. Every byte is untrusted.
-    package static func requestURI(from response: APIResponse) throws -> String {
+    package static func requestURI(from response: APIResponse, publicClient: Bool = false) throws -> String {
         guard (200..<300).contains(response.status.code) else {
-            throw TokenResponse.error(from: response, object: try? JSONValue(parsing: Array(response.body)))
+            throw TokenResponse.error(
+                from: response, object: try? JSONValue(parsing: Array(response.body)),
+                endpoint: "the pushed authorization request endpoint", publicClient: publicClient)
         }
         guard case .object(let object)? = try? JSONValue(parsing: Array(response.body)),
             let requestURI = object["request_uri"]?.stringValue, !requestURI.isEmpty, requestURI.utf8.count <= 2048,

@@ -85,7 +85,8 @@ public struct SessionEngine: Sendable {
     /// on a JWKS cache the caller keeps (one per provider, shared by the validators of every client
     /// authentication it makes: the HMAC secret is the client's of the moment).
     static func idTokenValidator(
-        metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication, jwks: JWKSCache
+        metadata: ProviderMetadata, clientID: String, authentication: ClientAuthentication, jwks: JWKSCache,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) -> IDTokenValidator {
         var algorithms = Set(
             (metadata.idTokenSigningAlgValuesSupported ?? ["RS256"]).compactMap(JWTAlgorithm.init(rawValue:)))
@@ -96,7 +97,7 @@ public struct SessionEngine: Sendable {
         }
         return IDTokenValidator(
             issuer: metadata.issuer, clientID: clientID, jwks: jwks,
-            algorithms: algorithms.isEmpty ? [.rs256] : algorithms, clientSecret: secret)
+            algorithms: algorithms.isEmpty ? [.rs256] : algorithms, clientSecret: secret, clock: clock)
     }
 
     // MARK: - Refresh

@@ -231,7 +231,8 @@ public final class TokenManager: Sendable {
         self.resource = plan.resource
         self.plan = plan
         let state = ClientState(
-            plan: plan, authentication: authentication, transport: transport, idTokenKeys: idTokenKeys, logger: logger)
+            plan: plan, authentication: authentication, transport: transport, idTokenKeys: idTokenKeys, logger: logger,
+            clock: configuration.clock)
         self.state = state
         engine = SessionEngine(key: key, storage: storage, configuration: configuration)
         coordinator = engine.coordinator(
@@ -416,14 +417,18 @@ actor ClientState {
     let transport: any HTTPTransport
     let idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)?
     let logger: Logger?
+    /// The coordinator's clock (`nil`: the system's): ID tokens and the key set's age are judged by
+    /// the same time as the access tokens' expiry, so a test clock moves them all.
+    let clock: (@Sendable () -> Date)?
     private var cached: (metadata: ProviderMetadata, jwks: JWKSCache?)?
 
     nonisolated var scopes: [String] { plan.scopes }
 
     init(
         plan: SessionPlan, authentication: ClientAuthentication?, transport: any HTTPTransport,
-        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)?, logger: Logger?
+        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)?, logger: Logger?, clock: (@Sendable () -> Date)? = nil
     ) {
+        self.clock = clock
         self.plan = plan
         self.authentication = authentication
         self.transport = transport
@@ -437,8 +442,9 @@ actor ClientState {
     private func discovered() async throws -> (metadata: ProviderMetadata, jwks: JWKSCache?) {
         if let cached { return cached }
         let metadata = try await Discovery(transport: transport).metadata(for: plan.issuer, overrides: plan.endpoints)
+        let now = clock ?? { Date() }
         let jwks = metadata.jwksURI.map { url in
-            JWKSCache(url: url, transport: transport, persistence: idTokenKeys?(url))
+            JWKSCache(url: url, transport: transport, persistence: idTokenKeys?(url), now: now)
         }
         if let cached { return cached } // another call discovered it meanwhile: one cache for all
         cached = (metadata, jwks)
@@ -452,9 +458,12 @@ actor ClientState {
             metadata: metadata, transport: transport, registration: session?.registration,
             authentication: authentication)
         client.logger = logger
+        // Expiries are computed by the coordinator's clock, which decides when they have passed.
+        if let clock { client.clock = clock }
         let validator = jwks.map { jwks in
             SessionEngine.idTokenValidator(
-                metadata: metadata, clientID: client.clientID, authentication: client.authentication, jwks: jwks)
+                metadata: metadata, clientID: client.clientID, authentication: client.authentication, jwks: jwks,
+                clock: clock ?? { Date() })
         }
         return (client, validator)
     }

@@ -109,9 +109,10 @@ public struct DPoPKey: Sendable, Codable, Hashable, CustomStringConvertible {
 
 extension DPoPKey {
     /// Sends `request` with a fresh proof in its `DPoP` header (carrying the origin's last nonce and,
-    /// for a resource request, `ath` of `accessToken`), by the one nonce rule (`DPoPNonces.send`).
+    /// for a resource request, `ath` of `accessToken`), by the one nonce rule (`DPoPNonces.send`);
+    /// its `iat` read from `clock` (the token endpoint's client passes its own).
     func send(
-        _ request: APIRequest, accessToken: String? = nil,
+        _ request: APIRequest, accessToken: String? = nil, clock: @Sendable () -> Date = { Date() },
         _ send: (APIRequest) async throws -> APIResponse
     ) async throws -> APIResponse {
         var request = request
@@ -123,7 +124,7 @@ extension DPoPKey {
         ) {
             request.headerFields[.dpop] = try proof(
                 method: request.method, url: url, accessToken: accessToken,
-                nonce: DPoPNonces.nonce(for: url))
+                nonce: DPoPNonces.nonce(for: url), at: clock())
             return try await send(request)
         }
     }

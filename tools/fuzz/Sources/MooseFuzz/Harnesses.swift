@@ -12,6 +12,7 @@ import MooseCLI
 import MooseMCP
 import MooseSealing
 import MooseResourceServer
+import MooseTesting
 
 /// The harnesses, by name.
 let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
@@ -23,7 +24,8 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "protected-resource": protectedResource, "registration-response": registrationResponse, "duration": duration,
     "sse": serverSentEvents,
     "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
-    "dpop-proof": dpopProof, "introspection": introspection, "cache-control": cacheControl
+    "dpop-proof": dpopProof, "introspection": introspection, "cache-control": cacheControl,
+    "http-request": httpRequest
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -264,6 +266,73 @@ func cacheControl(_ bytes: [UInt8]) {
         require(age.isFinite && age >= 0 && age <= 999_999_999 && age == age.rounded(), "max-age is bounded and whole")
     }
     require(JWKSCache.maximumAge(cacheControl: input) == age, "the same value twice")
+}
+
+/// A raw HTTP/1.1 request as MooseTesting's `LoopbackHTTPServer` (a test provider on a loopback port)
+/// reads it. Properties: the head parser never traps and refuses with a known status; a head at its
+/// bound is never "incomplete"; the incremental end-of-head search agrees with a search from the start;
+/// a parsed head is origin-form and printable, its fields at most 100 tokens with values free of CR,
+/// LF and NUL and of surrounding whitespace, within 16 KiB; it parses the same without the bytes after
+/// it, and written back out canonically parses to itself; a request made from it keeps the target as
+/// its path; a chunked body decodes the same however it is split, and never past its limit.
+func httpRequest(_ bytes: [UInt8]) {
+    typealias Server = LoopbackHTTPServer
+    let end = Server.headEnd(in: bytes, from: 0)
+    let split = bytes.isEmpty ? 0 : Int(bytes[bytes.count / 2]) * bytes.count / 256
+    if Server.headEnd(in: Array(bytes[..<split]), from: 0) == nil {
+        require(Server.headEnd(in: bytes, from: split) == end, "the incremental search finds the same end")
+    }
+    let head: Server.RequestHead
+    switch Server.parseRequestHead(bytes) {
+    case .failure(.incomplete):
+        require(end == nil && bytes.count < Server.maximumHeadBytes, "only a short head without its end is incomplete")
+        return
+    case .failure(.refused(let status, _)):
+        require([400, 417, 431, 501, 505].contains(status), "a refusal is 400, 417, 431, 501 or 505")
+        return
+    case .success(let parsed):
+        head = parsed
+    }
+    require(head.length == end && head.length <= Server.maximumHeadBytes, "the head ends at its blank line, bounded")
+    require(
+        head.target.hasPrefix("/") && head.target.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x23 },
+        "the target is printable origin-form")
+    require(HTTPRequest.Method(head.method) != nil, "the method is a token")
+    require(head.minorVersion == 0 || head.minorVersion == 1, "HTTP/1.0 or 1.1")
+    require(head.fields.count <= Server.maximumFieldCount, "at most 100 fields")
+    for field in head.fields {
+        require(HTTPField.Name(field.name) != nil, "a field name is a token")
+        require(
+            !field.value.contains(0x0D) && !field.value.contains(0x0A) && !field.value.contains(0), "no CR, LF, NUL")
+        require(
+            field.value.first.map { $0 != 0x20 && $0 != 0x09 } ?? true
+                && field.value.last.map { $0 != 0x20 && $0 != 0x09 } ?? true, "a value is trimmed")
+    }
+    if case .length(let length) = head.framing { require(length >= 0, "a length is not negative") }
+    require(
+        (try? Server.parseRequestHead(Array(bytes[..<head.length])).get()) == head, "the head alone parses the same")
+    var canonical = Array("\(head.method) \(head.target) HTTP/1.\(head.minorVersion)\r\n".utf8)
+    for field in head.fields { canonical += Array("\(field.name): ".utf8) + field.value + [0x0D, 0x0A] }
+    canonical += [0x0D, 0x0A]
+    var reparsed = try? Server.parseRequestHead(canonical).get()
+    reparsed?.length = head.length
+    require(reparsed == head, "written back out, the head parses to itself")
+    if let request = Server.makeRequest(head, body: nil, port: 8080) {
+        require(request.head.path == head.target && request.url != nil, "the request keeps the target as its path")
+    }
+    guard head.framing == .chunked else { return }
+    let rest = Array(bytes[head.length...])
+    let cut = rest.isEmpty ? 0 : Int(rest[0]) % (rest.count + 1)
+    var whole = Server.ChunkedDecoder(limit: 4096)
+    let wholeResult = whole.feed(rest)
+    var pieces = Server.ChunkedDecoder(limit: 4096)
+    let piecesResult = pieces.feed(rest[..<cut]).flatMap { first in
+        // A body complete within the first piece leaves the second alone.
+        pieces.isComplete ? .success(first) : pieces.feed(rest[cut...]).map { first + $0 }
+    }
+    require(wholeResult == piecesResult, "the same result however the body is split")
+    require(whole.body == pieces.body && whole.isComplete == pieces.isComplete, "the same body however it is split")
+    require(whole.body.count <= 4096, "never more than the limit")
 }
 
 func httpDate(_ bytes: [UInt8]) {
