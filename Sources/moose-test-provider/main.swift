@@ -12,6 +12,14 @@ import MooseCrypto
 import MooseJWT
 import MooseTesting
 
+// A parent may have started this process with signals blocked (a thread of a test runner, whose mask a
+// child inherits): SIGTERM and SIGINT must end it, whatever it inherited.
+var unblocked = sigset_t()
+sigemptyset(&unblocked)
+sigprocmask(SIG_SETMASK, &unblocked, nil)
+signal(SIGTERM, SIG_DFL)
+signal(SIGINT, SIG_DFL)
+
 let usage = """
     usage: moose-test-provider [--port N]
                                [--client ID [--secret S | --public-key-file PATH] [--redirect-uri URI]…]…
