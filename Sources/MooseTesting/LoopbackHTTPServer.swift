@@ -63,10 +63,17 @@ public final class LoopbackHTTPServer: Sendable {
     /// - Parameters:
     ///   - port: the port to bind, or 0 for any free one.
     ///   - maxBodyBytes: the largest request body accepted; a larger one is refused with a 413.
+    ///   - connectionDeadline: seconds a connection has to send its whole request (0.1…3600) before a 408;
+    ///     default `LoopbackHTTPServer.connectionDeadline` (10).
     /// - Throws: `HTTPRequestError` (`transport`) when no socket can be made or the port cannot be
     ///   bound (in use, or privileged).
-    public init(port: UInt16 = 0, maxBodyBytes: Int = 1 << 20) throws {
-        listener = try Listener(port: port, maxBodyBytes: max(0, maxBodyBytes))
+    public init(
+        port: UInt16 = 0, maxBodyBytes: Int = 1 << 20,
+        connectionDeadline: Double = LoopbackHTTPServer.connectionDeadline
+    ) throws {
+        listener = try Listener(
+            port: port, maxBodyBytes: max(0, maxBodyBytes),
+            deadline: connectionDeadline.isFinite ? min(max(connectionDeadline, 0.1), 3600) : 10)
     }
 
     deinit { listener.stop() }
@@ -549,10 +556,13 @@ private final class Listener: Sendable {
     let descriptor: Int32
     let port: UInt16
     let maxBodyBytes: Int
+    /// Seconds a connection has to send its whole request.
+    let deadline: Double
     let state = ThreadLocked(State())
 
-    init(port requested: UInt16, maxBodyBytes: Int) throws {
+    init(port requested: UInt16, maxBodyBytes: Int, deadline: Double) throws {
         self.maxBodyBytes = maxBodyBytes
+        self.deadline = deadline
         // Close-on-exec: a program the tests start (the moose CLI, curl) must not inherit it.
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -657,7 +667,7 @@ private final class Listener: Sendable {
         var yes: Int32 = 1
         _ = setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &yes, socklen_t(MemoryLayout<Int32>.size))
         #endif
-        switch readRequest(client, until: .now + .seconds(LoopbackHTTPServer.connectionDeadline)) {
+        switch readRequest(client, until: .now + .seconds(deadline)) {
         case .closed:
             finish(client)
         case .refused(let status, let reason):
