@@ -642,10 +642,11 @@ private final class Listener: Sendable {
                 _ = closeDescriptor(client)
             case .client(let client):
                 _ = fcntl(client, F_SETFD, FD_CLOEXEC) // (accept4 is not in Swift's Glibc)
-                // One private serial queue per connection: each gets a thread even while the others
-                // wait on slow clients, and none outlives its deadlines.
-                DispatchQueue(label: "moose.loopback-http.connection").async {
-                    self.serve(client, transport)
+                // A thread of its own per connection (at most maximumConnections): each is served even
+                // while others wait on slow clients. Not Dispatch's pool: on a crowded machine it did not
+                // grow past two blocked connections, and a third waited for their deadline (CI).
+                if !startThread({ self.serve(client, transport) }) {
+                    DispatchQueue(label: "moose.loopback-http.connection").async { self.serve(client, transport) }
                 }
             }
         }
@@ -846,6 +847,42 @@ private final class ConnectionExecutor: TaskExecutor {
         let executor = asUnownedTaskExecutor()
         queue.async { job.runSynchronously(on: executor) }
     }
+}
+
+/// Runs `body` on a new detached POSIX thread; false (nothing runs) when none can be made.
+private func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    final class Work: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let work = Unmanaged.passRetained(Work(body)).toOpaque()
+    var attributes = pthread_attr_t()
+    _ = pthread_attr_init(&attributes)
+    defer { _ = pthread_attr_destroy(&attributes) }
+    _ = pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    #if canImport(Darwin)
+    var thread: pthread_t? = nil
+    let created = pthread_create(
+        &thread, &attributes,
+        { raw in
+            Unmanaged<Work>.fromOpaque(raw).takeRetainedValue().body()
+            return nil
+        }, work)
+    #else
+    var thread = pthread_t()
+    let created = pthread_create(
+        &thread, &attributes,
+        { raw in
+            guard let raw else { return nil }
+            Unmanaged<Work>.fromOpaque(raw).takeRetainedValue().body()
+            return nil
+        }, work)
+    #endif
+    guard created == 0 else {
+        Unmanaged<Work>.fromOpaque(work).release()
+        return false
+    }
+    return true
 }
 
 /// A poll timeout for `remaining`, at most one second (so no conversion can overflow), at least 1 ms.
