@@ -158,10 +158,22 @@ extension TestProvider {
         json(["error": .string(code), "error_description": .string(description)], status: status, headers: headers)
     }
 
+    /// An HTML page; `text` is escaped (it may quote a request's parameter name).
     static func page(_ status: Int, _ text: String) -> APIResponse {
-        APIResponse(
+        var escaped = ""
+        for character in text.unicodeScalars {
+            switch character {
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "&": escaped += "&amp;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return APIResponse(
             status: HTTPResponse.Status(code: status), headerFields: [.contentType: "text/html; charset=utf-8"],
-            body: Data("<!doctype html><title>\(status)</title><p>\(text)</p>".utf8))
+            body: Data("<!doctype html><title>\(status)</title><p>\(escaped)</p>".utf8))
     }
 
     static func redirect(_ location: String) -> APIResponse {

@@ -229,6 +229,17 @@ struct TestProviderTests {
         #expect(provider.requests(to: .token).isEmpty)
     }
 
+    @Test("the provider's error pages escape what they quote of a request")
+    func errorPagesEscape() async throws {
+        let provider = provider()
+        let hostile = "<script>alert(1)</script>"
+        let query = RequestBuilder.encodeForm([("client_id", "test-app"), (hostile, "1"), (hostile, "2")])
+        let page = try await provider.send(
+            APIRequest(url: URL(string: provider.url(of: .authorization) + "?" + query)!))
+        let text = String(decoding: page.body, as: UTF8.self)
+        #expect(page.status.code == 400 && text.contains("&lt;script&gt;") && !text.contains(hostile))
+    }
+
     @Test("a loopback login: the provider redirects to the app's listener over a real connection")
     func loopbackLogin() async throws {
         let provider = TestProvider() // real time: the loopback listener waits in it
