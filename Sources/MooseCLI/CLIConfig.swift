@@ -26,8 +26,19 @@ enum CLIConfig {
 
     /// The file, or an empty configuration when there is none. A file that exists but cannot be
     /// read or parsed is an error (exit 2) that names the line.
-    static func load() throws -> ProfileFile {
+    ///
+    /// `$MOOSE_CONFIG` naming no file is an error too (a typo would otherwise be ignored silently),
+    /// except for a command that writes the file (`creating`: `moose profile use`).
+    static func load(creating: Bool = false) throws -> ProfileFile {
         let path = try self.path
+        if !creating, let named = getenv("MOOSE_CONFIG").map({ String(cString: $0) }), !named.isEmpty,
+            !FileManager.default.fileExists(atPath: named)
+        {
+            throw CLIError.usage(
+                "MOOSE_CONFIG names \(named), which does not exist; create it, "
+                    + "or unset MOOSE_CONFIG to use \(try StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config"))/moose/config.toml"
+            )
+        }
         do {
             return try ProfileFile.load(path: path)
         } catch let error as OAuthError {

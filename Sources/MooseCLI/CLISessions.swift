@@ -89,6 +89,16 @@ final class CLISessions {
 
     deinit { close() }
 
+    /// The store `options` name, or `nil` when there is none yet (a file store not created). A store
+    /// that is there but cannot be opened (no key, wrong key, damaged, permission denied, a folder in
+    /// its place) throws, so that no command reports "no profiles" or "no sessions" for it.
+    static func openIfPresent(_ options: StoreOptions) throws -> CLISessions? {
+        if try !options.isPostgres, !FileManager.default.fileExists(atPath: try options.resolvedStorePath) {
+            return nil
+        }
+        return try CLISessions(options: options, create: false)
+    }
+
     /// The first login of `profile`, as a command that works as printed: `moose login --profile NAME`
     /// when the config file (issuer and client id) or the kept settings already say how, else with
     /// `--issuer URL --client-id ID` to fill in.
@@ -154,5 +164,43 @@ final class CLISessions {
     /// Ends a registered backend's connections (a file store needs nothing).
     func close() {
         if case .registered(let other) = backend { other.close() }
+    }
+}
+
+/// What a first login creates — the file store, its key file and their folders, where they are not
+/// there yet — noted before the login opens the store, so that a login that fails (an issuer typo, a
+/// secret that cannot be read, a refusal) removes them again: it leaves nothing on disk. A store or
+/// key that was already there is never touched, nor a folder that is not empty.
+struct FirstStore {
+    private var files: [String] = []
+    private var folders: [String] = []
+
+    init(_ options: StoreOptions) {
+        guard (try? options.isPostgres) == false, let store = try? options.resolvedStorePath,
+            !FileManager.default.fileExists(atPath: store)
+        else { return }
+        files = [store, store + "-wal", store + "-shm", store + "-journal"]
+        folders = Self.missingFolders(above: store)
+        if case .keyFile(let key)? = try? options.keySource(), !FileManager.default.fileExists(atPath: key) {
+            files.append(key)
+            folders += Self.missingFolders(above: key)
+        }
+    }
+
+    /// The folders above `path` that do not exist yet, deepest first.
+    private static func missingFolders(above path: String) -> [String] {
+        var missing: [String] = []
+        var folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        while folder.path != "/", !FileManager.default.fileExists(atPath: folder.path) {
+            missing.append(folder.path)
+            folder = folder.deletingLastPathComponent()
+        }
+        return missing
+    }
+
+    /// Removes what the failed login made (call after the store is closed).
+    func undo() {
+        for file in files { unlink(file) }
+        for folder in folders { rmdir(folder) }
     }
 }

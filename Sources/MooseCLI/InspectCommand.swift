@@ -22,14 +22,14 @@ struct InspectCommand: ParsableCommand {
 
             Exit status: 0 decoded (and verified when a key was given), 1 invalid (bad signature, \
             expired, wrong claim…) or not accepted (a verification of a token that names an audience, \
-            without --aud or --any-audience), 2 unusable input or usage. Decoding alone (no key, issuer \
+            without --audience or --any-audience), 2 unusable input or usage. Decoding alone (no key, issuer \
             or audience given) shows an expired token as such and exits 0.
 
             """ + "\n"
                 + HelpText.examples(
                     "moose inspect \"$(moose token)\"",
-                    "moose inspect token.jwt --issuer https://id.example.com --aud my-api",
-                    "moose inspect --jwks jwks.json --aud my-api < token.jwt",
+                    "moose inspect token.jwt --issuer https://id.example.com --audience my-api",
+                    "moose inspect --jwks jwks.json --audience my-api < token.jwt",
                     "moose inspect --key public.pem --json token.jwt",
                     "moose inspect --session --profile work")
     )
@@ -54,15 +54,20 @@ struct InspectCommand: ParsableCommand {
         help: ArgumentHelp("Verify an HMAC token with this file's bytes, used as they are.", valueName: "FILE"))
     var secretFile: String?
 
-    @Option(help: "Require this exact issuer (iss).")
+    @Option(
+        name: [.customLong("iss")],
+        help: ArgumentHelp(
+            "Require this exact issuer (iss), without reading its discovery document.", valueName: "ISSUER"))
     var iss: String?
 
-    @Option(help: "Require this audience (repeatable: any one of them).")
+    @Option(
+        name: [.customLong("audience"), .customLong("aud")],
+        help: ArgumentHelp("Require this audience (repeatable: any one of them).", valueName: "AUDIENCE"))
     var aud: [String] = []
 
     @Flag(
         name: .customLong("any-audience"),
-        help: "Accept the token whatever its aud says (RFC 7519 §4.1.3 wants it refused when no --aud is given).")
+        help: "Accept the token whatever its aud says (RFC 7519 §4.1.3 wants it refused when no --audience is given).")
     var anyAudience = false
 
     @Option(help: ArgumentHelp("Allow this algorithm (repeatable).", valueName: "ALG"))
@@ -194,7 +199,8 @@ struct InspectCommand: ParsableCommand {
             Terminal.outPreSanitized(
                 InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal, decodeOnly: !verifies))
             if !verifies {
-                Terminal.out("  audience not checked: decoded only, exit 0 (--aud, --key, --jwks or --issuer verify)")
+                Terminal.out(
+                    "  audience not checked: decoded only, exit 0 (--audience, --key, --jwks or --issuer verify)")
             }
         }
 
@@ -235,9 +241,16 @@ struct InspectCommand: ParsableCommand {
                     continue
                 }
                 if !json { Terminal.out("\(label) of profile \(resolved.name):") }
+                // Without --aud, the audience the session implies: its client for the ID token (OIDC Core
+                // §2), its RFC 8707 resource, if it has one, for the access token.
+                var values = self
+                if aud.isEmpty, !anyAudience {
+                    let implied = key == "id_token" ? stored.session.clientID : stored.session.resource
+                    values.aud = implied.map { [$0] } ?? []
+                }
                 let report: TokenInspection
                 do {
-                    report = try inspect(value, at: instant)
+                    report = try values.inspect(value, at: instant)
                 } catch let error as CLIError where !value.utf8.contains(UInt8(ascii: ".")) {
                     _ = error
                     if json {
@@ -250,12 +263,12 @@ struct InspectCommand: ParsableCommand {
                 if json {
                     object[key] =
                         (try? JSONValue(
-                            parsing: Array(InspectOutput.json(report, now: instant, decodeOnly: !verifies).utf8)))
+                            parsing: Array(InspectOutput.json(report, now: instant, decodeOnly: !values.verifies).utf8)))
                         ?? .null
                 } else {
-                    show(report, at: instant)
+                    values.show(report, at: instant)
                 }
-                do { try judge(report) } catch { failure = failure ?? error }
+                do { try values.judge(report) } catch { failure = failure ?? error }
             }
             if json { Terminal.out(JSONValue.object(object).serialized()) }
             if let failure { throw failure }

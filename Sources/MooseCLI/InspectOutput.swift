@@ -91,7 +91,7 @@ enum InspectOutput {
     static func message(_ problem: JWTError, audience: [String]? = nil) -> String {
         guard problem.code == JWTError.audienceNotChecked else { return problem.message }
         let named = audience.map { " (the token is for " + $0.map { "\"\($0)\"" }.joined(separator: ", ") + ")" } ?? ""
-        return "audience not checked: pass --aud AUDIENCE (or --any-audience to accept any)" + named
+        return "audience not checked: pass --audience AUDIENCE (or --any-audience to accept any)" + named
     }
 
     static func signatureLine(_ report: TokenInspection) -> String {

@@ -151,6 +151,9 @@ enum LeanCommandLine {
         Option(name: "--iss", kind: .single) {
             $0.iss = $1; return true
         },
+        Option(name: "--audience", kind: .repeatable) {
+            $0.aud.append($1); return true
+        },
         Option(name: "--aud", kind: .repeatable) {
             $0.aud.append($1); return true
         },

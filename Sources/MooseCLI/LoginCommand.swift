@@ -186,7 +186,16 @@ struct LoginCommand: ParsableCommand {
             return
         }
         let settings = try plan(resolved)
+        // A first login that fails leaves no store or key behind.
+        let made = FirstStore(resolved.store)
         let context = try OAuthContext(options: resolved.store, create: true)
+        var loggedIn = false
+        defer {
+            if !loggedIn {
+                context.sessions.close()
+                made.undo()
+            }
+        }
         do {
             // The library owns the login: it makes the client (its trust, its credentials), runs the
             // grant, checks the ID token, and stores the session with its plan.
@@ -197,6 +206,7 @@ struct LoginCommand: ParsableCommand {
                 request.extra.append(("audience", audience))
             }
             try logIn(settings, manager: manager, parameters: request)
+            loggedIn = true
             // The settings outlive the store: a lost key, a damaged row or a logout keeps them here.
             KeptSettings.keep(settings, store: resolved.store)
             try report(settings, in: context)
@@ -351,57 +361,70 @@ struct LoginCommand: ParsableCommand {
                 _ = try await Self.within(limit) { try await manager.login(with: method, parameters: parameters) }
             }
         } catch let error as OAuthError where error.code == OAuthError.missingEndpoint {
-            throw CLIError.failed(
+            // Usage: the command needs an option the provider's metadata did not fill in (exit 2).
+            throw CLIError.usage(
                 "\(Terminal.safe(issuer))'s discovery document lists no device authorization endpoint; "
                     + "name it with --device-endpoint URL (the provider's documentation gives it)")
         }
     }
 
     /// Authorization code + PKCE through the browser and the loopback redirect, or a pasted address.
+    /// No silent waits: when no browser command could start, a terminal offers the paste prompt and a
+    /// login without one ends at once, saying how to paste.
     func browserLogin(manager: TokenManager, parameters: AuthorizationParameters, port: UInt16?) throws {
         let metadata = try CLIBlocking.run { try await manager.metadata() }
         let noBrowser = self.noBrowser
         let timeout = self.timeout ?? 300
-        let progress = Mutex<Progress?>(nil)
+        let progress = ProgressSlot()
         let deadline = Date().addingTimeInterval(timeout)
-        let pasting = paste || (noBrowser && Terminal.stdinIsTerminal)
+        let atTerminal = Terminal.stdinIsTerminal
+        let pasting = paste || (noBrowser && atTerminal)
+        let browserGone = BrowserGone()
+        if noBrowser, !pasting {
+            Terminal.error(
+                "moose: standard input is not a terminal, so no address can be pasted here (--paste reads it from "
+                    + "standard input); waiting for the browser to come back to 127.0.0.1")
+        }
         // RFC 9207: a provider that promises `iss` needs the whole address pasted, not the code alone.
         let requiresAddress = metadata.authorizationResponseIssParameterSupported == true
-        let provider = metadata.issuer
+        let prompt = Self.pastePrompt(requiresAddress: requiresAddress, provider: metadata.issuer)
         let agent = try LoopbackUserAgent(port: port ?? 0, timeout: timeout) { url in
             Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
-            if !noBrowser { openBrowser(url) }
-            if pasting, requiresAddress {
-                Terminal.error(
-                    "If the browser is on another machine, sign in there, then paste the whole address it ends on "
-                        + "(http://127.0.0.1:…/callback?code=…&iss=…; that page does not load there), and press Enter. "
-                        + "The whole address, not only the code: \(provider) names itself in it (RFC 9207 iss), "
-                        + "and a code alone cannot prove which provider sent it:")
-            } else if pasting {
-                // No spinner: it would write over what the person types.
-                Terminal.error(
-                    "If the browser is on another machine, sign in there, then paste the address it ends on "
-                        + "(http://127.0.0.1:…/callback?code=…; that page does not load there) or only the code, and press Enter:"
-                )
+            if !noBrowser { openBrowser(url) { browserGone.signal() } }
+            if pasting {
+                Terminal.error(prompt) // no spinner: it would write over what the person types
             } else if Progress.isInteractive {
-                progress.withLock {
-                    $0 = Progress(
-                        "Waiting for the browser to come back to 127.0.0.1 (Ctrl-C to cancel)", until: deadline)
-                }
+                progress.start("Waiting for the browser to come back to 127.0.0.1 (Ctrl-C to cancel)", until: deadline)
             } else {
                 Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
             }
         }
-        defer { progress.withLock { $0?.stop() } }
-        let userAgent: any ExternalUserAgent =
-            pasting
-            ? PasteUserAgent(loopback: agent, requiresAddress: requiresAddress) { Terminal.error("moose: " + $0) }
-            : agent
+        defer { progress.stop() }
+        let tell: @Sendable (String) -> Void = { Terminal.error("moose: " + $0) }
+        let userAgent: any ExternalUserAgent
+        if pasting {
+            userAgent = PasteUserAgent(loopback: agent, requiresAddress: requiresAddress, tell: tell)
+        } else if !noBrowser, atTerminal {
+            // The paste prompt, offered only once no browser could start.
+            let afterNoBrowser: @Sendable () -> String? = {
+                browserGone.wait()
+                progress.stop()
+                Terminal.error("No browser could be started. " + prompt)
+                return Swift.readLine(strippingNewline: true)
+            }
+            userAgent = PasteUserAgent(
+                loopback: agent, requiresAddress: requiresAddress, readLine: afterNoBrowser, tell: tell)
+        } else {
+            userAgent = agent
+        }
         let method = TokenManager.LoginMethod.userAgent(userAgent, redirectURI: agent.redirectURI)
         let pushed: PushedAuthorizationPolicy = noPAR ? .never : .whenAdvertised
+        let endsWithoutBrowser = !noBrowser && !pasting && !atTerminal
         do {
             try CLIBlocking.run {
-                _ = try await manager.login(with: method, parameters: parameters, pushedAuthorization: pushed)
+                try await browserGone.ending(endsWithoutBrowser) {
+                    _ = try await manager.login(with: method, parameters: parameters, pushedAuthorization: pushed)
+                }
             }
         } catch let error as OAuthError where error.code == OAuthError.timedOut && pasting {
             // Not "add --no-browser and paste": this login was taking a pasted address already.
@@ -415,6 +438,19 @@ struct LoginCommand: ParsableCommand {
                 error.message
                     + ": run the same moose login command again and paste the whole address the browser ends on")
         }
+    }
+
+    /// What a person pasting is asked for: the whole address when the provider names itself in it
+    /// (RFC 9207 `iss`), else the address or only the code.
+    static func pastePrompt(requiresAddress: Bool, provider: String) -> String {
+        guard requiresAddress else {
+            return "If the browser is on another machine, sign in there, then paste the address it ends on "
+                + "(http://127.0.0.1:…/callback?code=…; that page does not load there) or only the code, and press Enter:"
+        }
+        return "If the browser is on another machine, sign in there, then paste the whole address it ends on "
+            + "(http://127.0.0.1:…/callback?code=…&iss=…; that page does not load there), and press Enter. "
+            + "The whole address, not only the code: \(Terminal.safe(provider)) names itself in it (RFC 9207 iss), "
+            + "and a code alone cannot prove which provider sent it:"
     }
 
     /// One line says who logged in, read from the session the manager stored.

@@ -56,7 +56,7 @@ struct LogoutCommand: ParsableCommand {
         if let error = result.wipeError {
             // What the provider knows now comes first: revoked tokens no longer work even though the
             // local copy could not be removed (then fix the store and run the logout again).
-            Terminal.error("moose: \(Self.revocationReport(result))")
+            Terminal.error("moose: error: " + Self.sentenceInLine(Self.revocationReport(result)))
             Terminal.error(
                 "moose: the local copy of profile \(profile)'s session remains; fix the store, then run the same moose logout command again"
             )
@@ -68,7 +68,7 @@ struct LogoutCommand: ParsableCommand {
         }
         // A damaged row had no tokens to revoke: removing it was the whole job.
         if let error = result.revocationError, error.code != OAuthError.sessionDamaged {
-            Terminal.error("moose: \(Self.revocationReport(result))")
+            Terminal.error("moose: error: " + Self.sentenceInLine(Self.revocationReport(result)))
             throw Status.failed
         }
         Terminal.out(Self.revocationReport(result))
@@ -88,6 +88,12 @@ struct LogoutCommand: ParsableCommand {
                     + "\(loginHint(profile)) --issuer \(Terminal.safe(plan.issuer)) --client-id \(Terminal.safe(plan.clientID)) logs in again."
             )
         }
+    }
+
+    /// A sentence as the rest of a `moose: error: …` line: its first letter in lower case.
+    static func sentenceInLine(_ sentence: String) -> String {
+        guard let first = sentence.first else { return sentence }
+        return first.lowercased() + sentence.dropFirst()
     }
 
     /// One plain sentence on what the provider knows now: revoked, no revocation endpoint, refused,

@@ -118,7 +118,8 @@ struct OAuthContext {
                     text(
                         error,
                         next: "run the same moose login command again and finish signing in sooner "
-                            + "(or give --timeout SECONDS); with the browser on another machine, "
+                            + "(or give --timeout SECONDS; --port PORT for the registered redirect's port); "
+                            + "with the browser on another machine, "
                             + "add --no-browser and paste the address it ends on"))
             }
             if error.code == OAuthError.renewalRefused {

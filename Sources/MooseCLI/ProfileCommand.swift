@@ -25,7 +25,8 @@ struct ProfileCommand: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Profiles in the config file and sessions in the store.")
+            abstract: "Profiles in the config file and sessions in the store.",
+            discussion: HelpText.examples("moose profile list"))
         @OptionGroup var store: StoreOptions
 
         func run() throws {
@@ -34,12 +35,17 @@ struct ProfileCommand: ParsableCommand {
             var sessions: [String] = []
             // The settings file beside the config keeps profiles even when the store cannot be opened.
             var kept: [String] = KeptSettings.profiles(store: store).keys.sorted()
-            if let opened = try? CLISessions(options: store, create: false) {
-                sessions = (try? opened.keys()) ?? []
-                kept = opened.keptProfiles()
-            }
+            // A store that is there but cannot be read is said after the list (exit 1), never taken for
+            // "no profiles": what the config and the kept settings say is still listed.
+            var fault: (any Error)?
+            do {
+                if let opened = try CLISessions.openIfPresent(store) {
+                    sessions = try opened.keys()
+                    kept = opened.keptProfiles()
+                }
+            } catch { fault = error }
             let names = Set(config.profiles.keys).union(sessions).union(kept).sorted()
-            if names.isEmpty {
+            if names.isEmpty, fault == nil {
                 // First contact (no config file, no store): none yet, and how to make one — not an error.
                 Terminal.out(
                     "no profiles yet: moose login --issuer URL --client-id ID makes one (profile default), "
@@ -53,11 +59,14 @@ struct ProfileCommand: ParsableCommand {
                 let issuer = config.profiles[name]?.issuer.map { " \($0)" } ?? ""
                 Terminal.out("\(marker) \(name) (\(state))\(issuer)")
             }
+            if let fault { throw fault }
         }
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "A profile's settings (never a token).")
+        static let configuration = CommandConfiguration(
+            abstract: "A profile's settings (never a token).",
+            discussion: HelpText.examples("moose profile show", "moose profile show work | jq -r .issuer"))
         @OptionGroup var store: StoreOptions
         @Argument(help: "The profile (default: the active one).", completion: ProfileNames.completion) var name: String?
 
@@ -66,13 +75,18 @@ struct ProfileCommand: ParsableCommand {
             let name = resolved.name
             let settings = resolved.settings
             let store = resolved.store
-            let opened = try? CLISessions(options: store, create: false)
+            // A store that cannot be read is said (after what the config and kept settings show), never
+            // shown as "no session".
+            var fault: (any Error)?
+            var opened: CLISessions?
+            do { opened = try CLISessions.openIfPresent(store) } catch { fault = error }
             let stored = opened.flatMap { try? $0.load(name) }?.session
             // A profile logged out of keeps its plan: shown as it will log in again.
             let saved =
                 stored.map { Profile.of($0, key: name) } ?? opened?.keptPlan(name)
                 ?? KeptSettings.plan(name, store: store)
             guard settings != nil || saved != nil else {
+                if let fault { throw fault }
                 throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
             }
             var object: JSONObject = ["name": .string(name)]
@@ -92,19 +106,21 @@ struct ProfileCommand: ParsableCommand {
                     .string($0)
                 })
             Terminal.out(JSONValue.object(object).serialized())
+            if let fault { throw fault }
         }
     }
 
     struct Use: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make a profile the default (writes the config file).")
+            abstract: "Make a profile the default (writes the config file).",
+            discussion: HelpText.examples("moose profile use work", "moose token    # now work's token"))
         @Argument(help: "The profile.", completion: ProfileNames.completion) var name: String
 
         func run() throws {
             guard !name.isEmpty, name.utf8.count <= 200, !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
                 throw CLIError.usage("a profile name is 1–200 printable characters")
             }
-            var config = try CLIConfig.load()
+            var config = try CLIConfig.load(creating: true)
             // Only a profile that exists: in the config file, or as a session in the store.
             if config.profiles[name] == nil {
                 let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
@@ -114,7 +130,7 @@ struct ProfileCommand: ParsableCommand {
                     + (opened?.keptProfiles() ?? Array(KeptSettings.profiles(store: options).keys))
                 guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
                     let known = Set(config.profiles.keys).union(sessions).sorted()
-                    throw CLIError.failed(
+                    throw CLIError.usage(
                         "no profile \(name) in \(try CLIConfig.path) and no session of that name"
                             + (known.isEmpty
                                 ? "; log in with moose login --profile \(name) first"

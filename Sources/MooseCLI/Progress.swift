@@ -54,6 +54,25 @@ final class Progress: Sendable {
     }
 }
 
+/// The spinner of a wait that may be stopped from another thread (a paste prompt replacing it).
+final class ProgressSlot: Sendable {
+    private let current = Mutex<Progress?>(nil)
+
+    /// Starts the spinner (see `Progress`).
+    func start(_ label: String, until deadline: Date) {
+        current.withLock { $0 = Progress(label, until: deadline) }
+    }
+
+    /// Stops and clears it, if it runs.
+    func stop() {
+        let running = current.withLock { progress in
+            defer { progress = nil }
+            return progress
+        }
+        running?.stop()
+    }
+}
+
 /// The device flow's user code, large enough to read across a room and easy to copy: spaced
 /// letters in a box on a terminal, the plain code on its own line otherwise; and, on a terminal or
 /// not, how long the code lives (`expiresIn` seconds, the provider's `expires_in`, RFC 8628 §3.2).

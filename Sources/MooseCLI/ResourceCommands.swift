@@ -108,6 +108,8 @@ struct ResourceLogin {
 struct MCPCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mcp", abstract: "Log in to MCP servers (OAuth discovered from the server's URL).",
+        discussion: HelpText.examples(
+            "moose mcp login https://mcp.example.com/mcp", "moose token --resource https://mcp.example.com/mcp"),
         subcommands: [Login.self])
 
     struct Login: ParsableCommand {

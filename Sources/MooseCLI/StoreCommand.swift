@@ -330,7 +330,9 @@ struct StoreCommand: ParsableCommand {
 
     struct Init: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "init", abstract: "Create the store (and its key file) if missing.")
+            commandName: "init", abstract: "Create the store (and its key file) if missing.",
+            discussion: HelpText.examples(
+                "moose store init", "moose store init --store ~/work.sqlite --key-file ~/.config/moose/work.key"))
         @OptionGroup var options: StoreOptions
 
         func run() throws {
@@ -350,7 +352,10 @@ struct StoreCommand: ParsableCommand {
     struct Put: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "put",
-            abstract: "Store a value read from standard input (never from the command line).")
+            abstract: "Store a value read from standard input (never from the command line).",
+            discussion: HelpText.examples(
+                "printf %s \"$API_KEY\" | moose store put --namespace ci api-key",
+                "moose store put db-password < secret.txt"))
         @OptionGroup var options: StoreOptions
         @Option(help: "The namespace.") var namespace = "default"
         @Argument(help: "The value's name.") var name: String
@@ -372,7 +377,9 @@ struct StoreCommand: ParsableCommand {
 
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "get", abstract: "Print a value (exactly as stored).")
+            commandName: "get", abstract: "Print a value (exactly as stored).",
+            discussion: HelpText.examples(
+                "moose store get --namespace ci api-key", "curl -H \"X-Api-Key: $(moose store get api-key)\" …"))
         @OptionGroup var options: StoreOptions
         @Option(help: "The namespace.") var namespace = "default"
         @Argument(help: "The value's name.") var name: String
@@ -389,7 +396,9 @@ struct StoreCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List names (never values).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List names (never values).",
+            discussion: HelpText.examples("moose store list", "moose store list --json"))
         @OptionGroup var options: StoreOptions
         @Option(help: "Only this namespace.") var namespace: String?
         @Flag(help: "One JSON array for scripts.") var json = false
@@ -415,7 +424,9 @@ struct StoreCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a value.")
+        static let configuration = CommandConfiguration(
+            commandName: "rm", abstract: "Remove a value.",
+            discussion: HelpText.examples("moose store rm --namespace ci api-key"))
         @OptionGroup var options: StoreOptions
         @Option(help: "The namespace.") var namespace = "default"
         @Argument(help: "The value's name.") var name: String
@@ -438,7 +449,11 @@ struct StoreCommand: ParsableCommand {
                 --master with a key file writes a fresh random key to the same path (the old key is kept \
                 until the rewrap has committed). --to-key-env / --to-passphrase-file / --to-secret-service \
                 move the store to another kind of master key.
-                """)
+
+                """ + "\n"
+                    + HelpText.examples(
+                        "moose store rotate-key", "moose store rotate-key --master",
+                        "moose store rotate-key --master --to-key-env MOOSE_STORE_KEY"))
         @OptionGroup var options: StoreOptions
         @Flag(help: "Rotate the master key instead of the data key.") var master = false
         @Option(
@@ -534,7 +549,8 @@ struct StoreCommand: ParsableCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "check",
-            abstract: "Open every value and report wrong key, tampered or corrupt rows (changes nothing).")
+            abstract: "Open every value and report wrong key, tampered or corrupt rows (changes nothing).",
+            discussion: HelpText.examples("moose store check", "moose store check --store postgres://moose@db/moose"))
         @OptionGroup var options: StoreOptions
 
         func run() throws {

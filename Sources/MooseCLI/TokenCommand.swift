@@ -126,7 +126,10 @@ struct TokenCommand: ParsableCommand {
             }
             tokens = try sessions.load(profile)?.session.tokens ?? tokens
             if idToken, tokens.idToken != nil, !tokens.isIDTokenValidLongEnough(0) {
-                let when = tokens.idTokenExpiresAt.map { " at \(HTTPDate.format($0))" } ?? ""
+                let when =
+                    tokens.idTokenExpiresAt.map {
+                        " at \(ISO8601.string(from: $0)) (\(DurationText.describe(max(0, -$0.timeIntervalSinceNow))) ago)"
+                    } ?? ""
                 throw CLIError.failed(
                     "profile \(profile)'s ID token expired\(when) and the provider's refresh brought no new one; "
                         + "run moose login --profile \(profile) for a new ID token")

@@ -53,6 +53,7 @@ struct VerifyCommand: ParsableCommand {
     var issuer: String
 
     @Option(
+        name: [.customLong("audience"), .customLong("aud")],
         help: ArgumentHelp(
             "This resource's identifier (RFC 8707): the token's aud must contain it.", valueName: "RESOURCE"))
     var audience: String
@@ -167,7 +168,7 @@ struct VerifyCommand: ParsableCommand {
         }
         switch result {
         case .success(let principal): report(principal, introspected: introspect && !Self.isCompactJWS(text))
-        case .failure(let refusal): try report(refusal)
+        case .failure(let refusal): try report(refusal, token: text)
         }
     }
 
@@ -328,9 +329,19 @@ extension VerifyCommand {
         Terminal.out(lines.joined(separator: "\n"))
     }
 
+    /// The refusal's reason as this command says it: there is no Authorization header here, only a
+    /// token, so a token with characters no token can have (RFC 6750 §2.1's token68) is said as such.
+    static func said(_ refusal: ResourceServerRefusal, token: String) -> String {
+        guard refusal.code == ResourceServerRefusal.invalidRequest, refusal.reason.contains("Authorization") else {
+            return refusal.reason
+        }
+        return "this is not an access token: it has characters no token has (spaces, commas or others outside "
+            + "RFC 6750's token68: letters, digits and -._~+/=)"
+    }
+
     /// A refused token: the code and reason on standard error (and `--json` on standard output), exit
     /// 1; a token that could not be checked now (keys or introspection unreachable), exit 3.
-    func report(_ refusal: ResourceServerRefusal) throws {
+    func report(_ refusal: ResourceServerRefusal, token: String) throws {
         if json {
             let object: JSONObject = [
                 "valid": false, "error": .string(refusal.code.description),
@@ -351,7 +362,13 @@ extension VerifyCommand {
             )
             throw Status.unreachable
         }
-        var line = "moose: refused: \(refusal.code): \(refusal.reason)"
+        var line = "moose: refused: \(refusal.code): \(Self.said(refusal, token: token))"
+        // A token that is no JWT may be an opaque one: only introspection can check it.
+        if !introspect, !Self.isCompactJWS(token), refusal.code != ResourceServerRefusal.invalidRequest {
+            line +=
+                "; an opaque access token (not a JWT) is checked by introspection: add --introspect --client-id ID "
+                + "--client-secret-env VAR"
+        }
         if refusal.code == ResourceServerRefusal.insufficientScope {
             line += " (needed: \(scope.joined(separator: " ")))"
         }

@@ -24,6 +24,32 @@ enum FileSystem {
         }
     }
 
+    /// What keeps SQLite from opening `path`, when the file system can say it: a folder in the
+    /// file's place, or a file (or folder) this user may not read and write. `nil` when neither.
+    static func whyUnopenable(_ path: String) -> SecretStoreError? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            return SecretStoreError(
+                SecretStoreError.io,
+                "\(path) is a folder, not a store file; move it aside (or give --store another file)")
+        }
+        if access(path, R_OK | W_OK) != 0, errno == EACCES || errno == EPERM {
+            return SecretStoreError(
+                SecretStoreError.permission,
+                "\(path): permission denied (this user may not read and write it); check its owner and mode "
+                    + "(`ls -l`), a store is the user's own file with mode 600")
+        }
+        let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        if !folder.isEmpty, access(folder, W_OK | X_OK) != 0, errno == EACCES || errno == EPERM {
+            return SecretStoreError(
+                SecretStoreError.permission,
+                "\(folder): permission denied (SQLite keeps its journal beside the store, so its folder must be "
+                    + "writable by this user)")
+        }
+        return nil
+    }
+
     static func exists(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0

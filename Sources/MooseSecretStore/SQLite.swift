@@ -38,6 +38,7 @@ struct SQLiteError: Error, CustomStringConvertible {
                     + "(`ls -l`), and whether the file is immutable (`lsattr`)",
                 underlying: description)
         case SQLITE_CANTOPEN:
+            if let fault = FileSystem.whyUnopenable(path) { return fault }
             return SecretStoreError(
                 SecretStoreError.io,
                 "cannot open \(path) (\(message)); check that it is a file, and that its folder exists and can be "

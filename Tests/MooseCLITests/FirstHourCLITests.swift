@@ -83,7 +83,7 @@ struct FirstHourCLITests {
         let before = try Data(contentsOf: configFile)
         let use = try await CLI.run(["profile", "use", "nosuch"], environment: environment)
         #expect(
-            use.status == 1 && use.stderr.contains("no profile nosuch") && use.stderr.contains("work"), "\(use.stderr)")
+            use.status == 2 && use.stderr.contains("no profile nosuch") && use.stderr.contains("work"), "\(use.stderr)")
         #expect(try Data(contentsOf: configFile) == before, "the config file was written")
         let show = try await CLI.run(["profile", "show", "work"], environment: environment)
         #expect(

@@ -8,7 +8,11 @@ import Testing
 struct HelpTextTests {
     static let commands: [[String]] = [
         [], ["inspect"], ["login"], ["status"], ["refresh"], ["logout"], ["token"], ["dpop-proof"], ["exchange"],
-        ["store"], ["profile"], ["mcp", "login"], ["git-credential"], ["docker-credential"], ["completion"]
+        ["store"], ["profile"], ["mcp", "login"], ["git-credential"], ["docker-credential"], ["completion"],
+        // Issue "Nothing a person set up is lost" §6: the subcommands of store, profile and mcp too.
+        ["verify"], ["mcp"], ["store", "init"], ["store", "put"], ["store", "get"], ["store", "list"], ["store", "rm"],
+        ["store", "rotate-key"], ["store", "check"], ["store", "reset"], ["profile", "list"], ["profile", "show"],
+        ["profile", "use"]
     ]
 
     @Test(arguments: commands)

@@ -16,6 +16,12 @@ struct InspectSessionTests {
         #expect(human.stdout.contains("ID token of profile default:"), "\(human.stdout)")
         #expect(human.stdout.contains("\"iss\": \"\(TestIdentityProvider.issuer)"), "\(human.stdout)")
         #expect(!human.stdout.contains(accessToken) && !human.stderr.contains(accessToken), "a raw token was printed")
+        // Issue "Nothing a person set up is lost" §6: the ID token's audience is the session's client,
+        // checked without --aud; another audience given is refused (exit 1).
+        let idPart = human.stdout.components(separatedBy: "ID token of profile default:").last ?? ""
+        #expect(!idPart.contains("audience not checked"), "\(idPart)")
+        let other = try await CLI.run(["inspect", "--session", "--audience", "someone-else"], environment: environment)
+        #expect(other.status == 1, "\(other.stdout) \(other.stderr)")
 
         let json = try await CLI.run(
             ["inspect", "--session", "--profile", "default", "--json"], environment: environment)

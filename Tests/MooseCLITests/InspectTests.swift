@@ -85,7 +85,7 @@ struct InspectTests {
         #expect(noAudience.status == 1, "\(noAudience.stdout)")
         #expect(
             noAudience.stdout.contains(
-                "✘ not accepted: audience not checked: pass --aud AUDIENCE (or --any-audience to accept any)"),
+                "✘ not accepted: audience not checked: pass --audience AUDIENCE (or --any-audience to accept any)"),
             "\(noAudience.stdout)")
         // An opaque token is not a broken JWT; a path that does not exist is not a token.
         let opaque = try await CLI.run(["inspect", "mat_0123456789abcdef"])

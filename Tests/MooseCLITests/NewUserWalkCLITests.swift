@@ -123,9 +123,15 @@ struct NewUserWalkCLITests {
         let last = login.stderr.split(separator: "\n").last.map(String.init) ?? ""
         #expect(last.hasPrefix("moose: error: no authorization redirect arrived on 127.0.0.1:"), "\(last)")
         #expect(
+            last.contains(
+                " in time (if the browser showed the provider's error page instead, it may not accept the "
+                    + "redirect URI http://127.0.0.1:"), "\(last)")
+        #expect(
             last.hasSuffix(
-                " in time; run the same moose login command again and finish signing in sooner "
-                    + "(or give --timeout SECONDS); with the browser on another machine, "
+                "/callback: register it, or use the port it has registered); run the same moose login command "
+                    + "again and finish signing in sooner "
+                    + "(or give --timeout SECONDS; --port PORT for the registered redirect's port); "
+                    + "with the browser on another machine, "
                     + "add --no-browser and paste the address it ends on [timedOut]"), "\(last)")
     }
 
@@ -143,7 +149,7 @@ struct NewUserWalkCLITests {
         let last = login.stderr.split(separator: "\n").last.map(String.init) ?? ""
         #expect(
             last.hasSuffix(
-                " in time; run the same moose login command again and finish signing in sooner "
+                " it has registered); run the same moose login command again and finish signing in sooner "
                     + "(or give --timeout SECONDS), pasting the whole address the browser ends on [timedOut]"),
             "\(last)")
         #expect(!last.contains("--no-browser"), "\(last)")
@@ -173,7 +179,7 @@ struct NewUserWalkCLITests {
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)
         let folderStore = try await CLI.run(["store", "list"], environment: environment)
         #expect(folderStore.status == 1, "\(folderStore.stderr)")
-        #expect(folderStore.stderr.hasPrefix("moose: error: cannot open \(store)"), "\(folderStore.stderr)")
+        #expect(folderStore.stderr.hasPrefix("moose: error: \(store) is a folder, not a store file"), "\(folderStore.stderr)")
         #expect(folderStore.stderr.hasSuffix(" [io]\n"), "\(folderStore.stderr)")
     }
 

@@ -79,7 +79,7 @@ struct InspectIssuerCLITests {
         #expect(unchecked.status == 1, "\(unchecked.stdout) \(unchecked.stderr)")
         #expect(
             unchecked.stdout.contains(
-                "✘ not accepted: audience not checked: pass --aud AUDIENCE (or --any-audience to accept any) "
+                "✘ not accepted: audience not checked: pass --audience AUDIENCE (or --any-audience to accept any) "
                     + "(the token is for \"moose-cli\")"), "\(unchecked.stdout)")
         #expect(
             !unchecked.stdout.contains("configure this verifier") && !unchecked.stdout.contains("✘ invalid"),

@@ -56,7 +56,7 @@ struct StoreFaultCLITests {
         let result = try await CLI.run(["status"], environment: environment, timeout: 60)
         #expect(result.status == 1, "\(result.stdout) \(result.stderr)")
         #expect(
-            result.stderr.contains("cannot open \(store)") && result.stderr.contains("check that it is a file"),
+            result.stderr.contains("\(store) is a folder, not a store file") && result.stderr.contains("[io]"),
             "\(result.stderr)")
     }
 

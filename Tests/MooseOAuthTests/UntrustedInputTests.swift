@@ -144,6 +144,13 @@ struct LoopbackHostileClientTests {
         }
         let result = try #require(outcome.value)
         #expect((result.error as? OAuthError)?.code == OAuthError.timedOut, "\(String(describing: result.error))")
+        // Issue "Nothing a person set up is lost" §8: a login that never got its redirect may have been refused
+        // in the browser for an unregistered redirect URI — said, and a person must act (not "retry later").
+        let timedOut = try #require(result.error as? OAuthError)
+        #expect(timedOut.errorClass == .needsLogin)
+        #expect(
+            timedOut.message.contains("may not accept the redirect URI \(receiver.redirectURI.absoluteString)"),
+            "\(timedOut.message)")
         // The slow client lasts 20 s; the deadline is 1.5 s (a few seconds of slack for a loaded machine).
         #expect(result.elapsed < 12, "the wait took \(result.elapsed) s")
     }

@@ -148,7 +148,11 @@ public final class LoopbackReceiver: Sendable {
             if cancelled.isSet { throw CancellationError() }
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else {
-                throw OAuthError(OAuthError.timedOut, "no authorization redirect arrived on 127.0.0.1:\(port) in time")
+                throw OAuthError(
+                    OAuthError.timedOut,
+                    "no authorization redirect arrived on 127.0.0.1:\(port) in time (if the browser showed the "
+                        + "provider's error page instead, it may not accept the redirect URI "
+                        + "http://127.0.0.1:\(port)\(path): register it, or use the port it has registered)")
             }
             var poller = pollfd(fd: socketDescriptor, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(min(remaining, 0.1) * 1000))

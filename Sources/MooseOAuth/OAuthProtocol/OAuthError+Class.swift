@@ -42,11 +42,14 @@ extension OAuthError {
     /// The class of `code` (an unknown code — an app's own — is `misconfigured`).
     public static func errorClass(of code: Code) -> Class {
         switch code {
-        case transient, timedOut, offline, storeUnavailable, storageConflict, leaseLost, leaseBusy, renewalRefused,
+        case transient, offline, storeUnavailable, storageConflict, leaseLost, leaseBusy, renewalRefused,
             refreshLimit,
             tokenRejected:
             .retryable
-        case invalidGrant, needsLogin, sessionDamaged, accessDenied, expiredToken, insufficientScope, pasteRefused:
+        // A login nobody finished (`timedOut`): the person acts again — or the provider refused the redirect
+        // URI in the browser, which no retry mends.
+        case invalidGrant, needsLogin, sessionDamaged, accessDenied, expiredToken, insufficientScope, pasteRefused,
+            timedOut:
             .needsLogin
         case invalidResponse, unsafeValue, stateMismatch, invalidIDToken, subjectMismatch, issuerMismatchInResponse:
             .protocolViolation
