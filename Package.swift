@@ -295,6 +295,23 @@ let package = Package(
             adapted("OpenAPIRuntime", "swift-openapi-runtime", ["ExampleService"]),
             adapted("OpenAPIAsyncHTTPClient", "swift-openapi-async-http-client", ["ExampleService"]),
         ]),
+        // Every ```swift block of README.md and docs/*.md, one file each (Tests/DocSnippetTests/<page>-<n>.swift),
+        // compiled here; DocSnippetTests checks each page shows its file's region verbatim. Adapter snippets
+        // are wrapped in `#if Trait`, so this target needs the adapters' libraries only with their traits.
+        .testTarget(name: "DocSnippetTests", dependencies: [
+            "Moose", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseJWT", "MooseCrypto", "MooseSecretStore",
+            "MooseSealing", "MooseSQLiteStorage", "MooseTesting", "MooseResourceServer",
+            "MooseCombine", "MooseOpenAPI", "MooseAsyncHTTPClient", "MooseObservability", "MoosePostgres", "MooseMCP",
+            "MooseHummingbird", "MooseVapor", "MooseExampleAPI",
+            adapted("OpenCombineShim", "OpenCombine", ["MooseCombine"]),
+            adapted("AsyncHTTPClient", "async-http-client", ["MooseAsyncHTTPClient"]),
+            adapted("OpenAPIRuntime", "swift-openapi-runtime", ["MooseOpenAPI"]),
+            adapted("OpenAPIAsyncHTTPClient", "swift-openapi-async-http-client", ["ExampleService"]),
+            adapted("Hummingbird", "hummingbird", ["MooseHummingbird", "ExampleService"]),
+            adapted("Vapor", "vapor", ["MooseVapor"]),
+            adapted("MCP", "swift-sdk", ["MooseMCP"]),
+            adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )
