@@ -75,7 +75,13 @@ final class BrowserGone: Sendable {
 
     /// `body`, unless `ends` and no browser could start first: then a usage error at once, naming the
     /// way to log in without a browser here, rather than a wait for a redirect that cannot come.
-    func ending<T: Sendable>(_ ends: Bool, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    func ending<T: Sendable>(
+        _ ends: Bool,
+        way: String = "run the same moose login command with --paste (it prints a new URL to open in any browser, "
+            + "and reads the address the browser ends on from standard input), or with --device, or set BROWSER to "
+            + "a browser command",
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         guard ends else { return try await body() }
         let events = self.events
         return try await withThrowingTaskGroup(of: T.self) { group in
@@ -84,9 +90,7 @@ final class BrowserGone: Sendable {
                 for await _ in events {
                     throw CLIError.failed(
                         "no browser could be started (see above), and standard input is not a terminal to paste "
-                            + "the address into: run the same moose login command with --paste (it prints a new "
-                            + "URL to open in any browser, and reads the address the browser ends on from standard "
-                            + "input), or with --device, or set BROWSER to a browser command")
+                            + "the address into: \(way)")
                 }
                 throw CancellationError()
             }

@@ -28,7 +28,16 @@ struct ResourceLogin {
         }
         // Without --profile, the resource URL names the profile: one session per resource.
         let profile = self.profile ?? canonical
+        // A first login that fails leaves no store or key behind.
+        let made = FirstStore(store)
         let context = try OAuthContext(options: store, create: true)
+        var loggedIn = false
+        defer {
+            if !loggedIn {
+                context.sessions.close()
+                made.undo()
+            }
+        }
         let existing = try context.loadOrFail(profile)
         let identity: ResourceTokenManager.ClientIdentity =
             clientID.map { .preRegistered($0) } ?? .dynamic(clientName: "moose")
@@ -41,13 +50,22 @@ struct ResourceLogin {
             throw OAuthContext.fail(error)
         }
         let noBrowser = self.noBrowser
+        // No silent wait: with no browser that could start and no terminal, the login ends at once.
+        let browserGone = BrowserGone()
         let method = TokenManager.LoginMethod.loopback(port: port, timeout: timeout) { url in
             Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
-            if !noBrowser { openBrowser(url) }
+            if !noBrowser { openBrowser(url) { browserGone.signal() } }
             Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
         }
         do {
-            let summary = try CLIBlocking.run { try await manager.login(with: method) }
+            let summary = try CLIBlocking.run {
+                try await browserGone.ending(
+                    !noBrowser && !Terminal.stdinIsTerminal,
+                    way: "set BROWSER to a browser command, or run the same command at a terminal and open the URL it "
+                        + "prints in a browser on this machine"
+                ) { try await manager.login(with: method) }
+            }
+            loggedIn = true
             // The profile settings go into the session's row, so token, refresh and logout find them.
             guard let stored = try context.sessions.load(profile) else {
                 throw CLIError.failed("the new session of \(profile) was not stored")
