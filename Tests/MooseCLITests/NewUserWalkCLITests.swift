@@ -179,7 +179,9 @@ struct NewUserWalkCLITests {
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)
         let folderStore = try await CLI.run(["store", "list"], environment: environment)
         #expect(folderStore.status == 1, "\(folderStore.stderr)")
-        #expect(folderStore.stderr.hasPrefix("moose: error: \(store) is a folder, not a store file"), "\(folderStore.stderr)")
+        #expect(
+            folderStore.stderr.hasPrefix("moose: error: \(store) is a folder, not a store file"),
+            "\(folderStore.stderr)")
         #expect(folderStore.stderr.hasSuffix(" [io]\n"), "\(folderStore.stderr)")
     }
 

@@ -501,3 +501,15 @@ extension CLISessions {
         return Set(stored).union(KeptSettings.profiles(store: options).keys).sorted()
     }
 }
+
+extension LoginCommand {
+    /// `--pin-public-key` pins the issuer's host, so a login that discovers its issuer from `--resource`
+    /// alone refuses it rather than log in unpinned.
+    func validate() throws {
+        if !pinPublicKey.isEmpty, resource != nil, issuer == nil {
+            throw ValidationError(
+                "--pin-public-key pins the issuer's host: give --issuer with it (a login by --resource alone is not pinned)"
+            )
+        }
+    }
+}

@@ -125,19 +125,23 @@ struct MooseCommand: ParsableCommand {
     }
 }
 
-/// Moose's exit statuses.
-enum Status {
-    /// The token or the operation failed.
-    static let failed = ExitCode(1)
-    /// Usage or input error.
-    static let usage = ExitCode(2)
-}
-
 /// Help text pieces shared by the commands.
 enum HelpText {
     /// An "Examples:" block: one command per line, indented, each short enough (≤ 78 columns with its
     /// indent) that help never wraps it mid-command on an 80-column terminal.
     static func examples(_ lines: String...) -> String {
         "Examples:\n" + lines.map { "  " + $0 }.joined(separator: "\n")
+    }
+}
+
+/// The `moose` command line, for a program's `main`.
+public enum MooseCLIProgram {
+    /// Runs the command line of this process with `postgres` for `postgres://` stores, and exits
+    /// with Moose's status: 0 ok, 1 the token or the operation failed, 2 usage or input error,
+    /// 3 the provider could not be reached.
+    public static func run(postgres: PostgresStores) -> Never {
+        RegisteredBackends.postgres.withLock { $0 = postgres }
+        MooseCommand.main()
+        terminate(0)
     }
 }

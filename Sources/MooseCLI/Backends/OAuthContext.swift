@@ -202,3 +202,22 @@ enum CLITransport {
         return absolute
     }
 }
+
+extension CLITransport {
+    /// `pins` (`--pin-public-key`, or a profile's `public_key_pins`) checked for `issuer`'s host and
+    /// written canonically (`sha256//BASE64`); nil when none are given.
+    static func pins(_ pins: [String]?, issuer: String) throws -> [String]? {
+        guard let pins, !pins.isEmpty else { return nil }
+        guard let host = URL(string: issuer)?.host else {
+            throw CLIError.usage("--pin-public-key needs an issuer URL with a host")
+        }
+        do {
+            return try PublicKeyPins([host: pins]).pins(for: host)
+        } catch {
+            throw CLIError.usage(
+                "--pin-public-key: \(error.message) (a pin is sha256// and the base64 SHA-256 of the server's "
+                    + "SubjectPublicKeyInfo: openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform DER "
+                    + "| openssl dgst -sha256 -binary | base64)")
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import ArgumentParser
 import MooseJWT
 #if canImport(Glibc)
 import Glibc
@@ -138,4 +139,12 @@ public struct CLIError: Error, CustomStringConvertible {
 /// default profile (so a hint pasted as is logs in the profile it is about).
 func loginHint(_ profile: String) -> String {
     profile == "default" ? "moose login" : "moose login --profile \(Terminal.safe(profile))"
+}
+
+/// Moose's exit statuses.
+enum Status {
+    /// The token or the operation failed.
+    static let failed = ExitCode(1)
+    /// Usage or input error.
+    static let usage = ExitCode(2)
 }

@@ -65,7 +65,7 @@ enum LeanCommandLine {
     }
 
     /// One long option of the subset.
-    struct Option<Values>: Sendable {
+    struct OptionSpec<Values>: Sendable {
         enum Kind: Sendable {
             /// `--name value` or `--name=value`, at most once.
             case single
@@ -89,7 +89,7 @@ enum LeanCommandLine {
 
     /// Reads `arguments` into `values`; `false` as soon as something is outside the subset.
     static func scan<Values>(
-        _ arguments: ArraySlice<String>, options: [Option<Values>],
+        _ arguments: ArraySlice<String>, options: [OptionSpec<Values>],
         positional: ((inout Values, String) -> Void)?, into values: inout Values
     ) -> Bool {
         var seen = [Bool](repeating: false, count: options.count)
@@ -135,47 +135,47 @@ enum LeanCommandLine {
     }
 
     /// `moose inspect`'s options (`InspectCommand`).
-    static let inspectOptions: [Option<InspectCommand.Values>] = [
-        Option(name: "--jwks", kind: .single) {
+    static let inspectOptions: [OptionSpec<InspectCommand.Values>] = [
+        OptionSpec(name: "--jwks", kind: .single) {
             $0.jwks = $1; return true
         },
-        Option(name: "--issuer", kind: .single) {
+        OptionSpec(name: "--issuer", kind: .single) {
             $0.issuer = $1; return true
         },
-        Option(name: "--key", kind: .single) {
+        OptionSpec(name: "--key", kind: .single) {
             $0.key = $1; return true
         },
-        Option(name: "--secret-file", kind: .single) {
+        OptionSpec(name: "--secret-file", kind: .single) {
             $0.secretFile = $1; return true
         },
-        Option(name: "--iss", kind: .single) {
+        OptionSpec(name: "--iss", kind: .single) {
             $0.iss = $1; return true
         },
-        Option(name: "--audience", kind: .repeatable) {
+        OptionSpec(name: "--audience", kind: .repeatable) {
             $0.aud.append($1); return true
         },
-        Option(name: "--aud", kind: .repeatable) {
+        OptionSpec(name: "--aud", kind: .repeatable) {
             $0.aud.append($1); return true
         },
-        Option(name: "--any-audience", kind: .flag) { values, _ in
+        OptionSpec(name: "--any-audience", kind: .flag) { values, _ in
             values.anyAudience = true; return true
         },
-        Option(name: "--alg", kind: .repeatable) {
+        OptionSpec(name: "--alg", kind: .repeatable) {
             $0.alg.append($1); return true
         },
-        Option(name: "--leeway", kind: .single) { values, text in
+        OptionSpec(name: "--leeway", kind: .single) { values, text in
             // argument-parser's Double: `Double(String)`.
             guard let seconds = Double(text) else { return false }
             values.leeway = seconds
             return true
         },
-        Option(name: "--now", kind: .single) {
+        OptionSpec(name: "--now", kind: .single) {
             $0.now = $1; return true
         },
-        Option(name: "--ca-file", kind: .single) {
+        OptionSpec(name: "--ca-file", kind: .single) {
             $0.caFile = $1; return true
         },
-        Option(name: "--json", kind: .flag) { values, _ in
+        OptionSpec(name: "--json", kind: .flag) { values, _ in
             values.json = true; return true
         }
     ]
@@ -198,44 +198,44 @@ enum LeanCommandLine {
     }
 
     /// `moose token`'s options (`TokenCommand` and its `StoreOptions`).
-    static let tokenOptions: [Option<TokenValues>] = [
-        Option(name: "--store", kind: .single) {
+    static let tokenOptions: [OptionSpec<TokenValues>] = [
+        OptionSpec(name: "--store", kind: .single) {
             $0.storePath = $1; return true
         },
-        Option(name: "--key-file", kind: .single) {
+        OptionSpec(name: "--key-file", kind: .single) {
             $0.keyFile = $1; return true
         },
-        Option(name: "--key-env", kind: .single) {
+        OptionSpec(name: "--key-env", kind: .single) {
             $0.keyEnvironment = $1; return true
         },
-        Option(name: "--passphrase-file", kind: .single) {
+        OptionSpec(name: "--passphrase-file", kind: .single) {
             $0.passphraseFile = $1; return true
         },
-        Option(name: "--key-secret-service", kind: .single) {
+        OptionSpec(name: "--key-secret-service", kind: .single) {
             $0.keySecretService = $1; return true
         },
-        Option(name: "--profile", kind: .single) {
+        OptionSpec(name: "--profile", kind: .single) {
             $0.profile = $1; return true
         },
-        Option(name: "--min-validity", kind: .single) {
+        OptionSpec(name: "--min-validity", kind: .single) {
             $0.minValidity = $1; return true
         },
-        Option(name: "--id-token", kind: .flag) { values, _ in
+        OptionSpec(name: "--id-token", kind: .flag) { values, _ in
             values.idToken = true; return true
         },
-        Option(name: "--format", kind: .single) { values, text in
+        OptionSpec(name: "--format", kind: .single) { values, text in
             // argument-parser's RawRepresentable enum: `init(rawValue:)`.
             guard let format = TokenCommand.Format(rawValue: text) else { return false }
             values.format = format
             return true
         },
-        Option(name: "--url", kind: .single) {
+        OptionSpec(name: "--url", kind: .single) {
             $0.url = $1; return true
         },
-        Option(name: "--method", kind: .single) {
+        OptionSpec(name: "--method", kind: .single) {
             $0.method = $1; return true
         },
-        Option(name: "--nonce", kind: .single) {
+        OptionSpec(name: "--nonce", kind: .single) {
             $0.nonce = $1; return true
         }
     ]

@@ -72,15 +72,3 @@ public enum PostgresStores: Sendable {
     /// Open it in this process with this backend: `moose-pg`.
     case backend(@Sendable (CLIStoreLocation) throws -> any CLISessionBackend)
 }
-
-/// The `moose` command line, for a program's `main`.
-public enum MooseCLIProgram {
-    /// Runs the command line of this process with `postgres` for `postgres://` stores, and exits
-    /// with Moose's status: 0 ok, 1 the token or the operation failed, 2 usage or input error,
-    /// 3 the provider could not be reached.
-    public static func run(postgres: PostgresStores) -> Never {
-        RegisteredBackends.postgres.withLock { $0 = postgres }
-        MooseCommand.main()
-        terminate(0)
-    }
-}
