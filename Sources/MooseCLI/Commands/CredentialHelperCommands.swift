@@ -107,7 +107,7 @@ struct GitCredentialCommand: ParsableCommand {
         }
         switch action {
         case "get":
-            let tokens = try TokenCommand.validTokens(store: store, profile: name, minimumValidity: 30)
+            let tokens = try SessionTokens.valid(store: store, profile: name, minimumValidity: 30)
             guard TokenCharacters.isB64Token(tokens.accessToken) else {
                 throw CLIError.failed(
                     "the access token has characters outside RFC 6750's b64token set; not handing it to git")
@@ -135,7 +135,7 @@ struct GitCredentialCommand: ParsableCommand {
                 let rejected = CredentialInput.value("password", in: attributes)
                     ?? CredentialInput.value("credential", in: attributes)
             else { return }
-            try RefreshCommand.refresh(store: store, profile: name, rejecting: rejected)
+            try SessionTokens.refresh(store: store, profile: name, rejecting: rejected)
         default:
             throw CLIError.usage("moose git-credential takes get, store or erase")
         }
@@ -193,7 +193,7 @@ struct DockerCredentialCommand: ParsableCommand {
                 Terminal.outPreSanitized(Self.notFound)
                 throw ExitCode(1)
             }
-            let tokens = try TokenCommand.validTokens(store: store, profile: name, minimumValidity: 30)
+            let tokens = try SessionTokens.valid(store: store, profile: name, minimumValidity: 30)
             guard TokenCharacters.isB64Token(tokens.accessToken) else {
                 throw CLIError.failed("the access token is not a b64token")
             }

@@ -61,21 +61,3 @@ struct RefreshCommand: ParsableCommand {
         }
     }
 }
-
-extension RefreshCommand {
-    /// Refreshes `profile`'s session because a server refused `rejected` — only if that is still the
-    /// current access token (another process may have refreshed already); never wipes the session.
-    static func refresh(store: StoreOptions, profile: String, rejecting rejected: String) throws {
-        let context = try OAuthContext(options: store, create: false, profile: profile)
-        guard let (session, settings) = try context.loadOrFail(profile), session.canRenew,
-            session.tokens.accessToken.utf8.elementsEqual(rejected.utf8)
-        else { return }
-        do {
-            try OAuthContext.renew(
-                DetachedRefresh.Request(mode: .rejecting, rejected: rejected), profile: profile, store: store,
-                context: context, settings: settings)
-        } catch {
-            throw OAuthContext.fail(error)
-        }
-    }
-}

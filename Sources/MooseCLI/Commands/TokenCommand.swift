@@ -66,78 +66,6 @@ struct TokenCommand: ParsableCommand {
             valueName: "URL"))
     var resource: String?
 
-    /// The session's tokens, valid for `minimumValidity` seconds (`TokenSet.isValidLongEnough`, the
-    /// coordinator's rule): read from the store (no network, no concurrency runtime when the cached
-    /// token is fine), else refreshed in the detached refresher — once, however many processes ask.
-    /// Every command and credential helper gets tokens here.
-    static func validTokens(
-        store: StoreOptions, profile: String, minimumValidity minimum: TimeInterval,
-        idToken: Bool = false
-    ) throws -> TokenSet {
-        func valid(_ tokens: TokenSet) -> Bool {
-            tokens.isValidLongEnough(minimum) && (!idToken || tokens.isIDTokenValidLongEnough(minimum))
-        }
-        // Fastest: one short snapshot read of the store (no shared-memory set-up), when nobody else has
-        // it open and the session is active with a token valid long enough. Anything else — no session,
-        // an error, another process using the store — takes the ordinary path below, which reads again
-        // and reports exactly as before.
-        if let source = try? store.keySource(),
-            let stored = try? EncryptedSessionStorage.loadSnapshot(
-                path: try store.resolvedStorePath, masterKey: source, key: profile),
-            stored.session.state == .active, valid(stored.session.tokens)
-        {
-            return stored.session.tokens
-        }
-        let sessions = try CLISessions(options: store, create: false, profile: profile)
-        defer { sessions.close() }
-        let stored: StoredSession?
-        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session else {
-            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
-        }
-        guard session.canRenew else {
-            throw CLIError.failed(
-                "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile) [needsLogin]"
-            )
-        }
-        var tokens = session.tokens
-        if !valid(tokens) {
-            // Slow path: the network, through the one refresh path every command shares. An ID token
-            // about to expire under a valid access token needs a refresh all the same (ID tokens come
-            // back with a refresh): never print an expired one.
-            let accessValid = tokens.isValidLongEnough(minimum)
-            do {
-                // In a detached process of its own: this one may be killed mid-refresh (DetachedRefresh).
-                let request =
-                    accessValid
-                    ? DetachedRefresh.Request(mode: .refreshNow)
-                    : DetachedRefresh.Request(mode: .accessToken, minimumValidity: minimum)
-                try OAuthContext.renew(
-                    request, profile: profile, store: store, context: OAuthContext(sessions: sessions),
-                    settings: Profile.of(session, key: profile))
-            } catch let error as OAuthError
-                where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin
-            {
-                throw CLIError.failed(
-                    "the session of profile \(profile) needs a new login: "
-                        + OAuthContext.text(error, next: "run moose login --profile \(profile)"))
-            } catch {
-                throw OAuthContext.fail(error)
-            }
-            tokens = try sessions.load(profile)?.session.tokens ?? tokens
-            if idToken, tokens.idToken != nil, !tokens.isIDTokenValidLongEnough(0) {
-                let when =
-                    tokens.idTokenExpiresAt.map {
-                        " at \(ISO8601.string(from: $0)) (\(DurationText.describe(max(0, -$0.timeIntervalSinceNow))) ago)"
-                    } ?? ""
-                throw CLIError.failed(
-                    "profile \(profile)'s ID token expired\(when) and the provider's refresh brought no new one; "
-                        + "run moose login --profile \(profile) for a new ID token")
-            }
-        }
-        return tokens
-    }
-
     /// The command line as plain values.
     var values: Values {
         Values(
@@ -178,7 +106,7 @@ struct TokenCommand: ParsableCommand {
                 profile = resolved.name
                 store = resolved.store
             }
-            let tokens = try TokenCommand.validTokens(
+            let tokens = try SessionTokens.valid(
                 store: store, profile: profile, minimumValidity: minimum, idToken: idToken)
             // Asked for more than the provider's tokens live: say so (the token printed is the freshest there is).
             if minValidity != nil, let lifetime = tokens.lifetime, minimum > lifetime {
