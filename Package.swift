@@ -256,7 +256,7 @@ let package = Package(
         ]),
         // A Hummingbird 2 middleware for resource servers (MooseResourceServer's verifier) and the RFC 9728 route.
         .target(name: "MooseHummingbird", dependencies: [
-            "MooseResourceServer", "MooseHTTP",
+            "MooseResourceServer", "MooseHTTP", .product(name: "Logging", package: "swift-log"),
             adapted("Hummingbird", "hummingbird", ["MooseHummingbird"]),
             adapted("NIOCore", "swift-nio", ["MooseHummingbird"]),
         ]),
@@ -267,7 +267,8 @@ let package = Package(
         ]),
         // A Vapor 4 middleware for resource servers (MooseResourceServer's verifier) and the RFC 9728 route.
         .target(name: "MooseVapor", dependencies: [
-            "MooseResourceServer", adapted("Vapor", "vapor", ["MooseVapor"]),
+            "MooseResourceServer", .product(name: "Logging", package: "swift-log"),
+            adapted("Vapor", "vapor", ["MooseVapor"]),
         ]),
         .testTarget(name: "MooseVaporTests", dependencies: [
             "MooseVapor", "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseOAuth", "MooseURLSession", "MooseTestSupport",

@@ -124,7 +124,8 @@ public struct DPoPProofVerifier: Sendable {
         let proofTarget: String
         let requestTarget: String
         do {
-            proofTarget = try DPoP.normalizedProofTarget(htu)
+            // RFC 9449 §4.3 check 9: compared "ignoring any query and fragment parts", of either side.
+            proofTarget = try DPoP.targetURI(htu)
             requestTarget = try DPoP.targetURI(url)
         } catch {
             throw Self.refusal("htu: \(error.message)", field: "htu")

@@ -96,6 +96,12 @@ public final class MCPResourceGate: Sendable {
     /// handled — for a streamed answer, until its stream ends. With DPoP nonces on, the answer carries
     /// `DPoP-Nonce` (RFC 9449 §9).
     ///
+    /// One `Server` on one `StatelessHTTPServerTransport` behind this is not safe for several users with
+    /// the MCP Swift SDK 0.12.1: that transport matches answers to requests by JSON-RPC id across all
+    /// connections (two clients' `"id": 1` can swap answers), and the server answers only the first
+    /// `initialize`. Use `serve(_:validationPipeline:makeServer:)`, which gives each request a server and
+    /// a transport of its own; `handle` is for a transport that keeps clients apart (one per session).
+    ///
     /// ```swift
     /// let response = await gate.handle(request) { await transport.handleRequest($0) }
     /// ```
@@ -117,6 +123,59 @@ public final class MCPResourceGate: Sendable {
             }
             // The handler may run after `next` returned: forget the principal when the stream ends.
             return .stream(forgetting(key, after: stream), headers: streamHeaders)
+        }
+    }
+
+    /// Serves one request with an MCP server of its own, made by `makeServer` for the request's verified
+    /// caller and started on a `StatelessHTTPServerTransport` of its own, then stopped once it answered: the
+    /// caller is bound to the HTTP request, not to a JSON-RPC id, so concurrent requests of different users
+    /// can never receive each other's answers, and every client's `initialize` is answered (a server shared
+    /// by all requests answers only the first). Refusals and the RFC 9728 document are answered as by
+    /// `decide(_:)`; the transport never sees `Authorization` or `DPoP`. With DPoP nonces on, the answer
+    /// carries `DPoP-Nonce` (RFC 9449 §9).
+    ///
+    /// ```swift
+    /// let response = await gate.serve(request) { caller in
+    ///     let server = Server(name: "my-server", version: "1.0", capabilities: .init(tools: .init()))
+    ///     await server.withMethodHandler(CallTool.self) { _ in
+    ///         CallTool.Result(content: [.text(text: "hello \(caller.subject)", annotations: nil, _meta: nil)])
+    ///     }
+    ///     return server
+    /// }
+    /// ```
+    ///
+    /// A server made per request keeps nothing between requests (the stateless transport's model): no
+    /// session, no server-initiated messages; a notification is accepted (202) and may not reach a handler.
+    ///
+    /// - Parameters:
+    ///   - request: the HTTP request to the MCP endpoint or to the RFC 9728 document's path.
+    ///   - validationPipeline: the transport's request validation; `nil`: the SDK's default (origin
+    ///     localhost, `Accept`, `Content-Type`, protocol version).
+    ///   - makeServer: makes the MCP server (its handlers registered, not started) for the verified caller.
+    /// - Returns: the answer: a refusal, the document, or the MCP server's; 500 when the server cannot be
+    ///   made or started.
+    public func serve(
+        _ request: HTTPRequest, validationPipeline: (any HTTPRequestValidationPipeline)? = nil,
+        makeServer: (VerifiedPrincipal) async throws -> Server
+    ) async -> HTTPResponse {
+        switch await decide(request) {
+        case .respond(let response): return response
+        case .admit(let admitted, let principal):
+            let server: Server
+            let transport = StatelessHTTPServerTransport(validationPipeline: validationPipeline)
+            do {
+                server = try await makeServer(principal)
+                try await server.start(transport: transport)
+            } catch {
+                return .error(statusCode: 500, .internalError("the MCP server could not be started"))
+            }
+            var response = await transport.handleRequest(admitted)
+            // The stateless transport answers with the whole JSON-RPC response (never a stream): done.
+            await server.stop()
+            if let nonce = await self.server.currentNonce() {
+                response = Self.adding(["DPoP-Nonce": nonce], to: response)
+            }
+            return response
         }
     }
 

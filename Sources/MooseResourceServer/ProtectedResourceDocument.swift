@@ -48,6 +48,59 @@ public struct ProtectedResourceDocument: Sendable {
         self.authorizationDetailsTypesSupported = authorizationDetailsTypesSupported
     }
 
+    /// The document of the resource `configuration` verifies tokens for, its token rules taken from that
+    /// configuration so that the two cannot disagree: `resource`, the DPoP proof algorithms the verifier
+    /// accepts (none when DPoP is disabled) and whether DPoP-bound tokens are required.
+    ///
+    /// ```swift
+    /// let document = ProtectedResourceDocument(for: server.configuration, scopesSupported: ["api.read"])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - configuration: the verifier's rules (`ResourceServer.configuration`).
+    ///   - authorizationServers: the issuers to advertise; `nil` (the default): the configuration's issuer.
+    ///   - scopesSupported: `scopes_supported`; `nil`: not published.
+    ///   - resourceName: `resource_name`, for people.
+    ///   - resourceDocumentation: `resource_documentation`, a page for developers.
+    ///   - authorizationDetailsTypesSupported: `authorization_details_types_supported` (RFC 9396).
+    public init(
+        for configuration: ResourceServerConfiguration, authorizationServers: [String]? = nil,
+        scopesSupported: [String]? = nil, resourceName: String? = nil, resourceDocumentation: String? = nil,
+        authorizationDetailsTypesSupported: [String]? = nil
+    ) {
+        self.init(
+            resource: configuration.resource, authorizationServers: authorizationServers ?? [configuration.issuer],
+            scopesSupported: scopesSupported,
+            dpopSigningAlgorithms: configuration.dpop == .disabled ? nil : configuration.dpopProofAlgorithmNames,
+            dpopBoundAccessTokensRequired: configuration.dpop == .required, resourceName: resourceName,
+            resourceDocumentation: resourceDocumentation,
+            authorizationDetailsTypesSupported: authorizationDetailsTypesSupported)
+    }
+
+    /// The document of the resource `server` verifies tokens for: `init(for: server.configuration, …)`.
+    ///
+    /// ```swift
+    /// let document = ProtectedResourceDocument(for: server, scopesSupported: ["api.read"])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - server: the verifier whose rules the document states.
+    ///   - authorizationServers: the issuers to advertise; `nil` (the default): the configuration's issuer.
+    ///   - scopesSupported: `scopes_supported`; `nil`: not published.
+    ///   - resourceName: `resource_name`, for people.
+    ///   - resourceDocumentation: `resource_documentation`, a page for developers.
+    ///   - authorizationDetailsTypesSupported: `authorization_details_types_supported` (RFC 9396).
+    public init(
+        for server: ResourceServer, authorizationServers: [String]? = nil, scopesSupported: [String]? = nil,
+        resourceName: String? = nil, resourceDocumentation: String? = nil,
+        authorizationDetailsTypesSupported: [String]? = nil
+    ) {
+        self.init(
+            for: server.configuration, authorizationServers: authorizationServers, scopesSupported: scopesSupported,
+            resourceName: resourceName, resourceDocumentation: resourceDocumentation,
+            authorizationDetailsTypesSupported: authorizationDetailsTypesSupported)
+    }
+
     /// The document's members, in RFC 9728 §2's order; optional ones only when set.
     public var object: JSONObject {
         var object: JSONObject = [
@@ -78,7 +131,17 @@ public struct ProtectedResourceDocument: Sendable {
     public var wellKnownPath: String? { Self.split(resource)?.path }
 
     /// The URL of the document (`resource_metadata` in challenges, RFC 9728 §5.1).
-    public var url: String? { Self.split(resource).map { $0.origin + $0.path } }
+    public var url: String? { Self.url(for: resource) }
+
+    /// The URL of the document of `resource` (RFC 9728 §3.1): what `url` is for a document of that
+    /// resource, known before the document is made (`configuration.resourceMetadataURL`). `nil` when
+    /// `resource` is not an absolute http(s) URL without query or fragment.
+    ///
+    /// ```swift
+    /// ProtectedResourceDocument.url(for: "https://api.example.com/v1")
+    /// // "https://api.example.com/.well-known/oauth-protected-resource/v1"
+    /// ```
+    public static func url(for resource: String) -> String? { split(resource).map { $0.origin + $0.path } }
 
     static func split(_ resource: String) -> (origin: String, path: String)? {
         let lower = resource.lowercased()

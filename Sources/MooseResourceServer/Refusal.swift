@@ -28,6 +28,10 @@ public struct ResourceServerRefusal: Error, Sendable, CustomStringConvertible {
 
     /// No credentials at all: 401 with bare challenges, no error code (RFC 6750 §3.1).
     public static let missingCredentials = Code(name: "missing_credentials")
+    /// An `Authorization` with another scheme than Bearer or DPoP (`Basic`…): 401 with bare challenges, no
+    /// error code — RFC 6750 §3.1's answer to a client that "attempted using an unsupported authentication
+    /// method", which starts an OAuth client's login where a 400 would not.
+    public static let unsupportedScheme = Code(name: "unsupported_scheme")
     /// A malformed request (Authorization header syntax, several methods, oversized): 400 `invalid_request`.
     public static let invalidRequest = Code(name: "invalid_request")
     /// The access token is malformed, unsigned, expired, for another audience or issuer, or bound to a
@@ -74,6 +78,26 @@ public struct ResourceServerRefusal: Error, Sendable, CustomStringConvertible {
         if let dpopNonce { headers.append((name: "DPoP-Nonce", value: ResourceServerChallenge.quotable(dpopNonce))) }
         headers.append((name: "Cache-Control", value: "no-store"))
         return headers
+    }
+
+    /// What to log about this refusal, as structured fields: `refusal.code`, `refusal.status`,
+    /// `refusal.reason`, and the request's `http.method` and `http.path` (at most 256 bytes each, controls
+    /// replaced). Never a token, a proof or a query (which may carry one): give `path` without its query.
+    ///
+    /// ```swift
+    /// logger.info("access token refused", metadata: refusal.logFields(method: "GET", path: "/items")
+    ///     .mapValues { .string($0) })
+    /// ```
+    public func logFields(method: String, path: String) -> [String: String] {
+        func clipped(_ text: Substring) -> String {
+            String(
+                decoding: text.utf8.prefix(256).map { $0 < 0x20 || $0 == 0x7F ? UInt8(ascii: "?") : $0 }, as: UTF8.self)
+        }
+        let pathOnly = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return [
+            "refusal.code": code.description, "refusal.status": String(status), "refusal.reason": reason,
+            "http.method": clipped(method[...]), "http.path": clipped(pathOnly)
+        ]
     }
 
     /// `invalid_token (401): <reason>`.

@@ -40,7 +40,7 @@ extension ResourceServer {
     /// let metadata = try await Discovery.fetch(issuer: "https://id.example.com", transport: transport)
     /// let server = try ResourceServer(
     ///     metadata: metadata, resource: "https://api.example.com", algorithms: [.rs256, .es256],
-    ///     transport: transport) { $0.dpop = .required }
+    ///     transport: transport, replayCache: sharedReplayCache, nonces: RotatingDPoPNonces()) { $0.dpop = .required }
     /// ```
     ///
     /// - Parameters:
@@ -50,6 +50,9 @@ extension ResourceServer {
     ///   - transport: what fetches the keys and sends introspection requests.
     ///   - introspection: the credentials for RFC 7662 introspection; `nil` (the default): opaque
     ///     tokens are refused as `invalid_token`.
+    ///   - replayCache: remembers DPoP proofs' `jti`s; default: an in-memory one (one process only: use
+    ///     a shared one, such as PostgreSQL's, behind a load balancer).
+    ///   - nonces: issues and checks DPoP server nonces (RFC 9449 §9); `nil` (the default): none.
     ///   - configure: changes to the rest of the configuration (DPoP, token types, leeway, the RFC 9728
     ///     metadata URL); default: none.
     /// - Throws: `OAuthError.missingEndpoint` when the metadata has no `jwks_uri` and no introspection
@@ -58,7 +61,8 @@ extension ResourceServer {
     ///   another machine (the secret would travel in the clear).
     public init(
         metadata: ProviderMetadata, resource: String, algorithms: Set<JWTAlgorithm>, transport: any HTTPTransport,
-        introspection: IntrospectionClient? = nil, configure: (inout ResourceServerConfiguration) -> Void = { _ in }
+        introspection: IntrospectionClient? = nil, replayCache: any DPoPReplayCache = InMemoryDPoPReplayCache(),
+        nonces: (any DPoPNonceSource)? = nil, configure: (inout ResourceServerConfiguration) -> Void = { _ in }
     ) throws {
         var configuration = ResourceServerConfiguration(
             issuer: metadata.issuer, resource: resource, algorithms: algorithms)
@@ -75,7 +79,7 @@ extension ResourceServer {
                     + "(opaque tokens: introspection)")
         }
         guard let introspection else {
-            self.init(configuration: configuration, keys: keys)
+            self.init(configuration: configuration, keys: keys, replayCache: replayCache, nonces: nonces)
             return
         }
         guard let endpoint = metadata.introspectionEndpoint else {
@@ -93,6 +97,8 @@ extension ResourceServer {
         let introspector = TokenIntrospector(
             endpoint: endpoint, clientID: introspection.clientID, clientSecret: introspection.clientSecret,
             authentication: introspection.authentication, transport: transport)
-        self.init(configuration: configuration, keys: keys, introspector: introspector)
+        self.init(
+            configuration: configuration, keys: keys, replayCache: replayCache, nonces: nonces,
+            introspector: introspector)
     }
 }

@@ -94,6 +94,14 @@ public struct ResourceServerConfiguration: Sendable {
     }
 }
 
+extension ResourceServerConfiguration {
+    /// The `alg` names of the proofs accepted (`proofs.allowedAlgorithms` without HMAC), sorted: the DPoP
+    /// challenge's `algs` and the RFC 9728 document's `dpop_signing_alg_values_supported`.
+    var dpopProofAlgorithmNames: [String] {
+        proofs.allowedAlgorithms.filter { $0.keyFamily != .hmac }.map(\.rawValue).sorted()
+    }
+}
+
 /// Verifies what clients present to a resource server, framework-neutrally: give it a request's
 /// `Authorization` and `DPoP` header values, method and URL; get a `VerifiedPrincipal`, or a
 /// `ResourceServerRefusal` that carries the status and challenges to answer with.
@@ -158,9 +166,11 @@ public struct ResourceServer: Sendable {
     ///   - requiredScopes: scopes the request needs; a token lacking one gets `insufficient_scope`.
     /// - Returns: who the token speaks for: subject, client, scopes, scheme and binding.
     /// - Throws: `ResourceServerRefusal`, with the answer to send: `missingCredentials` (401, no
-    ///   `Authorization`), `invalidRequest` (400, malformed or too long), `invalidToken` (401: bad
-    ///   signature, expired, wrong `iss` or `aud`, inactive, a binding that does not fit the scheme),
-    ///   `insufficientScope` (403), `invalidDPoPProof` or `useDPoPNonce` (401, DPoP), or
+    ///   `Authorization`), `unsupportedScheme` (401, neither Bearer nor DPoP; no error code),
+    ///   `invalidRequest` (400, malformed or too long; DPoP when it is disabled), `invalidToken` (401: bad
+    ///   signature, expired, wrong `iss` or `aud`, inactive, a binding that does not fit the scheme, Bearer
+    ///   when DPoP is required), `insufficientScope` (403), `invalidDPoPProof` (401: the proof is missing,
+    ///   fails a check of RFC 9449 §4.3, or comes twice) or `useDPoPNonce` (401), or
     ///   `temporarilyUnavailable` (503: the issuer's keys, the introspection or the replay cache could
     ///   not be had).
     public func verify(
@@ -241,15 +251,27 @@ public struct ResourceServer: Sendable {
                 "Authorization is \(authorizationHeader.utf8.count) bytes; the limit is \(configuration.maximumAuthorizationLength)"
             )
         }
-        guard let (scheme, token) = Self.credentials(authorizationHeader) else {
+        guard let scheme = Self.scheme(of: authorizationHeader) else {
+            // RFC 6750 §3.1: a client that "attempted using an unsupported authentication method" gets the
+            // challenges without an error code, as one that sent nothing: 401, so that it starts its login.
             throw refusal(
-                ResourceServerRefusal.invalidRequest, nil, "Authorization is not `Bearer <token>` or `DPoP <token>`")
+                ResourceServerRefusal.unsupportedScheme, nil, "the Authorization scheme is not Bearer or DPoP")
+        }
+        guard let (_, token) = Self.credentials(authorizationHeader) else {
+            throw refusal(
+                ResourceServerRefusal.invalidRequest, scheme, "Authorization is not `Bearer <token>` or `DPoP <token>`")
         }
         switch (scheme, configuration.dpop) {
         case (.bearer, .required):
-            throw refusal(ResourceServerRefusal.invalidToken, .bearer, "this resource requires DPoP-bound tokens")
+            // No Bearer challenge is sent in this mode: the error goes on the DPoP one (RFC 9449 §7.1).
+            throw refusal(
+                ResourceServerRefusal.invalidToken, .dpop, "a Bearer token was presented; this resource requires DPoP",
+                description: "This resource requires a DPoP-bound access token and a DPoP proof")
         case (.dpop, .disabled):
-            throw refusal(ResourceServerRefusal.invalidRequest, .dpop, "this resource does not accept DPoP")
+            throw refusal(
+                ResourceServerRefusal.invalidRequest, .bearer,
+                "a DPoP token was presented; this resource does not accept DPoP",
+                description: "This resource accepts Bearer tokens only, not DPoP")
         default: break
         }
         return (scheme, token)
@@ -466,6 +488,12 @@ public struct ResourceServer: Sendable {
         guard let header, !header.isEmpty else {
             throw refusal(ResourceServerRefusal.invalidDPoPProof, .dpop, "no DPoP proof")
         }
+        // RFC 9449 §4.3 check 1: one DPoP field only. Several arrive joined with commas, which no JWS has.
+        guard !header.utf8.contains(UInt8(ascii: ",")) else {
+            throw refusal(
+                ResourceServerRefusal.invalidDPoPProof, .dpop, "several DPoP header fields (RFC 9449 §4.3: one only)",
+                description: "The request carries more than one DPoP proof")
+        }
         let proof: DPoPProof
         do { proof = try configuration.proofs.verify(header, method: method, url: url, accessToken: token) } catch {
             throw refusal(
@@ -512,9 +540,10 @@ public struct ResourceServer: Sendable {
     // MARK: - Answers
 
     /// The challenges for a refusal of `code` on a request that used `scheme` (`nil`: none or unreadable).
+    /// `description` replaces the code's fixed `error_description` (a fixed text too: nothing from the request).
     private func refusal(
         _ code: ResourceServerRefusal.Code, _ scheme: VerifiedPrincipal.Scheme?, _ reason: String,
-        scope: String? = nil
+        description: String? = nil, scope: String? = nil
     ) -> ResourceServerRefusal {
         let status: Int
         switch code {
@@ -522,10 +551,12 @@ public struct ResourceServer: Sendable {
         case ResourceServerRefusal.insufficientScope: status = 403
         default: status = 401
         }
-        let error: ResourceServerRefusal.Code? = code == ResourceServerRefusal.missingCredentials ? nil : code
+        let bare = code == ResourceServerRefusal.missingCredentials || code == ResourceServerRefusal.unsupportedScheme
+        let error: ResourceServerRefusal.Code? = bare ? nil : code
         return ResourceServerRefusal(
             code: code, status: status,
-            challenges: challenges(for: scheme, error: error, description: Self.describe(code), scope: scope),
+            challenges: challenges(
+                for: scheme, error: error, description: description ?? Self.describe(code), scope: scope),
             reason: reason)
     }
 
@@ -548,9 +579,7 @@ public struct ResourceServer: Sendable {
             }
             if let metadata = configuration.resourceMetadataURL { parameters.append(("resource_metadata", metadata)) }
             if candidate == .dpop {
-                let algorithms = configuration.proofs.allowedAlgorithms.filter { $0.keyFamily != .hmac }.map(\.rawValue)
-                    .sorted()
-                parameters.append(("algs", algorithms.joined(separator: " ")))
+                parameters.append(("algs", configuration.dpopProofAlgorithmNames.joined(separator: " ")))
             }
             return ResourceServerChallenge(scheme: candidate.rawValue, parameters: parameters)
         }
@@ -567,17 +596,24 @@ public struct ResourceServer: Sendable {
         }
     }
 
+    /// The scheme an `Authorization` value names (the text before its first space, case-insensitive,
+    /// RFC 9110 §11.4) when it is `Bearer` or `DPoP`; `nil` for any other (`Basic`, garbage).
+    static func scheme(of value: String) -> VerifiedPrincipal.Scheme? {
+        let bytes = Array(value.utf8.prefix(16))
+        let name = bytes.prefix { $0 != 0x20 && $0 != 0x09 && $0 != 0x2C }
+        switch String(decoding: name, as: UTF8.self).lowercased() {
+        case "bearer": return .bearer
+        case "dpop": return .dpop
+        default: return nil
+        }
+    }
+
     /// `Bearer <token68>` or `DPoP <token68>` (RFC 9110 §11.4, scheme case-insensitive; RFC 6750 §2.1).
     static func credentials(_ value: String) -> (VerifiedPrincipal.Scheme, String)? {
         let bytes = Array(value.utf8)
-        guard let space = bytes.firstIndex(of: 0x20) else { return nil }
-        let schemeName = String(decoding: bytes[..<space], as: UTF8.self).lowercased()
-        let scheme: VerifiedPrincipal.Scheme
-        switch schemeName {
-        case "bearer": scheme = .bearer
-        case "dpop": scheme = .dpop
-        default: return nil
-        }
+        guard let space = bytes.firstIndex(of: 0x20), let scheme = scheme(of: value),
+            space == (scheme == .bearer ? 6 : 4)
+        else { return nil }
         var start = space
         while start < bytes.count, bytes[start] == 0x20 { start += 1 }
         let token = bytes[start...]

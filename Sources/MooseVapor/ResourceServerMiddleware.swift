@@ -1,4 +1,5 @@
 #if MooseVapor
+public import Logging
 public import MooseResourceServer
 public import Vapor
 
@@ -25,6 +26,10 @@ extension Request {
 /// `WWW-Authenticate` challenges and `DPoP-Nonce` (RFC 6750 §3, RFC 9449 §7.1), and the route never runs.
 /// It authenticates and guards at once: the verified caller is in `req.auth` as an `AuthenticatedPrincipal`.
 ///
+/// Each refusal is logged at `refusalLogLevel` (`info` by default) on `logger` (by default `req.logger`)
+/// with its code, status and reason, the method and the path — never the token, the proof or the query —
+/// and handed to `onRefusal`, for a counter.
+///
 /// ```swift
 /// let items = app.grouped(ResourceServerMiddleware(server: server, publicBaseURL: "https://api.example.com",
 ///                                                  requiredScopes: ["api.read"]))
@@ -38,12 +43,33 @@ public struct ResourceServerMiddleware: AsyncMiddleware {
     public let publicBaseURL: String
     /// Scopes every request behind the middleware needs.
     public let requiredScopes: [String]
+    /// Where refusals are logged; `nil`: the request's logger.
+    public let logger: Logger?
+    /// The level refusals are logged at.
+    public let refusalLogLevel: Logger.Level
+    /// Called with every refusal (after it is logged), to count them: a swift-metrics `Counter` keyed
+    /// by `refusal.code`, for one.
+    public let onRefusal: (@Sendable (ResourceServerRefusal) -> Void)?
 
-    /// A middleware verifying with `server`; `publicBaseURL` has no trailing slash.
-    public init(server: ResourceServer, publicBaseURL: String, requiredScopes: [String] = []) {
+    /// A middleware verifying with `server`.
+    ///
+    /// - Parameters:
+    ///   - server: the verifier.
+    ///   - publicBaseURL: the scheme and authority clients address, without a trailing slash.
+    ///   - requiredScopes: scopes every request behind the middleware needs.
+    ///   - logger: where refusals are logged; `nil` (the default): the request's logger.
+    ///   - refusalLogLevel: the level refusals are logged at; default `info`.
+    ///   - onRefusal: called with every refusal, to count them; default: none.
+    public init(
+        server: ResourceServer, publicBaseURL: String, requiredScopes: [String] = [], logger: Logger? = nil,
+        refusalLogLevel: Logger.Level = .info, onRefusal: (@Sendable (ResourceServerRefusal) -> Void)? = nil
+    ) {
         self.server = server
         self.publicBaseURL = publicBaseURL
         self.requiredScopes = requiredScopes
+        self.logger = logger
+        self.refusalLogLevel = refusalLogLevel
+        self.onRefusal = onRefusal
     }
 
     /// Verifies, then runs `next` with the principal in `request.auth`; a refusal is answered here.
@@ -52,6 +78,7 @@ public struct ResourceServerMiddleware: AsyncMiddleware {
         do {
             principal = try await verify(request)
         } catch {
+            record(error, of: request)
             return Self.response(for: error)
         }
         request.auth.login(AuthenticatedPrincipal(principal))
@@ -70,6 +97,16 @@ public struct ResourceServerMiddleware: AsyncMiddleware {
             dpopHeader: dpop.isEmpty ? nil : dpop.joined(separator: ", "),
             method: request.method.rawValue, url: publicBaseURL + request.url.path,
             requiredScopes: requiredScopes)
+    }
+
+    /// Logs `refusal` (never the token, the proof or the query) and hands it to `onRefusal`.
+    func record(_ refusal: ResourceServerRefusal, of request: Request) {
+        (logger ?? request.logger).log(
+            level: refusalLogLevel, "access token refused",
+            metadata: refusal.logFields(method: request.method.rawValue, path: request.url.path).mapValues {
+                .string($0)
+            })
+        onRefusal?(refusal)
     }
 
     /// The answer to a refusal: its status and headers, and an empty body.
@@ -97,20 +134,47 @@ public struct ResourceServerAuthenticator: AsyncRequestAuthenticator {
     public let publicBaseURL: String
     /// Scopes a token needs to log its caller in.
     public let requiredScopes: [String]
+    /// Where refusals are logged; `nil`: the request's logger.
+    public let logger: Logger?
+    /// The level refusals of requests that carried credentials are logged at (a request without any is
+    /// not logged: anonymous callers are expected here).
+    public let refusalLogLevel: Logger.Level
+    /// Called with every refusal of a request that carried credentials, to count them.
+    public let onRefusal: (@Sendable (ResourceServerRefusal) -> Void)?
 
-    /// An authenticator verifying with `server`; `publicBaseURL` has no trailing slash.
-    public init(server: ResourceServer, publicBaseURL: String, requiredScopes: [String] = []) {
+    /// An authenticator verifying with `server`.
+    ///
+    /// - Parameters:
+    ///   - server: the verifier.
+    ///   - publicBaseURL: the scheme and authority clients address, without a trailing slash.
+    ///   - requiredScopes: scopes a token needs to log its caller in.
+    ///   - logger: where refusals are logged; `nil` (the default): the request's logger.
+    ///   - refusalLogLevel: the level refusals are logged at; default `info`.
+    ///   - onRefusal: called with every refusal of a request with credentials; default: none.
+    public init(
+        server: ResourceServer, publicBaseURL: String, requiredScopes: [String] = [], logger: Logger? = nil,
+        refusalLogLevel: Logger.Level = .info, onRefusal: (@Sendable (ResourceServerRefusal) -> Void)? = nil
+    ) {
         self.server = server
         self.publicBaseURL = publicBaseURL
         self.requiredScopes = requiredScopes
+        self.logger = logger
+        self.refusalLogLevel = refusalLogLevel
+        self.onRefusal = onRefusal
     }
 
-    /// Logs in the caller of a request whose credentials verify; leaves any other request as it is.
+    /// Logs in the caller of a request whose credentials verify; leaves any other request as it is
+    /// (a refusal of credentials it carried is logged).
     public func authenticate(request: Request) async throws {
         let middleware = ResourceServerMiddleware(
-            server: server, publicBaseURL: publicBaseURL, requiredScopes: requiredScopes)
-        if let principal = try? await middleware.verify(request) {
-            request.auth.login(AuthenticatedPrincipal(principal))
+            server: server, publicBaseURL: publicBaseURL, requiredScopes: requiredScopes, logger: logger,
+            refusalLogLevel: refusalLogLevel, onRefusal: onRefusal)
+        do {
+            request.auth.login(AuthenticatedPrincipal(try await middleware.verify(request)))
+        } catch ResourceServerRefusal.missingCredentials {
+            return
+        } catch {
+            middleware.record(error, of: request)
         }
     }
 }

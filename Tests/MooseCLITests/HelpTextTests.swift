@@ -30,6 +30,11 @@ struct HelpTextTests {
             #expect(!line.hasSuffix("\\\\"), "an example that does not paste into a shell: \(line)")
         }
         #expect(!help.contains(")). (default:") && !help.contains("). (default:"), "a doubled default in \(command)")
+        // One value list per option (issue "Nothing a person set up is lost" §6): never "a | b" beside the
+        // parser's own "(values: …)".
+        #expect(
+            help.range(of: #"\w \| \w[^\n]*\(values:"#, options: .regularExpression) == nil,
+            "two value lists for one option in \(command)")
     }
 
     @Test func theRootHelpNamesEveryExitStatusAndLoginTheRedirectURI() async throws {

@@ -2,11 +2,13 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import MooseCrypto
 import MooseHTTP
 import MooseHummingbird
 import MooseJWT
 import MooseResourceServer
+import Synchronization
 import Testing
 
 /// The middleware in a real Hummingbird application on a loopback port: a protected route, its
@@ -46,7 +48,32 @@ import Testing
         return try issuerSigner.sign(claims, extraHeader: ["typ": "at+jwt"])
     }
 
-    func application() -> some ApplicationProtocol {
+    /// Keeps every log record, rendered with its metadata.
+    final class CapturedLogs: Sendable {
+        let records = Mutex<[(level: Logger.Level, text: String)]>([])
+        var all: [(level: Logger.Level, text: String)] { records.withLock { $0 } }
+
+        struct Handler: LogHandler {
+            let sink: CapturedLogs
+            var metadata: Logger.Metadata = [:]
+            var logLevel: Logger.Level = .trace
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+            func log(event: LogEvent) {
+                let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }
+                let text = "\(event.message) " + fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                sink.records.withLock { $0.append((event.level, text)) }
+            }
+        }
+
+        var logger: Logger { Logger(label: "test") { _ in Handler(sink: self) } }
+    }
+
+    func application(
+        logger: Logger? = nil, counted: (@Sendable (ResourceServerRefusal) -> Void)? = nil
+    ) -> some ApplicationProtocol {
         var configuration = ResourceServerConfiguration(
             issuer: Self.issuer, resource: Self.resource, algorithms: [.es256])
         let document = ProtectedResourceDocument(
@@ -59,7 +86,8 @@ import Testing
         router.group("items")
             .add(
                 middleware: ResourceServerMiddleware(
-                    server: server, publicBaseURL: Self.resource, requiredScopes: ["api.read"])
+                    server: server, publicBaseURL: Self.resource, requiredScopes: ["api.read"], logger: logger,
+                    onRefusal: counted)
             )
             .get { _, context in
                 "hello \(context.principal?.subject ?? "nobody") by \(context.principal?.scheme.rawValue ?? "-")"
@@ -113,6 +141,53 @@ import Testing
                 let document = try JSONValue(parsing: Array(String(buffer: response.body).utf8))
                 #expect(document["resource"]?.stringValue == Self.resource)
             }
+        }
+    }
+
+    /// Every refusal is logged with its reason (never the token or the query) and counted; an unsupported
+    /// scheme gets 401 with bare challenges; two DPoP fields are refused as such.
+    @Test func refusalsAreLoggedWithTheirReasonAndCounted() async throws {
+        let logs = CapturedLogs()
+        let count = Mutex(0)
+        let token = try token(scope: "profile")
+        let bound = try self.token(bound: true)
+        let proof = try DPoP.proof(
+            signer: clientSigner, publicJWK: clientJWK, method: "GET", url: Self.resource + "/items", accessToken: bound
+        )
+        let application = application(logger: logs.logger) { _ in count.withLock { $0 += 1 } }
+        try await application.test(.live) { client in
+            try await client.execute(
+                uri: "/items?access_token=\(token)", method: .get, headers: [.authorization: "Bearer \(token)"]
+            ) { response in
+                #expect(response.status == .forbidden)
+            }
+            try await client.execute(uri: "/items", method: .get, headers: [.authorization: "Basic YWxpY2U6cHc="]) {
+                response in
+                #expect(response.status == .unauthorized)
+                let challenges = AuthenticationChallenge.parse(response.headers[values: .wwwAuthenticate])
+                #expect(challenges.map(\.scheme) == ["Bearer", "DPoP"] && challenges.allSatisfy { $0["error"] == nil })
+            }
+            var headers: HTTPFields = [.authorization: "DPoP \(bound)"]
+            headers.append(HTTPField(name: .dpop, value: proof))
+            headers.append(HTTPField(name: .dpop, value: proof))
+            try await client.execute(uri: "/items", method: .get, headers: headers) { response in
+                #expect(response.status == .unauthorized)
+                let challenges = AuthenticationChallenge.parse(response.headers[values: .wwwAuthenticate])
+                #expect(challenges.first { $0.hasScheme("DPoP") }?["error"] == "invalid_dpop_proof")
+            }
+        }
+        let refusals = logs.all.filter { $0.text.hasPrefix("access token refused") }
+        #expect(refusals.count == 3 && count.withLock { $0 } == 3)
+        #expect(refusals.allSatisfy { $0.level == .info })
+        #expect(refusals.first?.text.contains("refusal.code=insufficient_scope") == true)
+        #expect(refusals.first?.text.contains("refusal.reason=the token lacks a required scope") == true)
+        #expect(refusals.first?.text.contains("http.path=/items") == true)
+        #expect(refusals.dropFirst().first?.text.contains("refusal.code=unsupported_scheme") == true)
+        #expect(refusals.last?.text.contains("several DPoP header fields") == true)
+        // No token, proof or query text anywhere in the log.
+        for record in logs.all {
+            #expect(!record.text.contains(token) && !record.text.contains(bound) && !record.text.contains(proof))
+            #expect(!record.text.contains("access_token") && !record.text.contains("YWxpY2U6cHc="))
         }
     }
 }

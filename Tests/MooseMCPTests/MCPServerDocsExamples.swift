@@ -18,35 +18,36 @@ func protectedMCPServer(
 {
     // docs/mcp.md server begins
     let endpoint = "https://mcp.example.com/mcp" // the MCP endpoint: its canonical URI is the resource
-    let document = ProtectedResourceDocument(
-        resource: endpoint, authorizationServers: ["https://id.example.com"],
-        scopesSupported: ["mcp"])
     var configuration = ResourceServerConfiguration(
         issuer: "https://id.example.com", resource: endpoint,
         algorithms: [.rs256, .es256])
-    configuration.resourceMetadataURL = document.url // …/.well-known/oauth-protected-resource/mcp in every 401
+    // …/.well-known/oauth-protected-resource/mcp in every 401
+    configuration.resourceMetadataURL = ProtectedResourceDocument.url(for: endpoint)
     let verifier = ResourceServer(
         configuration: configuration,
         keys: JWKSCache(url: URL(string: "https://id.example.com/jwks")!, transport: CurlTransport()))
     let gate = MCPResourceGate(
-        server: verifier, document: document, publicBaseURL: "https://mcp.example.com",
-        requiredScopes: ["mcp"])
+        server: verifier, document: ProtectedResourceDocument(for: verifier, scopesSupported: ["mcp"]),
+        publicBaseURL: "https://mcp.example.com", requiredScopes: ["mcp"])
 
-    let server = Server(name: "my-server", version: "1.0", capabilities: .init(tools: .init()))
-    await server.withMethodHandler(CallTool.self) { _ in
-        let caller = gate.principal(for: Server.currentHandlerContext?.httpContext) // verified; the token is not there
-        return CallTool.Result(content: [.text(text: "hello \(caller?.subject ?? "")", annotations: nil, _meta: nil)])
-    }
-    let transport = StatelessHTTPServerTransport()
-    try await server.start(transport: transport)
     try await serve { request in // POST /mcp and GET /.well-known/oauth-protected-resource/mcp
-        await gate.handle(request) { await transport.handleRequest($0) }
+        // An MCP server of its own for each request and its verified caller: users never share one.
+        await gate.serve(request) { caller in
+            let server = Server(name: "my-server", version: "1.0", capabilities: .init(tools: .init()))
+            await server.withMethodHandler(CallTool.self) { _ in // caller is verified; the token is not there
+                CallTool.Result(content: [.text(text: "hello \(caller.subject)", annotations: nil, _meta: nil)])
+            }
+            return server
+        }
     }
     // docs/mcp.md server ends
 }
 
 /// docs/mcp.md quotes the example above word for word.
 struct MCPServerDocsExamplesTests {
+    static let imports =
+        "import Foundation\nimport MCP\nimport MooseHTTP\nimport MooseMCP\nimport MooseOAuth\nimport MooseResourceServer\n\n"
+
     @Test func theMCPPageQuotesTheCompiledServerExample() throws {
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let root = here.deletingLastPathComponent().deletingLastPathComponent()
@@ -57,7 +58,7 @@ struct MCPServerDocsExamplesTests {
         let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
         #expect(
-            page.contains("```swift\n" + example + "```"),
+            page.contains("```swift\n" + Self.imports + example + "```"),
             "docs/mcp.md's server example differs from MCPServerDocsExamples.swift")
     }
 }

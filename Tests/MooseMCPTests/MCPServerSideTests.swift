@@ -47,26 +47,22 @@ import Testing
         }
     }
 
-    /// The whole server: host, MCP server, gate. `resource` is `http://127.0.0.1:PORT/mcp`.
+    /// The whole server: host and gate (an MCP server per request, docs/mcp.md's setup). `resource` is
+    /// `http://127.0.0.1:PORT/mcp`.
     final class Deployment: Sendable {
         let host: MCPTestHTTPHost
         let gate: MCPResourceGate
-        let server: Server
         let resource: String
         let metadataURL: String
 
-        init(host: MCPTestHTTPHost, gate: MCPResourceGate, server: Server, resource: String, metadataURL: String) {
+        init(host: MCPTestHTTPHost, gate: MCPResourceGate, resource: String, metadataURL: String) {
             self.host = host
             self.gate = gate
-            self.server = server
             self.resource = resource
             self.metadataURL = metadataURL
         }
 
-        func stop() async {
-            await server.stop()
-            await host.stop()
-        }
+        func stop() async { await host.stop() }
     }
 
     /// A routing slot filled once the port (and so the resource identifier) is known.
@@ -81,7 +77,7 @@ import Testing
     }
 
     /// The `whoami` tool: the caller as the gate verified it, and whether the token reached the handler.
-    static func mcpServer(gate: @escaping @Sendable () -> MCPResourceGate?) async -> Server {
+    static func mcpServer(caller: @escaping @Sendable (MCP.HTTPRequest?) -> VerifiedPrincipal?) async -> Server {
         let server = Server(name: "moose-protected", version: "1.0", capabilities: .init(tools: .init()))
         await server.withMethodHandler(ListTools.self) { _ in
             ListTools.Result(tools: [
@@ -91,7 +87,7 @@ import Testing
         }
         await server.withMethodHandler(CallTool.self) { call in
             let request = Server.currentHandlerContext?.httpContext
-            let caller = gate()?.principal(for: request)
+            let caller = caller(request)
             let passedOn = request?.headers.keys.contains { $0.lowercased() == "authorization" } ?? false
             let text =
                 "\(caller?.subject ?? "nobody") via \(caller?.clientID ?? "-"); token passed on: \(passedOn ? "yes" : "no")"
@@ -122,13 +118,10 @@ import Testing
         let verifier = ResourceServer(
             configuration: configuration, keys: StaticAccessTokenKeys([]), introspector: introspector)
         let gate = MCPResourceGate(server: verifier, document: document, publicBaseURL: base, requiredScopes: ["read"])
-        let mcp = await mcpServer { gate }
-        let mcpTransport = StatelessHTTPServerTransport()
-        try await mcp.start(transport: mcpTransport)
         routes.handler.withLock { slot in
-            slot = { request in await gate.handle(request) { await mcpTransport.handleRequest($0) } }
+            slot = { request in await gate.serve(request) { principal in await mcpServer { _ in principal } } }
         }
-        return Deployment(host: host, gate: gate, server: mcp, resource: resource, metadataURL: document.url ?? "")
+        return Deployment(host: host, gate: gate, resource: resource, metadataURL: document.url ?? "")
     }
 
     /// An MCP `initialize` POST with `authorization` (if any).
@@ -142,6 +135,40 @@ import Testing
         request.headerFields[.accept] = "application/json, text/event-stream"
         if let authorization { request.headerFields[.authorization] = authorization }
         return try await transport.send(request)
+    }
+
+    /// An MCP `tools/call` of `whoami` with JSON-RPC id 1 (what every client of the test sends).
+    static func callWhoami(_ url: String, authorization: String, _ transport: URLSessionTransport) async throws
+        -> APIResponse
+    {
+        let body = #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}"#
+        var request = APIRequest(method: .post, url: try #require(URL(string: url)), body: Data(body.utf8))
+        request.headerFields[.contentType] = "application/json"
+        request.headerFields[.accept] = "application/json, text/event-stream"
+        if let version = HTTPField.Name("MCP-Protocol-Version") { request.headerFields[version] = "2025-06-18" }
+        request.headerFields[.authorization] = authorization
+        return try await transport.send(request)
+    }
+
+    /// `body`'s value, or `nil` when it has not finished after `seconds` (a hang).
+    static func withDeadline<T: Sendable>(_ seconds: Int, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T?
+    {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: .seconds(seconds))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// `withDeadline(30, body)`, an error thrown by `body` as its text.
+    static func answerOrFailure(_ body: @escaping @Sendable () async throws -> String) async -> String? {
+        do { return try await withDeadline(30, body) } catch { return "failed: \(error)" }
     }
 
     static func wwwAuthenticate(_ response: APIResponse) -> String {
@@ -254,6 +281,78 @@ import Testing
         #expect(Self.wwwAuthenticate(forbidden).contains(#"scope="read""#))
     }
 
+    // MARK: - (c2) users never cross
+
+    /// docs/mcp.md's setup (`gate.serve`, an MCP server per request): alice and bob, 16 concurrent clients
+    /// each, every one sending `initialize` then `tools/call whoami`, all with JSON-RPC id 1: every client
+    /// is initialized, every answer names its own caller, none hangs. (One shared `Server` on one
+    /// `StatelessHTTPServerTransport` answers one `initialize` only, and matches answers by JSON-RPC id.)
+    @Test func twoUsersAt16ConcurrentRequestsEachGetOnlyTheirOwnAnswers() async throws {
+        let issuer = "https://issuer.moose.test"
+        let key = try PrivateKey.generate(.ec(.p256))
+        let routes = Routes()
+        let host = try await MCPTestHTTPHost.start { await routes.handle($0) }
+        defer { Task { await host.stop() } }
+        let base = "http://127.0.0.1:\(host.port)"
+        let resource = base + "/mcp"
+        var configuration = ResourceServerConfiguration(issuer: issuer, resource: resource, algorithms: [.es256])
+        configuration.resourceMetadataURL = ProtectedResourceDocument.url(for: resource)
+        let verifier = ResourceServer(
+            configuration: configuration, keys: StaticAccessTokenKeys([try JWTKey(publicKey: key.publicKey())]))
+        let gate = MCPResourceGate(
+            server: verifier, document: ProtectedResourceDocument(for: verifier, scopesSupported: ["mcp"]),
+            publicBaseURL: base, requiredScopes: ["mcp"])
+        routes.handler.withLock { slot in
+            slot = { request in await gate.serve(request) { caller in await Self.mcpServer { _ in caller } } }
+        }
+        func token(_ subject: String) throws -> String {
+            let now = Int64(Date().timeIntervalSince1970)
+            let claims: JSONObject = [
+                "iss": .string(issuer), "sub": .string(subject), "aud": .string(resource), "client_id": "moose-app",
+                "exp": .number(JSONNumber(now + 300)), "iat": .number(JSONNumber(now)),
+                "jti": .string(UUID().uuidString), "scope": "mcp"
+            ]
+            return try JWTSigner(key: JWTKey(privateKey: key), algorithm: .es256).sign(
+                claims, extraHeader: ["typ": "at+jwt"])
+        }
+        let transport = URLSessionTransport()
+        let users = [("alice", try token("alice")), ("bob", try token("bob"))]
+        let outcomes = try await withThrowingTaskGroup(of: (user: String, answer: String?).self) { group in
+            for (user, token) in users {
+                for _ in 0..<16 {
+                    group.addTask {
+                        // A request that fails (a transport timeout, say) counts as a wrong answer.
+                        let answer = await Self.answerOrFailure {
+                            let initialized = try await Self.initialize(
+                                resource, authorization: "Bearer \(token)", transport)
+                            let info = try? JSONValue(parsing: Array(initialized.body))["result"]?["serverInfo"]
+                            guard initialized.status.code == 200, info?["name"]?.stringValue == "moose-protected" else {
+                                return
+                                    "initialize: \(initialized.status.code) \(String(decoding: initialized.body, as: UTF8.self))"
+                            }
+                            let called = try await Self.callWhoami(
+                                resource, authorization: "Bearer \(token)", transport)
+                            let result = try? JSONValue(parsing: Array(called.body))["result"]
+                            return result?["content"]?.arrayValue?.first?["text"]?.stringValue
+                                ?? "tools/call: \(called.status.code) \(String(decoding: called.body, as: UTF8.self))"
+                        }
+                        return (user, answer)
+                    }
+                }
+            }
+            var outcomes: [(user: String, answer: String?)] = []
+            for try await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        #expect(outcomes.count == 32)
+        let hangs = outcomes.filter { $0.answer == nil }
+        let wrong = outcomes.filter { outcome in
+            outcome.answer.map { $0 != "\(outcome.user) via moose-app; token passed on: no" } ?? false
+        }
+        #expect(hangs.isEmpty, "\(hangs.count) requests hung")
+        #expect(wrong.isEmpty, "\(wrong.count) wrong answers, such as \(wrong.first.map { "\($0)" } ?? "")")
+    }
+
     // MARK: - (d) the synchronous validator
 
     /// JWTs from the test's own issuer key, its JWKS served over HTTP (slowly, on demand), rotated mid-test.
@@ -278,7 +377,7 @@ import Testing
         let validator = ResourceServerValidator(
             server: ResourceServer(configuration: configuration, keys: StaticAccessTokenKeys([])),
             keys: keys, requiredScopes: ["mcp"])
-        let mcp = await Self.mcpServer { nil }
+        let mcp = await Self.mcpServer { _ in nil }
         let mcpTransport = StatelessHTTPServerTransport(
             validationPipeline: StandardValidationPipeline(validators: [
                 validator, OriginValidator.localhost(), AcceptHeaderValidator(mode: .jsonOnly), ContentTypeValidator(),

@@ -156,8 +156,8 @@ import Testing
     }
 
     @Test(arguments: [
-        "Bearer", "Bearer ", "Basic YWxpY2U6c2VjcmV0", "Bearer a b", "Bearer a\"b", "Bearer a==b", "Bearer\ttoken",
-        "Bearer a\r\nX-Injected: 1", "Token abc"
+        "Bearer", "Bearer ", "Bearer a b", "Bearer a\"b", "Bearer a==b", "Bearer\ttoken", "Bearer a\r\nX-Injected: 1",
+        "DPoP", "bearer  a, Bearer b"
     ])
     func malformedAuthorizationIsInvalidRequest(_ header: String) async throws {
         let refused = try #require(

@@ -38,7 +38,11 @@ import Testing
         ("https://api.example.com:443/items", "https://api.example.com/items"), // default port
         ("https://api.example.com/%69tems", "https://api.example.com/items"), // unreserved percent-encoding
         // the request's query and fragment
-        ("https://api.example.com/items", "https://api.example.com/items?page=2#top")
+        ("https://api.example.com/items", "https://api.example.com/items?page=2#top"),
+        // RFC 9449 §4.3 check 9: the proof's query and fragment are ignored too
+        ("https://api.example.com/items?page=2", "https://api.example.com/items?page=2"),
+        ("https://api.example.com/items?a=1#f", "https://api.example.com/items"),
+        ("https://api.example.com/items#f", "https://api.example.com/items?page=3")
     ])
     func equivalentURIsMatch(_ htu: String, _ request: String) async throws {
         let token = try harness.token(bound: true)
@@ -58,7 +62,7 @@ import Testing
     }
 
     enum HostileProof: String, CaseIterable, CustomStringConvertible {
-        case missing, htuPathCase, htuQuery, htuFragment, htuTrailingSlash, htuOtherHost, htuOtherPort, htmLowerCase,
+        case missing, htuPathCase, htuQueryOtherPath, htuTrailingSlash, htuOtherHost, htuOtherPort, htmLowerCase,
             htmOther
         case iatFarFuture, iatTooOld, iatMissing, athMismatch, athMissing, jtiMissing, jtiHuge, otherKeySelfConsistent
         case signedByAnotherKey, privateKeyInJWK, typJWT, typMissing, algHS256, algNone, jwkMissing, oversized,
@@ -71,8 +75,8 @@ import Testing
             switch self {
             case .missing: return nil
             case .htuPathCase: return try h.proof(for: token, changes: ["htu": "https://api.example.com/Items"])
-            case .htuQuery: return try h.proof(for: token, changes: ["htu": "https://api.example.com/items?a=1"])
-            case .htuFragment: return try h.proof(for: token, changes: ["htu": "https://api.example.com/items#f"])
+            case .htuQueryOtherPath:
+                return try h.proof(for: token, changes: ["htu": "https://api.example.com/other?/items"])
             case .htuTrailingSlash: return try h.proof(for: token, changes: ["htu": "https://api.example.com/items/"])
             case .htuOtherHost: return try h.proof(for: token, changes: ["htu": "https://api.example.org/items"])
             case .htuOtherPort: return try h.proof(for: token, changes: ["htu": "https://api.example.com:8443/items"])

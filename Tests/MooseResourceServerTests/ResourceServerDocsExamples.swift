@@ -12,17 +12,18 @@ func resourceServerAtStartUp() async throws -> ResourceServer {
     // docs/resource-server.md setup begins
     let transport = CurlTransport()
     let provider = try await Discovery.fetch(issuer: "https://id.example.com", transport: transport)
-    // What this API publishes (RFC 9728): serve document.json at document.wellKnownPath, no token needed.
-    let document = ProtectedResourceDocument(
-        resource: "https://api.example.com", authorizationServers: [provider.issuer],
-        scopesSupported: ["api.read"], dpopSigningAlgorithms: ["ES256", "EdDSA"])
     // The issuer's exact iss and its keys (jwks_uri; a provider without one is missingEndpoint).
     let server = try ResourceServer(
         metadata: provider, resource: "https://api.example.com", algorithms: [.rs256, .es256], transport: transport
     ) { configuration in
-        configuration.resourceMetadataURL = document.url // resource_metadata in every challenge
+        // resource_metadata in every challenge: where the document below is served
+        configuration.resourceMetadataURL = ProtectedResourceDocument.url(for: configuration.resource)
     }
+    // What this API publishes (RFC 9728), stated by the verifier: serve document.json at
+    // document.wellKnownPath, no token needed.
+    let document = ProtectedResourceDocument(for: server, scopesSupported: ["api.read"])
     // docs/resource-server.md setup ends
+    _ = document
     return server
 }
 
@@ -33,15 +34,15 @@ func handleOneRequest(
     // docs/resource-server.md request begins
     // Any framework: the request's Authorization and DPoP values, its method, and its URL as the client
     // addressed it (behind a proxy, the public one: a DPoP proof's htu names that URL).
-    do {
+    do throws(ResourceServerRefusal) {
         let caller = try await server.verify(
             authorizationHeader: authorization, dpopHeader: dpop, method: method,
             url: "https://api.example.com" + path, requiredScopes: ["api.read"])
         return (200, [], "hello \(caller.subject), client \(caller.clientID), scopes \(caller.scopes)")
     } catch {
-        // A ResourceServerRefusal: status 400, 401, 403 or 503, with WWW-Authenticate, DPoP-Nonce and
-        // Cache-Control headers to send as they are; reason says which check failed (never the token).
-        print("refused: \(error)")
+        // status 400, 401, 403 or 503, with WWW-Authenticate, DPoP-Nonce and Cache-Control headers to
+        // send as they are; reason says which check failed (never the token).
+        print("refused: \(error.code): \(error.reason)")
         return (error.status, error.headers, "")
     }
     // docs/resource-server.md request ends
@@ -77,6 +78,11 @@ struct ResourceServerDocsExamplesTests {
         let root = here.deletingLastPathComponent().deletingLastPathComponent()
         let page = try String(contentsOf: root.appendingPathComponent("docs/resource-server.md"), encoding: .utf8)
         let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let imports = [
+            "setup": "import MooseHTTP\nimport MooseOAuth\nimport MooseResourceServer\n\n",
+            "request": "import MooseResourceServer\n\n",
+            "options": "import MooseJWT\nimport MooseOAuth\nimport MooseResourceServer\n\n"
+        ]
         for name in ["setup", "request", "options"] {
             let begin = try #require(source.range(of: "    // docs/resource-server.md \(name) begins\n"))
             let end = try #require(source.range(of: "    // docs/resource-server.md \(name) ends"))
@@ -85,7 +91,7 @@ struct ResourceServerDocsExamplesTests {
             )
             .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
             #expect(
-                page.contains("```swift\n" + example + "```"),
+                page.contains("```swift\n" + (imports[name] ?? "") + example + "```"),
                 "docs/resource-server.md's \(name) example differs from ResourceServerDocsExamples.swift")
         }
     }

@@ -9,9 +9,7 @@ import Vapor
 
 func serveWithVapor(server: MooseResourceServer.ResourceServer) async throws {
     // docs/resource-server.md vapor begins
-    let document = ProtectedResourceDocument(
-        resource: "https://api.example.com", authorizationServers: ["https://id.example.com"],
-        scopesSupported: ["api.read"])
+    let document = ProtectedResourceDocument(for: server, scopesSupported: ["api.read"])
     let app = try await Application.make(.detect())
     document.addRoute(to: app) // GET /.well-known/oauth-protected-resource, no token
     let protected = app.grouped(
@@ -37,7 +35,8 @@ struct VaporResourceServerDocsExamplesTests {
         let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
         #expect(
-            page.contains("```swift\n" + example + "```"),
+            page.contains(
+                "```swift\nimport MooseResourceServer\nimport MooseVapor\nimport Vapor\n\n" + example + "```"),
             "docs/resource-server.md's vapor example differs from VaporResourceServerDocsExamples.swift")
     }
 }

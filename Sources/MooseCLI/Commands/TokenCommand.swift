@@ -50,7 +50,11 @@ struct TokenCommand: ParsableCommand {
             valueName: "DURATION"))
     var minValidity: String?
     @Flag(name: .customLong("id-token"), help: "Print the ID token instead.") var idToken = false
-    @Option(help: "token | header | env | json") var format: Format = .token
+    @Option(
+        help:
+            "What to print: the bare token, an Authorization header, shell variables, JSON, or a kubectl exec credential."
+    )
+    var format: Format = .token
     @Option(
         help: ArgumentHelp(
             "For a DPoP-bound session with --format header: the request's URL (the proof's htu).", valueName: "URL"))
