@@ -170,6 +170,27 @@ extension PostgresTests {
                 "\(tokens.count) tokens among three machines")
         }
 
+        /// Issue 40 §1: a logout on PostgreSQL keeps the plan, and a plain `moose login --profile P` logs
+        /// in the same way again (no --issuer, no --client-id; the settings are kept beside the config file).
+        @Test func aLogoutOnPostgreSQLKeepsThePlanAndAPlainLoginLogsInAgain() async throws {
+            let schema = PG.freshSchema()
+            defer { Task { await PG.dropSchema(schema) } }
+            let url = try PG.direct(schema: schema)
+            let key = try SecureRandom.bytes(count: 32).base64
+            let machine = Machine(store: url, key: key)
+            defer { machine.cleanUp() }
+            let login = machine.moose([
+                "login", "--profile", "pgkept", "--issuer", IdP.issuer, "--client-id", "moose-cli", "--scope", "openid",
+                "--scope", "profile"
+            ])
+            #expect(login.status == 0, "\(login.output)")
+            let logout = machine.moose(["logout", "--profile", "pgkept"])
+            #expect(logout.status == 0 && logout.output.contains("settings are kept"), "\(logout.output)")
+            let again = machine.moose(["login", "--profile", "pgkept"])
+            #expect(again.status == 0 && again.output.contains("Logged in to \(IdP.issuer)"), "\(again.output)")
+            #expect(again.output.contains("scopes: openid profile"), "the kept scopes were not used: \(again.output)")
+        }
+
         /// `moose store check` names a session that does not open; the exit status says so.
         @Test func storeCheckFindsATamperedSession() async throws {
             let schema = PG.freshSchema()
