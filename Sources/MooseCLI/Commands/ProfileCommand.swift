@@ -89,18 +89,18 @@ struct ProfileCommand: ParsableCommand {
                 if let fault { throw fault }
                 throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
             }
-            var object: JSONObject = ["name": .string(name)]
-            object["issuer"] = (settings?.issuer ?? saved?.issuer).map { .string($0) } ?? .null
-            object["client_id"] = (settings?.clientID ?? saved?.clientID).map { .string($0) } ?? .null
-            // What a login of this profile asks for: the config's scopes, the session's, else Moose's default.
-            object["scopes"] = .array(
-                (settings?.scopes ?? saved?.scopes ?? SessionPlan.defaultScopes).map { .string($0) })
-            object["resource"] = (settings?.resource ?? saved?.resource).map { .string($0) } ?? .null
-            object["store"] = .string(try store.resolvedStorePath)
-            object["dpop"] = (settings?.dpop ?? saved?.dpop).map { .string($0) } ?? .null
-            object["ca_file"] = (settings?.caFile ?? saved?.caFile).map { .string($0) } ?? .null
+            var object: JSONObject = ["name": .string(name), "store": .string(try store.resolvedStorePath)]
             object["session"] = stored.map { .string($0.state == .active ? "active" : "needs login") } ?? .null
-            object["grant"] = saved.map { .string($0.grant.rawValue) } ?? .null
+            // What a plain `moose login --profile NAME` does: the library's resolution of the config's
+            // profile over the kept plan (SessionPlan.resolve); a config section that does not say enough
+            // to log in yet is shown as it is.
+            if let plan = (try? SessionPlan.resolve(name: name, given: .init(), profile: settings, kept: saved))
+                ?? saved
+            {
+                for member in ProfileCommand.fields(of: plan) { object[member.key] = member.value }
+            } else if let settings {
+                for member in ProfileCommand.fields(of: settings) { object[member.key] = member.value }
+            }
             object["hosts"] = .array(
                 try CLIConfig.load().hosts.filter { $0.value.utf8.elementsEqual(name.utf8) }.keys.sorted().map {
                     .string($0)
@@ -108,6 +108,28 @@ struct ProfileCommand: ParsableCommand {
             Terminal.out(JSONValue.object(object).serialized())
             if let fault { throw fault }
         }
+    }
+
+    /// The settings `moose profile show` prints, from the plan a login would use.
+    static func fields(of plan: Profile) -> JSONObject {
+        [
+            "issuer": .string(plan.issuer), "client_id": .string(plan.clientID),
+            "scopes": .array(plan.scopes.map { .string($0) }), "resource": plan.resource.map { .string($0) } ?? .null,
+            "dpop": plan.dpop.map { .string($0) } ?? .null, "ca_file": plan.caFile.map { .string($0) } ?? .null,
+            "grant": .string(plan.grant.rawValue)
+        ]
+    }
+
+    /// The same of a config section that does not say enough to log in yet (no issuer or no client id).
+    static func fields(of settings: ProfileFile.ProfileSettings) -> JSONObject {
+        [
+            "issuer": settings.issuer.map { .string($0) } ?? .null,
+            "client_id": settings.clientID.map { .string($0) } ?? .null,
+            "scopes": .array((settings.scopes ?? SessionPlan.defaultScopes).map { .string($0) }),
+            "resource": settings.resource.map { .string($0) } ?? .null,
+            "dpop": settings.dpop.map { .string($0) } ?? .null, "ca_file": settings.caFile.map { .string($0) } ?? .null,
+            "grant": .null
+        ]
     }
 
     struct Use: ParsableCommand {
