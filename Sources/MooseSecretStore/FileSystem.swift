@@ -32,7 +32,7 @@ enum FileSystem {
         if (info.st_mode & S_IFMT) == S_IFDIR {
             return SecretStoreError(
                 SecretStoreError.io,
-                "\(path) is a folder, not a store file; move it aside (or give --store another file)")
+                "\(path) is a folder, not a store file; move it aside (or use another file for the store)")
         }
         if access(path, R_OK | W_OK) != 0, errno == EACCES || errno == EPERM {
             return SecretStoreError(

@@ -301,7 +301,8 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         } catch {
             throw OAuthError(
                 OAuthError.invalidConfiguration,
-                "--private-key \(path) must be a private key in PEM or a private JWK (RS256, ES256 or EdDSA): \(error)")
+                "the private key \(path) must be a private key in PEM or a private JWK (RS256, ES256 or EdDSA): \(error)"
+            )
         }
         // The algorithms the key can sign with (a JWK's `alg` pins one), then the first of ES256,
         // EdDSA and RS256 among them.
@@ -324,7 +325,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         guard let algorithm = [JWTAlgorithm.es256, .eddsa, .rs256].first(where: candidates.contains) else {
             throw OAuthError(
                 OAuthError.invalidConfiguration,
-                "--private-key \(path): private_key_jwt signs with RS256, ES256 or EdDSA, not this key type")
+                "the private key \(path): private_key_jwt signs with RS256, ES256 or EdDSA, not this key type")
         }
         return .privateKeyJWT(signing, algorithm)
     }
@@ -481,7 +482,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         }
         throw OAuthError(
             OAuthError.invalidConfiguration,
-            "--workload takes github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM [ARG…]")
+            "a workload source is github, gitlab[:VARIABLE], env:VARIABLE, file:PATH or command:PROGRAM [ARG…]")
     }
 
     /// Reads a whole file with `open`/`read`, at most `limit` + 1 bytes (a FIFO works; an endless one
