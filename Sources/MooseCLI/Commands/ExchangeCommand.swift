@@ -205,7 +205,7 @@ struct ExchangeCommand: ParsableCommand {
         if format == "json" {
             var object: JSONObject = [
                 "token": .string(tokens.accessToken), "token_type": .string(tokens.tokenType),
-                "issued_token_type": tokens.issuedTokenType.map { .string($0) } ?? .null
+                "issued_token_type": .string(tokens.issuedTokenType)
             ]
             // As `moose token --format json`: Unix seconds.
             object["expires_at"] =

@@ -114,8 +114,8 @@ struct ProfileCommand: ParsableCommand {
     static func fields(of plan: Profile) -> JSONObject {
         [
             "issuer": .string(plan.issuer), "client_id": .string(plan.clientID),
-            "scopes": .array(plan.scopes.map { .string($0) }), "resource": plan.resource.map { .string($0) } ?? .null,
-            "dpop": plan.dpop.map { .string($0) } ?? .null, "ca_file": plan.caFile.map { .string($0) } ?? .null,
+            "scopes": .array(plan.scopes.map { .string($0) }), "resource": .string(plan.resource),
+            "dpop": .string(plan.dpop), "ca_file": .string(plan.caFile),
             "grant": .string(plan.grant.rawValue)
         ]
     }
@@ -123,11 +123,11 @@ struct ProfileCommand: ParsableCommand {
     /// The same of a config section that does not say enough to log in yet (no issuer or no client id).
     static func fields(of settings: ProfileFile.ProfileSettings) -> JSONObject {
         [
-            "issuer": settings.issuer.map { .string($0) } ?? .null,
-            "client_id": settings.clientID.map { .string($0) } ?? .null,
+            "issuer": .string(settings.issuer),
+            "client_id": .string(settings.clientID),
             "scopes": .array((settings.scopes ?? SessionPlan.defaultScopes).map { .string($0) }),
-            "resource": settings.resource.map { .string($0) } ?? .null,
-            "dpop": settings.dpop.map { .string($0) } ?? .null, "ca_file": settings.caFile.map { .string($0) } ?? .null,
+            "resource": .string(settings.resource),
+            "dpop": .string(settings.dpop), "ca_file": .string(settings.caFile),
             "grant": .null
         ]
     }

@@ -51,14 +51,14 @@ struct StatusCommand: ParsableCommand {
                 var object: JSONObject = [
                     "profile": .string(name), "issuer": .string(session.issuer),
                     "client_id": .string(session.clientID), "state": .string(session.state.rawValue),
-                    "subject": session.subject.map { .string($0) } ?? .null,
-                    "display_name": summary.displayName.map { .string($0) } ?? .null,
-                    "preferred_username": summary.preferredUsername.map { .string($0) } ?? .null,
-                    "email": summary.email.map { .string($0) } ?? .null,
-                    "name": summary.name.map { .string($0) } ?? .null,
+                    "subject": .string(session.subject),
+                    "display_name": .string(summary.displayName),
+                    "preferred_username": .string(summary.preferredUsername),
+                    "email": .string(summary.email),
+                    "name": .string(summary.name),
                     "scopes": .array(tokens.scopes.map { .string($0) }),
                     "has_refresh_token": .bool(tokens.refreshToken != nil),
-                    "resource": session.resource.map { .string($0) } ?? .null
+                    "resource": .string(session.resource)
                 ]
                 object["expires_at"] = tokens.expiresAt.map { .string(ISO8601.string(from: $0)) } ?? .null
                 items.append(.object(object))

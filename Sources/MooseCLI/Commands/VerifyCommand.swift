@@ -302,8 +302,8 @@ extension VerifyCommand {
             ]
             object["expires_at"] =
                 principal.expiresAt.map { .number(JSONNumber(Int64(saturating: $0.timeIntervalSince1970))) } ?? .null
-            object["token_id"] = principal.tokenID.map { .string($0) } ?? .null
-            object["confirmation_thumbprint"] = principal.confirmationThumbprint.map { .string($0) } ?? .null
+            object["token_id"] = .string(principal.tokenID)
+            object["confirmation_thumbprint"] = .string(principal.confirmationThumbprint)
             object["claims"] = .object(principal.claims.fields)
             Terminal.out(JSONValue.object(object).serialized())
             return

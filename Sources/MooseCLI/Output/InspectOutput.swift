@@ -137,7 +137,7 @@ enum InspectOutput {
         case .notChecked: signature["status"] = "not-checked"
         case .verified(let kid, _):
             signature["status"] = "verified"
-            signature["kid"] = kid.map { .string($0) } ?? .null
+            signature["kid"] = .string(kid)
         case .failed: signature["status"] = "failed"
         }
         object["signature"] = .object(signature)

@@ -148,3 +148,12 @@ enum Status {
     /// Usage or input error.
     static let usage = ExitCode(2)
 }
+
+extension JSONValue {
+    /// A string member of the CLI's JSON output: JSON `null` when there is none (every `--json` object
+    /// names its members whether or not they have a value).
+    static func string(_ text: String?) -> JSONValue {
+        guard let text else { return .null }
+        return .string(text)
+    }
+}
