@@ -143,7 +143,9 @@ let package = Package(
         // The resource server's side: access tokens, DPoP proofs, challenges, RFC 9728 metadata.
         .target(name: "MooseResourceServer", dependencies: ["MooseJWT", "MooseCrypto", "MooseHTTP", "MooseOAuth"]),
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
-        .target(name: "MooseTestSupport", dependencies: ["MooseTesting", "MooseHTTP", "MooseJWT"], path: "Tests/Support"),
+        .target(name: "MooseTestSupport", dependencies: [
+            "MooseTesting", "MooseHTTP", "MooseJWT", .product(name: "Logging", package: "swift-log"),
+        ], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSealing",
                                               "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage"]),
 
@@ -239,7 +241,7 @@ let package = Package(
         .target(name: "MooseOpenAPI", dependencies: [
             "MooseOAuth", "MooseHTTP", adapter("MooseResourceServer", ["MooseOpenAPI"]),
             adapted("OpenAPIRuntime", "swift-openapi-runtime", ["MooseOpenAPI"]),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log"),
         ]),
         // An HTTPTransport on the app's AsyncHTTPClient HTTPClient (server apps).
         .target(name: "MooseAsyncHTTPClient", dependencies: [
@@ -261,7 +263,7 @@ let package = Package(
             adapted("NIOCore", "swift-nio", ["MooseHummingbird"]),
         ]),
         .testTarget(name: "MooseHummingbirdTests", dependencies: [
-            "MooseHummingbird", "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseHTTP",
+            "MooseHummingbird", "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseTestSupport",
             adapted("Hummingbird", "hummingbird", ["MooseHummingbird"]),
             adapted("HummingbirdTesting", "hummingbird", ["MooseHummingbird"]),
         ]),

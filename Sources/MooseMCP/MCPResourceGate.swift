@@ -100,7 +100,8 @@ public final class MCPResourceGate: Sendable {
     /// the MCP Swift SDK 0.12.1: that transport matches answers to requests by JSON-RPC id across all
     /// connections (two clients' `"id": 1` can swap answers), and the server answers only the first
     /// `initialize`. Use `serve(_:validationPipeline:makeServer:)`, which gives each request a server and
-    /// a transport of its own; `handle` is for a transport that keeps clients apart (one per session).
+    /// a transport of its own, or `MCPSessions`, a server and a `StatefulHTTPServerTransport` per MCP
+    /// session bound to the caller who opened it; `handle` is for a transport that keeps clients apart.
     ///
     /// ```swift
     /// let response = await gate.handle(request) { await transport.handleRequest($0) }
@@ -108,22 +109,28 @@ public final class MCPResourceGate: Sendable {
     public func handle(_ request: HTTPRequest, next: (HTTPRequest) async -> HTTPResponse) async -> HTTPResponse {
         switch await decide(request) {
         case .respond(let response): return response
-        case .admit(let admitted, let principal):
-            let key = UUID().uuidString
-            principals.withLock { $0[key] = principal }
-            var headers = admitted.headers
-            headers[Self.principalHeader] = key
-            let forwarded = HTTPRequest(
-                method: admitted.method, headers: headers, body: admitted.body, path: admitted.path)
-            var response = await next(forwarded)
-            if let nonce = await server.currentNonce() { response = Self.adding(["DPoP-Nonce": nonce], to: response) }
-            guard case .stream(let stream, let streamHeaders) = response else {
-                principals.withLock { $0[key] = nil }
-                return response
-            }
-            // The handler may run after `next` returned: forget the principal when the stream ends.
-            return .stream(forgetting(key, after: stream), headers: streamHeaders)
+        case .admit(let admitted, let principal): return await forward(admitted, principal, to: next)
         }
+    }
+
+    /// Hands an admitted request to `next` with `principal`'s key in `principalHeader` (for
+    /// `principal(for:)`, until the answer — or its stream — ends), and adds `DPoP-Nonce` to the answer.
+    func forward(
+        _ admitted: HTTPRequest, _ principal: VerifiedPrincipal, to next: (HTTPRequest) async -> HTTPResponse
+    ) async -> HTTPResponse {
+        let key = UUID().uuidString
+        principals.withLock { $0[key] = principal }
+        var headers = admitted.headers
+        headers[Self.principalHeader] = key
+        let forwarded = HTTPRequest(method: admitted.method, headers: headers, body: admitted.body, path: admitted.path)
+        var response = await next(forwarded)
+        if let nonce = await server.currentNonce() { response = Self.adding(["DPoP-Nonce": nonce], to: response) }
+        guard case .stream(let stream, let streamHeaders) = response else {
+            principals.withLock { $0[key] = nil }
+            return response
+        }
+        // The handler may run after `next` returned: forget the principal when the stream ends.
+        return .stream(forgetting(key, after: stream), headers: streamHeaders)
     }
 
     /// Serves one request with an MCP server of its own, made by `makeServer` for the request's verified

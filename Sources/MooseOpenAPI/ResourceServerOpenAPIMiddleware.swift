@@ -1,5 +1,6 @@
 #if MooseOpenAPI
 public import HTTPTypes
+public import Logging
 public import MooseResourceServer
 public import OpenAPIRuntime
 import MooseHTTP
@@ -40,8 +41,10 @@ public enum ResourceServerPrincipal {
 ///   says what each needs; an operation missing from a dictionary still needs a token.
 /// - **URL.** A DPoP proof's `htu` names the URL the client addressed, which behind a proxy is not the
 ///   one this process sees: the middleware verifies against `publicBaseURL` + the request's path.
-/// - **Order.** In `middlewares:`, the first is outermost: put logging before this one to see refusals,
-///   and anything that needs the caller after it.
+/// - **Order.** In `middlewares:`, the first is outermost: put anything that needs the caller after it.
+/// - **Refusals** are logged at `refusalLogLevel` (`info` by default) on `logger` as `access token refused`
+///   with their code, status and reason, the method and the path — never the token, the proof or the
+///   query — and handed to `onRefusal`, for a counter.
 /// - **Nonces.** With server nonces on (`ResourceServer(nonces:)`), successful responses carry the
 ///   current `DPoP-Nonce` too (RFC 9449 §9).
 public struct ResourceServerOpenAPIMiddleware: ServerMiddleware {
@@ -51,26 +54,66 @@ public struct ResourceServerOpenAPIMiddleware: ServerMiddleware {
     public let publicBaseURL: String
     /// Operations (`operationId`s) passed through untouched: no token asked for, no principal set.
     public let publicOperations: Set<String>
+    /// Where refusals are logged.
+    public let logger: Logger
+    /// The level refusals are logged at.
+    public let refusalLogLevel: Logger.Level
+    /// Called with every refusal (after it is logged), to count them: a swift-metrics `Counter` keyed
+    /// by `refusal.code`, for one.
+    public let onRefusal: (@Sendable (ResourceServerRefusal) -> Void)?
     private let scopes: @Sendable (_ operationID: String) -> [String]
+
+    /// The label of the logger refusals go to when none is given.
+    public static let defaultLoggerLabel = "moose.resource-server"
 
     /// A middleware whose operations need the scopes `requiredScopes(operationID)` returns (an empty
     /// list: a valid token, no particular scope).
+    ///
+    /// - Parameters:
+    ///   - server: the verifier.
+    ///   - publicBaseURL: the scheme and authority clients address, without a trailing slash.
+    ///   - publicOperations: operations passed through without a token.
+    ///   - logger: where refusals are logged; default: a `Logger` labelled `defaultLoggerLabel` (the
+    ///     process's `LoggingSystem` decides where it writes).
+    ///   - refusalLogLevel: the level refusals are logged at; default `info`.
+    ///   - onRefusal: called with every refusal, to count them; default: none.
+    ///   - requiredScopes: the scopes an operation (by `operationId`) needs.
     public init(
         server: ResourceServer, publicBaseURL: String, publicOperations: Set<String> = [],
+        logger: Logger = Logger(label: defaultLoggerLabel), refusalLogLevel: Logger.Level = .info,
+        onRefusal: (@Sendable (ResourceServerRefusal) -> Void)? = nil,
         requiredScopes: @escaping @Sendable (_ operationID: String) -> [String]
     ) {
         self.server = server
         self.publicBaseURL = publicBaseURL
         self.publicOperations = publicOperations
+        self.logger = logger
+        self.refusalLogLevel = refusalLogLevel
+        self.onRefusal = onRefusal
         self.scopes = requiredScopes
     }
 
     /// A middleware whose operations need `scopesByOperation[operationID]`, else `requiredScopes`.
+    ///
+    /// - Parameters:
+    ///   - server: the verifier.
+    ///   - publicBaseURL: the scheme and authority clients address, without a trailing slash.
+    ///   - requiredScopes: the scopes of every operation `scopesByOperation` does not name.
+    ///   - scopesByOperation: `operationId` → the scopes that operation needs.
+    ///   - publicOperations: operations passed through without a token.
+    ///   - logger: where refusals are logged; default: a `Logger` labelled `defaultLoggerLabel`.
+    ///   - refusalLogLevel: the level refusals are logged at; default `info`.
+    ///   - onRefusal: called with every refusal, to count them; default: none.
     public init(
         server: ResourceServer, publicBaseURL: String, requiredScopes: [String] = [],
-        scopesByOperation: [String: [String]] = [:], publicOperations: Set<String> = []
+        scopesByOperation: [String: [String]] = [:], publicOperations: Set<String> = [],
+        logger: Logger = Logger(label: defaultLoggerLabel), refusalLogLevel: Logger.Level = .info,
+        onRefusal: (@Sendable (ResourceServerRefusal) -> Void)? = nil
     ) {
-        self.init(server: server, publicBaseURL: publicBaseURL, publicOperations: publicOperations) { operationID in
+        self.init(
+            server: server, publicBaseURL: publicBaseURL, publicOperations: publicOperations, logger: logger,
+            refusalLogLevel: refusalLogLevel, onRefusal: onRefusal
+        ) { operationID in
             scopesByOperation[operationID] ?? requiredScopes
         }
     }
@@ -101,6 +144,10 @@ public struct ResourceServerOpenAPIMiddleware: ServerMiddleware {
                 method: request.method.rawValue, url: publicBaseURL + path,
                 requiredScopes: scopes(operationID))
         } catch {
+            logger.log(
+                level: refusalLogLevel, "access token refused",
+                metadata: error.logFields(method: request.method.rawValue, path: path).mapValues { .string($0) })
+            onRefusal?(error)
             return (Self.response(for: error), nil)
         }
         let (answer, responseBody) = try await ResourceServerPrincipal.$current.withValue(principal) {

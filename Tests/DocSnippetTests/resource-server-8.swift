@@ -1,5 +1,6 @@
 // docs/resource-server.md, ```swift block 8: the region is quoted there word for word (DocSnippetTests).
 #if MooseOpenAPI
+import Logging
 import MooseOpenAPI
 import MooseResourceServer
 
@@ -10,7 +11,9 @@ enum ResourceServer8 {
             server: server, publicBaseURL: "https://api.example.com",
             requiredScopes: ["api.read"], // every operation not named below
             scopesByOperation: ["deleteItem": ["api.read", "api.write"]], // operationId → the scopes it needs
-            publicOperations: ["getHealth"]) // served without a token
+            publicOperations: ["getHealth"], // served without a token
+            logger: Logger(label: "api.auth"), refusalLogLevel: .info, // each refusal's reason, never the token
+            onRefusal: { refusal in print("refused: \(refusal.code)") }) // count here
         // With the generated server and your framework's transport (swift-openapi-hummingbird, -vapor…):
         // try Handler().registerHandlers(on: transport, serverURL: URL(string: "/")!, middlewares: [middleware])
 

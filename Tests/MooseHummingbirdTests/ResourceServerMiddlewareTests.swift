@@ -8,6 +8,7 @@ import MooseHTTP
 import MooseHummingbird
 import MooseJWT
 import MooseResourceServer
+import MooseTestSupport
 import Synchronization
 import Testing
 
@@ -46,29 +47,6 @@ import Testing
         ]
         if bound { claims["cnf"] = .object(["jkt": .string(try clientJWK.thumbprint())]) }
         return try issuerSigner.sign(claims, extraHeader: ["typ": "at+jwt"])
-    }
-
-    /// Keeps every log record, rendered with its metadata.
-    final class CapturedLogs: Sendable {
-        let records = Mutex<[(level: Logger.Level, text: String)]>([])
-        var all: [(level: Logger.Level, text: String)] { records.withLock { $0 } }
-
-        struct Handler: LogHandler {
-            let sink: CapturedLogs
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) {
-                let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }
-                let text = "\(event.message) " + fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-                sink.records.withLock { $0.append((event.level, text)) }
-            }
-        }
-
-        var logger: Logger { Logger(label: "test") { _ in Handler(sink: self) } }
     }
 
     func application(

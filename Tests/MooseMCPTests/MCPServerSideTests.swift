@@ -353,6 +353,217 @@ import Testing
         #expect(wrong.isEmpty, "\(wrong.count) wrong answers, such as \(wrong.first.map { "\($0)" } ?? "")")
     }
 
+    // MARK: - (c3) the stateful transport: a session per user
+
+    /// An MCP endpoint of `MCPSessions` behind a gate, for JWTs of a local issuer key; `whoami` answers with
+    /// the caller of the current request (`gate.principal(for:)`) when it is the session's opener, else
+    /// "nobody".
+    final class StatefulDeployment: Sendable {
+        static let issuer = "https://issuer.moose.test"
+        let host: MCPTestHTTPHost
+        let sessions: MCPSessions
+        let resource: String
+        let key: PrivateKey
+
+        init(host: MCPTestHTTPHost, sessions: MCPSessions, resource: String, key: PrivateKey) {
+            self.host = host
+            self.sessions = sessions
+            self.resource = resource
+            self.key = key
+        }
+
+        static func start(maximumSessions: Int = 64, perCaller: Int = 4, idle: Duration = .seconds(900)) async throws
+            -> StatefulDeployment
+        {
+            let key = try PrivateKey.generate(.ec(.p256))
+            let routes = Routes()
+            let host = try await MCPTestHTTPHost.start { await routes.handle($0) }
+            let base = "http://127.0.0.1:\(host.port)"
+            var configuration = ResourceServerConfiguration(
+                issuer: issuer, resource: base + "/mcp", algorithms: [.es256])
+            configuration.resourceMetadataURL = ProtectedResourceDocument.url(for: base + "/mcp")
+            let verifier = ResourceServer(
+                configuration: configuration, keys: StaticAccessTokenKeys([try JWTKey(publicKey: key.publicKey())]))
+            let gate = MCPResourceGate(
+                server: verifier, document: ProtectedResourceDocument(for: verifier, scopesSupported: ["mcp"]),
+                publicBaseURL: base, requiredScopes: ["mcp"])
+            let sessions = MCPSessions(
+                gate: gate, maximumSessions: maximumSessions, maximumSessionsPerCaller: perCaller, idleTimeout: idle
+            ) { opener in
+                await MCPServerSideTests.mcpServer { request in
+                    let current = gate.principal(for: request)
+                    return current?.subject == opener.subject ? current : nil
+                }
+            }
+            routes.handler.withLock { slot in slot = { request in await sessions.handle(request) } }
+            return StatefulDeployment(host: host, sessions: sessions, resource: base + "/mcp", key: key)
+        }
+
+        func token(_ subject: String) throws -> String {
+            let now = Int64(Date().timeIntervalSince1970)
+            let claims: JSONObject = [
+                "iss": .string(Self.issuer), "sub": .string(subject), "aud": .string(resource),
+                "client_id": "moose-app", "exp": .number(JSONNumber(now + 300)), "iat": .number(JSONNumber(now)),
+                "jti": .string(UUID().uuidString), "scope": "mcp"
+            ]
+            return try JWTSigner(key: JWTKey(privateKey: key), algorithm: .es256).sign(
+                claims, extraHeader: ["typ": "at+jwt"])
+        }
+
+        func stop() async {
+            await sessions.closeAll()
+            await host.stop()
+        }
+    }
+
+    /// A JSON-RPC POST (or a `DELETE`) to `url` with a token and, when given, `Mcp-Session-Id`.
+    static func mcp(
+        _ url: String, _ body: String, token: String, session: String? = nil, delete: Bool = false,
+        _ transport: URLSessionTransport
+    ) async throws -> APIResponse {
+        var request = APIRequest(
+            method: delete ? .delete : .post, url: try #require(URL(string: url)), body: Data(body.utf8))
+        request.headerFields[.contentType] = "application/json"
+        request.headerFields[.accept] = "application/json, text/event-stream"
+        request.headerFields[.authorization] = "Bearer \(token)"
+        if let version = HTTPField.Name("MCP-Protocol-Version") { request.headerFields[version] = "2025-06-18" }
+        if let session, let name = HTTPField.Name("Mcp-Session-Id") { request.headerFields[name] = session }
+        return try await transport.send(request)
+    }
+
+    /// The JSON-RPC message of an answer: its body, or the first `data:` of its server-sent events.
+    static func message(_ response: APIResponse) -> JSONValue? {
+        let text = String(decoding: response.body, as: UTF8.self)
+        if let json = try? JSONValue(parsing: Array(text.utf8)) { return json }
+        for line in text.split(separator: "\n") where line.hasPrefix("data: ") && line.count > 6 {
+            if let json = try? JSONValue(parsing: Array(line.dropFirst(6).utf8)) { return json }
+        }
+        return nil
+    }
+
+    /// `initialize`, then `notifications/initialized`: the new session's id (nil, and an issue, if none).
+    static func openSession(_ url: String, token: String, _ transport: URLSessionTransport) async throws -> String? {
+        let initialize =
+            #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-like","version":"1"}}}"#
+        let opened = try await mcp(url, initialize, token: token, transport)
+        let session = HTTPField.Name("Mcp-Session-Id").flatMap { opened.headerFields[$0] }
+        #expect(opened.status.code == 200 && session != nil, "initialize: \(opened.status.code)")
+        #expect(message(opened)?["result"]?["serverInfo"]?["name"]?.stringValue == "moose-protected")
+        let initialized = #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        let notified = try await mcp(url, initialized, token: token, session: session, transport)
+        #expect(notified.status.code == 202)
+        return session
+    }
+
+    /// `tools/call whoami` with JSON-RPC id `id` on `session`: the tool's text, or what came instead.
+    static func whoami(_ url: String, id: Int = 1, token: String, session: String?, _ transport: URLSessionTransport)
+        async throws -> String
+    {
+        let body = #"{"jsonrpc":"2.0","id":\#(id),"method":"tools/call","params":{"name":"whoami","arguments":{}}}"#
+        let called = try await mcp(url, body, token: token, session: session, transport)
+        return message(called)?["result"]?["content"]?.arrayValue?.first?["text"]?.stringValue
+            ?? "\(called.status.code) \(String(decoding: called.body, as: UTF8.self))"
+    }
+
+    /// docs/mcp.md's stateful setup (`MCPSessions`: a `Server` and a `StatefulHTTPServerTransport` per MCP
+    /// session): alice and bob each open a session and call `whoami` 8 times concurrently on it, with the
+    /// same JSON-RPC ids 1…8: every answer names its own caller. Bob presenting alice's session id — to
+    /// call, or to `DELETE` it — gets the 404 an unknown id gets, and her session goes on; an id differing
+    /// in case only is unknown; her `DELETE` ends it.
+    @Test func twoUsersWithAStatefulSessionEachNeverCrossAndASessionIdIsBoundToItsUser() async throws {
+        let deployment = try await StatefulDeployment.start()
+        defer { Task { await deployment.stop() } }
+        let transport = URLSessionTransport()
+        let url = deployment.resource
+        let alice = try deployment.token("alice")
+        let bob = try deployment.token("bob")
+        let aliceSession = try #require(try await Self.openSession(url, token: alice, transport))
+        let bobSession = try #require(try await Self.openSession(url, token: bob, transport))
+        #expect(aliceSession != bobSession && deployment.sessions.count == 2)
+
+        let users = [("alice", alice, aliceSession), ("bob", bob, bobSession)]
+        let outcomes = try await withThrowingTaskGroup(of: (user: String, answer: String?).self) { group in
+            for (user, token, session) in users {
+                for id in 1...8 {
+                    group.addTask {
+                        let answer = await Self.answerOrFailure {
+                            try await Self.whoami(url, id: id, token: token, session: session, transport)
+                        }
+                        return (user, answer)
+                    }
+                }
+            }
+            var outcomes: [(user: String, answer: String?)] = []
+            for try await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        #expect(outcomes.count == 16)
+        let wrong = outcomes.filter { $0.answer != "\($0.user) via moose-app; token passed on: no" }
+        #expect(wrong.isEmpty, "\(wrong.count) wrong answers or hangs, such as \(wrong.first.map { "\($0)" } ?? "")")
+
+        // Bob with alice's session id: the answer an unknown id gets; never hers.
+        let unknown = try await Self.mcp(
+            url, Self.whoamiBody, token: bob, session: String(repeating: "0", count: 64), transport)
+        let stolen = try await Self.mcp(url, Self.whoamiBody, token: bob, session: aliceSession, transport)
+        #expect(stolen.status.code == 404 && unknown.status.code == 404)
+        // The same JSON-RPC error (its keys may come in any order), nothing of hers in it.
+        let stolenError = Self.message(stolen)?["error"]
+        let unknownError = Self.message(unknown)?["error"]
+        #expect(stolenError?["message"]?.stringValue == "Invalid Request: Not Found: Session not found or expired")
+        #expect(
+            stolenError?["message"] == unknownError?["message"] && stolenError?["code"] == unknownError?["code"]
+                && stolenError?["code"] != nil)
+        #expect(!String(decoding: stolen.body, as: UTF8.self).contains("alice"))
+        let deleted = try await Self.mcp(url, "", token: bob, session: aliceSession, delete: true, transport)
+        #expect(deleted.status.code == 404)
+        // Her session is still there, and still hers; an id differing in case only is not it.
+        #expect(
+            try await Self.whoami(url, token: alice, session: aliceSession, transport)
+                == "alice via moose-app; token passed on: no")
+        let upper = try await Self.mcp(
+            url, Self.whoamiBody, token: alice, session: aliceSession.uppercased(), transport)
+        #expect(upper.status.code == 404)
+        // No session id on a request other than initialize: 400.
+        #expect(try await Self.mcp(url, Self.whoamiBody, token: alice, transport).status.code == 400)
+        // Her DELETE ends it.
+        let ended = try await Self.mcp(url, "", token: alice, session: aliceSession, delete: true, transport)
+        #expect(ended.status.code == 200 && deployment.sessions.count == 1)
+        #expect(
+            try await Self.mcp(url, Self.whoamiBody, token: alice, session: aliceSession, transport).status.code == 404)
+        #expect(
+            try await Self.whoami(url, token: bob, session: bobSession, transport)
+                == "bob via moose-app; token passed on: no")
+    }
+
+    static let whoamiBody = #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}"#
+
+    /// The table's bounds: a caller's sessions beyond its limit close its oldest; a full table answers
+    /// 503; sessions unused for the idle timeout are ended by `closeIdleSessions()`.
+    @Test func statefulSessionsAreBoundedAndEndWhenIdle() async throws {
+        let deployment = try await StatefulDeployment.start(maximumSessions: 2, perCaller: 1, idle: .seconds(1))
+        defer { Task { await deployment.stop() } }
+        let transport = URLSessionTransport()
+        let url = deployment.resource
+        let alice = try deployment.token("alice")
+        let first = try #require(try await Self.openSession(url, token: alice, transport))
+        let second = try #require(try await Self.openSession(url, token: alice, transport))
+        #expect(try await Self.mcp(url, Self.whoamiBody, token: alice, session: first, transport).status.code == 404)
+        #expect(
+            try await Self.whoami(url, token: alice, session: second, transport)
+                == "alice via moose-app; token passed on: no")
+        let bobSession = try #require(try await Self.openSession(url, token: try deployment.token("bob"), transport))
+        #expect(deployment.sessions.count == 2)
+        let initialize =
+            #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#
+        let full = try await Self.mcp(url, initialize, token: try deployment.token("carol"), transport)
+        #expect(full.status.code == 503 && deployment.sessions.count == 2)
+
+        try await Task.sleep(for: .milliseconds(1200))
+        #expect(await deployment.sessions.closeIdleSessions() == 2 && deployment.sessions.count == 0)
+        #expect(try await Self.mcp(url, Self.whoamiBody, token: alice, session: second, transport).status.code == 404)
+        _ = bobSession
+    }
+
     // MARK: - (d) the synchronous validator
 
     /// JWTs from the test's own issuer key, its JWKS served over HTTP (slowly, on demand), rotated mid-test.

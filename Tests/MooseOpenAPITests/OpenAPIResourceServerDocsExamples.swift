@@ -2,6 +2,7 @@
 // for word (OpenAPIResourceServerDocsExamplesTests checks it), and compiled here with the trait.
 #if ExampleService
 import Foundation
+import Logging
 import MooseOpenAPI
 import MooseResourceServer
 import OpenAPIRuntime
@@ -13,7 +14,9 @@ func openAPIResourceServer(server: ResourceServer) -> (ResourceServerOpenAPIMidd
         server: server, publicBaseURL: "https://api.example.com",
         requiredScopes: ["api.read"], // every operation not named below
         scopesByOperation: ["deleteItem": ["api.read", "api.write"]], // operationId → the scopes it needs
-        publicOperations: ["getHealth"]) // served without a token
+        publicOperations: ["getHealth"], // served without a token
+        logger: Logger(label: "api.auth"), refusalLogLevel: .info, // each refusal's reason, never the token
+        onRefusal: { refusal in print("refused: \(refusal.code)") }) // count here
     // With the generated server and your framework's transport (swift-openapi-hummingbird, -vapor…):
     // try Handler().registerHandlers(on: transport, serverURL: URL(string: "/")!, middlewares: [middleware])
 
@@ -51,6 +54,8 @@ struct OpenAPIResourceServerDocsExamplesTests {
         #expect(middleware.requiredScopes(for: "listItems") == ["api.read"])
         #expect(middleware.requiredScopes(for: "deleteItem") == ["api.read", "api.write"])
         #expect(middleware.publicOperations == ["getHealth"])
+        #expect(middleware.refusalLogLevel == .info && middleware.logger.label == "api.auth")
+        #expect(middleware.onRefusal != nil)
         #expect(greeting() == "hello, whoever you are")
     }
 }

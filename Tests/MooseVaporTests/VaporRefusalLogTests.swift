@@ -5,6 +5,7 @@ import MooseCrypto
 import MooseHTTP
 import MooseJWT
 import MooseResourceServer
+import MooseTestSupport
 import MooseVapor
 import Synchronization
 import Testing
@@ -15,29 +16,6 @@ import VaporTesting
 @Suite struct VaporRefusalLogTests {
     static let issuer = "https://id.example.com"
     static let resource = "https://api.example.com"
-
-    /// Keeps every log record, rendered with its metadata.
-    final class CapturedLogs: Sendable {
-        let records = Mutex<[(level: Logger.Level, text: String)]>([])
-        var all: [(level: Logger.Level, text: String)] { records.withLock { $0 } }
-
-        struct Handler: LogHandler {
-            let sink: CapturedLogs
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) {
-                let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }
-                let text = "\(event.message) " + fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-                sink.records.withLock { $0.append((event.level, text)) }
-            }
-        }
-
-        var logger: Logger { Logger(label: "test") { _ in Handler(sink: self) } }
-    }
 
     @Test func refusalsAreLoggedWithTheirReasonAndCounted() async throws {
         let key = try PrivateKey.generate(.ec(.p256))
