@@ -100,7 +100,8 @@ extension PostgresTests {
             }
         }
 
-        /// docs/resource-server.md's replicas example is this code, word for word.
+        /// docs/resource-server.md's replicas example is this code, word for word (after the page's imports,
+        /// which this file has at its top).
         @Test func theResourceServerPageQuotesTheCompiledExample() throws {
             let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             let page = try String(
@@ -116,7 +117,7 @@ extension PostgresTests {
             )
             .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
             #expect(
-                page.contains("```swift\n" + example + "```"),
+                page.contains("```swift\nimport MoosePostgres\nimport MooseResourceServer\n\n" + example + "```"),
                 "docs/resource-server.md's replicas example differs from DPoPReplayTests.swift")
         }
 
