@@ -198,8 +198,11 @@ struct FirstStore {
         return missing
     }
 
-    /// Removes what the failed login made (call after the store is closed).
-    func undo() {
+    /// Removes what the failed login made — unless the store holds a session by now (another first
+    /// login, in another process, stored one meanwhile) or cannot be listed: then it stays as it is.
+    func undo(after sessions: CLISessions) {
+        guard !files.isEmpty, (try? sessions.keys())?.isEmpty == true else { return }
+        sessions.close()
         for file in files { unlink(file) }
         for folder in folders { rmdir(folder) }
     }

@@ -191,10 +191,7 @@ struct LoginCommand: ParsableCommand {
         let context = try OAuthContext(options: resolved.store, create: true)
         var loggedIn = false
         defer {
-            if !loggedIn {
-                context.sessions.close()
-                made.undo()
-            }
+            if !loggedIn { made.undo(after: context.sessions) }
         }
         do {
             // The library owns the login: it makes the client (its trust, its credentials), runs the

@@ -33,10 +33,7 @@ struct ResourceLogin {
         let context = try OAuthContext(options: store, create: true)
         var loggedIn = false
         defer {
-            if !loggedIn {
-                context.sessions.close()
-                made.undo()
-            }
+            if !loggedIn { made.undo(after: context.sessions) }
         }
         let existing = try context.loadOrFail(profile)
         let identity: ResourceTokenManager.ClientIdentity =
