@@ -14,7 +14,7 @@ import Testing
 /// - a Package.swift excerpt, fenced ```swift manifest (a manifest is no test target's code): every
 ///   `.product(name:package: "moose")` it names must be a product of the root Package.swift, and every
 ///   trait it names one of its traits;
-/// - the pages in `exemptDocs` and `pendingDocs` below.
+/// - the pages in `exemptDocs` below.
 struct DocSnippetTests {
     /// Pages checked some other way, and how.
     static let exemptDocs: [String: String] = [
@@ -22,9 +22,6 @@ struct DocSnippetTests {
         // of its own depending on this one); tools/example/check-docs checks the page shows them as they are.
         "testing.md": "tools/example/check-docs"
     ]
-    /// Pages whose owners are changing the API they show: their snippet files come with that change.
-    /// Empty this list (it is checked like any other page then) when they land.
-    static let pendingDocs: Set<String> = []
 
     static let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     static let root = here.deletingLastPathComponent().deletingLastPathComponent()
@@ -129,7 +126,7 @@ struct DocSnippetTests {
             + pages.map({ ("docs/\($0)", docs.appendingPathComponent($0)) })
         {
             let name = url.lastPathComponent
-            if doc != "README.md", Self.exemptDocs[name] != nil || Self.pendingDocs.contains(name) { continue }
+            if doc != "README.md", Self.exemptDocs[name] != nil { continue }
             let stem = url.deletingPathExtension().lastPathComponent
             let markdown = try String(contentsOf: url, encoding: .utf8)
             for (index, block) in Self.swiftBlocks(markdown).enumerated() {
