@@ -193,11 +193,11 @@ let package = Package(
         // MARK: Adapters (trait-guarded sources)
         // Combine where it exists, OpenCombine elsewhere (OpenCombineShim picks).
         .target(name: "MooseObservability", dependencies: [
-            "MooseOAuth", "MooseHTTP", adapted("CoreMetrics", "swift-metrics", ["MooseObservability"]),
+            "MooseOAuth", "MooseHTTP", "MooseResourceServer", adapted("CoreMetrics", "swift-metrics", ["MooseObservability"]),
             adapted("Tracing", "swift-distributed-tracing", ["MooseObservability"]),
         ]),
         .testTarget(name: "MooseObservabilityTests", dependencies: [
-            "MooseObservability", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseTestSupport", "MooseSQLiteStorage", "MooseSecretStore",
+            "MooseObservability", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseTestSupport", "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseSQLiteStorage", "MooseSecretStore",
             adapted("CoreMetrics", "swift-metrics", ["MooseObservability"]), adapted("MetricsTestKit", "swift-metrics", ["MooseObservability"]),
             adapted("Tracing", "swift-distributed-tracing", ["MooseObservability"]),
             adapted("InMemoryTracing", "swift-distributed-tracing", ["MooseObservability"]),
@@ -211,7 +211,7 @@ let package = Package(
         ]),
         // The MCP Swift SDK's HTTPClientAuthorizer on Moose.
         .target(name: "MooseMCP", dependencies: [
-            "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseResourceServer", "MooseJWT", adapted("MCP", "swift-sdk", ["MooseMCP"]),
+            "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseResourceServer", "MooseJWT", "MooseCrypto", adapted("MCP", "swift-sdk", ["MooseMCP"]),
         ]),
         // A child process for the two-process MCP test (not a product).
         .executableTarget(name: "moose-mcp-worker", dependencies: [

@@ -364,12 +364,20 @@ import Testing
         let sessions: MCPSessions
         let resource: String
         let key: PrivateKey
+        /// The last server made for each subject (to send server-initiated messages from a test).
+        let servers: Servers
 
-        init(host: MCPTestHTTPHost, sessions: MCPSessions, resource: String, key: PrivateKey) {
+        /// Servers by the subject they were made for.
+        final class Servers: Sendable {
+            let bySubject = Mutex<[String: Server]>([:])
+        }
+
+        init(host: MCPTestHTTPHost, sessions: MCPSessions, resource: String, key: PrivateKey, servers: Servers) {
             self.host = host
             self.sessions = sessions
             self.resource = resource
             self.key = key
+            self.servers = servers
         }
 
         static func start(maximumSessions: Int = 64, perCaller: Int = 4, idle: Duration = .seconds(900)) async throws
@@ -387,16 +395,20 @@ import Testing
             let gate = MCPResourceGate(
                 server: verifier, document: ProtectedResourceDocument(for: verifier, scopesSupported: ["mcp"]),
                 publicBaseURL: base, requiredScopes: ["mcp"])
+            let servers = Servers()
             let sessions = MCPSessions(
                 gate: gate, maximumSessions: maximumSessions, maximumSessionsPerCaller: perCaller, idleTimeout: idle
             ) { opener in
-                await MCPServerSideTests.mcpServer { request in
+                let server = await MCPServerSideTests.mcpServer { request in
                     let current = gate.principal(for: request)
                     return current?.subject == opener.subject ? current : nil
                 }
+                servers.bySubject.withLock { $0[opener.subject] = server }
+                return server
             }
             routes.handler.withLock { slot in slot = { request in await sessions.handle(request) } }
-            return StatefulDeployment(host: host, sessions: sessions, resource: base + "/mcp", key: key)
+            return StatefulDeployment(
+                host: host, sessions: sessions, resource: base + "/mcp", key: key, servers: servers)
         }
 
         func token(_ subject: String) throws -> String {

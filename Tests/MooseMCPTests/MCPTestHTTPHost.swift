@@ -4,6 +4,7 @@ import MCP
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// A small HTTP/1.1 server on 127.0.0.1 (swift-nio, which the MCP SDK already brings) handing every
 /// request, as the SDK's framework-neutral `HTTPRequest`, to `handler` — the part of an MCP server that
@@ -15,11 +16,22 @@ final class MCPTestHTTPHost: Sendable {
     let port: Int
     private let task: Task<Void, Never>
     private let serverChannel: any Channel
+    private let streams: StreamGauge
 
-    private init(port: Int, task: Task<Void, Never>, serverChannel: any Channel) {
+    private init(port: Int, task: Task<Void, Never>, serverChannel: any Channel, streams: StreamGauge) {
         self.port = port
         self.task = task
         self.serverChannel = serverChannel
+        self.streams = streams
+    }
+
+    /// How many streamed answers (server-sent events) the host is writing now: a connection task waiting
+    /// for the next event of a stream counts until that stream ends, whether its client is there or not.
+    var openStreams: Int { streams.count.withLock { $0 } }
+
+    /// The number of streamed answers being written.
+    final class StreamGauge: Sendable {
+        let count = Mutex(0)
     }
 
     /// Listens on an ephemeral port of 127.0.0.1.
@@ -35,17 +47,18 @@ final class MCPTestHTTPHost: Sendable {
             }
         let port = server.channel.localAddress?.port ?? 0
         let channel = server.channel
+        let streams = StreamGauge()
         let task = Task<Void, Never> {
             _ = try? await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { connections in
                     for try await connection in connections {
-                        group.addTask { await serve(connection, handler) }
+                        group.addTask { await serve(connection, streams, handler) }
                     }
                 }
                 group.cancelAll()
             }
         }
-        return MCPTestHTTPHost(port: port, task: task, serverChannel: channel)
+        return MCPTestHTTPHost(port: port, task: task, serverChannel: channel, streams: streams)
     }
 
     /// Stops listening and closes every connection.
@@ -56,7 +69,8 @@ final class MCPTestHTTPHost: Sendable {
     }
 
     private static func serve(
-        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, _ handler: Handler
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, _ streams: StreamGauge,
+        _ handler: Handler
     ) async {
         let channel = connection.channel
         await withTaskCancellationHandler {
@@ -79,7 +93,7 @@ final class MCPTestHTTPHost: Sendable {
                         let request = MCP.HTTPRequest(
                             method: received.method.rawValue, headers: headers,
                             body: body.readableBytes > 0 ? Data(body.readableBytesView) : nil, path: received.uri)
-                        try await write(await handler(request), to: outbound)
+                        try await write(await handler(request), to: outbound, streams)
                     }
                 }
             }
@@ -89,12 +103,15 @@ final class MCPTestHTTPHost: Sendable {
     }
 
     private static func write(
-        _ response: MCP.HTTPResponse, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+        _ response: MCP.HTTPResponse, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        _ streams: StreamGauge
     ) async throws {
         var headers = HTTPHeaders()
         for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) { headers.add(name: name, value: value) }
         let status = HTTPResponseStatus(statusCode: response.statusCode)
         if case .stream(let stream, _) = response {
+            streams.count.withLock { $0 += 1 }
+            defer { streams.count.withLock { $0 -= 1 } }
             try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
             for try await chunk in stream { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk)))) }
             try await outbound.write(.end(nil))

@@ -4,6 +4,7 @@ for Tests/MooseMCPTests/MCPServerSideTests.swift. Run with tools/mcp's venv (mcp
 
     .state/venv/bin/python swift_server_client.py oauth URL          # the SDK's OAuthClientProvider does it all
     .state/venv/bin/python swift_server_client.py token URL TOKEN    # a token obtained elsewhere, as a header
+    .state/venv/bin/python swift_server_client.py sessions URL ALICE BOB ALICE2   # MCPSessions, two users
 
 `oauth`: the SDK's own OAuth client starts from the server's 401, reads `resource_metadata` (RFC 9728), the
 authorization server's metadata (RFC 8414), and logs in with the authorization code flow (PKCE, state,
@@ -12,7 +13,15 @@ with tools/idp/headless_browser.py. The IdP has no dynamic client registration, 
 of its pre-registered public client `moose-cli` is put in the SDK's token storage beforehand — the SDK then
 skips registration, as it does for any pre-registered client.
 
-Prints one JSON object: the tools listed, the text of a `whoami` call, and the OAuth requests seen.
+`oauth` and `token` print one JSON object: the tools listed, the text of a `whoami` call, and the OAuth
+requests seen.
+
+`sessions`: a Swift server of MooseMCP's `MCPSessions` (a session per `initialize`, bound to its caller).
+Alice and bob (tokens ALICE and BOB) each open an SDK session (`initialize`, `tools/list`, the SDK's
+standalone GET stream) and, both at once, make 16 concurrent `whoami` calls on it; then bob, with his own
+token, presents alice's `Mcp-Session-Id` (a call, a `DELETE`); then alice calls again, switches to ALICE2 (a
+refreshed token of hers: same user, same client) and calls again on the same session; both leave (the SDK's
+`DELETE`). Every call is bounded (CALL_SECONDS; past it, "hang"). Prints one JSON object, see `sessions`.
 Test support only.
 """
 import json
@@ -20,6 +29,9 @@ import os
 import sys
 import subprocess
 import urllib.parse
+
+import time
+from contextlib import AsyncExitStack
 
 import anyio
 import httpx2
@@ -66,8 +78,97 @@ def log_in(authorization_url):
     return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(lines[-1]).query).items()}
 
 
+CALL_SECONDS = 20
+SESSION_HEADER = "mcp-session-id"
+
+
+async def bounded_whoami(client):
+    """The text of one `whoami` call; "hang" past CALL_SECONDS; "error: …" when it fails."""
+    try:
+        with anyio.fail_after(CALL_SECONDS):
+            result = await client.call_tool("whoami", {})
+        return " ".join(getattr(item, "text", "") for item in result.content)
+    except TimeoutError:
+        return "hang"
+    except Exception as error:  # noqa: BLE001 - reported to the Swift test as a wrong answer
+        return f"error: {type(error).__name__}: {error}"
+
+
+async def sessions(url, tokens):
+    """Two users on MCPSessions through the SDK's client (see the module's doc). Returns the JSON object:
+    per user its session id, tools, the 16 concurrent answers, the answers after bob's attempts and after
+    the token switch (alice), the session ids its requests carried, its requests (method, session, status);
+    bob's attempts on alice's session (status, body); the seconds it all took."""
+    started = time.monotonic()
+    users = {}
+    for name in ("alice", "bob"):
+        log, pending = [], {}
+
+        async def record(request, log=log, pending=pending):
+            entry = {"method": request.method, "session": request.headers.get(SESSION_HEADER), "status": None}
+            log.append(entry)
+            pending[id(request)] = entry
+
+        async def record_response(response, pending=pending):
+            entry = pending.pop(id(response.request), None)
+            if entry is not None:
+                entry["status"] = response.status_code
+                entry["session"] = entry["session"] or response.headers.get(SESSION_HEADER)
+
+        users[name] = {"log": log, "http": httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {tokens[name]}"}, timeout=30,
+            event_hooks={"request": [record], "response": [record_response]})}
+    result = {}
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for name, user in users.items():
+            await stack.enter_async_context(user["http"])
+            clients[name] = await stack.enter_async_context(
+                Client(streamable_http_client(url, http_client=user["http"]), mode="legacy"))
+            tools = await clients[name].list_tools()
+            result[name] = {"tools": [tool.name for tool in tools.tools], "answers": []}
+        for name in users:
+            opened = [e["session"] for e in users[name]["log"] if e["method"] == "POST" and e["session"]]
+            result[name]["session"] = opened[0] if opened else None
+
+        async with anyio.create_task_group() as group:  # 2 users x 16 calls, all at once
+            for name in users:
+                for _ in range(16):
+                    async def call(name=name):
+                        result[name]["answers"].append(await bounded_whoami(clients[name]))
+                    group.start_soon(call)
+
+        # Bob, with his own valid token, names alice's session: a call, then a DELETE.
+        alice_session = result["alice"]["session"] or ""
+        headers = {SESSION_HEADER: alice_session, "MCP-Protocol-Version": "2025-11-25",
+                   "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        body = '{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"whoami","arguments":{}}}'
+        with anyio.fail_after(CALL_SECONDS):
+            stolen = await users["bob"]["http"].post(url, content=body, headers=headers)
+            deleted = await users["bob"]["http"].delete(url, headers=headers)
+        result["bob_on_alices_session"] = {"call": stolen.status_code, "body": stolen.text,
+                                           "delete": deleted.status_code}
+        result["alice"]["after_bob"] = await bounded_whoami(clients["alice"])
+        # A refreshed token of alice's: the same session goes on.
+        users["alice"]["http"].headers["Authorization"] = f"Bearer {tokens['alice2']}"
+        mark = len(users["alice"]["log"])
+        result["alice"]["after_refresh"] = await bounded_whoami(clients["alice"])
+        result["alice"]["sessions_after_refresh"] = sorted(
+            {str(e["session"]) for e in users["alice"]["log"][mark:] if e["method"] == "POST"})
+    for name, user in users.items():
+        own = result[name]["session"]
+        result[name]["requests"] = [f'{e["method"]} {"true" if e["session"] == own else "false"} {e["status"]}'
+                                    for e in user["log"]]
+    result["seconds"] = round(time.monotonic() - started, 3)
+    return result
+
+
 async def main():
     mode, url = sys.argv[1], sys.argv[2]
+    if mode == "sessions":
+        tokens = dict(zip(("alice", "bob", "alice2"), sys.argv[3:6]))
+        print(json.dumps(await sessions(url, tokens)))
+        return
     seen = []
 
     async def record(request):
