@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import MooseCrypto
+import Synchronization
 
 /// A key for signing or verifying JWTs: an HMAC secret, or an RSA/EC/Ed25519 key, with its
 /// optional `kid` and pinned algorithm.
@@ -31,6 +32,11 @@ public struct JWTKey: Sendable {
     let operations: [String]?
     /// Why the key is too weak for any algorithm (small or ROCA-vulnerable RSA), decided once at import.
     private let rsaWeakness: String?
+    /// Which import this is: copies of the value share it; two imports of the same material (a key set
+    /// fetched again) do not. The resource server's cache of verified tokens ties each entry to the key that
+    /// verified it and drops it once the key source no longer gives that key.
+    package let identity: UInt64 = JWTKey.identities.add(1, ordering: .relaxed).newValue
+    private static let identities = Atomic<UInt64>(0)
 
     /// An HMAC secret. The bytes are used as they are (no base64 decoding, no trimming).
     public init(secret: some ContiguousBytes, keyID: String? = nil, algorithm: JWTAlgorithm? = nil) {

@@ -55,6 +55,13 @@ public struct ResourceServerConfiguration: Sendable {
     /// for it (the MCP authorization specification's rule) sets this, with an authorization server that
     /// binds tokens to resources (RFC 8707) and says so in `aud`.
     public var introspectedTokensNeedAudience = false
+    /// How many verified access tokens are remembered, so that a token presented again costs a lookup
+    /// instead of a signature check (default 1,024; 0 turns it off). Only the signature and the parsing are
+    /// remembered, tied to the key that verified them: `exp`, `nbf`, `iss`, `aud` and the scopes are checked
+    /// on every request, and once the key source stops giving that key (withdrawn, or replaced under the same
+    /// `kid`) the token is verified again. Only tokens that passed every check are kept; each costs about
+    /// twice its size.
+    public var verifiedTokenCacheLimit = 1024
 
     /// A configuration: Bearer and DPoP both allowed, `at+jwt` only, 30 s leeway, RFC 9068's claims.
     ///
@@ -126,6 +133,8 @@ public struct ResourceServer: Sendable {
     private let replayCache: any DPoPReplayCache
     private let nonces: (any DPoPNonceSource)?
     private let introspector: (any AccessTokenIntrospector)?
+    /// Tokens verified before (`nil`: `verifiedTokenCacheLimit` is 0).
+    let verifiedTokens: VerifiedTokens?
 
     /// A verifier taking the issuer's keys from `keys`, remembering proof `jti`s in `replayCache`
     /// and, with `nonces`, requiring server nonces in proofs (RFC 9449 §9). With `introspector`,
@@ -150,6 +159,9 @@ public struct ResourceServer: Sendable {
         self.replayCache = replayCache
         self.nonces = nonces
         self.introspector = introspector
+        verifiedTokens =
+            configuration.verifiedTokenCacheLimit > 0
+            ? VerifiedTokens(limit: configuration.verifiedTokenCacheLimit) : nil
     }
 
     /// The nonce to send in `DPoP-Nonce` on successful responses too (RFC 9449 §9), when nonces are on.
@@ -183,7 +195,7 @@ public struct ResourceServer: Sendable {
         if introspected {
             claims = try await introspect(token, scheme: scheme)
         } else {
-            claims = try await checkToken(parseToken(token, scheme: scheme), scheme: scheme).claims
+            claims = try await verifiedClaims(token, scheme: scheme)
         }
         let binding = try confirmation(of: claims, scheme: scheme)
         if scheme == .dpop, let thumbprint = binding.thumbprint {
@@ -229,9 +241,15 @@ public struct ResourceServer: Sendable {
                 throw refusal(ResourceServerRefusal.invalidToken, scheme, "no introspection answer for this token yet")
             }
             claims = try checkIntrospection(answer, scheme: scheme)
+        } else if let hit = verifiedTokens?.entry(for: token),
+            let remembered = try revalidated(hit, token: token, keys: keys(hit.keyID), scheme: scheme)
+        {
+            claims = remembered
         } else {
             let jws = try parseToken(token, scheme: scheme)
-            claims = try checkToken(jws, keys: keys(jws.header.keyID), scheme: scheme).claims
+            let verified = try checkToken(jws, keys: keys(jws.header.keyID), scheme: scheme)
+            remember(token, verified)
+            claims = verified.jwt.claims
         }
         let binding = try confirmation(of: claims, scheme: scheme)
         return try principal(
@@ -384,8 +402,48 @@ public struct ResourceServer: Sendable {
         return jws
     }
 
+    /// A JWT access token's checked claims: a token verified before is taken from `verifiedTokens` while the
+    /// key source still gives the key that verified it (its claims checked again); any other is parsed,
+    /// verified and remembered.
+    private func verifiedClaims(_ token: String, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal)
+        -> JWTClaims
+    {
+        if let hit = verifiedTokens?.entry(for: token) {
+            let current = try await sourcedKeys { try await self.keys.keys(for: hit.keyID) }
+            if let claims = try revalidated(hit, token: token, keys: current, scheme: scheme) { return claims }
+        }
+        let verified = try await checkToken(parseToken(token, scheme: scheme), scheme: scheme)
+        remember(token, verified)
+        return verified.jwt.claims
+    }
+
+    /// A remembered token's claims, checked again against the clock and the rules, when `keys` still holds
+    /// the key that verified it; `nil` (and forgotten) when it does not. A failed check forgets it too.
+    private func revalidated(
+        _ hit: VerifiedTokens.Entry, token: String, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme
+    ) throws(ResourceServerRefusal) -> JWTClaims? {
+        guard keys.contains(where: { $0.identity == hit.keyIdentity }) else {
+            verifiedTokens?.remove(token)
+            return nil
+        }
+        do { try claimValidation.validate(hit.claims) } catch {
+            verifiedTokens?.remove(token)
+            throw tokenRefusal(error, scheme)
+        }
+        return hit.claims
+    }
+
+    /// Keeps a token that passed every check, with the key that verified it.
+    private func remember(_ token: String, _ verified: (jwt: JWT, key: JWTKey)) {
+        guard let verifiedTokens else { return }
+        let entry = VerifiedTokens.Entry(
+            claims: verified.jwt.claims, keyID: verified.jwt.header.keyID, keyIdentity: verified.key.identity,
+            usefulUntil: verified.jwt.claims.expiresAt.map { $0.addingTimeInterval(configuration.leeway) })
+        verifiedTokens.insert(token, entry, now: configuration.clock())
+    }
+
     private func checkToken(_ jws: JWS, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal)
-        -> JWT
+        -> (jwt: JWT, key: JWTKey)
     {
         do { return try verifiedToken(jws, keys: keys) } catch { throw tokenRefusal(error, scheme) }
     }
@@ -393,7 +451,9 @@ public struct ResourceServer: Sendable {
     /// `checkToken` with the keys of `self.keys`: a signature that fails with the keys it gave (a `kid` they
     /// lack, key material the issuer replaced under the same `kid`) is tried once more with the keys
     /// `keysAfterFailedVerification(for:)` gives. Keys that cannot be had: `temporarilyUnavailable`.
-    private func checkToken(_ jws: JWS, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal) -> JWT {
+    private func checkToken(_ jws: JWS, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal)
+        -> (jwt: JWT, key: JWTKey)
+    {
         let kid = jws.header.keyID
         let cached = try await sourcedKeys { try await self.keys.keys(for: kid) }
         do { return try verifiedToken(jws, keys: cached) } catch {
@@ -412,17 +472,22 @@ public struct ResourceServer: Sendable {
         }
     }
 
-    private func verifiedToken(_ jws: JWS, keys: [JWTKey]) throws(JWTError) -> JWT {
-        let validation = ClaimValidation(
+    /// The claim rules of RFC 9068 §4 for this resource: `iss`, `aud`, the required claims, the times.
+    private var claimValidation: ClaimValidation {
+        ClaimValidation(
             issuer: configuration.issuer, audiences: [configuration.resource], leeway: configuration.leeway,
             requiredClaims: configuration.requiredClaims, clock: configuration.clock)
+    }
+
+    private func verifiedToken(_ jws: JWS, keys: [JWTKey]) throws(JWTError) -> (jwt: JWT, key: JWTKey) {
+        let validation = claimValidation
         let verifier = JWTVerifier(
             keys: keys, allowedAlgorithms: configuration.algorithms, validation: validation,
             maximumTokenSize: configuration.maximumAuthorizationLength)
-        try verifier.verifySignature(of: jws)
+        let key = try verifier.verifySignature(of: jws)
         let jwt = try JWT(jws: jws)
         try validation.validate(jwt.claims)
-        return jwt
+        return (jwt, key)
     }
 
     private func tokenRefusal(_ error: JWTError, _ scheme: VerifiedPrincipal.Scheme) -> ResourceServerRefusal {
@@ -610,23 +675,24 @@ public struct ResourceServer: Sendable {
 
     /// `Bearer <token68>` or `DPoP <token68>` (RFC 9110 §11.4, scheme case-insensitive; RFC 6750 §2.1).
     static func credentials(_ value: String) -> (VerifiedPrincipal.Scheme, String)? {
-        let bytes = Array(value.utf8)
-        guard let space = bytes.firstIndex(of: 0x20), let scheme = scheme(of: value),
-            space == (scheme == .bearer ? 6 : 4)
-        else { return nil }
-        var start = space
-        while start < bytes.count, bytes[start] == 0x20 { start += 1 }
-        let token = bytes[start...]
-        guard !token.isEmpty else { return nil }
-        // token68: ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/", then "=" padding only.
-        var seenPadding = false
-        for byte in token {
-            let isBody =
-                (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A)
-                || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E || byte == 0x2B || byte == 0x2F
-            if byte == 0x3D { seenPadding = true } else if !isBody || seenPadding { return nil }
+        guard let scheme = scheme(of: value) else { return nil }
+        var value = value
+        return value.withUTF8 { bytes -> (VerifiedPrincipal.Scheme, String)? in
+            guard let space = bytes.firstIndex(of: 0x20), space == (scheme == .bearer ? 6 : 4) else { return nil }
+            var start = space
+            while start < bytes.count, bytes[start] == 0x20 { start += 1 }
+            let token = UnsafeBufferPointer(rebasing: bytes[start...])
+            guard !token.isEmpty else { return nil }
+            // token68: ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/", then "=" padding only.
+            var seenPadding = false
+            for byte in token {
+                let isBody =
+                    (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A)
+                    || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E || byte == 0x2B || byte == 0x2F
+                if byte == 0x3D { seenPadding = true } else if !isBody || seenPadding { return nil }
+            }
+            return (scheme, String(decoding: token, as: UTF8.self))
         }
-        return (scheme, String(decoding: token, as: UTF8.self))
     }
 
     static func sameMediaType(_ expected: String, _ actual: String) -> Bool {
