@@ -145,6 +145,13 @@ public struct JWTVerifier: Sendable {
         return algorithm
     }
 
+    /// The key `verifySignature(of:)` would check a JWS with this header against — every header and key-set
+    /// rule applied (algorithm allowed, no `jku`/`x5u`/`jwk`, `crit`, a set that does not mix HMAC with
+    /// public keys, one key per `kid`) — without verifying a signature.
+    package func key(for header: JOSEHeader) throws(JWTError) -> JWTKey {
+        try selectKey(for: header, algorithm: checkHeader(header))
+    }
+
     func selectKey(for header: JOSEHeader, algorithm: JWTAlgorithm) throws(JWTError) -> JWTKey {
         guard !keys.isEmpty else { throw JWTError(JWTError.unknownKey, "no verification key is configured") }
         // A set that mixes HMAC secrets with public keys invites algorithm confusion (a public key's

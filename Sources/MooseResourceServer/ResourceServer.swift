@@ -57,10 +57,10 @@ public struct ResourceServerConfiguration: Sendable {
     public var introspectedTokensNeedAudience = false
     /// How many verified access tokens are remembered, so that a token presented again costs a lookup
     /// instead of a signature check (default 1,024; 0 turns it off). Only the signature and the parsing are
-    /// remembered, tied to the key that verified them: `exp`, `nbf`, `iss`, `aud` and the scopes are checked
-    /// on every request, and once the key source stops giving that key (withdrawn, or replaced under the same
-    /// `kid`) the token is verified again. Only tokens that passed every check are kept; each costs about
-    /// twice its size.
+    /// remembered, tied to the key that verified them: `exp`, `nbf`, `iss`, `aud`, the binding, the proof and
+    /// the scopes are checked on every request, and once the key source stops giving that key (withdrawn, or
+    /// replaced under the same `kid`) the token is verified again. Only tokens of requests that passed every
+    /// check are kept; each costs its size plus its parsed claims (a few times the payload's size).
     public var verifiedTokenCacheLimit = 1024
 
     /// A configuration: Bearer and DPoP both allowed, `at+jwt` only, 30 s leeway, RFC 9068's claims.
@@ -191,18 +191,21 @@ public struct ResourceServer: Sendable {
     ) async throws(ResourceServerRefusal) -> VerifiedPrincipal {
         let (scheme, token) = try presented(authorizationHeader)
         let claims: JWTClaims
+        var fresh: (jwt: JWT, key: JWTKey)? = nil
         let introspected = introspector != nil && !Self.isCompactJWS(token)
         if introspected {
             claims = try await introspect(token, scheme: scheme)
         } else {
-            claims = try await verifiedClaims(token, scheme: scheme)
+            (claims, fresh) = try await verifiedClaims(token, scheme: scheme)
         }
         let binding = try confirmation(of: claims, scheme: scheme)
         if scheme == .dpop, let thumbprint = binding.thumbprint {
             try await verifyProof(dpopHeader, method: method, url: url, token: token, thumbprint: thumbprint)
         }
-        return try principal(
+        let caller = try principal(
             claims, scheme: scheme, introspected: introspected, binding: binding, requiredScopes: requiredScopes)
+        if let fresh { remember(token, fresh) }
+        return caller
     }
 
     /// `verify` for a caller that cannot wait — a synchronous request validator — given what the
@@ -235,6 +238,7 @@ public struct ResourceServer: Sendable {
                 ResourceServerRefusal.invalidRequest, .dpop, "DPoP proofs are verified by the asynchronous verify only")
         }
         let claims: JWTClaims
+        var fresh: (jwt: JWT, key: JWTKey)? = nil
         let introspected = introspector != nil && !Self.isCompactJWS(token)
         if introspected {
             guard let answer = introspection(token) else {
@@ -242,18 +246,20 @@ public struct ResourceServer: Sendable {
             }
             claims = try checkIntrospection(answer, scheme: scheme)
         } else if let hit = verifiedTokens?.entry(for: token),
-            let remembered = try revalidated(hit, token: token, keys: keys(hit.keyID), scheme: scheme)
+            let remembered = try revalidated(hit, token: token, keys: keys(hit.header.keyID), scheme: scheme)
         {
             claims = remembered
         } else {
             let jws = try parseToken(token, scheme: scheme)
             let verified = try checkToken(jws, keys: keys(jws.header.keyID), scheme: scheme)
-            remember(token, verified)
+            fresh = verified
             claims = verified.jwt.claims
         }
         let binding = try confirmation(of: claims, scheme: scheme)
-        return try principal(
+        let caller = try principal(
             claims, scheme: scheme, introspected: introspected, binding: binding, requiredScopes: requiredScopes)
+        if let fresh { remember(token, fresh) }
+        return caller
     }
 
     /// The scheme and token of `Authorization`, once its presence, size, syntax and the DPoP mode are checked.
@@ -403,26 +409,29 @@ public struct ResourceServer: Sendable {
     }
 
     /// A JWT access token's checked claims: a token verified before is taken from `verifiedTokens` while the
-    /// key source still gives the key that verified it (its claims checked again); any other is parsed,
-    /// verified and remembered.
+    /// key source's keys still select the key that verified it (its claims checked again); any other is
+    /// parsed and verified, and comes back as `fresh`, to be remembered once the whole request passed.
     private func verifiedClaims(_ token: String, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal)
-        -> JWTClaims
+        -> (claims: JWTClaims, fresh: (jwt: JWT, key: JWTKey)?)
     {
         if let hit = verifiedTokens?.entry(for: token) {
-            let current = try await sourcedKeys { try await self.keys.keys(for: hit.keyID) }
-            if let claims = try revalidated(hit, token: token, keys: current, scheme: scheme) { return claims }
+            let current = try await sourcedKeys { try await self.keys.keys(for: hit.header.keyID) }
+            if let claims = try revalidated(hit, token: token, keys: current, scheme: scheme) { return (claims, nil) }
         }
         let verified = try await checkToken(parseToken(token, scheme: scheme), scheme: scheme)
-        remember(token, verified)
-        return verified.jwt.claims
+        return (verified.jwt.claims, verified)
     }
 
-    /// A remembered token's claims, checked again against the clock and the rules, when `keys` still holds
-    /// the key that verified it; `nil` (and forgotten) when it does not. A failed check forgets it too.
+    /// A remembered token's claims, checked again against the clock and the rules, when `keys` still select
+    /// the key that verified it for its header (every rule of `JWTVerifier`'s key choice applied again);
+    /// `nil` (and forgotten) when they do not. A failed claim check forgets it too.
     private func revalidated(
         _ hit: VerifiedTokens.Entry, token: String, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme
     ) throws(ResourceServerRefusal) -> JWTClaims? {
-        guard keys.contains(where: { $0.identity == hit.keyIdentity }) else {
+        let verifier = JWTVerifier(
+            keys: keys, allowedAlgorithms: configuration.algorithms,
+            maximumTokenSize: configuration.maximumAuthorizationLength)
+        guard let key = try? verifier.key(for: hit.header), key.identity == hit.keyIdentity else {
             verifiedTokens?.remove(token)
             return nil
         }
@@ -430,6 +439,7 @@ public struct ResourceServer: Sendable {
             verifiedTokens?.remove(token)
             throw tokenRefusal(error, scheme)
         }
+        verifiedTokens?.honoured()
         return hit.claims
     }
 
@@ -437,7 +447,7 @@ public struct ResourceServer: Sendable {
     private func remember(_ token: String, _ verified: (jwt: JWT, key: JWTKey)) {
         guard let verifiedTokens else { return }
         let entry = VerifiedTokens.Entry(
-            claims: verified.jwt.claims, keyID: verified.jwt.header.keyID, keyIdentity: verified.key.identity,
+            claims: verified.jwt.claims, header: verified.jwt.header, keyIdentity: verified.key.identity,
             usefulUntil: verified.jwt.claims.expiresAt.map { $0.addingTimeInterval(configuration.leeway) })
         verifiedTokens.insert(token, entry, now: configuration.clock())
     }

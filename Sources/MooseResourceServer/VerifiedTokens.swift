@@ -10,17 +10,21 @@ import Synchronization
 /// again (a client sends one token with many requests) costs a lookup instead of a signature check.
 /// Envoy's `jwt_authn` (`jwt_cache_config`) keeps such a cache for the same reason.
 ///
-/// Only the signature and the parsing are remembered. A hit is honoured only while the key source still
-/// gives the very key that verified the token (a key the issuer withdrew, or material replaced under the
-/// same `kid`, ends every entry it verified), and every claim check — `exp`, `nbf`, `iat` against the
-/// clock, `iss`, `aud`, the required claims — runs again on each use. Tokens are compared byte for byte.
-/// Only tokens that passed every check are kept, so forged ones cannot fill it; it holds at most `limit`
-/// entries, expired ones are dropped first, and a full cache sheds a quarter of its entries.
+/// Only the signature and the parsing are remembered. A hit is honoured only while the key source's
+/// current keys still select the very key that verified the token for its header (a key the issuer
+/// withdrew, material replaced under the same `kid`, or a set that now makes the choice ambiguous ends the
+/// entry), and every claim check — `exp`, `nbf`, `iat` against the clock, `iss`, `aud`, the required
+/// claims — runs again on each use, then the binding, the proof and the scopes. Tokens are compared byte
+/// for byte. Only tokens of requests that passed every check are kept, so forged ones cannot fill it; it
+/// holds at most `limit` entries, expired ones are dropped first, and a full cache sheds a quarter of its
+/// entries (arbitrary ones: a holder of many valid tokens can push others' out, which costs only speed).
+/// A key set fetched again is new keys, so its first use verifies every token once more.
 final class VerifiedTokens: Sendable {
     /// What a verified token left: its claims, the `kid` it named and the key that verified it.
     struct Entry: Sendable {
         let claims: JWTClaims
-        let keyID: String?
+        /// The token's header: the key is selected for it again on each use.
+        let header: JOSEHeader
         let keyIdentity: UInt64
         /// When the entry is of no more use: `exp` plus the leeway (`nil`: no `exp`, kept until shed).
         let usefulUntil: Date?
@@ -47,8 +51,16 @@ final class VerifiedTokens: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
+    private let hitCount = Atomic<Int>(0)
+
     /// The entry for `token`, if it was verified before.
     func entry(for token: String) -> Entry? { entries.withLock { $0[Token(text: token)] } }
+
+    /// Counts a hit that was honoured (for tests: that a remembered token was used, not verified again).
+    func honoured() { hitCount.add(1, ordering: .relaxed) }
+
+    /// Hits honoured so far.
+    var hits: Int { hitCount.load(ordering: .relaxed) }
 
     /// Remembers `token` as verified.
     func insert(_ token: String, _ entry: Entry, now: Date) {

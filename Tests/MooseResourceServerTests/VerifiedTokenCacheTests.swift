@@ -52,8 +52,10 @@ import Testing
         let server = server()
         let token = try harness.token()
         #expect(try await verify(server, token) == nil)
+        #expect(server.verifiedTokens?.hits == 0)
         #expect(try await verify(server, token) == nil)
         #expect(server.verifiedTokens?.count == 1)
+        #expect(server.verifiedTokens?.hits == 1) // the second request used the remembered verification
         let narrower = try await refusal {
             try await server.verify(
                 authorizationHeader: "Bearer " + token, dpopHeader: nil, method: "GET", url: Harness.url,
@@ -76,6 +78,40 @@ import Testing
         #expect(try await verify(server, token)?.code == ResourceServerRefusal.invalidToken)
         issuer.publish([harness.issuerPublic, other])
         #expect(try await verify(server, token) == nil)
+    }
+
+    /// The key set now lists another key under the token's `kid` first: the uncached path would select that
+    /// key and refuse; a hit must not be honoured merely because the verifying key is still in the list.
+    @Test func aKidNowSelectingAnotherKeyEndsTheTokensItVerified() async throws {
+        let server = server()
+        let token = try harness.token()
+        #expect(try await verify(server, token) == nil)
+        let impostor = try JWTKey(publicKey: PrivateKey.generate(.ec(.p256)).publicKey(), keyID: "issuer-1")
+        issuer.publish([impostor, harness.issuerPublic])
+        let uncached = self.server(limit: 0)
+        let verdict = try await verify(uncached, token)?.code
+        #expect(verdict == ResourceServerRefusal.invalidToken)
+        #expect(try await verify(server, token)?.code == verdict)
+        #expect(server.verifiedTokens?.hits == 0)
+    }
+
+    /// A token whose request was refused after its signature passed (a bound token as Bearer, a scope it
+    /// lacks) is not remembered: the cache holds only tokens of requests that passed every check.
+    @Test func aTokenOfARefusedRequestIsNotRemembered() async throws {
+        let server = server()
+        let bound = try harness.token(bound: true)
+        #expect(try await verify(server, bound)?.code == ResourceServerRefusal.invalidToken)
+        #expect(server.verifiedTokens?.count == 0)
+        let token = try harness.token()
+        let narrower = try await refusal {
+            try await server.verify(
+                authorizationHeader: "Bearer " + token, dpopHeader: nil, method: "GET", url: Harness.url,
+                requiredScopes: ["admin"])
+        }
+        #expect(narrower?.code == ResourceServerRefusal.insufficientScope)
+        #expect(server.verifiedTokens?.count == 0)
+        #expect(try await verify(server, token) == nil)
+        #expect(server.verifiedTokens?.count == 1)
     }
 
     @Test func materialReplacedUnderTheSameKidEndsTheTokensItVerified() async throws {
