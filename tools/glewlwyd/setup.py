@@ -6,6 +6,10 @@
     setup.py configure STATE PORT  configure scopes, user, clients and the OIDC plugin instances via the admin REST API
     setup.py pkjwt-key [--new]     write Fixtures/glewlwyd/pkjwt-es256.jwks.json (public JWKS of moose-pkjwt) from
                                    Fixtures/glewlwyd/pkjwt-es256.pem; --new first makes a new P-256 key (openssl)
+    setup.py rotate STATE PORT [--restart] [--renew KID]... [--add KID:ALG]... [--withdraw KID]... [--sign KID]
+                                   change the signing keys (STATE/keys/manifest.json) and apply them: to the running
+                                   instance through the admin REST API, or with --restart by stopping it, writing
+                                   the new keys into its database and starting it again; prints the public JWKS
 
 Everything is upserted, so `configure` can run against a fresh or an already configured database.
 Environment: MOOSE_GLEWLWYD_ACCESS_TOKEN_SECONDS (default 60), MOOSE_GLEWLWYD_DPOP_NONCE_COUNTER (default 10),
@@ -126,27 +130,70 @@ def okp_jwk(pem):
     return {"kty": "OKP", "crv": "Ed25519", "x": b64u(pub), "d": b64u(priv)}
 
 
+KEY_SPECS = {
+    "RS256": (["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"], rsa_jwk),
+    "ES256": (["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"], ec_jwk),
+    "EdDSA": (["-algorithm", "ED25519"], okp_jwk),
+}
+DEFAULT_MANIFEST = {"signing": KIDS["RS256"], "keys": [
+    {"kid": KIDS["RS256"], "alg": "RS256", "file": "rs256.pem"},
+    {"kid": KIDS["ES256"], "alg": "ES256", "file": "es256.pem"},
+    {"kid": KIDS["EdDSA"], "alg": "EdDSA", "file": "eddsa.pem"},
+]}
+# kids a client's sign_kid names (configure): never withdrawn, or that client could not get tokens
+CLIENT_SIGN_KIDS = {KIDS["ES256"], KIDS["EdDSA"]}
+
+
+def manifest_path(state):
+    return os.path.join(state, "keys", "manifest.json")
+
+
+def load_manifest(state):
+    """STATE/keys/manifest.json: the signing kid (the plugins' default-kid) and every key, {kid, alg, file}
+    (a PEM under STATE/keys); absent, the three keys `keys` makes, signing with moose-rs256."""
+    try:
+        with open(manifest_path(state)) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return json.loads(json.dumps(DEFAULT_MANIFEST))
+
+
+def new_pem(path, alg):
+    if os.path.exists(path):
+        os.remove(path)
+    subprocess.run(["openssl", "genpkey", *KEY_SPECS[alg][0], "-out", path], check=True, capture_output=True)
+    os.chmod(path, 0o600)
+
+
+def write_jwks(state, manifest):
+    """STATE/jwks-private.json from the manifest's PEMs (the manifest saved beside them), the signing key first:
+    Glewlwyd 2.7.5 signs for a client without `sign_kid` with the first key of `jwks-private` (its `default-kid`
+    only picks the key of encrypted request objects)."""
+    kdir = os.path.join(state, "keys")
+    keys = []
+    for entry in sorted(manifest["keys"], key=lambda entry: entry["kid"] != manifest["signing"]):
+        jwk = KEY_SPECS[entry["alg"]][1](os.path.join(kdir, entry["file"]))
+        jwk.update({"kid": entry["kid"], "alg": entry["alg"], "use": "sig"})
+        keys.append(jwk)
+    path = os.path.join(state, "jwks-private.json")
+    with open(path + ".new", "w") as f:
+        json.dump({"keys": keys}, f)
+    os.chmod(path + ".new", 0o600)
+    os.replace(path + ".new", path)
+    with open(manifest_path(state), "w") as f:
+        json.dump(manifest, f, indent=2)
+    return {"keys": keys}
+
+
 def make_keys(state):
     kdir = os.path.join(state, "keys")
     os.makedirs(kdir, exist_ok=True)
-    specs = {
-        "rs256.pem": ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
-        "es256.pem": ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
-        "eddsa.pem": ["-algorithm", "ED25519"],
-    }
-    for name, args in specs.items():
-        path = os.path.join(kdir, name)
+    manifest = load_manifest(state)
+    for entry in manifest["keys"]:
+        path = os.path.join(kdir, entry["file"])
         if not os.path.exists(path):
-            subprocess.run(["openssl", "genpkey", *args, "-out", path], check=True, capture_output=True)
-            os.chmod(path, 0o600)
-    keys = []
-    for alg, name, fn in (("RS256", "rs256.pem", rsa_jwk), ("ES256", "es256.pem", ec_jwk), ("EdDSA", "eddsa.pem", okp_jwk)):
-        jwk = fn(os.path.join(kdir, name))
-        jwk.update({"kid": KIDS[alg], "alg": alg, "use": "sig"})
-        keys.append(jwk)
-    with open(os.path.join(state, "jwks-private.json"), "w") as f:
-        json.dump({"keys": keys}, f)
-    os.chmod(os.path.join(state, "jwks-private.json"), 0o600)
+            new_pem(path, entry["alg"])
+    write_jwks(state, manifest)
 
 
 def pkjwt_public_jwks():
@@ -215,13 +262,13 @@ class Admin:
         return "created"
 
 
-def oidc_parameters(issuer, jwks, *, par_required):
+def oidc_parameters(issuer, jwks, *, par_required, default_kid=KIDS["RS256"]):
     at_seconds = int(os.environ.get("MOOSE_GLEWLWYD_ACCESS_TOKEN_SECONDS", "60"))
     nonce_counter = int(os.environ.get("MOOSE_GLEWLWYD_DPOP_NONCE_COUNTER", "10"))
     return {
         "iss": issuer,
         "jwks-private": json.dumps(jwks),
-        "default-kid": KIDS["RS256"],
+        "default-kid": default_kid,
         "client-sign_kid-parameter": "sign_kid",
         # client properties holding a client's public keys (private_key_jwt client assertions, request objects);
         # setting any of them adds private_key_jwt to the discovery's token_endpoint_auth_methods_supported
@@ -302,6 +349,25 @@ def oidc_parameters(issuer, jwks, *, par_required):
     }
 
 
+PLUGINS = (("oidc", False), ("oidc-par", True))
+
+
+def plugin_body(base, name, par_required, jwks, default_kid):
+    return {"module": "oidc", "name": name,
+            "display_name": "Moose OIDC" + (" (PAR required)" if par_required else ""),
+            "parameters": oidc_parameters(f"{base}/api/{name}", jwks, par_required=par_required,
+                                          default_kid=default_kid),
+            "order_rank": 0, "readonly": False}
+
+
+def configure_plugins(admin, base, jwks, default_kid):
+    for name, par_required in PLUGINS:
+        done = admin.upsert("mod/plugin", name, plugin_body(base, name, par_required, jwks, default_kid))
+        if done == "updated":
+            # PUT only stores the parameters; the running instance keeps its old ones until reset
+            admin.call("PUT", f"/api/mod/plugin/{name}/reset")
+
+
 def configure(state, port):
     base = f"http://127.0.0.1:{port}"
     jwks = json.load(open(os.path.join(state, "jwks-private.json")))
@@ -361,17 +427,83 @@ def configure(state, port):
     for c in clients:
         admin.upsert("client", c["client_id"], c)
 
-    for name, par_required in (("oidc", False), ("oidc-par", True)):
-        issuer = f"{base}/api/{name}"
-        done = admin.upsert("mod/plugin", name, {
-            "module": "oidc", "name": name,
-            "display_name": "Moose OIDC" + (" (PAR required)" if par_required else ""),
-            "parameters": oidc_parameters(issuer, jwks, par_required=par_required),
-            "order_rank": 0, "readonly": False})
-        if done == "updated":
-            # PUT only stores the parameters; the running instance keeps its old ones until reset
-            admin.call("PUT", f"/api/mod/plugin/{name}/reset")
+    configure_plugins(admin, base, jwks, load_manifest(state)["signing"])
     log("glewlwyd configured")
+
+
+# --------------------------------------------------------------------------- rotation
+
+def rotate_manifest(state, renew, add, withdraw, sign):
+    """Applies the steps to STATE's keys: new material under kept kids, new kids, kids withdrawn, the signing kid."""
+    kdir = os.path.join(state, "keys")
+    manifest = load_manifest(state)
+    by_kid = {entry["kid"]: entry for entry in manifest["keys"]}
+    for kid in renew:
+        if kid not in by_kid:
+            raise SystemExit(f"rotate: --renew {kid}: no such kid ({', '.join(by_kid)})")
+        new_pem(os.path.join(kdir, by_kid[kid]["file"]), by_kid[kid]["alg"])
+    for spec in add:
+        kid, _, alg = spec.partition(":")
+        if alg not in KEY_SPECS or not re.fullmatch(r"[A-Za-z0-9._-]+", kid) or kid in by_kid:
+            raise SystemExit(f"rotate: --add {spec}: want a new KID:ALG, ALG one of {', '.join(KEY_SPECS)}")
+        entry = {"kid": kid, "alg": alg, "file": f"{kid}.pem"}
+        new_pem(os.path.join(kdir, entry["file"]), alg)
+        manifest["keys"].append(entry)
+        by_kid[kid] = entry
+    if sign is not None:
+        if sign not in by_kid:
+            raise SystemExit(f"rotate: --sign {sign}: no such kid")
+        manifest["signing"] = sign
+    for kid in withdraw:
+        if kid not in by_kid or kid == manifest["signing"] or kid in CLIENT_SIGN_KIDS:
+            raise SystemExit(f"rotate: --withdraw {kid}: not a kid, or the signing kid, or a client's sign_kid")
+        manifest["keys"] = [entry for entry in manifest["keys"] if entry["kid"] != kid]
+        os.remove(os.path.join(kdir, by_kid.pop(kid)["file"]))
+    return write_jwks(state, manifest), manifest["signing"]
+
+
+def store_plugins(state, port, jwks, default_kid):
+    """Writes the plugins' parameters into the database of a stopped instance: it starts with these keys."""
+    import sqlite3
+    base = f"http://127.0.0.1:{port}"
+    db = sqlite3.connect(os.path.join(state, "glewlwyd.db"))
+    with db:
+        for name, par_required in PLUGINS:
+            parameters = json.dumps(plugin_body(base, name, par_required, jwks, default_kid)["parameters"])
+            db.execute("UPDATE g_plugin_module_instance SET gpmi_parameters = ? WHERE gpmi_name = ?",
+                       (parameters, name))
+    db.close()
+
+
+def rotate(argv):
+    import argparse
+    parser = argparse.ArgumentParser(prog="setup.py rotate")
+    parser.add_argument("state")
+    parser.add_argument("port", type=int)
+    parser.add_argument("--restart", action="store_true",
+                        help="stop the instance, write the keys into its database, start it (tools/glewlwyd/start)")
+    parser.add_argument("--renew", action="append", default=[], metavar="KID", help="new key material, same kid")
+    parser.add_argument("--add", action="append", default=[], metavar="KID:ALG", help="a new kid (RS256 ES256 EdDSA)")
+    parser.add_argument("--withdraw", action="append", default=[], metavar="KID", help="a kid no longer published")
+    parser.add_argument("--sign", metavar="KID", help="the kid tokens are signed with (default-kid)")
+    args = parser.parse_args(argv)
+    state = os.path.abspath(args.state)
+    env = dict(os.environ, MOOSE_GLEWLWYD_STATE=state, MOOSE_GLEWLWYD_PORT=str(args.port))
+    here = os.path.dirname(os.path.abspath(__file__))
+    if args.restart:
+        subprocess.run([os.path.join(here, "stop"), "--keep"], env=env, check=True)
+    jwks, signing = rotate_manifest(state, args.renew, args.add, args.withdraw, args.sign)
+    if args.restart:
+        store_plugins(state, args.port, jwks, signing)
+        subprocess.run([os.path.join(here, "start")], env=env, check=True, stdout=subprocess.DEVNULL)
+    else:
+        admin = Admin(f"http://127.0.0.1:{args.port}")
+        admin.login()
+        configure_plugins(admin, f"http://127.0.0.1:{args.port}", jwks, signing)
+    public = [{k: v for k, v in key.items() if k in ("kid", "alg", "use", "kty", "crv", "n", "e", "x", "y")}
+              for key in jwks["keys"]]
+    print(json.dumps({"signing": signing, "keys": public}))
+    log(f"rotated: signing {signing}, kids {', '.join(key['kid'] for key in public)}")
 
 
 def main(argv):
@@ -382,6 +514,8 @@ def main(argv):
         make_keys(argv[2])
     elif cmd == "configure":
         configure(argv[2], int(argv[3]))
+    elif cmd == "rotate":
+        rotate(argv[2:])
     elif cmd == "pkjwt-key":
         pkjwt_key(new="--new" in argv[2:])
     else:
