@@ -18,7 +18,8 @@ import Synchronization
 /// for byte. Only tokens of requests that passed every check are kept, so forged ones cannot fill it; it
 /// holds at most `limit` entries, expired ones are dropped first, and a full cache sheds a quarter of its
 /// entries (arbitrary ones: a holder of many valid tokens can push others' out, which costs only speed).
-/// A key set fetched again is new keys, so its first use verifies every token once more.
+/// A key set that changed is new keys, so its first use verifies every token once more (`JWKSCache` keeps
+/// its keys when a refetch answers the same document).
 final class VerifiedTokens: Sendable {
     /// What a verified token left: its claims, the `kid` it named and the key that verified it.
     struct Entry: Sendable {

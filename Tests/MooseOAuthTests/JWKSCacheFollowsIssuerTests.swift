@@ -155,6 +155,24 @@ import Testing
         #expect(endpoint.attempts == 2)
     }
 
+    /// A refetch that answers the same document keeps the keys as they were (the resource server's remembered
+    /// tokens are tied to them); a changed document gives new ones.
+    @Test func aRefetchOfAnUnchangedSetKeepsItsKeys() async throws {
+        let (k1, k2) = (try Self.key(), try Self.key())
+        try endpoint.publish([("k1", k1)])
+        let cache = self.cache()
+        let first = try await cache.keys(for: "k1").map(\.identity)
+        clock.advance(by: 601)
+        let again = try await cache.keys(for: "k1").map(\.identity)
+        #expect(endpoint.attempts == 2)
+        #expect(!first.isEmpty && again == first)
+        try endpoint.publish([("k1", k1), ("k2", k2)])
+        clock.advance(by: 601)
+        let changed = try await cache.keys(for: "k1").map(\.identity)
+        #expect(endpoint.attempts == 3)
+        #expect(!changed.isEmpty && Set(changed).isDisjoint(with: first))
+    }
+
     /// With the endpoint failing, 100 tokens naming unknown `kid`s make one attempt per cooldown, and the
     /// last good set keeps serving (up to its stale limit, then the failure is thrown).
     @Test func aFailingEndpointGetsOneAttemptPerCooldownAndTheLastGoodSetServes() async throws {

@@ -131,6 +131,10 @@ public actor JWKSCache {
     private let now: @Sendable () -> Date
 
     private var keys: [JWTKey] = []
+    /// The document `keys` were read from: a fetch answering the same bytes keeps `keys` as they are, so a
+    /// resource server's remembered tokens (tied to the key values that verified them) outlive a refetch of
+    /// an unchanged set.
+    private var document: [UInt8] = []
     /// When the current good set was fetched; `nil`: none.
     private var fetchedAt: Date? = nil
     private var maximumAge: TimeInterval
@@ -261,6 +265,7 @@ public actor JWKSCache {
             let parsed = try? Self.parse(record.document)
         else { return }
         keys = parsed
+        document = record.document
         fetchedAt = record.fetchedAt
         maximumAge = effectiveMaximumAge(record.maximumAge)
     }
@@ -312,7 +317,10 @@ public actor JWKSCache {
         lastAttempt = finished
         switch outcome {
         case .success(let fetched):
-            keys = fetched.keys
+            if fetched.document != document {
+                keys = fetched.keys
+                document = fetched.document
+            }
             fetchedAt = finished
             maximumAge = effectiveMaximumAge(fetched.maximumAge)
             lastFailure = nil
