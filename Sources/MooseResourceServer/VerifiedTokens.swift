@@ -21,7 +21,7 @@ import Synchronization
 /// A key set that changed is new keys, so its first use verifies every token once more (`JWKSCache` keeps
 /// its keys when a refetch answers the same document).
 final class VerifiedTokens: Sendable {
-    /// What a verified token left: its claims, the `kid` it named and the key that verified it.
+    /// What a verified token left: its claims, its header and the key that verified it.
     struct Entry: Sendable {
         let claims: JWTClaims
         /// The token's header: the key is selected for it again on each use.
