@@ -40,11 +40,13 @@ import Testing
         return ResourceServer(configuration: configuration, keys: issuer)
     }
 
-    func verify(_ server: ResourceServer, _ token: String) async throws -> ResourceServerRefusal? {
+    func verify(_ server: ResourceServer, _ token: String, scopes: [String] = ["api.read"]) async throws
+        -> ResourceServerRefusal?
+    {
         try await refusal {
             try await server.verify(
                 authorizationHeader: "Bearer " + token, dpopHeader: nil, method: "GET", url: Harness.url,
-                requiredScopes: ["api.read"])
+                requiredScopes: scopes)
         }
     }
 
@@ -56,11 +58,7 @@ import Testing
         #expect(try await verify(server, token) == nil)
         #expect(server.verifiedTokens?.count == 1)
         #expect(server.verifiedTokens?.hits == 1) // the second request used the remembered verification
-        let narrower = try await refusal {
-            try await server.verify(
-                authorizationHeader: "Bearer " + token, dpopHeader: nil, method: "GET", url: Harness.url,
-                requiredScopes: ["admin"])
-        }
+        let narrower = try await verify(server, token, scopes: ["admin"])
         #expect(narrower?.code == ResourceServerRefusal.insufficientScope)
         issuer.advance(by: 300 + 31) // exp + the 30 s leeway, and a second
         let expired = try await verify(server, token)
@@ -103,11 +101,7 @@ import Testing
         #expect(try await verify(server, bound)?.code == ResourceServerRefusal.invalidToken)
         #expect(server.verifiedTokens?.count == 0)
         let token = try harness.token()
-        let narrower = try await refusal {
-            try await server.verify(
-                authorizationHeader: "Bearer " + token, dpopHeader: nil, method: "GET", url: Harness.url,
-                requiredScopes: ["admin"])
-        }
+        let narrower = try await verify(server, token, scopes: ["admin"])
         #expect(narrower?.code == ResourceServerRefusal.insufficientScope)
         #expect(server.verifiedTokens?.count == 0)
         #expect(try await verify(server, token) == nil)
