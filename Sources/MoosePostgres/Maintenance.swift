@@ -9,6 +9,49 @@ import MooseCrypto
 import Logging
 import PostgresNIO
 
+/// `moose store init|check|rotate-key` on a PostgreSQL store: `prepare()`, `check()`, `rotateDataKey()` and
+/// `rotateMasterKey(to:)`, each saying what it did. Each throws `PostgresStorageError`; call them while
+/// `run()` runs, as every other operation (`checkStore()` reads through the pool).
+extension PostgresSessionStorage: SessionStoreMaintenance {
+    /// Creates or migrates the schema and checks the master key (`prepare()`).
+    ///
+    /// - Returns: `store URL is ready (schema S, version V); key OK`, the URL redacted.
+    public func prepareStore() async throws(PostgresStorageError) -> String {
+        try await prepare()
+        return
+            "store \(configuration.redactedURL) is ready (schema \(configuration.schema), version \(Self.schemaVersion)); key OK"
+    }
+
+    /// Opens every stored session (`check()`).
+    ///
+    /// - Returns: `BAD  moose.session/KEY: CODE` for each session that does not open, then the database
+    ///   (its redacted URL, schema and version) and the counts, tombstones of deleted sessions included.
+    public func checkStore() async throws(PostgresStorageError) -> SessionStoreCheck {
+        let report = try await check()
+        var lines = report.bad.map { key, error in "BAD  \(Self.namespace)/\(key): \(error.code)" }
+        lines.append(
+            "database: \(configuration.redactedURL), schema \(configuration.schema) version \(report.schemaVersion)")
+        lines.append("\(report.good) sessions open, \(report.bad.count) do not (\(report.tombstones) deleted)")
+        return SessionStoreCheck(lines: lines, isHealthy: report.isHealthy)
+    }
+
+    /// Seals every session again under a new data key (`rotateDataKey()`).
+    ///
+    /// - Returns: `data key rotated; N sessions sealed again`.
+    public func rotateStoreDataKey() async throws(PostgresStorageError) -> String {
+        "data key rotated; \(try await rotateDataKey()) sessions sealed again"
+    }
+
+    /// Rewraps the data keys under `newKey` (`rotateMasterKey(to:)`): every replica needs it from now on.
+    ///
+    /// - Parameter newKey: the master key the store uses from now on.
+    /// - Returns: `master key rotated; every machine that uses this store needs the new key`.
+    public func rotateStoreMasterKey(to newKey: MasterKeySource) async throws(PostgresStorageError) -> String {
+        try await rotateMasterKey(to: newKey)
+        return "master key rotated; every machine that uses this store needs the new key"
+    }
+}
+
 extension PostgresSessionStorage {
     /// What `check()` found.
     public struct CheckReport: Sendable {

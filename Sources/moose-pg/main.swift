@@ -3,7 +3,7 @@
 import MooseCLI
 
 #if MoosePostgres
-MooseCLIProgram.run(postgres: .backend { try PostgresBackend($0) })
+MooseCLIProgram.run(postgres: .backend { try PostgresBackend.open($0) })
 #else
 // Built without the MoosePostgres trait: a file store works as in `moose`; a postgres:// store says
 // how to build this binary (and never execs itself).

@@ -28,7 +28,7 @@ struct FirstStoreTests {
         }
     }
 
-    @Test func aStoreThatHoldsASessionByNowIsKept() throws {
+    @Test func aStoreThatHoldsASessionByNowIsKept() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-first-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -37,7 +37,7 @@ struct FirstStoreTests {
         let sessions = try CLISessions(options: options, create: true)
         // Another first login, finished meanwhile in another process, stored its session here.
         let other = try CLISessions(options: options, create: false)
-        try other.replace(
+        _ = try await other.storage.replace(
             OAuthSession(issuer: "https://id.example", clientID: "app", tokens: TokenSet(accessToken: "a")),
             key: "other")
         made.undo(after: sessions)

@@ -1,5 +1,7 @@
+import Dispatch
 import MooseOAuth
 import MooseSQLiteStorage
+import MooseSealing
 import MooseSecretStore
 import Synchronization
 #if canImport(FoundationEssentials)
@@ -44,7 +46,7 @@ enum RegisteredBackends {
 
     /// Opens the PostgreSQL store `options` name with the registered backend, or hands the whole
     /// command line to `moose-pg` (this call then does not return).
-    static func openPostgres(_ options: StoreOptions) throws -> any CLISessionBackend {
+    static func openPostgres(_ options: StoreOptions) throws -> CLIOpenedStore {
         switch postgres.withLock({ $0 }) {
         case .handoff:
             try PostgresHandoff.exec()
@@ -54,40 +56,60 @@ enum RegisteredBackends {
     }
 }
 
-/// The sessions a command works on: the encrypted SQLite file (read synchronously: the fast path
-/// of `moose token` never starts the concurrency runtime), or a store that the program's registered
-/// backend opens (`--store postgres://…` in `moose-pg`: a database shared with other machines,
-/// whose connection pool runs in the background for the life of the command).
+/// The sessions a command works on, through the library's contract (`storage`, waited for with `run`):
+/// the encrypted SQLite file, or a store that the program's registered backend opens (`--store
+/// postgres://…` in `moose-pg`: a database shared with other machines, whose connection pool runs in
+/// the background for the life of the command). A file store is also read synchronously (`load`): the
+/// fast path of `moose token` never starts the concurrency runtime.
 final class CLISessions {
-    enum Backend {
-        case file(EncryptedSessionStorage)
-        case registered(any CLISessionBackend)
-    }
-
-    let backend: Backend
+    /// The sessions, and the store's upkeep (`moose store init|check|rotate-key`).
+    let storage: any SessionStorage & SessionStoreMaintenance
+    /// The file store's storage, when sessions live in a file.
+    let file: EncryptedSessionStorage?
     /// Where the store is (and how its key is had), as the command was given it.
     let options: StoreOptions
+    /// The registered backend's background work (a connection pool) until `close`.
+    private var running: Task<Void, Never>?
 
     /// Opens the store `options` name (`create`: a missing file store is created; a PostgreSQL
     /// schema is created and migrated on first use either way). `profile`, when the command names one,
     /// goes into the first-contact hint (`moose login --profile NAME …`).
-    init(options: StoreOptions, create: Bool, profile: String? = nil) throws {
-        self.options = options
+    convenience init(options: StoreOptions, create: Bool, profile: String? = nil) throws {
         if try options.isPostgres {
-            backend = .registered(try RegisteredBackends.openPostgres(options))
-        } else {
-            // First contact: no store yet means nobody logged in — say what to do, not how stores work.
-            let path = try options.resolvedStorePath
-            if !create, !FileManager.default.fileExists(atPath: path) {
-                throw CLIError.failed(
-                    "not logged in (no store at \(path) yet); run \(Self.firstLogin(profile ?? "default", store: options))"
-                )
-            }
-            backend = .file(EncryptedSessionStorage(store: try options.open(create: create)))
+            self.init(options, opened: try RegisteredBackends.openPostgres(options))
+            return
         }
+        // First contact: no store yet means nobody logged in — say what to do, not how stores work.
+        let path = try options.resolvedStorePath
+        if !create, !FileManager.default.fileExists(atPath: path) {
+            throw CLIError.failed(
+                "not logged in (no store at \(path) yet); run \(Self.firstLogin(profile ?? "default", store: options))")
+        }
+        self.init(options, file: try options.open(create: create))
+    }
+
+    private init(_ options: StoreOptions, file store: SecretStore) {
+        self.options = options
+        let file = EncryptedSessionStorage(store: store)
+        self.file = file
+        storage = file
+    }
+
+    private init(_ options: StoreOptions, opened: CLIOpenedStore) {
+        self.options = options
+        file = nil
+        storage = opened.storage
+        running = opened.running.map { run in Task.detached { await run() } }
     }
 
     deinit { close() }
+
+    /// The store `moose store` keeps up: a file store opened with the store commands' own messages
+    /// (`StoreOptions.open`: a missing one is `moose store init`'s to make), or the registered backend's.
+    static func maintained(_ options: StoreOptions, create: Bool = false) throws -> CLISessions {
+        if try options.isPostgres { return try CLISessions(options: options, create: create) }
+        return CLISessions(options, file: try options.open(create: create))
+    }
 
     /// The store `options` name, or `nil` when there is none yet (a file store not created). A store
     /// that is there but cannot be opened (no key, wrong key, damaged, permission denied, a folder in
@@ -108,62 +130,52 @@ final class CLISessions {
         return loginHint(profile) + " --issuer URL --client-id ID"
     }
 
-    /// The storage for a `RefreshCoordinator`.
-    var storage: any SessionStorage {
-        switch backend {
-        case .file(let sessions): sessions
-        case .registered(let other): other.storage
-        }
-    }
-
     /// The file store, when sessions live in one (the JWKS cache is kept there).
-    var fileStore: SecretStore? {
-        if case .file(let sessions) = backend { return sessions.store }
-        return nil
+    var fileStore: SecretStore? { file?.store }
+
+    /// `body` on the storage, waited for (`CLIBlocking.run`).
+    func run<T: Sendable>(
+        _ body: @escaping @Sendable (any SessionStorage & SessionStoreMaintenance) async throws -> T
+    ) throws -> T {
+        let storage = self.storage
+        return try CLIBlocking.run { try await body(storage) }
     }
 
+    /// The session under `key`: read in this thread from a file store (`moose token`), else through `run`.
     func load(_ key: String) throws -> StoredSession? {
-        switch backend {
-        case .file(let sessions): try sessions.loadNow(key)
-        case .registered(let other): try other.load(key)
-        }
+        if let file { return try file.loadNow(key) }
+        return try run { try await $0.load(key) }
     }
 
-    func replace(_ session: OAuthSession, key: String) throws {
-        switch backend {
-        case .file(let sessions): try sessions.replaceNow(session, key: key)
-        case .registered(let other): try other.replace(session, key: key)
-        }
-    }
-
-    /// A compare-and-set write (see `SessionStorage.save`).
-    @discardableResult
-    func save(_ session: OAuthSession, key: String, expectedGeneration: Int64?) throws -> Int64 {
-        switch backend {
-        case .file(let sessions):
-            try sessions.saveNow(session, key: key, expectedGeneration: expectedGeneration, lease: nil)
-        case .registered(let other): try other.save(session, key: key, expectedGeneration: expectedGeneration)
-        }
-    }
-
-    @discardableResult
-    func delete(_ key: String) throws -> Bool {
-        switch backend {
-        case .file(let sessions): try sessions.deleteNow(key)
-        case .registered(let other): try other.delete(key)
-        }
-    }
-
+    /// Every stored session's key: read in this thread from a file store (a TAB press, `moose profile
+    /// list`), else through `run`.
     func keys() throws -> [String] {
-        switch backend {
-        case .file(let sessions): try sessions.keysNow()
-        case .registered(let other): try other.keys()
-        }
+        if let file { return try file.keysNow() }
+        return try run { try await $0.keys() }
     }
 
-    /// Ends a registered backend's connections (a file store needs nothing).
+    /// `body` on the store's upkeep, its errors as `moose store` says them: the file store's in its
+    /// words with its code, another store's as it describes itself.
+    func maintain<T: Sendable>(_ body: @escaping @Sendable (any SessionStoreMaintenance) async throws -> T) throws
+        -> T
+    {
+        do { return try run { try await body($0) } } catch let error as SecretStoreError {
+            throw StoreOptions.cliError(error)
+        } catch let error as CLIError { throw error } catch { throw CLIError.failed(String(describing: error)) }
+    }
+
+    /// Ends a registered backend's background work and waits (up to 2 s) for its pool to close its
+    /// connections (a file store needs nothing).
     func close() {
-        if case .registered(let other) = backend { other.close() }
+        guard let running else { return }
+        self.running = nil
+        running.cancel()
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await running.value
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 2)
     }
 }
 

@@ -76,7 +76,9 @@ struct ResourceLogin {
                 settings.endpoints = old.endpoints
             }
             session.attributes = settings.stored(in: session.attributes)
-            try context.sessions.save(session, key: profile, expectedGeneration: stored.generation)
+            _ = try context.sessions.run { [session] in
+                try await $0.save(session, key: profile, expectedGeneration: stored.generation, lease: nil)
+            }
             let registered = session.registration.map { _ in "; client registered at the provider" } ?? ""
             Terminal.out(
                 "Logged in to \(summary.issuer) for \(summary.resource ?? canonical) (profile \(profile)); access token "

@@ -137,16 +137,15 @@ struct StoreCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            if try options.isPostgres {
-                let backend = try RegisteredBackends.openPostgres(options)
-                defer { backend.close() }
-                Terminal.out(try backend.prepareStore())
-                return
-            }
             let path = try options.resolvedStorePath
             let existed = FileManager.default.fileExists(atPath: path)
-            _ = try options.open(create: true)
-            Terminal.out(existed ? "store \(path) already exists; key OK" : "created store \(path)")
+            let sessions = try CLISessions.maintained(options, create: true)
+            defer { sessions.close() }
+            let ready = try sessions.maintain { try await $0.prepareStore() }
+            // A file store is said as this command found it: made now, or there already with its key.
+            Terminal.out(
+                sessions.file == nil
+                    ? ready : existed ? "store \(path) already exists; key OK" : "created store \(path)")
         }
     }
 
@@ -212,13 +211,13 @@ struct StoreCommand: ParsableCommand {
                 let items: [JSONValue] = entries.map {
                     .object([
                         "namespace": .string($0.namespace), "name": .string($0.name),
-                        "updated": .string(ISO8601Text.string($0.updatedAt))
+                        "updated": .string(ISO8601.string(from: $0.updatedAt))
                     ])
                 }
                 Terminal.out(JSONValue.array(items).serialized())
             } else {
                 for entry in entries {
-                    Terminal.out("\(entry.namespace)/\(entry.name)\t\(ISO8601Text.string(entry.updatedAt))")
+                    Terminal.out("\(entry.namespace)/\(entry.name)\t\(ISO8601.string(from: entry.updatedAt))")
                 }
             }
         }
@@ -287,47 +286,15 @@ struct StoreCommand: ParsableCommand {
         }
 
         func run() throws {
-            if try options.isPostgres { return try rotatePostgres() }
-            let store = try options.open()
-            do {
-                let newKey = try newKeySource()
-                guard master || newKey != nil else {
-                    try store.rotateDataKey()
-                    Terminal.out("data key rotated; every value re-encrypted")
-                    return
-                }
-                if let newKey {
-                    try store.rotateMasterKey(to: newKey)
-                } else {
-                    guard case .keyFile(let path) = try options.keySource() else {
-                        throw CLIError.usage(
-                            "--master without a key file needs --to-key-env, --to-passphrase-file or --to-secret-service"
-                        )
-                    }
-                    let fresh = path + ".new"
-                    unlink(fresh)
-                    try store.rotateMasterKey(to: .keyFile(fresh))
-                    guard rename(fresh, path) == 0 else {
-                        throw CLIError.failed(
-                            "the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
-                    }
-                }
-                Terminal.out("master key rotated")
-            } catch let error as SecretStoreError {
-                throw StoreOptions.cliError(error)
-            }
-        }
-
-        func rotatePostgres() throws {
-            let backend = try RegisteredBackends.openPostgres(options)
-            defer { backend.close() }
+            let sessions = try CLISessions.maintained(options)
+            defer { sessions.close() }
             let named = try newKeySource()
             guard master || named != nil else {
-                Terminal.out(try backend.rotateDataKey())
+                Terminal.out(try sessions.maintain { try await $0.rotateStoreDataKey() })
                 return
             }
             let newKey: MasterKeySource
-            var keyFileMove: (String, String)? = nil
+            var keyFile: String? = nil
             if let named {
                 newKey = named
             } else {
@@ -335,13 +302,14 @@ struct StoreCommand: ParsableCommand {
                     throw CLIError.usage(
                         "--master without a key file needs --to-key-env, --to-passphrase-file or --to-secret-service")
                 }
+                // A fresh key beside the old one, which stays until the rewrap has committed.
                 unlink(path + ".new")
                 newKey = .keyFile(path + ".new")
-                keyFileMove = (path + ".new", path)
+                keyFile = path
             }
-            let done = try backend.rotateMasterKey(to: newKey)
-            if let (fresh, path) = keyFileMove, rename(fresh, path) != 0 {
-                throw CLIError.failed("the store now uses \(fresh); renaming it to \(path) failed: move it by hand")
+            let done = try sessions.maintain { try await $0.rotateStoreMasterKey(to: newKey) }
+            if let path = keyFile, rename(path + ".new", path) != 0 {
+                throw CLIError.failed("the store now uses \(path).new; renaming it to \(path) failed: move it by hand")
             }
             Terminal.out(done)
         }
@@ -355,27 +323,11 @@ struct StoreCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            if try options.isPostgres { return try checkPostgres() }
-            let store = try options.open()
-            let report: SecretStore.CheckReport
-            do { report = try store.check() } catch { throw StoreOptions.cliError(error) }
-            for (entry, error) in report.bad { Terminal.out("BAD  \(entry.namespace)/\(entry.name): \(error.code)") }
-            Terminal.out("file: \(report.integrity == "ok" ? "ok" : "corrupt (\(report.integrity))")")
-            Terminal.out("\(report.good) values open, \(report.bad.count) do not")
-            if !report.isHealthy { throw Status.failed }
-        }
-
-        func checkPostgres() throws {
-            let backend = try RegisteredBackends.openPostgres(options)
-            defer { backend.close() }
-            let report = try backend.checkStore()
+            let sessions = try CLISessions.maintained(options)
+            defer { sessions.close() }
+            let report = try sessions.maintain { try await $0.checkStore() }
             for line in report.lines { Terminal.out(line) }
             if !report.isHealthy { throw Status.failed }
         }
     }
-}
-
-/// ISO 8601 timestamps for listings.
-enum ISO8601Text {
-    static func string(_ date: Date) -> String { ISO8601.string(from: date) }
 }

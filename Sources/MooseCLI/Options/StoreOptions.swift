@@ -180,13 +180,6 @@ struct StoreOptions: ParsableArguments {
         error.code == SecretStoreError.invalidArgument
             ? .usage(error.message) : .failed("\(error.message) [\(error.code)]")
     }
-
-    /// Any error of a store operation as the CLI reports it.
-    static func cliError(_ error: any Error) -> any Error {
-        if let error = error as? SecretStoreError { return cliError(error) }
-        if let error = error as? OAuthError { return CLIError.failed(error.description) }
-        return error
-    }
 }
 
 extension StoreOptions {
