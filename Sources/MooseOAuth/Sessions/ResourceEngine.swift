@@ -135,15 +135,17 @@ actor ResourceEngine {
         let identity = try await clientIdentity(
             context: context, stored: stored, redirectURI: redirectURI.absoluteString,
             registrationURIs: registrationURIs)
-        var client = OAuthClient(
-            metadata: server, clientID: identity.clientID, authentication: identity.authentication,
-            transport: settings.transport)
-        client.resource = context.resource
-        client.requiresAdvertisedS256 = settings.requireS256
-        client.logger = settings.logger
         // Scopes: the caller's, else the challenge's, else configured, else what the resource lists.
         let scopes =
             requested ?? challenge?.scopes ?? settings.scopes ?? context.protectedResource.scopesSupported ?? []
+        let plan = settings.plan(
+            key: context.key, issuer: server.issuer, clientID: identity.clientID, resource: context.resource,
+            scopes: scopes, registered: identity.registration != nil)
+        var client = try plan.client(
+            metadata: server, transport: settings.transport, registration: identity.registration,
+            authentication: settings.authentication(registration: identity.registration))
+        client.requiresAdvertisedS256 = settings.requireS256
+        client.logger = settings.logger
         let validator = scopes.contains("openid") ? SessionEngine.idTokenValidator(for: client) : nil
         let flow = AuthorizationCodeFlow(
             client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator)
@@ -161,7 +163,8 @@ actor ResourceEngine {
             key: context.key, storage: settings.storage, configuration: settings.configuration
         )
         .completeLogin(
-            issued, client: client, attributes: stored?.session.attributes ?? [:], registration: identity.registration,
+            issued, client: client, attributes: plan.stored(in: stored?.session.attributes ?? [:]),
+            registration: identity.registration,
             coordinator: context.coordinator)
         // Publish the new token at once: callers reading the synchronous snapshot see it.
         _ = try? await context.coordinator.accessToken(minimumValidity: 0)
@@ -284,6 +287,29 @@ extension ResourceEngine {
     }
 }
 
+extension ResourceEngine.Settings {
+    /// The plan of a resource session — its authorization server, client and resource — stored with the
+    /// session (so `TokenManager.open(key:…)` renews it too) and the one source of its client
+    /// (`SessionPlan.client(metadata:transport:registration:authentication:)`), as for every session.
+    /// A pre-registered client whose credentials the app holds is marked so (`authenticationHeldByApp`).
+    func plan(
+        key: String, issuer: String, clientID: String, resource: String, scopes: [String], registered: Bool
+    ) -> SessionPlan {
+        var plan = SessionPlan(name: key, issuer: issuer, clientID: clientID, scopes: scopes)
+        plan.resource = resource
+        if !registered, authentication(registration: nil) != nil { plan.authenticationHeldByApp = true }
+        return plan
+    }
+
+    /// The app's own credentials for a pre-registered client; `nil` for a registered one (its
+    /// registration authenticates it) or a public client.
+    func authentication(registration: RegisteredClient?) -> ClientAuthentication? {
+        guard registration == nil else { return nil }
+        if case .none = identity.authentication { return nil }
+        return identity.authentication
+    }
+}
+
 /// The client of a resource session: the one the stored session says its tokens were issued to (its
 /// registration, else the configured identity), naming the resource, with the ID-token validator
 /// for it (`SessionEngine` runs the refresh step with them).
@@ -297,11 +323,12 @@ struct ResourceRefresher: Sendable {
         guard session.issuer.utf8.elementsEqual(metadata.issuer.utf8) else {
             throw OAuthError(OAuthError.needsLogin, "there is no session of \(resource) at \(metadata.issuer): log in")
         }
-        var client = OAuthClient(
-            metadata: metadata, clientID: session.clientID,
-            authentication: try session.registration?.renewalAuthentication() ?? settings.identity.authentication,
-            transport: settings.transport)
-        client.resource = resource
+        let plan = settings.plan(
+            key: "", issuer: metadata.issuer, clientID: session.clientID, resource: resource,
+            scopes: session.tokens.scopes, registered: session.registration != nil)
+        var client = try plan.client(
+            metadata: metadata, transport: settings.transport, registration: session.registration,
+            authentication: settings.authentication(registration: session.registration))
         client.logger = settings.logger
         let validator = session.tokens.idToken == nil ? nil : SessionEngine.idTokenValidator(for: client)
         return (client, validator)
