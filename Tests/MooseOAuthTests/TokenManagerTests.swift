@@ -97,6 +97,59 @@ struct TokenManagerTests {
         #expect(result.revocationError != nil, "the failed revocation is reported")
         #expect(try await storage.keys().isEmpty, "the local session is wiped all the same")
     }
+
+    /// Issue 40 §1: a logout that keeps the plan keeps it through the `SessionStorage` contract — a row
+    /// with the plan and no tokens — so another process (another machine sharing the storage) opens the
+    /// key and logs in the same way again; that row is never handed out nor renewed by a new grant.
+    @Test func aLogoutKeepingThePlanLeavesItForTheNextLoginAnywhere() async throws {
+        let grants = LockedCounter()
+        let transport = ScriptedTransport { request in
+            let path = (request.url?.path ?? "")
+            if path.hasSuffix("/.well-known/openid-configuration") {
+                return .json(
+                    #"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","revocation_endpoint":"https://id.example.com/revoke","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#
+                )
+            }
+            if path.hasSuffix("/token") {
+                let n = grants.increment()
+                return .json(#"{"access_token":"cc-\#(n)","token_type":"Bearer","expires_in":3600}"#)
+            }
+            if path.hasSuffix("/revoke") { return .json("{}") }
+            throw HTTPRequestError.transportFailure("unexpected request", request)
+        }
+        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("moose-kept-\(UUID().uuidString)")
+        try Data("svc-secret".utf8).write(to: secret)
+        defer { try? FileManager.default.removeItem(at: secret) }
+        var plan = SessionPlan(name: "svc", issuer: "https://id.example.com", clientID: "svc", scopes: ["read"])
+        plan.grant = .clientCredentials
+        plan.clientSecretFile = secret.path
+        let storage = InMemorySessionStorage()
+        let first = try TokenManager(plan: plan, storage: storage, transport: transport)
+        _ = try await first.login(with: .clientCredentials)
+        #expect(try await first.accessToken().value == "cc-1")
+
+        let result = await first.logout(keepingPlan: true)
+        #expect(result.hadSession && result.planKept && result.wipeError == nil)
+        let row = try #require(try await storage.load("svc")).session
+        #expect(row.isLoggedOut && row.tokens.refreshToken == nil && row.tokens.accessToken.isEmpty)
+        #expect(try await first.summary() == nil, "a kept plan is no session")
+        await #expect(throws: OAuthError.self) { _ = try await first.accessToken() }
+
+        // Another process opens the key: the kept plan, and its login logs in as it says.
+        let second = try await TokenManager.open(key: "svc", storage: storage, transport: transport)
+        #expect(second.plan.grant == .clientCredentials && second.plan.clientSecretFile == secret.path)
+        _ = try await second.login(with: .clientCredentials)
+        #expect(try await second.accessToken().value == "cc-2", "the kept plan was never renewed by a new grant")
+
+        // A second logout finds no session and keeps the plan; one not asked to keep it removes the row.
+        _ = await second.logout(keepingPlan: true)
+        let again = await second.logout(keepingPlan: true)
+        #expect(!again.hadSession && again.planKept)
+        #expect(try await storage.load("svc")?.session.isLoggedOut == true)
+        let wiped = await second.logout()
+        #expect(!wiped.hadSession && !wiped.planKept)
+        #expect(try await storage.keys().isEmpty)
+    }
 }
 
 final class LockedCounter: Sendable {

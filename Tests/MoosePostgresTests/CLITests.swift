@@ -115,7 +115,12 @@ extension PostgresTests {
             #expect(logout.output.contains("Its settings are kept: moose login logs in again."), "\(logout.output)")
             #expect(a.moose(["status", "--store", url]).output.contains("no sessions"))
             #expect(a.moose(["token", "--store", url]).status == 1)
-            let again = b.moose(["login", "--timeout", "60"])
+            // Issue 40 §1: the plan is kept in the shared store, so a third machine that never logged in
+            // (no config, no kept settings of its own) logs in the same way with a plain `moose login`.
+            let c = Machine(store: url, key: key)
+            defer { c.cleanUp() }
+            #expect(c.moose(["status"]).output.contains("no sessions"))
+            let again = c.moose(["login", "--timeout", "60"])
             #expect(
                 again.status == 0 && again.output.contains("Logged in to \(IdP.issuer)")
                     && again.output.contains("(profile default)"),

@@ -34,12 +34,12 @@ struct OAuthContext {
         self.sessions = sessions
     }
 
-    /// The stored session of `profile` and its profile settings, if any; a store that cannot be
-    /// read is an error (exit 1), never "no session".
+    /// The stored session of `profile` and its profile settings, if any (a row a logout left with only
+    /// the plan is none); a store that cannot be read is an error (exit 1), never "no session".
     func loadOrFail(_ profile: String) throws -> (session: OAuthSession, profile: Profile)? {
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let stored else { return nil }
+        guard let stored, !stored.session.isLoggedOut else { return nil }
         return (stored.session, Profile.of(stored.session, key: profile))
     }
 

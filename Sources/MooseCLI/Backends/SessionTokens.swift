@@ -44,7 +44,7 @@ enum SessionTokens {
         defer { sessions.close() }
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session else {
+        guard let session = stored?.session, !session.isLoggedOut else {
             throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
         }
         guard session.canRenew else {

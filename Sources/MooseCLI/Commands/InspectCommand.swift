@@ -226,7 +226,7 @@ struct InspectCommand: ParsableCommand {
             do { stored = try sessions.load(resolved.name) } catch {
                 throw OAuthContext.fail(error, profile: resolved.name)
             }
-            guard let stored else {
+            guard let stored, !stored.session.isLoggedOut else {
                 throw CLIError.failed("no session for profile \(resolved.name); run \(loginHint(resolved.name))")
             }
             let instant = now.flatMap(parseTime) ?? Date()

@@ -480,9 +480,16 @@ extension LoginCommand {
 }
 
 extension CLISessions {
-    /// The plan kept for `profile`: in the settings file beside the config (`KeptSettings`), else in
-    /// the file store, where a logout of an earlier version kept it.
+    /// Whether `profile`'s row holds a session (a damaged one too), not only the plan a logout kept.
+    func holdsSession(_ profile: String) -> Bool {
+        do { return try load(profile).map { !$0.session.isLoggedOut } ?? false } catch { return true }
+    }
+
+    /// The plan kept for `profile`: in the store, where `moose logout` keeps it (a row with no tokens,
+    /// which every machine sharing the store reads), else in the settings file beside the config
+    /// (`KeptSettings`), else in the file store's namespace where a logout of an earlier version kept it.
     func keptPlan(_ profile: String) -> Profile? {
+        if let row = try? load(profile)?.session, row.isLoggedOut { return Profile.of(row, key: profile) }
         if let plan = KeptSettings.plan(profile, store: options) { return plan }
         guard let store = fileStore,
             let bytes = try? store.get(namespace: LoginCommand.keptPlans, name: profile),
@@ -492,10 +499,12 @@ extension CLISessions {
         return plan
     }
 
-    /// The profiles whose plans are kept (the settings file, and the file store of earlier versions), by name.
+    /// The profiles whose plans are kept (rows a logout left, the settings file, and the file store of
+    /// earlier versions), by name.
     func keptProfiles() -> [String] {
         let stored = fileStore.flatMap { try? $0.list(namespace: LoginCommand.keptPlans) }?.map(\.name) ?? []
-        return Set(stored).union(KeptSettings.profiles(store: options).keys).sorted()
+        let loggedOut = ((try? keys()) ?? []).filter { !holdsSession($0) }
+        return Set(stored).union(loggedOut).union(KeptSettings.profiles(store: options).keys).sorted()
     }
 }
 

@@ -36,17 +36,15 @@ struct LogoutCommand: ParsableCommand {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
         let context = try OAuthContext(options: resolved.store, create: false, profile: profile)
-        // A damaged or undecryptable row is wiped too (the engine reports that nothing was revoked).
-        let exists: Bool
-        do { exists = try context.sessions.load(profile) != nil } catch { exists = true }
-        guard exists else { throw CLIError.failed("no session for profile \(profile)") }
-        // The session's plan outlives it (on a file store), so a plain `moose login` logs in again.
-        let plan = (try? context.loadOrFail(profile))?.map(\.profile)
+        // A damaged or undecryptable row is wiped too (the engine reports that nothing was revoked); a
+        // row holding only the plan an earlier logout kept is no session.
+        guard context.sessions.holdsSession(profile) else { throw CLIError.failed("no session for profile \(profile)") }
         // The library's logout of whatever is under the profile, as its stored plan says: revoke,
-        // end-session URL, then wipe — whatever the provider said.
+        // end-session URL, then wipe the tokens — whatever the provider said — keeping the plan in the
+        // store, so a plain `moose login` logs in again on any machine that shares it.
         let storage = context.sessions.storage, transport = context.transport
         let result = try CLIBlocking.run {
-            await TokenManager.logout(key: profile, storage: storage, transport: transport)
+            await TokenManager.logout(key: profile, storage: storage, transport: transport, keepingPlan: true)
         }
         // The end-session URL first and in full: it is the one thing the wiped session cannot give
         // back (it carries the ID token as id_token_hint, which ends with this session anyway).
@@ -63,8 +61,9 @@ struct LogoutCommand: ParsableCommand {
             throw OAuthContext.fail(error)
         }
         Terminal.out("Logged out of profile \(profile): local session wiped.")
-        if let plan {
-            Self.keep(plan, profile: profile, described: resolved.settings?.issuer != nil, store: resolved.store)
+        // Nothing is said for a profile the config file describes: its settings are there.
+        if result.planKept, resolved.settings?.issuer == nil {
+            Terminal.out("Its settings are kept: \(loginHint(profile)) logs in again.")
         }
         // A damaged row had no tokens to revoke: removing it was the whole job.
         if let error = result.revocationError, error.code != OAuthError.sessionDamaged {
@@ -72,22 +71,6 @@ struct LogoutCommand: ParsableCommand {
             throw Status.failed
         }
         Terminal.out(Self.revocationReport(result))
-    }
-
-    /// Keeps a logged-out profile's settings where a plain `moose login` finds them (`KeptSettings`,
-    /// beside the config file: whatever the store, file or PostgreSQL), and says so. Nothing is said
-    /// for a profile the config file describes: its settings are there.
-    static func keep(_ plan: Profile, profile: String, described: Bool, store: StoreOptions) {
-        guard !described else { return }
-        do {
-            try KeptSettings.save(plan, store: store)
-            Terminal.out("Its settings are kept: \(loginHint(profile)) logs in again.")
-        } catch {
-            Terminal.out(
-                "Its settings could not be kept (\(error)): "
-                    + "\(loginHint(profile)) --issuer \(Terminal.safe(plan.issuer)) --client-id \(Terminal.safe(plan.clientID)) logs in again."
-            )
-        }
     }
 
     /// A sentence as the rest of a `moose: error: …` line: its first letter in lower case.

@@ -40,8 +40,8 @@ struct ProfileCommand: ParsableCommand {
             var fault: (any Error)?
             do {
                 if let opened = try CLISessions.openIfPresent(store) {
-                    sessions = try opened.keys()
                     kept = opened.keptProfiles()
+                    sessions = try opened.keys().filter { !kept.contains($0) || opened.holdsSession($0) }
                 }
             } catch { fault = error }
             let names = Set(config.profiles.keys).union(sessions).union(kept).sorted()
@@ -80,7 +80,7 @@ struct ProfileCommand: ParsableCommand {
             var fault: (any Error)?
             var opened: CLISessions?
             do { opened = try CLISessions.openIfPresent(store) } catch { fault = error }
-            let stored = opened.flatMap { try? $0.load(name) }?.session
+            let stored = opened.flatMap { try? $0.load(name) }.flatMap { $0.session.isLoggedOut ? nil : $0.session }
             // A profile logged out of keeps its plan: shown as it will log in again.
             let saved =
                 stored.map { Profile.of($0, key: name) } ?? opened?.keptPlan(name)

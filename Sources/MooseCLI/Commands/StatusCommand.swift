@@ -31,6 +31,7 @@ struct StatusCommand: ParsableCommand {
         let names: [String]
         do { names = try profile.map { [$0] } ?? context.sessions.keys() } catch { throw OAuthContext.fail(error) }
         var items: [JSONValue] = []
+        var shown = 0
         for name in names {
             let loaded: (session: OAuthSession, profile: Profile)?
             do {
@@ -39,12 +40,14 @@ struct StatusCommand: ParsableCommand {
                 // A damaged row is listed with the way out; the other sessions are shown as usual.
                 guard profile == nil, let damaged = Self.damaged(name, context: context) else { throw error }
                 if json { items.append(damaged.json) } else { Terminal.out(damaged.text) }
+                shown += 1
                 continue
             }
             guard let session = loaded?.session else {
                 if profile != nil { throw CLIError.failed("no session for profile \(name); run \(loginHint(name))") }
                 continue
             }
+            shown += 1
             let tokens = session.tokens
             let summary = SessionSummary(key: name, session: session)
             if json {
@@ -78,7 +81,7 @@ struct StatusCommand: ParsableCommand {
         }
         if json {
             Terminal.out(JSONValue.array(items).prettyPrinted())
-        } else if names.isEmpty {
+        } else if shown == 0 {
             Terminal.out("no sessions; run moose login")
         }
     }

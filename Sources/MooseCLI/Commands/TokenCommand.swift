@@ -236,7 +236,7 @@ struct DPoPProofCommand: ParsableCommand {
         let sessions = try CLISessions(options: resolved.store, create: false, profile: profile)
         let stored: StoredSession?
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session else {
+        guard let session = stored?.session, !session.isLoggedOut else {
             throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
         }
         Terminal.out(

@@ -5,7 +5,8 @@ public import Foundation
 #endif
 import MooseHTTP
 
-/// What logging out did. Local secrets are always wiped; revocation is best effort and reported.
+/// What logging out did. Local secrets are always wiped (a kept plan holds none); revocation is best
+/// effort and reported.
 public struct LogoutResult: Sendable {
     /// Whether the refresh token was revoked at the server (nil: there was none, or no endpoint).
     public var refreshTokenRevoked: Bool?
@@ -20,6 +21,11 @@ public struct LogoutResult: Sendable {
     /// Why the local session could not be wiped, if it could not (`SessionEngine.logout`): the
     /// storage refused the delete; the secrets are still there.
     public var wipeError: OAuthError?
+
+    /// Whether the session's plan was kept under its key (a logout asked to keep it, `keepingPlan:`):
+    /// a row with the plan and no tokens, so the next login of the key, in any process sharing the
+    /// storage, logs in the same way again.
+    public var planKept = false
 
     /// An empty result (nothing revoked yet).
     public init() {}

@@ -287,6 +287,15 @@ public struct SessionEngine: Sendable {
 
     // MARK: - Logout
 
+    /// The row a logout that keeps the plan leaves of `session`: its plan (`SessionPlan.of(_:key:)`),
+    /// issuer, client and resource, with no tokens and no registration (`OAuthSession.isLoggedOut`).
+    static func loggedOut(keeping session: OAuthSession, key: String) -> OAuthSession {
+        let plan = SessionPlan.of(session, key: key)
+        return OAuthSession(
+            issuer: session.issuer, clientID: session.clientID, tokens: TokenSet(accessToken: ""),
+            state: .needsReauthentication, attributes: plan.stored(), resource: session.resource)
+    }
+
     /// Logs out in the right order: revokes the refresh token, then the access token (RFC 7009), and
     /// builds the RP-initiated logout URL — with the client `client` gives for the stored session —
     /// then wipes the session from the storage, always, even when the provider could not be reached
@@ -296,11 +305,16 @@ public struct SessionEngine: Sendable {
     ///   - coordinator: told with `didLogOut()` (its listeners get `loggedOut`); `nil`: none.
     ///   - postLogoutRedirectURI: sent with the end-session URL (it must be registered); `nil`
     ///     (the default): none.
+    ///   - keepingPlan: leave the session's plan (`SessionPlan.of(_:key:)`: how it logged in, never a
+    ///     secret) under `key` as a row with no tokens (`OAuthSession.isLoggedOut`) instead of deleting
+    ///     the row, so the next login of `key` in any process sharing the storage logs in the same way
+    ///     again; default `false`: nothing is left. A damaged row is deleted either way.
     ///   - client: the client for the stored session (its revocation and end-session endpoints); what
     ///     it throws is reported in the result's `revocationError`, and the wipe still runs.
-    /// - Returns: the result, with `hadSession` false when nothing was stored under `key`.
+    /// - Returns: the result, with `hadSession` false when nothing was stored under `key` (or only a
+    ///   kept plan: a second logout revokes nothing and keeps the plan it is asked to keep).
     public func logout(
-        coordinator: RefreshCoordinator?, postLogoutRedirectURI: URL? = nil,
+        coordinator: RefreshCoordinator?, postLogoutRedirectURI: URL? = nil, keepingPlan: Bool = false,
         client: (OAuthSession) async throws -> OAuthClient
     ) async -> LogoutResult {
         var result = LogoutResult()
@@ -323,7 +337,8 @@ public struct SessionEngine: Sendable {
                 OAuthError.storeUnavailable, "the session of \(key) could not be read: nothing was revoked",
                 underlying: error)
         }
-        if let session = stored?.session {
+        let kept: OAuthSession? = stored.flatMap { keepingPlan ? Self.loggedOut(keeping: $0.session, key: key) : nil }
+        if let session = stored?.session, !session.isLoggedOut {
             do {
                 result = try await client(session).logout(session.tokens, postLogoutRedirectURI: postLogoutRedirectURI)
                 // A session renewed without a person (client credentials, a workload) has no browser
@@ -337,9 +352,14 @@ public struct SessionEngine: Sendable {
                         underlying: error)
             }
         }
-        result.hadSession = stored != nil || damaged
+        result.hadSession = stored.map { !$0.session.isLoggedOut } ?? damaged
         do {
-            try await storage.delete(key)
+            if let kept {
+                _ = try await storage.replace(kept, key: key)
+                result.planKept = true
+            } else {
+                try await storage.delete(key)
+            }
         } catch {
             result.wipeError = OAuthError(
                 OAuthError.storeUnavailable, "the session of \(key) could not be wiped", underlying: error)

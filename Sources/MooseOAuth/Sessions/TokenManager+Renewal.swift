@@ -57,13 +57,20 @@ extension TokenManager {
     ///   - transport: what sends the revocation and discovery requests.
     ///   - postLogoutRedirectURI: where the provider sends the browser after the end-session URL;
     ///     `nil` (the default): none is sent.
+    ///   - keepingPlan: leave the session's plan (never a secret) under `key`, with no tokens, so that
+    ///     the next login of `key` — `TokenManager.open(key:…)` then `login(with:)`, or a plain `moose
+    ///     login --profile` — on any machine sharing `storage` logs in the same way again; default
+    ///     `false`: the row is deleted.
     /// - Returns: what was revoked, the end-session URL (`nil` for a session renewed without a person),
-    ///   whether there was a session, and the revocation or wipe error, if any.
+    ///   whether there was a session and whether its plan was kept, and the revocation or wipe error.
     public static func logout(
-        key: String, storage: any SessionStorage, transport: any HTTPTransport, postLogoutRedirectURI: URL? = nil
+        key: String, storage: any SessionStorage, transport: any HTTPTransport, postLogoutRedirectURI: URL? = nil,
+        keepingPlan: Bool = false
     ) async -> LogoutResult {
         let engine = SessionEngine(key: key, storage: storage)
-        return await engine.logout(coordinator: nil, postLogoutRedirectURI: postLogoutRedirectURI) { session in
+        return await engine.logout(
+            coordinator: nil, postLogoutRedirectURI: postLogoutRedirectURI, keepingPlan: keepingPlan
+        ) { session in
             let plan = SessionPlan.of(session, key: key)
             let trusted = try plan.transport(over: transport)
             let metadata = try await Discovery(transport: trusted).metadata(for: plan.issuer, overrides: plan.endpoints)

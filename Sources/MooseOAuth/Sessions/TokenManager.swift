@@ -181,7 +181,9 @@ public final class TokenManager: Sendable {
     ///     `jwks_uri`; `nil` (the default): in memory.
     ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
     ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
-    /// - Returns: a manager whose `plan` is the session's (named `key`); nothing is sent to the provider yet.
+    /// - Returns: a manager whose `plan` is the session's (named `key`); nothing is sent to the provider
+    ///   yet. For a row a logout kept the plan in (`logout(…, keepingPlan: true)`), a manager whose
+    ///   `login(with:)` logs in as that plan says; its `accessToken()` throws `needsLogin` until then.
     /// - Throws: `OAuthError` with `needsLogin` when there is no session under `key`; `sessionDamaged`
     ///   for a row that fails authentication; `storeUnavailable` when the storage cannot be read;
     ///   `invalidConfiguration` when its plan cannot be followed here (the client's credentials held by
@@ -362,14 +364,15 @@ public final class TokenManager: Sendable {
         try await coordinator.accessToken(minimumValidity: minimumValidity)
     }
 
-    /// Who is signed in (never a token), or `nil` without a session.
+    /// Who is signed in (never a token), or `nil` without a session (also after a logout that kept
+    /// the plan).
     ///
     /// Read from the storage as it is, without the ownership check `accessToken()` makes.
     ///
     /// - Throws: `OAuthError.sessionDamaged` for a row that cannot be opened; the storage's own error
     ///   when it cannot be read.
     public func summary() async throws -> SessionSummary? {
-        guard let stored = try await storage.load(key) else { return nil }
+        guard let stored = try await storage.load(key), !stored.session.isLoggedOut else { return nil }
         return SessionSummary(key: key, session: stored.session)
     }
 
@@ -393,15 +396,21 @@ public final class TokenManager: Sendable {
     /// build the end-session URL, then wipe the local session — always, even when revocation or
     /// discovery fails (the failure is in the result).
     ///
-    /// - Parameter postLogoutRedirectURI: where the provider sends the browser after the end-session
-    ///   URL is opened (it must be registered there); `nil` (the default): none is sent.
+    /// - Parameters:
+    ///   - postLogoutRedirectURI: where the provider sends the browser after the end-session URL is
+    ///     opened (it must be registered there); `nil` (the default): none is sent.
+    ///   - keepingPlan: leave the session's plan (never a secret) under `key`, with no tokens, so the
+    ///     next `login(with:)` — here, or after `TokenManager.open(key:…)` in any process sharing the
+    ///     storage — logs in the same way again; default `false`: the row is deleted.
     /// - Returns: what was revoked, the end-session URL to open in a browser (`nil` for a session
     ///   renewed without a person, or a provider without `end_session_endpoint`), whether there was a
-    ///   session, and the revocation or wipe error, if any.
+    ///   session and whether its plan was kept, and the revocation or wipe error, if any.
     @discardableResult
-    public func logout(postLogoutRedirectURI: URL? = nil) async -> LogoutResult {
+    public func logout(postLogoutRedirectURI: URL? = nil, keepingPlan: Bool = false) async -> LogoutResult {
         let state = self.state
-        return await engine.logout(coordinator: coordinator, postLogoutRedirectURI: postLogoutRedirectURI) { session in
+        return await engine.logout(
+            coordinator: coordinator, postLogoutRedirectURI: postLogoutRedirectURI, keepingPlan: keepingPlan
+        ) { session in
             try await state.prepare(for: session).client
         }
     }

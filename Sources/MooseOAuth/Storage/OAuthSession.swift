@@ -73,6 +73,14 @@ public struct OAuthSession: Sendable, Codable, Hashable {
         self.registration = registration
     }
 
+    /// Whether this row holds no session, only what a logout kept (`TokenManager.logout(…, keepingPlan:
+    /// true)`): no tokens, no client registration, `needsReauthentication`. It is never handed out nor
+    /// renewed; a login replaces it, as the plan kept in its attributes says (`SessionPlan.of(_:key:)`).
+    public var isLoggedOut: Bool {
+        state == .needsReauthentication && tokens.accessToken.isEmpty && tokens.refreshToken == nil
+            && registration == nil
+    }
+
     /// The storage key Moose uses for the session of `resource` at `issuer` (the two separated by a
     /// space, which neither URL can contain): one session per authorization server and resource.
     public static func storageKey(issuer: String, resource: String) -> String { issuer + " " + resource }
