@@ -43,6 +43,8 @@ let package = Package(
         .library(name: "MooseSQLiteStorage", targets: ["MooseSQLiteStorage"]),
         .library(name: "MooseURLSession", targets: ["MooseURLSession"]),
         .library(name: "MooseOAuth", targets: ["MooseOAuth"]),
+        // MooseOAuth's system side: loopback listener, system browser, paste agent, detached refresher, config file.
+        .library(name: "MooseOAuthSystem", targets: ["MooseOAuthSystem"]),
         .library(name: "MooseTesting", targets: ["MooseTesting"]),
         // Verifying what clients present to a resource server (RFC 9068 tokens, RFC 9449 DPoP proofs).
         .library(name: "MooseResourceServer", targets: ["MooseResourceServer"]),
@@ -137,6 +139,10 @@ let package = Package(
         .target(name: "MooseURLSession", dependencies: ["MooseHTTP"]),
         .target(name: "MooseOAuth", dependencies: ["MooseHTTP", "MooseJWT", "MooseCrypto",
                                                  .product(name: "Logging", package: "swift-log")]),
+        // What MooseOAuth leaves to the system (as NIOPosix beside NIOCore): the loopback redirect listener
+        // (sockets), the system browser and the detached refresher (child processes), the paste agent (the
+        // terminal), the config file's parser. MooseOAuth opens no socket and starts no process.
+        .target(name: "MooseOAuthSystem", dependencies: ["MooseOAuth", "MooseHTTP", "MooseJWT", "MooseCrypto"]),
         // Sessions in the SQLite file store (EncryptedSessionStorage): MooseOAuth links no SQLite.
         .target(name: "MooseSQLiteStorage", dependencies: ["MooseOAuth", "MooseSecretStore", "MooseSealing"]),
         .target(name: "MooseTesting", dependencies: ["MooseHTTP", "MooseOAuth", "MooseJWT", "MooseCrypto"]),
@@ -147,14 +153,14 @@ let package = Package(
             "MooseTesting", "MooseHTTP", "MooseJWT", .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSealing",
-                                              "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage"]),
+                                              "MooseSecretStore", "MooseOAuth", "MooseOAuthSystem", "MooseSQLiteStorage"]),
 
         // MARK: The CLI
         // Every command; the session backend (file store, or what the main registers for postgres:// stores)
         // is chosen at start-up.
         .target(name: "MooseCLI", dependencies: [
-            "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSealing", "MooseSecretStore", "MooseOAuth", "MooseSQLiteStorage",
-            "MooseResourceServer",   // `moose verify`
+            "MooseJWT", "MooseCrypto", "MooseHTTP", "MooseSealing", "MooseSecretStore", "MooseOAuth", "MooseOAuthSystem",
+            "MooseSQLiteStorage", "MooseResourceServer",   // `moose verify`
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // `moose` does not link SwiftNIO (linking it made `moose token` start 1.33x slower: BENCHMARKS.md);
@@ -174,7 +180,9 @@ let package = Package(
             "MooseSecretStore", "MooseSealing", "MooseOAuth", "MooseSQLiteStorage", "MooseTestSupport", "moose-store-worker",
         ]),
         .testTarget(name: "MooseHTTPTests", dependencies: ["MooseHTTP", "MooseURLSession", "MooseTestSupport"]),
-        .testTarget(name: "MooseOAuthTests", dependencies: ["MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport"]),
+        .testTarget(name: "MooseOAuthTests", dependencies: [
+            "MooseOAuth", "MooseOAuthSystem", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport",
+        ]),
         .testTarget(name: "MooseCryptoTests", dependencies: ["MooseCrypto", "MooseTestSupport"]),
         .testTarget(name: "MooseResourceServerTests", dependencies: [
             "MooseResourceServer", "MooseJWT", "MooseCrypto", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseTestSupport",
@@ -186,7 +194,7 @@ let package = Package(
             "MooseCrypto", "MooseJWT", "MooseSealing", "MooseOAuth", "MooseTestSupport",
         ]),
         .testTarget(name: "MooseCLITests", dependencies: [
-            "MooseCLI", "moose", "moose-store-worker", "MooseTestSupport",
+            "MooseCLI", "MooseOAuthSystem", "moose", "moose-store-worker", "MooseTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -206,7 +214,7 @@ let package = Package(
             "MooseOAuth", "MooseHTTP", adapted("OpenCombineShim", "OpenCombine", ["MooseCombine"]),
         ]),
         .testTarget(name: "MooseCombineTests", dependencies: [
-            "MooseCombine", "MooseOAuth", "MooseURLSession", "MooseTestSupport",
+            "MooseCombine", "MooseOAuth", "MooseOAuthSystem", "MooseURLSession", "MooseTestSupport",
             adapted("OpenCombineShim", "OpenCombine", ["MooseCombine"]),
         ]),
         // The MCP Swift SDK's HTTPClientAuthorizer on Moose.
@@ -215,11 +223,12 @@ let package = Package(
         ]),
         // A child process for the two-process MCP test (not a product).
         .executableTarget(name: "moose-mcp-worker", dependencies: [
-            "MooseMCP", "MooseOAuth", "MooseSecretStore", "MooseSQLiteStorage", "MooseHTTP", adapted("MCP", "swift-sdk", ["MooseMCP"]),
+            "MooseMCP", "MooseOAuth", "MooseOAuthSystem", "MooseSecretStore", "MooseSQLiteStorage", "MooseHTTP",
+            adapted("MCP", "swift-sdk", ["MooseMCP"]),
         ], path: "Tests/MCPWorker"),
         .testTarget(name: "MooseMCPTests", dependencies: [
-            "MooseMCP", "MooseOAuth", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession", "MooseTestSupport",
-            "moose-mcp-worker", "moose", adapted("MCP", "swift-sdk", ["MooseMCP"]),
+            "MooseMCP", "MooseOAuth", "MooseOAuthSystem", "MooseSQLiteStorage", "MooseSecretStore", "MooseURLSession",
+            "MooseTestSupport", "moose-mcp-worker", "moose", adapted("MCP", "swift-sdk", ["MooseMCP"]),
             // The server-side tests host the SDK's server transport on swift-nio (which the SDK already
             // brings): no Hummingbird for apps that enable MooseMCP.
             "MooseResourceServer", "MooseJWT", "MooseCrypto", adapted("NIOCore", "swift-nio", ["MooseMCP"]),
@@ -232,7 +241,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "MoosePostgresTests", dependencies: [
-            "MoosePostgres", "MooseOAuth", "MooseSealing", "MooseURLSession", "MooseTestSupport", "moose-store-worker", "moose", "moose-pg",
+            "MoosePostgres", "MooseOAuth", "MooseOAuthSystem", "MooseSealing", "MooseURLSession", "MooseTestSupport",
+            "moose-store-worker", "moose", "moose-pg",
             "MooseResourceServer",
             adapted("PostgresNIO", "postgres-nio", ["MoosePostgres"]),
         ]),
@@ -302,7 +312,7 @@ let package = Package(
         // compiled here; DocSnippetTests checks each page shows its file's region verbatim. Adapter snippets
         // are wrapped in `#if Trait`, so this target needs the adapters' libraries only with their traits.
         .testTarget(name: "DocSnippetTests", dependencies: [
-            "Moose", "MooseOAuth", "MooseHTTP", "MooseURLSession", "MooseJWT", "MooseCrypto", "MooseSecretStore",
+            "Moose", "MooseOAuth", "MooseOAuthSystem", "MooseHTTP", "MooseURLSession", "MooseJWT", "MooseCrypto", "MooseSecretStore",
             "MooseSealing", "MooseSQLiteStorage", "MooseTesting", "MooseResourceServer",
             "MooseCombine", "MooseOpenAPI", "MooseAsyncHTTPClient", "MooseObservability", "MoosePostgres", "MooseMCP",
             "MooseHummingbird", "MooseVapor", "MooseExampleAPI",
@@ -331,7 +341,7 @@ for target in package.targets where target.type != .system && target.name != "Mo
 if Context.environment["MOOSE_FUZZ"] == "1" {
     package.targets.append(.executableTarget(
         name: "MooseFuzz",
-        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseSealing", "MooseCLI", "MooseMCP",
+        dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseOAuth", "MooseOAuthSystem", "MooseSealing", "MooseCLI", "MooseMCP",
                        "MooseResourceServer", "MooseTesting"],
         path: "tools/fuzz/Sources/MooseFuzz",
         swiftSettings: strictSettings + [.unsafeFlags(["-parse-as-library"])]))

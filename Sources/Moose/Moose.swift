@@ -6,6 +6,7 @@
 @_exported public import MooseSecretStore
 @_exported public import MooseURLSession
 @_exported public import MooseOAuth
+@_exported public import MooseOAuthSystem
 @_exported public import MooseSQLiteStorage
 // swift-http-types: `APIRequest.head` is an `HTTPRequest`, header fields are `HTTPFields`.
 @_exported public import HTTPTypes

@@ -2,6 +2,7 @@
 import Foundation
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 import MooseURLSession
 
 // snippet begins

@@ -1,6 +1,7 @@
 // docs/dpop.md, ```swift block 1: the region is quoted there word for word (DocSnippetTests).
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 
 func dpop1(issuer: String, storage: any SessionStorage, transport: any HTTPTransport) async throws {
     // snippet begins

@@ -1,5 +1,6 @@
 // docs/library.md, ```swift block 5: the region is quoted there word for word (DocSnippetTests).
 import MooseOAuth
+import MooseOAuthSystem
 import MooseURLSession
 
 enum Library5 {

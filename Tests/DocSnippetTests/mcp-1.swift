@@ -4,6 +4,7 @@ import Foundation
 import MCP
 import MooseMCP
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSQLiteStorage
 import MooseSecretStore
 

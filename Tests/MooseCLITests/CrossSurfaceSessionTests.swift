@@ -1,6 +1,7 @@
 import Foundation
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSealing
 import MooseSecretStore
 import MooseSQLiteStorage

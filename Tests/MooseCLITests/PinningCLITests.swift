@@ -1,6 +1,7 @@
 import Foundation
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSQLiteStorage
 @testable import MooseCLI
 import MooseTestSupport

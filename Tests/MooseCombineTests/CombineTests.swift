@@ -3,6 +3,7 @@ import Foundation
 import MooseCombine
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 import MooseTestSupport
 import MooseURLSession
 import OpenCombineShim

@@ -5,6 +5,7 @@ import MooseHTTP
 import MooseJWT
 import MooseMCP
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSQLiteStorage
 import MooseSecretStore
 import MooseTestSupport

@@ -4,6 +4,7 @@ import MooseCrypto
 import MooseHTTP
 @testable import MooseJWT
 @testable import MooseOAuth
+import MooseOAuthSystem
 import MooseTestSupport
 import MooseURLSession
 import Synchronization

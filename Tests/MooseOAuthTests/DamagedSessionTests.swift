@@ -1,6 +1,7 @@
 import Foundation
 import MooseCrypto
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSQLiteStorage
 import MooseSecretStore
 import MooseTestSupport

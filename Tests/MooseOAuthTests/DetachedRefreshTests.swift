@@ -1,5 +1,6 @@
 import Foundation
 import MooseOAuth
+import MooseOAuthSystem
 import Testing
 
 /// The library's `DetachedRefresh` (issue "One session, whatever made it": a refresh survives its

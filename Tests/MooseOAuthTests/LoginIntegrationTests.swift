@@ -2,6 +2,7 @@ import Foundation
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
+import MooseOAuthSystem
 import MooseCrypto
 import MooseTestSupport
 import MooseURLSession

@@ -1,5 +1,6 @@
 import Foundation
 @testable import MooseOAuth
+@testable import MooseOAuthSystem
 import MooseTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import MooseOAuth
+import MooseOAuthSystem
 import Testing
 
 /// Issue 40 §3 and issue 42 §2: a login's plan is resolved in the library, field by field — what was

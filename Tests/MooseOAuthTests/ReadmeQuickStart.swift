@@ -4,6 +4,7 @@
 import Foundation
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 import MooseURLSession
 
 struct MyProfile: Endpoint { // an API call that needs the user's token

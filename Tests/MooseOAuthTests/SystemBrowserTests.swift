@@ -1,5 +1,6 @@
 import Foundation
 import MooseOAuth
+import MooseOAuthSystem
 import Synchronization
 import Testing
 

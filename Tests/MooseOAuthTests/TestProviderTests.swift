@@ -3,6 +3,7 @@ import MooseCrypto
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
+import MooseOAuthSystem
 import MooseTestSupport
 import Testing
 

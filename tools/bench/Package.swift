@@ -35,6 +35,7 @@ let package = Package(
                 .product(name: "MooseHTTP", package: "Moose"),
                 .product(name: "MooseURLSession", package: "Moose"),
                 .product(name: "MooseOAuth", package: "Moose"),
+                .product(name: "MooseOAuthSystem", package: "Moose"),
                 .product(name: "MoosePostgres", package: "Moose"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "MooseAsyncHTTPClient", package: "Moose"),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import MooseOAuth
+import MooseOAuthSystem
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

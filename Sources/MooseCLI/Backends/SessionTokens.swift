@@ -3,6 +3,7 @@ import MooseHTTP
 import HTTPTypes
 import MooseJWT
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSQLiteStorage
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -4,6 +4,7 @@ import Synchronization
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSecretStore
 #if canImport(FoundationEssentials)
 import FoundationEssentials

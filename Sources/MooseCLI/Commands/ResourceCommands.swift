@@ -1,6 +1,7 @@
 import ArgumentParser
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

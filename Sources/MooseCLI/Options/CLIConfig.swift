@@ -2,6 +2,7 @@ import ArgumentParser
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSecretStore
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -2,6 +2,7 @@ import Dispatch
 import MooseJWT
 import Synchronization
 import MooseOAuth
+import MooseOAuthSystem
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

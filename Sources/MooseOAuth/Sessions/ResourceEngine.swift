@@ -109,19 +109,15 @@ actor ResourceEngine {
         if settings.requireS256 { try server.requireS256() }
         let agent: any ExternalUserAgent
         let redirectURI: URL
-        var registrationURIs: [String]
+        let registrationURIs: [String]
         switch method {
-        case .loopback(let port, let timeout, let open):
-            let loopback = try LoopbackUserAgent(port: port, timeout: timeout, open: open)
-            agent = loopback
-            redirectURI = loopback.redirectURI
-            // RFC 8252 §7.3: a loopback redirect matches with any port; also register the exact one
-            // for servers that compare exactly (then a later login on another port registers again).
-            registrationURIs = [redirectURI.absoluteString]
-            if port == 0, var portless = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false) {
-                portless.port = nil
-                if let text = portless.string { registrationURIs.insert(text, at: 0) }
-            }
+        case .prepared(let preparation):
+            // A loopback listener binds here, and says what to register (RFC 8252 §7.3: the port-less
+            // URI too, for a random port).
+            let prepared = try await preparation.prepare()
+            agent = prepared.agent
+            redirectURI = prepared.redirectURI
+            registrationURIs = prepared.registrationURIs
         case .userAgent(let custom, let uri):
             agent = custom
             redirectURI = uri

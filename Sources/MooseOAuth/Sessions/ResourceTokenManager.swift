@@ -137,7 +137,7 @@ public final class ResourceTokenManager: Sendable {
         try await discover().coordinator.refresh(rejecting: rejected)
     }
 
-    /// Logs in (the authorization code flow through `method`: `.loopback` or `.userAgent`) for
+    /// Logs in (the authorization code flow through `method`: `.loopback` (MooseOAuthSystem), `.prepared` or `.userAgent`) for
     /// `scopes` (default: see `init`), registering the client first when it must, and stores the
     /// session (and registration) under the context's key. Concurrent calls share one login.
     @discardableResult

@@ -34,7 +34,7 @@ extension SessionPlan {
     /// never goes to another issuer.
     ///
     /// ```swift
-    /// var given = ProfileFile.ProfileSettings()
+    /// var given = ProfileSettings()
     /// given.scopes = ["read"]
     /// let plan = try SessionPlan.resolve(name: "ci", given: given, profile: config.profiles["ci"], kept: nil)
     /// ```
@@ -51,9 +51,9 @@ extension SessionPlan {
     ///   `client_auth`, `workload_grant`, `subject_token_type` or DPoP algorithm, unusable pins, a
     ///   resource or device endpoint that is not a URL.
     public static func resolve(
-        name: String, given: ProfileFile.ProfileSettings, profile: ProfileFile.ProfileSettings?, kept: SessionPlan?
+        name: String, given: ProfileSettings, profile: ProfileSettings?, kept: SessionPlan?
     ) throws -> SessionPlan {
-        var file = profile ?? ProfileFile.ProfileSettings()
+        var file = profile ?? ProfileSettings()
         func fail(_ message: String) -> OAuthError { OAuthError(OAuthError.invalidConfiguration, message) }
         guard let issuer = given.issuer ?? file.issuer ?? kept?.issuer,
             let clientID = given.clientID ?? file.clientID ?? kept?.clientID
@@ -124,7 +124,7 @@ extension SessionPlan {
     /// The grant: given, else the file's, else — for the same provider and client — the kept one
     /// (a kept workload grant only with its source), else a browser login.
     private static func resolvedGrant(
-        given: ProfileFile.ProfileSettings, file: ProfileFile.ProfileSettings, kept: SessionPlan?
+        given: ProfileSettings, file: ProfileSettings, kept: SessionPlan?
     ) throws -> Grant {
         if let grant = given.grant ?? file.grant { return grant }
         if given.workload != nil || file.workload != nil { return .workload }
@@ -135,9 +135,9 @@ extension SessionPlan {
 
     /// The client's authentication (by reference) from the first layer that names any.
     private mutating func resolveCredentials(
-        given: ProfileFile.ProfileSettings, file: ProfileFile.ProfileSettings, kept: SessionPlan?
+        given: ProfileSettings, file: ProfileSettings, kept: SessionPlan?
     ) throws {
-        func names(_ layer: ProfileFile.ProfileSettings) throws -> Bool {
+        func names(_ layer: ProfileSettings) throws -> Bool {
             let count = [layer.clientSecretFile, layer.clientSecretEnv, layer.privateKeyFile].compactMap { $0 }.count
             guard count <= 1 else {
                 throw OAuthError(
@@ -176,7 +176,7 @@ extension SessionPlan {
         }
     }
 
-    private mutating func take(_ layer: ProfileFile.ProfileSettings) {
+    private mutating func take(_ layer: ProfileSettings) {
         clientSecretFile = layer.clientSecretFile.map(Self.absolute)
         clientSecretEnv = layer.clientSecretEnv
         privateKeyFile = layer.privateKeyFile.map(Self.absolute)
@@ -184,7 +184,7 @@ extension SessionPlan {
 
     /// A workload's source, audience, grant and token type: given, else the file's, else the kept ones.
     private mutating func resolveWorkload(
-        given: ProfileFile.ProfileSettings, file: ProfileFile.ProfileSettings, kept: SessionPlan?
+        given: ProfileSettings, file: ProfileSettings, kept: SessionPlan?
     ) throws {
         guard grant == .workload else { return }
         workload = (given.workload ?? file.workload).map(Self.absoluteWorkload) ?? kept?.workload

@@ -28,10 +28,10 @@ public import Logging
 public final class TokenManager: Sendable {
     /// How to log in.
     public enum LoginMethod: Sendable {
-        /// Authorization code + PKCE with a loopback redirect on 127.0.0.1 (RFC 8252): `open` shows
-        /// the URL (opens a browser); the redirect comes back to a listener on `port` (0: a random
-        /// one; providers that register the exact port need it fixed).
-        case loopback(port: UInt16 = 0, timeout: TimeInterval = 300, open: @Sendable (URL) async throws -> Void)
+        /// Authorization code + PKCE through a user agent made for each login, whose redirect URI is
+        /// known once it is made: MooseOAuthSystem's `.loopback(port:timeout:open:)` (a listener on
+        /// 127.0.0.1, RFC 8252) is one.
+        case prepared(any UserAgentPreparation)
         /// Authorization code + PKCE through an agent of the app's own (an in-app browser session)
         /// with the redirect URI it was registered with.
         case userAgent(any ExternalUserAgent, redirectURI: URL)
@@ -308,10 +308,10 @@ public final class TokenManager: Sendable {
         let parameters = parameters ?? AuthorizationParameters(scopes: state.scopes)
         let tokens: TokenSet
         switch method {
-        case .loopback(let port, let timeout, let open):
-            let agent = try LoopbackUserAgent(port: port, timeout: timeout, open: open)
+        case .prepared(let preparation):
+            let ready = try await preparation.prepare()
             tokens = try await AuthorizationCodeFlow(
-                client: client, redirectURI: agent.redirectURI, userAgent: agent, idTokens: validator
+                client: client, redirectURI: ready.redirectURI, userAgent: ready.agent, idTokens: validator
             )
             .authorize(parameters)
         case .userAgent(let agent, let redirectURI):
@@ -337,7 +337,7 @@ public final class TokenManager: Sendable {
         var grant: String? = nil
         var plan = self.plan
         switch method {
-        case .loopback, .userAgent: plan.grant = .authorizationCode
+        case .prepared, .userAgent: plan.grant = .authorizationCode
         case .device: plan.grant = .deviceCode
         case .clientCredentials: grant = "client_credentials"; plan.grant = .clientCredentials
         case .workload: grant = WorkloadGrant.sessionGrant; plan.grant = .workload

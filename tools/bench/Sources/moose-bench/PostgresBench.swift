@@ -2,6 +2,7 @@ import Foundation
 import MooseCrypto
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 import MoosePostgres
 import MooseSealing
 import MooseSecretStore

@@ -8,6 +8,7 @@ import MooseHTTP
 import HTTPTypes
 import MooseJWT
 import MooseOAuth
+import MooseOAuthSystem
 import MooseCLI
 import MooseMCP
 import MooseSealing

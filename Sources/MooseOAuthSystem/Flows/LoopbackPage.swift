@@ -1,3 +1,5 @@
+import MooseOAuth
+
 /// The small HTML pages the loopback listener shows in the browser: a title, readable text, no
 /// external resources, and anything that came from outside HTML-escaped (never markup).
 struct LoopbackPage {

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+public import MooseOAuth
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

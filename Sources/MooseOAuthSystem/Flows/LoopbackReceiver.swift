@@ -3,6 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+public import MooseOAuth
 import Dispatch
 import MooseCrypto
 import MooseHTTP

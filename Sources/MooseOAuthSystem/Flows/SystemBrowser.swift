@@ -3,6 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+import MooseOAuth // ChildProcess
 import Dispatch
 #if canImport(Glibc)
 import Glibc
