@@ -236,10 +236,7 @@ struct LoginCommand: ParsableCommand {
         // What an earlier login kept — read without creating anything: a usage error leaves no store
         // (or key) behind. A damaged row is not read: this login replaces it. The settings file beside
         // the config keeps them when the store cannot be opened (a lost key).
-        let kept =
-            (try? OAuthContext(options: resolved.store, create: false)).flatMap { context in
-                (try? context.loadOrFail(profile)?.profile) ?? context.sessions.keptPlan(profile)
-            } ?? KeptSettings.plan(profile, store: resolved.store)
+        let kept = CLISessions.plan(of: profile, store: resolved.store)
         let settings: Profile
         do {
             settings = try SessionPlan.resolve(
@@ -486,11 +483,20 @@ extension CLISessions {
         do { return try load(profile).map { !$0.session.isLoggedOut } ?? false } catch { return true }
     }
 
-    /// The plan kept for `profile`: in the store, where `moose logout` keeps it (a row with no tokens,
-    /// which every machine sharing the store reads), else in the settings file beside the config
-    /// (`KeptSettings`), else in the file store's namespace where a logout of an earlier version kept it.
-    func keptPlan(_ profile: String) -> Profile? {
-        if let row = try? load(profile)?.session, row.isLoggedOut { return Profile.of(row, key: profile) }
+    /// The plan a plain `moose login --profile` of `profile` follows where neither an option nor the
+    /// config file says otherwise — one rule for every command that shows or uses it: the plan of the
+    /// row in `store` (its session's, or the one `moose logout` kept there, which every machine sharing
+    /// the store reads), else the settings file beside the config (`KeptSettings`, which outlives a lost
+    /// key or a damaged row), else the file store's namespace where an earlier version's logout kept it.
+    /// Nothing is created; a store not there yet, or one that cannot be opened, leaves the settings file.
+    static func plan(of profile: String, store: StoreOptions) -> Profile? {
+        if let sessions = try? openIfPresent(store) { return sessions.plan(of: profile) }
+        return KeptSettings.plan(profile, store: store)
+    }
+
+    /// `plan(of:store:)` in this store.
+    func plan(of profile: String) -> Profile? {
+        if let row = try? load(profile)?.session { return Profile.of(row, key: profile) }
         if let plan = KeptSettings.plan(profile, store: options) { return plan }
         guard let store = fileStore,
             let bytes = try? store.get(namespace: LoginCommand.keptPlans, name: profile),

@@ -83,9 +83,7 @@ struct ProfileCommand: ParsableCommand {
             do { opened = try CLISessions.openIfPresent(store) } catch { fault = error }
             let stored = opened.flatMap { try? $0.load(name) }.flatMap { $0.session.isLoggedOut ? nil : $0.session }
             // A profile logged out of keeps its plan: shown as it will log in again.
-            let saved =
-                stored.map { Profile.of($0, key: name) } ?? opened?.keptPlan(name)
-                ?? KeptSettings.plan(name, store: store)
+            let saved = opened?.plan(of: name) ?? KeptSettings.plan(name, store: store)
             guard settings != nil || saved != nil else {
                 if let fault { throw fault }
                 throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
