@@ -137,15 +137,21 @@ struct StoreCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
+            guard try !options.isPostgres else {
+                let sessions = try CLISessions.maintained(options, create: true)
+                defer { sessions.close() }
+                Terminal.out(try sessions.maintain { try await $0.prepareStore() })
+                return
+            }
+            // A file store is opened and closed here, on this thread: SQLite removes its write-ahead log
+            // when the last connection closes, which a task outliving the command (the storage captured by
+            // an async `prepareStore()`) could leave for after the process exits — and a store truncated
+            // later beside a leftover log then reads as foreign, not as the empty file it is.
             let path = try options.resolvedStorePath
             let existed = FileManager.default.fileExists(atPath: path)
-            let sessions = try CLISessions.maintained(options, create: true)
-            defer { sessions.close() }
-            let ready = try sessions.maintain { try await $0.prepareStore() }
-            // A file store is said as this command found it: made now, or there already with its key.
-            Terminal.out(
-                sessions.file == nil
-                    ? ready : existed ? "store \(path) already exists; key OK" : "created store \(path)")
+            _ = try options.open(create: true)
+            // Said as this command found it: made now, or there already with its key.
+            Terminal.out(existed ? "store \(path) already exists; key OK" : "created store \(path)")
         }
     }
 
