@@ -71,20 +71,7 @@ struct TokenManagerTests {
     /// Logout wipes the local session even when the provider cannot be reached; client credentials
     /// refresh with a new grant. (Scripted parts: MooseTesting's transport, agent-free flow, storage.)
     @Test func logoutAlwaysWipesAndClientCredentialsRenew() async throws {
-        let grants = LockedCounter()
-        let transport = ScriptedTransport { request in
-            let path = (request.url?.path ?? "")
-            if path.hasSuffix("/.well-known/openid-configuration") {
-                return .json(
-                    #"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","revocation_endpoint":"https://id.example.com/revoke","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#
-                )
-            }
-            if path.hasSuffix("/token") {
-                let n = grants.increment()
-                return .json(#"{"access_token":"cc-\#(n)","token_type":"Bearer","expires_in":3600}"#)
-            }
-            throw HTTPRequestError.transportFailure("the provider is down", request)
-        }
+        let transport = Self.clientCredentialsProvider(revokes: false)
         let storage = InMemorySessionStorage()
         let moose = TokenManager(
             issuer: "https://id.example.com", clientID: "svc", authentication: .clientSecretBasic("s"),
@@ -103,21 +90,7 @@ struct TokenManagerTests {
     /// with the plan and no tokens — so another process (another machine sharing the storage) opens the
     /// key and logs in the same way again; that row is never handed out nor renewed by a new grant.
     @Test func aLogoutKeepingThePlanLeavesItForTheNextLoginAnywhere() async throws {
-        let grants = LockedCounter()
-        let transport = ScriptedTransport { request in
-            let path = (request.url?.path ?? "")
-            if path.hasSuffix("/.well-known/openid-configuration") {
-                return .json(
-                    #"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","revocation_endpoint":"https://id.example.com/revoke","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#
-                )
-            }
-            if path.hasSuffix("/token") {
-                let n = grants.increment()
-                return .json(#"{"access_token":"cc-\#(n)","token_type":"Bearer","expires_in":3600}"#)
-            }
-            if path.hasSuffix("/revoke") { return .json("{}") }
-            throw HTTPRequestError.transportFailure("unexpected request", request)
-        }
+        let transport = Self.clientCredentialsProvider(revokes: true)
         let secret = FileManager.default.temporaryDirectory.appendingPathComponent("moose-kept-\(UUID().uuidString)")
         try Data("svc-secret".utf8).write(to: secret)
         defer { try? FileManager.default.removeItem(at: secret) }
@@ -150,6 +123,27 @@ struct TokenManagerTests {
         let wiped = await second.logout()
         #expect(!wiped.hadSession && !wiped.planKept)
         #expect(try await storage.keys().isEmpty)
+    }
+
+    /// A scripted provider at https://id.example.com for client-credentials sessions: discovery, a token
+    /// endpoint answering `cc-1`, `cc-2`, … (one per grant), and a revocation endpoint that answers
+    /// (`revokes`) or is down like every other path.
+    static func clientCredentialsProvider(revokes: Bool) -> ScriptedTransport {
+        let grants = LockedCounter()
+        return ScriptedTransport { request in
+            let path = (request.url?.path ?? "")
+            if path.hasSuffix("/.well-known/openid-configuration") {
+                return .json(
+                    #"{"issuer":"https://id.example.com","authorization_endpoint":"https://id.example.com/authorize","token_endpoint":"https://id.example.com/token","revocation_endpoint":"https://id.example.com/revoke","jwks_uri":"https://id.example.com/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#
+                )
+            }
+            if path.hasSuffix("/token") {
+                let n = grants.increment()
+                return .json(#"{"access_token":"cc-\#(n)","token_type":"Bearer","expires_in":3600}"#)
+            }
+            if revokes, path.hasSuffix("/revoke") { return .json("{}") }
+            throw HTTPRequestError.transportFailure("the provider is down", request)
+        }
     }
 }
 
