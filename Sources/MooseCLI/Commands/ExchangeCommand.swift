@@ -109,11 +109,6 @@ struct ExchangeCommand: ParsableCommand {
         if let requestedTokenType, ExchangeToken.type(named: requestedTokenType) == nil {
             throw ValidationError("--requested-token-type takes id_token, jwt, access_token, refresh_token or a URI")
         }
-        guard let scheme = URL(string: issuer)?.scheme?.lowercased(), scheme == "https" || scheme == "http",
-            URL(string: issuer)?.host != nil
-        else {
-            throw ValidationError("--issuer \(issuer) is not an absolute https URL (like https://id.example.com)")
-        }
         if let problem = IssuerOption.problem(issuer) { throw ValidationError(problem) }
     }
 

@@ -114,12 +114,6 @@ struct VerifyCommand: ParsableCommand {
     var caFile: String?
 
     func validate() throws {
-        guard let url = URL(string: issuer), let scheme = url.scheme?.lowercased(),
-            scheme == "https" || scheme == "http", url.host != nil
-        else {
-            throw ValidationError(
-                "--issuer \(Terminal.safe(issuer)) is not an absolute https URL (like https://id.example.com)")
-        }
         if let problem = IssuerOption.problem(issuer) { throw ValidationError(problem) }
         guard !audience.isEmpty else {
             throw ValidationError("--audience is empty: name this resource (https://api.example.com)")

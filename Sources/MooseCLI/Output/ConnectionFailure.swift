@@ -35,32 +35,16 @@ enum ConnectionFailure {
     }
 }
 
-/// `--issuer` (or a profile's issuer) checked before anything is sent.
+/// `--issuer` (or a profile's issuer) checked before anything is sent, by the library's one issuer
+/// rule (`IssuerRule`): breaking it is a usage error (exit 2), never an outage.
 enum IssuerOption {
-    /// A plain-http issuer on another machine is a usage error (exit 2): codes, tokens and secrets
-    /// never cross a network in clear text (plain http is for 127.0.0.1, ::1 and localhost only).
+    /// Throws the usage error `problem(_:option:)` names, if any.
     static func check(_ issuer: String, option: String = "--issuer") throws {
         if let problem = problem(issuer, option: option) { throw CLIError.usage(problem) }
     }
 
-    /// What is wrong with `issuer` (see `check`), or `nil`. An issuer is an absolute URL without
-    /// spaces, user information, query or fragment (RFC 8414 §2), its port at most 65535: anything
-    /// else is a usage error before a request is attempted (not an outage).
+    /// What is wrong with `issuer` (`IssuerRule.problem`), said of `option`, or `nil`.
     static func problem(_ issuer: String, option: String = "--issuer") -> String? {
-        do {
-            _ = try DPoP.normalizedProofTarget(issuer)
-        } catch {
-            let reason =
-                error.message.contains("query or fragment")
-                ? "it has a query or fragment"
-                : error.message.hasPrefix("URI ") ? "the URL " + error.message.dropFirst(4) : error.message
-            return "\(option) \(issuer) is not a usable issuer URL (\(reason)); "
-                + "an issuer is https://host[:port][/path], with no spaces, query or fragment"
-        }
-        guard let url = URL(string: issuer), url.scheme?.lowercased() == "http", !TransportSecurity.permits(url) else {
-            return nil
-        }
-        return
-            "\(option) \(issuer) is plain http to another machine: use https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+        IssuerRule.problem(issuer).map { "\(option) \(Terminal.safe(issuer)) \($0.predicate)" }
     }
 }

@@ -75,25 +75,15 @@ public actor Discovery {
     ///   - transport: what fetches the documents (15 s timeout each, no retries).
     /// - Returns: the OpenID Connect document's metadata, its gaps filled from the RFC 8414 one (or
     ///   the RFC 8414 document alone), uncached.
-    /// - Throws: `OAuthError` with `invalidConfiguration` for an issuer that is not an http(s) URL
-    ///   without query or fragment; `insecureEndpoint` for a plain-`http` issuer or endpoint to another
+    /// - Throws: `OAuthError` with `invalidConfiguration` for an issuer that breaks `IssuerRule` (not
+    ///   an http(s) URL usable as an issuer); `insecureEndpoint` for a plain-`http` issuer or endpoint to another
     ///   machine; `issuerMismatch` for a document naming another issuer; `discovery` for no document, an
     ///   unusable one (not JSON, a REQUIRED member missing, over 256 KiB) or a 4xx answer; `transient`
     ///   for a 5xx answer or an unreachable host; `tls` for a failed TLS handshake.
     public static func fetch(issuer: String, transport: any HTTPTransport) async throws -> ProviderMetadata {
-        guard let base = URL(string: issuer), let scheme = base.scheme?.lowercased(),
-            scheme == "https" || scheme == "http",
-            base.host != nil, base.query == nil, base.fragment == nil
-        else {
-            throw OAuthError(
-                OAuthError.invalidConfiguration, "issuer \(issuer) must be an http(s) URL without query or fragment")
-        }
-        // RFC 8414 §2, OIDC Discovery §3: the issuer uses https; RFC 8252 §8.3 allows loopback http.
-        guard TransportSecurity.permits(base) else {
-            throw OAuthError(
-                OAuthError.insecureEndpoint,
-                "issuer \(issuer) is not https (plain http is allowed only to 127.0.0.1, ::1 or localhost)")
-        }
+        // The one issuer rule (`IssuerRule`): an absolute http(s) URL usable as an issuer (RFC 8414 §2),
+        // https or loopback http (RFC 8414 §2, OIDC Discovery §3, RFC 8252 §8.3).
+        try IssuerRule.check(issuer)
         // The order of RFC 8414 §3.1 / §5 and the MCP authorization specification (2025-11-25): the
         // RFC 8414 document (well-known segment between host and path), then OpenID Connect's — for an
         // issuer with a path first with the segment inserted the same way, then appended (OIDC
