@@ -78,7 +78,12 @@ public struct SessionSummary: Sendable, Hashable {
     /// grant (the client acts for itself, RFC 6749 §4.4), nor for tokens with neither an ID token nor
     /// the `openid` scope (UserInfo serves OpenID Connect access tokens only, OIDC Core §5.3).
     ///
-    /// - Parameter grant: the grant that issued `tokens`, when the caller knows it (`.clientCredentials`).
+    /// - Parameters:
+    ///   - idTokenClaims: the claims of the login's ID token, if it had one (already validated).
+    ///   - tokens: what the login's grant returned.
+    ///   - client: the client that logged in (UserInfo is asked at its provider's endpoint).
+    ///   - grant: the grant that issued `tokens`, when the caller knows it (`.clientCredentials`).
+    /// - Returns: the display names found, as session attributes (`attributes(from:)`); empty for none.
     public static func displayAttributes(
         idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient,
         grant: SessionPlan.Grant.Kind? = nil
