@@ -215,8 +215,8 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// The session attribute the plan is written under (JSON, sealed with the session).
     public static let attribute = "moose.plan"
 
-    /// The plan format it was read from: `currentVersion`, 1 for Moose 0.4's flat plan, or 0 for a
-    /// session written by Moose 0.3.
+    /// The plan format it was read from: `currentVersion`, 1 for the flat plan written before version
+    /// 2, or 0 for a session written by Moose 0.3.
     public var version: Int
     /// The storage key the session lives under (set from the key whenever a plan is read).
     public var name: String
