@@ -44,7 +44,7 @@ struct CrossSurfaceSessionTests {
         try await TokenCLITests.expireStoredSession(environment: environment, requiringRefreshToken: false)
         let manager = try await TokenManager.open(
             key: "default", storage: try Self.storage(home: home), transport: CurlTransport())
-        #expect(manager.plan.grant == .workload && manager.plan.workload == "file:" + file.path)
+        #expect(manager.plan.grant.workload?.source == "file:" + file.path)
         let renewed = try await manager.accessToken()
         #expect(
             !renewed.value.utf8.elementsEqual(first.stdout.trimmingCharacters(in: .whitespacesAndNewlines).utf8),
@@ -73,9 +73,11 @@ struct CrossSurfaceSessionTests {
             let manager = try await TokenManager.open(
                 key: "default", storage: try Self.storage(home: home), transport: CurlTransport())
             // The key is referenced, not copied: the plan names the file and the kid.
-            #expect(
-                manager.plan.privateKeyFile?.hasSuffix("pkjwt-es256.pem") == true
-                    && manager.plan.privateKeyID == "moose-pkjwt-1")
+            guard case .privateKey(let keyFile, let keyID) = manager.plan.client.credential else {
+                Issue.record("not a private key: \(manager.plan.client.credential)")
+                return
+            }
+            #expect(keyFile.hasSuffix("pkjwt-es256.pem") && keyID == "moose-pkjwt-1")
             let renewed = try await manager.accessToken()
             #expect(renewed.value != before["accessToken"] as? String, "no new grant: the expired token came back")
             let status = try await CLI.run(["status", "--json"], environment: environment)
@@ -89,10 +91,9 @@ struct CrossSurfaceSessionTests {
         #expect(try await CLI.run(["store", "init"], environment: environment).status == 0)
         let secretFile = home.appendingPathComponent("secret")
         try Data("moose-service-secret\n".utf8).write(to: secretFile)
-        var plan = SessionPlan(
+        let plan = SessionPlan(
             name: "default", issuer: TestIdentityProvider.issuer, clientID: "moose-service", scopes: ["read"],
-            grant: .clientCredentials, clientSecretFile: secretFile.path)
-        plan.clientAuth = "basic"
+            grant: .clientCredentials, credential: .secretFile(secretFile.path, sending: .basic))
         let manager = try TokenManager(plan: plan, storage: try Self.storage(home: home), transport: CurlTransport())
         try await manager.login(with: .clientCredentials)
         let appToken = try await manager.accessToken()
@@ -160,7 +161,10 @@ struct CrossSurfaceSessionTests {
             attributes: [OAuthSession.legacyProfileAttribute: legacy])
         let plan = try #require(SessionPlan.stored(in: session, key: "work"))
         #expect(plan.version == 0 && plan.name == "work" && plan.grant == .clientCredentials)
-        #expect(plan.clientSecretFile == "/run/secret" && plan.audience == "https://api.example")
+        #expect(
+            plan.client.credential == .secretFile("/run/secret", sending: .basic)
+                && plan.audience == "https://api.example"
+        )
         let written = plan.stored(in: session.attributes)
         #expect(written[OAuthSession.legacyProfileAttribute] == nil)
         let again = try #require(
@@ -168,6 +172,6 @@ struct CrossSurfaceSessionTests {
                 in: OAuthSession(
                     issuer: "https://id.example", clientID: "svc",
                     tokens: TokenSet(accessToken: "a"), attributes: written), key: "work"))
-        #expect(again.version == SessionPlan.currentVersion && again.clientSecretFile == plan.clientSecretFile)
+        #expect(again.version == SessionPlan.currentVersion && again.client.credential == plan.client.credential)
     }
 }

@@ -99,13 +99,12 @@ struct LoginAgainCLITests {
             return try SessionPlan.resolve(name: "tv", given: given, profile: nil, kept: device).grant
         }
         #expect(try grant([], clientID: "tv") == .deviceCode)
-        #expect(try grant([], clientID: "other") == .authorizationCode)
+        #expect(try grant([], clientID: "other") == .authorizationCode(loopbackPort: nil))
         #expect(try grant(["--client-credentials"], clientID: "tv") == .clientCredentials)
         // A browser login's registered port is part of the plan, so the next login uses it again.
-        device.grant = .authorizationCode
-        device.loopbackPort = 53683
+        device.grant = .authorizationCode(loopbackPort: 53683)
         let decoded = try JSONDecoder().decode(SessionPlan.self, from: try JSONEncoder().encode(device))
-        #expect(decoded.loopbackPort == 53683)
+        #expect(decoded.grant.loopbackPort == 53683)
     }
 
     @Test(arguments: [

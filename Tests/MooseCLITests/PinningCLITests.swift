@@ -112,8 +112,8 @@ struct PinningCLITests {
 
         func store(pin: String) throws {
             var plan = SessionPlan(name: "default", issuer: base, clientID: "moose-cli", scopes: ["openid"])
-            plan.caFile = ca.caFile
-            plan.publicKeyPins = try CLITransport.pins([pin], issuer: base)
+            plan.provider.caFile = ca.caFile
+            plan.provider.publicKeyPins = try CLITransport.pins([pin], issuer: base) ?? []
             let tokens = TokenSet(
                 accessToken: "expired", refreshToken: "refresh-me", expiresAt: Date().addingTimeInterval(-60))
             _ = try storage.replaceNow(
@@ -178,11 +178,12 @@ struct PinningCLITests {
         let pin = "sha256//" + Data(repeating: 7, count: 32).base64EncodedString()
         var profile = Profile(name: "p", issuer: "https://ID.example.com/realms/x", clientID: "c", scopes: [])
         #expect(try profile.trust() == nil, "no CA file and no pins: the transport as given")
-        profile.publicKeyPins = try CLITransport.pins([String(pin.dropFirst(8))], issuer: profile.issuer)
-        #expect(profile.publicKeyPins == [pin], "kept canonically")
+        profile.provider.publicKeyPins =
+            try CLITransport.pins([String(pin.dropFirst(8))], issuer: profile.issuer) ?? []
+        #expect(profile.provider.publicKeyPins == [pin], "kept canonically")
         let stored = try #require(profile.stored()[Profile.attribute])
         let restored = try JSONDecoder().decode(Profile.self, from: Data(stored.utf8))
-        #expect(restored.publicKeyPins == [pin])
+        #expect(restored.provider.publicKeyPins == [pin])
         let transport = try #require(try restored.transport(over: CurlTransport()) as? CurlTransport)
         #expect(transport.pins.pins(for: "id.example.com") == [pin] && transport.pins.hosts == ["id.example.com"])
         #expect(try CLITransport.pins([], issuer: profile.issuer) == nil)

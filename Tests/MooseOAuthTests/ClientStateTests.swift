@@ -27,7 +27,7 @@ import Testing
         try Data("first-secret\n".utf8).write(to: secretFile)
         let plan = SessionPlan(
             name: "app", issuer: "https://id.example.com", clientID: "app", scopes: ["openid"],
-            clientSecretFile: secretFile.path)
+            credential: .secretFile(secretFile.path, sending: .basic))
         let state = ClientState(plan: plan, authentication: nil, transport: transport, idTokenKeys: nil, logger: nil)
 
         let first = try await state.prepare()

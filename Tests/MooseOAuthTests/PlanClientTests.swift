@@ -97,10 +97,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let secretFile = folder.appendingPathComponent("secret")
         try Data("not-the-secret\n".utf8).write(to: secretFile)
-        var plan = SessionPlan(
+        let plan = SessionPlan(
             name: "svc", issuer: TestIdP.issuer, clientID: "moose-service", scopes: ["read"],
-            grant: .clientCredentials, clientSecretFile: secretFile.path)
-        plan.clientAuth = "basic"
+            grant: .clientCredentials, credential: .secretFile(secretFile.path, sending: .basic))
         let manager = try TokenManager(plan: plan, storage: InMemorySessionStorage(), transport: CurlTransport())
         await #expect {
             try await manager.login(with: .clientCredentials)

@@ -12,19 +12,24 @@ struct PlanResolutionTests {
     static let issuer = "https://id.example.com"
 
     static func kept(_ change: (inout SessionPlan) -> Void = { _ in }) -> SessionPlan {
-        var plan = SessionPlan(name: "p", issuer: issuer, clientID: "app", scopes: ["kept-scope"])
-        plan.clientSecretEnv = "KEPT_SECRET"
+        var plan = SessionPlan(
+            name: "p", issuer: issuer, clientID: "app", scopes: ["kept-scope"],
+            grant: .authorizationCode(loopbackPort: 53682), credential: .secretVariable("KEPT_SECRET", sending: .post))
         plan.audience = "kept-audience"
         plan.resource = "https://kept.example.com/api"
         plan.dpop = "EdDSA"
-        plan.caFile = "/kept/ca.pem"
-        plan.publicKeyPins = ["sha256//" + Data(repeating: 1, count: 32).base64EncodedString()]
-        plan.clientAuth = "post"
-        plan.privateKeyID = "kept-kid"
-        plan.loopbackPort = 53682
-        plan.endpoints.deviceAuthorizationEndpoint = URL(string: "https://id.example.com/kept-device")
+        plan.provider.caFile = "/kept/ca.pem"
+        plan.provider.publicKeyPins = ["sha256//" + Data(repeating: 1, count: 32).base64EncodedString()]
+        plan.provider.endpoints.deviceAuthorizationEndpoint = URL(string: "https://id.example.com/kept-device")
         change(&plan)
         return plan
+    }
+
+    /// The kept plan for one field's row: a private key's `kid` needs a kept private key to belong to.
+    static func kept(for field: String) -> SessionPlan {
+        kept {
+            if field == "privateKeyID" { $0.client.credential = .privateKey(file: "/kept/key.pem", keyID: "kept-kid") }
+        }
     }
 
     func resolve(_ given: Settings = Settings(), _ profile: Settings? = nil, kept: SessionPlan? = nil) throws
@@ -65,12 +70,21 @@ struct PlanResolutionTests {
             case "audience": plan.audience ?? "-"
             case "resource": plan.resource ?? "-"
             case "dpop": plan.dpop ?? "-"
-            case "caFile": plan.caFile ?? "-"
-            case "publicKeyPins": plan.publicKeyPins?.joined(separator: ",") ?? "-"
-            case "clientAuth": plan.clientAuth ?? "-"
-            case "privateKeyID": plan.privateKeyID ?? "-"
-            case "loopbackPort": plan.loopbackPort.map(String.init) ?? "-"
-            case "deviceEndpoint": plan.endpoints.deviceAuthorizationEndpoint?.absoluteString ?? "-"
+            case "caFile": plan.provider.caFile ?? "-"
+            case "publicKeyPins":
+                plan.provider.publicKeyPins.isEmpty ? "-" : plan.provider.publicKeyPins.joined(separator: ",")
+            case "clientAuth":
+                switch plan.client.credential {
+                case .secretFile(_, let sending), .secretVariable(_, let sending): sending.rawValue
+                default: "-"
+                }
+            case "privateKeyID":
+                switch plan.client.credential {
+                case .privateKey(_, let keyID): keyID ?? "-"
+                default: "-"
+                }
+            case "loopbackPort": plan.grant.loopbackPort.map(String.init) ?? "-"
+            case "deviceEndpoint": plan.provider.endpoints.deviceAuthorizationEndpoint?.absoluteString ?? "-"
             default: "?"
             }
         }
@@ -83,14 +97,21 @@ struct PlanResolutionTests {
             merged.clientID = "app"
             return merged
         }
-        let given = try resolve(with(layer("given", 2)), layer("profile", 3), kept: Self.kept())
-        let profile = try resolve(identity, layer("profile", 3), kept: Self.kept())
-        let kept = try resolve(identity, nil, kept: Self.kept())
+        let keptPlan = Self.kept(for: field)
+        let given = try resolve(with(layer("given", 2)), layer("profile", 3), kept: keptPlan)
+        let profile = try resolve(identity, layer("profile", 3), kept: keptPlan)
+        let kept = try resolve(identity, nil, kept: keptPlan)
         let none = try resolve(identity)
-        #expect(value(given) == value(try resolve(with(layer("given", 2)))), "given wins")
+        // A key's `kid` and a secret's sending apply to the credential the plan ends up with (here the
+        // kept one): without one, they say nothing.
+        let credentialBound = field == "clientAuth" || field == "privateKeyID"
+        let alone = credentialBound ? keptPlan : nil
+        #expect(value(given) == value(try resolve(with(layer("given", 2)), nil, kept: alone)), "given wins")
         #expect(value(given) != value(profile) && value(profile) != value(kept), "\(field): three layers, three values")
-        #expect(value(profile) == value(try resolve(identity, layer("profile", 3))), "the profile over the kept plan")
-        #expect(value(kept) == value(Self.kept()), "the kept plan over the default")
+        #expect(
+            value(profile) == value(try resolve(identity, layer("profile", 3), kept: alone)),
+            "the profile over the kept plan")
+        #expect(value(kept) == value(keptPlan), "the kept plan over the default")
         let defaults: [String: String] = [
             "scopes": "openid profile email", "clientAuth": "-", "dpop": "-", "loopbackPort": "-"
         ]
@@ -102,41 +123,47 @@ struct PlanResolutionTests {
         other.issuer = "https://elsewhere.example.com"
         let moved = try resolve(other, nil, kept: Self.kept())
         // A kept secret, trust and endpoints never go to another issuer.
-        #expect(moved.clientSecretEnv == nil && moved.caFile == nil && moved.publicKeyPins == nil)
-        #expect(moved.endpoints.deviceAuthorizationEndpoint == nil && moved.loopbackPort == nil)
+        #expect(
+            moved.client.credential == .none && moved.provider.caFile == nil && moved.provider.publicKeyPins.isEmpty)
+        #expect(
+            moved.provider.endpoints.deviceAuthorizationEndpoint == nil
+                && moved.grant == .authorizationCode(loopbackPort: nil))
         #expect(moved.clientID == "app" && moved.scopes == ["kept-scope"], "the rest is the profile's still")
         let same = try resolve(Settings(), nil, kept: Self.kept())
-        #expect(same.clientSecretEnv == "KEPT_SECRET" && same.caFile == "/kept/ca.pem")
+        #expect(same.client.credential == .secretVariable("KEPT_SECRET", sending: .post))
+        #expect(same.provider.caFile == "/kept/ca.pem" && same.grant == .authorizationCode(loopbackPort: 53682))
     }
 
     @Test func theFilesCredentialsAndTrustStayWithTheFilesProvider() throws {
         var file = Settings(issuer: Self.issuer, clientID: "app", caFile: "/file/ca.pem")
-        file.clientSecretEnv = "FILE_SECRET"
+        file.privateKeyFile = "/file/key.pem"
         file.privateKeyID = "file-kid"
         var elsewhere = Settings()
         elsewhere.issuer = "https://elsewhere.example.com"
         let moved = try resolve(elsewhere, file)
-        #expect(moved.clientSecretEnv == nil && moved.caFile == nil && moved.privateKeyID == nil, "\(moved)")
+        #expect(moved.client.credential == .none && moved.provider.caFile == nil, "\(moved)")
         let home = try resolve(Settings(), file)
-        #expect(
-            home.clientSecretEnv == "FILE_SECRET" && home.caFile == "/file/ca.pem" && home.privateKeyID == "file-kid")
+        #expect(home.client.credential == .privateKey(file: "/file/key.pem", keyID: "file-kid"))
+        #expect(home.provider.caFile == "/file/ca.pem")
         // A new key given without its kid does not inherit the kept key's.
         var newKey = Settings()
         newKey.privateKeyFile = "/keys/new.pem"
-        let rotated = try resolve(newKey, nil, kept: Self.kept { $0.privateKeyFile = "/keys/old.pem" })
-        #expect(rotated.privateKeyFile == "/keys/new.pem" && rotated.privateKeyID == nil)
+        let rotated = try resolve(
+            newKey, nil, kept: Self.kept { $0.client.credential = .privateKey(file: "/keys/old.pem", keyID: "old") })
+        #expect(rotated.client.credential == .privateKey(file: "/keys/new.pem", keyID: nil))
     }
 
     @Test func credentialsMoveTogetherFromTheFirstLayerThatNamesOne() throws {
         var file = Settings()
         file.privateKeyFile = "/keys/app.pem"
         let fromFile = try resolve(Settings(), file, kept: Self.kept())
-        #expect(fromFile.privateKeyFile == "/keys/app.pem" && fromFile.clientSecretEnv == nil)
+        #expect(fromFile.client.credential == .privateKey(file: "/keys/app.pem", keyID: nil))
         var given = Settings()
         given.clientSecretFile = "relative/secret"
         let fromGiven = try resolve(given, file, kept: Self.kept())
-        #expect(fromGiven.clientSecretFile == FileManager.default.currentDirectoryPath + "/relative/secret")
-        #expect(fromGiven.privateKeyFile == nil && fromGiven.clientSecretEnv == nil)
+        #expect(
+            fromGiven.client.credential
+                == .secretFile(FileManager.default.currentDirectoryPath + "/relative/secret", sending: .basic))
         given.clientSecretEnv = "TWO"
         #expect(throws: OAuthError.self) { try resolve(given, file, kept: Self.kept()) }
     }
@@ -150,7 +177,7 @@ struct PlanResolutionTests {
         #expect(service.grant == .clientCredentials && service.scopes == ["kept-scope"])
         var other = Settings()
         other.clientID = "other"
-        #expect(try resolve(other, nil, kept: device).grant == .authorizationCode)
+        #expect(try resolve(other, nil, kept: device).grant == .authorizationCode(loopbackPort: nil))
         // A service asks for no OpenID scopes by default; a person's login for openid profile email.
         var fresh = Settings()
         fresh.issuer = Self.issuer
@@ -168,8 +195,15 @@ struct PlanResolutionTests {
         workload.workloadGrant = "jwt-bearer"
         workload.subjectTokenType = "jwt"
         let ci = try resolve(Settings(), workload)
-        #expect(ci.grant == .workload && ci.workload == "file:" + FileManager.default.currentDirectoryPath + "/token")
-        #expect(ci.workloadGrant == "jwt-bearer" && ci.subjectTokenType == "urn:ietf:params:oauth:token-type:jwt")
+        #expect(
+            ci.grant
+                == .workload(
+                    SessionPlan.Workload(
+                        source: "file:" + FileManager.default.currentDirectoryPath + "/token", grant: .jwtBearer,
+                        subjectTokenType: "urn:ietf:params:oauth:token-type:jwt")))
+        // A kept workload's source, grant and token type, for the same client.
+        let again = try resolve(Settings(), nil, kept: ci)
+        #expect(again.grant == ci.grant)
     }
 
     @Test func whatCannotBeFollowedIsAConfigurationErrorNamingNoFlag() throws {
@@ -233,7 +267,8 @@ struct PlanResolutionTests {
         #expect(ci.workload == "github" && ci.workloadGrant == "jwt-bearer" && ci.privateKeyID == "ci-1")
         #expect(try ProfileFile(parsing: Array(file.serialized.utf8)) == file, "written back as read")
         let plan = try SessionPlan.resolve(name: "svc", given: Settings(), profile: svc, kept: nil)
-        #expect(plan.grant == .clientCredentials && plan.clientSecretEnv == "SVC_SECRET" && plan.scopes == ["read"])
+        #expect(plan.grant == .clientCredentials && plan.scopes == ["read"])
+        #expect(plan.client.credential == .secretVariable("SVC_SECRET", sending: .post))
         for bad in ["grant = \"password\"", "port = 70000", "port = \"53682\""] {
             #expect(throws: ProfileFile.ParseError.self) {
                 try ProfileFile(parsing: Array("[profiles.x]\n\(bad)\n".utf8))

@@ -51,7 +51,7 @@ struct ProfileFileTests {
         let file = try ProfileFile(parsing: Array(text.utf8))
         let plan = try #require(file.plan())
         #expect(plan.name == "work" && plan.issuer == "https://id.example.com" && plan.clientID == "cli")
-        #expect(plan.scopes == ["openid", "profile", "email"] && plan.grant == .authorizationCode)
+        #expect(plan.scopes == ["openid", "profile", "email"] && plan.grant == .authorizationCode(loopbackPort: nil))
         #expect(plan.resource == "https://api.example.com" && plan.dpop == "ES256")
         #expect(file.plan(for: "half") == nil, "a profile without client_id is no plan")
         #expect(file.plan(for: "absent") == nil)

@@ -96,7 +96,7 @@ struct TokenManagerTests {
         defer { try? FileManager.default.removeItem(at: secret) }
         var plan = SessionPlan(name: "svc", issuer: "https://id.example.com", clientID: "svc", scopes: ["read"])
         plan.grant = .clientCredentials
-        plan.clientSecretFile = secret.path
+        plan.client.credential = .secretFile(secret.path, sending: .basic)
         let storage = InMemorySessionStorage()
         let first = try TokenManager(plan: plan, storage: storage, transport: transport)
         _ = try await first.login(with: .clientCredentials)
@@ -111,7 +111,7 @@ struct TokenManagerTests {
 
         // Another process opens the key: the kept plan, and its login logs in as it says.
         let second = try await TokenManager.open(key: "svc", storage: storage, transport: transport)
-        #expect(second.plan.grant == .clientCredentials && second.plan.clientSecretFile == secret.path)
+        #expect(second.plan.grant == .clientCredentials && second.plan.client.credential == plan.client.credential)
         _ = try await second.login(with: .clientCredentials)
         #expect(try await second.accessToken().value == "cc-2", "the kept plan was never renewed by a new grant")
 

@@ -184,7 +184,7 @@ struct OperatorViewTests {
                 AuthorizationParameters(scopes: ["profile"]))
             granted.scopes.append("openid")
             _ = try await SessionEngine(key: "openid", storage: InMemorySessionStorage())
-                .completeLogin(granted, client: confidential, grant: "client_credentials")
+                .completeLogin(granted, client: confidential, grant: .clientCredentials)
             // Tokens without an ID token or `openid`, their grant not said: no user to ask about either.
             let client = OAuthClient(
                 metadata: metadata, clientID: "moose-service",

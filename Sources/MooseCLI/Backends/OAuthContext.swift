@@ -51,7 +51,10 @@ struct OAuthContext {
     /// file store. A plan whose references cannot be read is a usage error.
     func manager(for profile: Profile) throws -> TokenManager {
         var plan = profile
-        plan.workload = plan.workload.map(SessionPlan.absoluteWorkload)
+        if case .workload(var workload) = plan.grant {
+            workload.source = workload.source.map(SessionPlan.absoluteWorkload)
+            plan.grant = .workload(workload)
+        }
         var idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil
         if let store = sessions.fileStore { idTokenKeys = { .secretStore(store, for: $0) } }
         do {

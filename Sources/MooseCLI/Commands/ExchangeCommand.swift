@@ -114,12 +114,15 @@ struct ExchangeCommand: ParsableCommand {
 
     func run() throws {
         var profile = Profile(name: "exchange", issuer: issuer, clientID: clientID, scopes: scope)
-        profile.clientSecretFile = clientSecretFile.map(SessionPlan.absolute)
-        profile.clientSecretEnv = clientSecretEnv
-        if let caFile { profile.caFile = try CLITransport.caFile(caFile) }
+        if let file = clientSecretFile {
+            profile.client.credential = .secretFile(SessionPlan.absolute(file), sending: .basic)
+        } else if let variable = clientSecretEnv {
+            profile.client.credential = .secretVariable(variable, sending: .basic)
+        }
+        if let caFile { profile.provider.caFile = try CLITransport.caFile(caFile) }
         let subjectType = ExchangeToken.type(named: subjectTokenType) ?? ExchangeToken.idTokenType
         let requested = requestedTokenType.flatMap(ExchangeToken.type(named:))
-        let transport = CLITransport.make(caFile: profile.caFile)
+        let transport = CLITransport.make(caFile: profile.provider.caFile)
         let subject = try subjectSource(transport: transport)
         let actor = try actorToken()
         let actorSource: (@Sendable () async throws -> ExchangeToken)? = actor.map { token in { @Sendable in token } }

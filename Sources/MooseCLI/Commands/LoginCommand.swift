@@ -209,14 +209,13 @@ struct LoginCommand: ParsableCommand {
             KeptSettings.keep(settings, store: resolved.store)
             try report(settings, in: context)
         } catch let error as OAuthError
-            where error.code == OAuthError.invalidClient && settings.clientSecretFile == nil
-            && settings.clientSecretEnv == nil && settings.privateKeyFile == nil
+            where error.code == OAuthError.invalidClient && settings.client.credential == .none
         {
             // A confidential client logged in as a public one: the token endpoint wants its credentials.
             // A public client refused so at a browser login: a provider that registered one exact
             // redirect URI (Glewlwyd) refuses the code sent to another port the same way.
             let port =
-                settings.grant == .authorizationCode && settings.loopbackPort == nil
+                settings.grant == .authorizationCode(loopbackPort: nil)
                 ? "; a public client may instead have one registered redirect URI: give its port with --port PORT" : ""
             throw CLIError.failed(
                 OAuthContext.text(
@@ -245,7 +244,7 @@ struct LoginCommand: ParsableCommand {
             throw CLIError.usage(error.message + Self.hint(for: error, profile: profile))
         }
         try IssuerOption.check(settings.issuer)
-        if let file = settings.caFile { _ = try CLITransport.caFile(file, option: "the CA file") }
+        if let file = settings.provider.caFile { _ = try CLITransport.caFile(file, option: "the CA file") }
         return settings
     }
 
@@ -322,8 +321,8 @@ struct LoginCommand: ParsableCommand {
             try CLIBlocking.run { _ = try await manager.login(with: .clientCredentials, parameters: parameters) }
         case .deviceCode:
             try deviceLogin(manager: manager, parameters: parameters, issuer: settings.issuer)
-        case .authorizationCode:
-            try browserLogin(manager: manager, parameters: parameters, port: settings.loopbackPort)
+        case .authorizationCode(let port):
+            try browserLogin(manager: manager, parameters: parameters, port: port)
         }
     }
 
@@ -463,7 +462,9 @@ struct LoginCommand: ParsableCommand {
         let who =
             settings.grant == .clientCredentials
             ? "client \(settings.clientID)"
-            : settings.workload.map { "workload \($0.split(separator: ":").first.map(String.init) ?? $0)" }
+            : settings.grant.workload?.source.map {
+                "workload \($0.split(separator: ":").first.map(String.init) ?? $0)"
+            }
                 ?? SessionSummary(key: settings.name, session: session).displayName ?? "(no ID token)"
         Terminal.out(
             "Logged in to \(settings.issuer) as \(who) (profile \(settings.name)); access token \(expiryText(tokens)); "

@@ -114,8 +114,8 @@ struct ProfileCommand: ParsableCommand {
         [
             "issuer": .string(plan.issuer), "client_id": .string(plan.clientID),
             "scopes": .array(plan.scopes.map { .string($0) }), "resource": .string(plan.resource),
-            "dpop": .string(plan.dpop), "ca_file": .string(plan.caFile),
-            "grant": .string(plan.grant.rawValue)
+            "dpop": .string(plan.dpop), "ca_file": .string(plan.provider.caFile),
+            "grant": .string(plan.grant.kind.rawValue)
         ]
     }
 

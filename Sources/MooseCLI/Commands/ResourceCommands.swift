@@ -74,7 +74,7 @@ struct ResourceLogin {
             settings.resource = session.resource
             settings.dpop = nil
             if let old = existing?.profile, old.issuer.utf8.elementsEqual(settings.issuer.utf8) {
-                settings.endpoints = old.endpoints
+                settings.provider.endpoints = old.provider.endpoints
             }
             session.attributes = settings.stored(in: session.attributes)
             _ = try context.sessions.run { [session] in

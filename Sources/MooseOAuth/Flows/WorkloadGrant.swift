@@ -57,8 +57,9 @@ public struct WorkloadGrant: Sendable {
         self.audiences = audiences
     }
 
-    /// The session attribute value naming this grant (`SessionEngine.grantAttribute`): a session with
-    /// it and no refresh token is renewed by a new workload grant.
+    /// The session attribute value naming this grant (`SessionEngine.grantAttribute`), as
+    /// `SessionPlan.Grant.Kind.workload`'s raw value: written for older readers. A session is renewed
+    /// by a new workload grant when its plan's grant is a workload's (`SessionPlan.grant`).
     public static let sessionGrant = "workload"
 
     /// One grant at `client`'s provider for `scopes`, with a fresh identity token. A provider's refusal

@@ -24,7 +24,7 @@ public struct ProfileSettings: Sendable, Equatable {
     /// The provider's public-key pins (`public_key_pins = ["sha256//…", "sha256//…"]`), for the issuer's host.
     public var publicKeyPins: [String]?
     /// `grant`: `authorization_code` (a browser), `device_code`, `client_credentials` or `workload`.
-    public var grant: SessionPlan.Grant?
+    public var grant: SessionPlan.Grant.Kind?
     /// `client_secret_env`: an environment variable holding the client secret.
     public var clientSecretEnv: String?
     /// `client_auth`: how the secret is sent, `basic` or `post`.

@@ -287,13 +287,13 @@ extension ResourceEngine.Settings {
     /// The plan of a resource session — its authorization server, client and resource — stored with the
     /// session (so `TokenManager.open(key:…)` renews it too) and the one source of its client
     /// (`SessionPlan.client(metadata:transport:registration:authentication:)`), as for every session.
-    /// A pre-registered client whose credentials the app holds is marked so (`authenticationHeldByApp`).
+    /// A pre-registered client whose credentials the app holds is marked so (`SessionPlan.Credential.heldByApp`).
     func plan(
         key: String, issuer: String, clientID: String, resource: String, scopes: [String], registered: Bool
     ) -> SessionPlan {
         var plan = SessionPlan(name: key, issuer: issuer, clientID: clientID, scopes: scopes)
         plan.resource = resource
-        if !registered, authentication(registration: nil) != nil { plan.authenticationHeldByApp = true }
+        if !registered, authentication(registration: nil) != nil { plan.client.credential = .heldByApp }
         return plan
     }
 

@@ -23,10 +23,13 @@ import MooseJWT
 /// ```
 public struct SessionEngine: Sendable {
     /// The session attribute naming the grant a login used when a refresh cannot come from a refresh
-    /// token (`client_credentials`: a "refresh" is a new grant).
+    /// token (`client_credentials`, `workload`: a "refresh" is a new grant). Still written for older
+    /// readers; renewal follows the session's plan (`SessionPlan.grant`), and only
+    /// `SessionPlan.implied(by:key:)` reads it, for a session stored without a plan.
     public static let grantAttribute = OAuthSession.grantAttribute
-    /// The session attribute naming the `audience` a client-credentials grant asked for (sent again
-    /// on every new grant).
+    /// The session attribute naming the `audience` a client-credentials or workload grant asked for.
+    /// Still written for older readers; renewal takes the plan's `audience`, and only
+    /// `SessionPlan.implied(by:key:)` reads it, for a session stored without a plan.
     public static let audienceAttribute = "moose.audience"
 
     /// The storage key of the session.
@@ -104,8 +107,8 @@ public struct SessionEngine: Sendable {
 
     /// The one refresh step, for the stored session the coordinator read inside its lease: the
     /// refresh grant (RFC 6749 §6) naming the session's resource, validating a new ID token with
-    /// `validator` — or, for a client-credentials session (no refresh token), a new grant for the
-    /// same scopes.
+    /// `validator` — or, for a session without a refresh token whose plan's grant is client
+    /// credentials (`SessionPlan.of(_:key:)`), a new grant for the same scopes naming the plan's audience.
     ///
     /// - Parameters:
     ///   - session: the stored session, read inside the refresh lease.
@@ -121,15 +124,15 @@ public struct SessionEngine: Sendable {
         -> TokenSet
     {
         let tokens = session.tokens
-        if tokens.refreshToken == nil, let grant = session.attributes[grantAttribute],
-            grant.utf8.elementsEqual("client_credentials".utf8)
-        {
+        // The plan says how the session was obtained (its name is not used here).
+        let plan = tokens.refreshToken == nil ? SessionPlan.of(session, key: "") : nil
+        if let plan, case .clientCredentials = plan.grant {
             var client = client
             client.resource = tokens.resource ?? session.resource ?? client.resource
             // The scopes granted last time; `openid` among them (a provider's default scope) is not asked
             // for again: this grant issues no ID token.
             var parameters = AuthorizationParameters(scopes: tokens.scopes.filter { $0 != "openid" })
-            if let audience = session.attributes[audienceAttribute] { parameters.extra.append(("audience", audience)) }
+            if let audience = plan.audience { parameters.extra.append(("audience", audience)) }
             var fresh = try await ClientCredentialsFlow(client: client).authorize(parameters)
             fresh.resource = fresh.resource ?? client.resource
             return fresh
@@ -217,8 +220,11 @@ public struct SessionEngine: Sendable {
     ///   - tokens: what the login's grant returned, already validated by its flow.
     ///   - client: the client that made the login; its issuer and id are stored with the session, and
     ///     it revokes the replaced refresh token.
-    ///   - grant: recorded for grants a refresh repeats (`client_credentials`); `nil` (the default):
-    ///     the session renews with its refresh token.
+    ///   - grant: the login's grant, recorded under `grantAttribute` for older readers when a renewal
+    ///     repeats it (`Grant.Kind.renewsWithoutAPerson`: client credentials, a workload's); it also
+    ///     keeps UserInfo from being asked after a client-credentials grant. `nil` (the default), or a
+    ///     grant renewed with the refresh token: nothing recorded. Renewal follows the plan in
+    ///     `attributes` (`SessionPlan.stored(in:)`).
     ///   - attributes: attributes to keep with the session (a CLI profile's settings); the display
     ///     names found here win over older ones.
     ///   - registration: the client registration the tokens were issued to, kept sealed with them;
@@ -229,7 +235,8 @@ public struct SessionEngine: Sendable {
     ///   succeeded); a failed revocation of the replaced refresh token is ignored.
     @discardableResult
     public func completeLogin(
-        _ tokens: TokenSet, client: OAuthClient, grant: String? = nil, attributes: [String: String] = [:],
+        _ tokens: TokenSet, client: OAuthClient, grant: SessionPlan.Grant.Kind? = nil,
+        attributes: [String: String] = [:],
         registration: RegisteredClient? = nil, coordinator: RefreshCoordinator? = nil
     ) async throws -> OAuthSession {
         let claims = tokens.idToken.flatMap { try? JWT(compact: $0).claims }
@@ -238,7 +245,7 @@ public struct SessionEngine: Sendable {
                 idTokenClaims: claims, tokens: tokens, client: client,
                 grant: grant)
         ) { $1 }
-        if let grant { kept[Self.grantAttribute] = grant }
+        if let grant, grant.renewsWithoutAPerson { kept[Self.grantAttribute] = grant.rawValue }
         let session = OAuthSession(
             issuer: client.metadata.issuer, clientID: client.clientID, tokens: tokens, subject: claims?.subject,
             attributes: kept, resource: tokens.resource ?? client.resource, registration: registration)

@@ -4,15 +4,19 @@ import FoundationEssentials
 import Foundation
 #endif
 
-extension SessionPlan.Grant {
+extension SessionPlan.Grant.Kind {
     /// The grant a config file or a command line names: its raw value, or a short name (`code`,
-    /// `browser`, `device`, `service`); `nil` for anything else.
+    /// `browser`, `device`, `service`), in any case; `nil` for anything else.
     public init?(named name: String) {
-        switch name.lowercased() {
-        case "authorization_code", "code", "browser": self = .authorizationCode
-        case "device_code", "device": self = .deviceCode
-        case "client_credentials", "service": self = .clientCredentials
-        case "workload": self = .workload
+        let name = name.lowercased()
+        if let kind = Self.exactly(name) {
+            self = kind
+            return
+        }
+        switch name {
+        case "code", "browser": self = .authorizationCode
+        case "device": self = .deviceCode
+        case "service": self = .clientCredentials
         default: return nil
         }
     }
@@ -83,26 +87,25 @@ extension SessionPlan {
             file.loopbackPort = nil
         }
 
-        let grant = try resolvedGrant(given: given, file: file, kept: same)
-        let isService = grant == .clientCredentials || grant == .workload
+        let kind = try resolvedGrant(given: given, file: file, kept: same)
         var plan = SessionPlan(
             name: name, issuer: issuer, clientID: clientID,
-            scopes: given.scopes ?? file.scopes ?? kept?.scopes ?? (isService ? [] : defaultScopes), grant: grant,
-            endpoints: same?.endpoints ?? EndpointOverrides())
+            scopes: given.scopes ?? file.scopes ?? kept?.scopes ?? (kind.renewsWithoutAPerson ? [] : defaultScopes),
+            grant: Grant(kind), endpoints: same?.provider.endpoints ?? EndpointOverrides())
         if let device = given.deviceEndpoint ?? file.deviceEndpoint {
             guard let endpoint = URL(string: device), endpoint.scheme != nil else {
                 throw fail("the device authorization endpoint \(device) is not a URL")
             }
-            plan.endpoints.deviceAuthorizationEndpoint = endpoint
+            plan.provider.endpoints.deviceAuthorizationEndpoint = endpoint
         }
         try plan.resolveCredentials(given: given, file: file, kept: same)
         plan.audience = given.audience ?? file.audience ?? kept?.audience
-        plan.caFile = (given.caFile ?? file.caFile).map(absolute) ?? same?.caFile
+        plan.provider.caFile = (given.caFile ?? file.caFile).map(absolute) ?? same?.provider.caFile
         if let pins = given.publicKeyPins ?? file.publicKeyPins, !pins.isEmpty {
-            plan.publicKeyPins = pins
-            plan.publicKeyPins = try plan.trust()?.pins.pins(for: url.host ?? "")
+            plan.provider.publicKeyPins = pins
+            plan.provider.publicKeyPins = try plan.trust()?.pins.pins(for: url.host ?? "") ?? []
         } else {
-            plan.publicKeyPins = same?.publicKeyPins
+            plan.provider.publicKeyPins = same?.provider.publicKeyPins ?? []
         }
         plan.dpop = given.dpop ?? file.dpop ?? kept?.dpop
         _ = try plan.dpopAlgorithm()
@@ -115,8 +118,10 @@ extension SessionPlan {
         } else {
             plan.resource = kept?.resource
         }
-        plan.loopbackPort =
-            grant == .authorizationCode ? given.loopbackPort ?? file.loopbackPort ?? same?.loopbackPort : nil
+        if kind == .authorizationCode {
+            plan.grant = .authorizationCode(
+                loopbackPort: given.loopbackPort ?? file.loopbackPort ?? same?.grant.loopbackPort)
+        }
         try plan.resolveWorkload(given: given, file: file, kept: same)
         return plan
     }
@@ -125,15 +130,17 @@ extension SessionPlan {
     /// (a kept workload grant only with its source), else a browser login.
     private static func resolvedGrant(
         given: ProfileSettings, file: ProfileSettings, kept: SessionPlan?
-    ) throws -> Grant {
+    ) throws -> Grant.Kind {
         if let grant = given.grant ?? file.grant { return grant }
         if given.workload != nil || file.workload != nil { return .workload }
         guard let kept else { return .authorizationCode }
-        if kept.grant == .workload, kept.workload == nil { return .authorizationCode }
-        return kept.grant
+        if case .workload(let workload) = kept.grant, workload.source == nil { return .authorizationCode }
+        return kept.grant.kind
     }
 
-    /// The client's authentication (by reference) from the first layer that names any.
+    /// The client's authentication (by reference) from the first layer that names any; the key's `kid`
+    /// and how a secret is sent from that layer, unless given (even given or in the file without a
+    /// credential of their own: they apply to the credential this ends up with).
     private mutating func resolveCredentials(
         given: ProfileSettings, file: ProfileSettings, kept: SessionPlan?
     ) throws {
@@ -147,28 +154,52 @@ extension SessionPlan {
             return count == 1
         }
         // The key's `kid` and how a secret is sent belong with the credential: from its layer, unless given.
+        let reference: Credential
+        let keyID: String?
+        let clientAuth: String?
         if try names(given) {
-            take(given)
-            privateKeyID = given.privateKeyID
+            reference = Self.reference(given)
+            keyID = given.privateKeyID
             clientAuth = given.clientAuth
         } else if try names(file) {
-            take(file)
-            privateKeyID = given.privateKeyID ?? file.privateKeyID
+            reference = Self.reference(file)
+            keyID = given.privateKeyID ?? file.privateKeyID
             clientAuth = given.clientAuth ?? file.clientAuth
         } else if let kept {
-            clientSecretFile = kept.clientSecretFile
-            clientSecretEnv = kept.clientSecretEnv
-            privateKeyFile = kept.privateKeyFile
-            privateKeyID = given.privateKeyID ?? file.privateKeyID ?? kept.privateKeyID
-            clientAuth = given.clientAuth ?? file.clientAuth ?? kept.clientAuth
+            // Credentials the app that made the kept session held are not the next login's.
+            reference = kept.client.credential == .heldByApp ? .none : kept.client.credential
+            let keptKeyID: String?
+            let keptSending: SecretSending?
+            switch kept.client.credential {
+            case .privateKey(_, let id): (keptKeyID, keptSending) = (id, nil)
+            case .secretFile(_, let sending), .secretVariable(_, let sending): (keptKeyID, keptSending) = (nil, sending)
+            case .none, .heldByApp: (keptKeyID, keptSending) = (nil, nil)
+            }
+            keyID = given.privateKeyID ?? file.privateKeyID ?? keptKeyID
+            clientAuth = given.clientAuth ?? file.clientAuth ?? keptSending?.rawValue
         } else {
-            privateKeyID = given.privateKeyID ?? file.privateKeyID
+            reference = .none
+            keyID = given.privateKeyID ?? file.privateKeyID
             clientAuth = given.clientAuth ?? file.clientAuth
         }
-        if let clientAuth, clientAuth != "basic", clientAuth != "post" {
-            throw OAuthError(OAuthError.invalidConfiguration, "client_auth is basic or post, not \(clientAuth)")
+        var sending = SecretSending.basic
+        if let clientAuth {
+            guard
+                let named = [SecretSending.basic, .post].first(where: {
+                    $0.rawValue.utf8.elementsEqual(clientAuth.utf8)
+                })
+            else {
+                throw OAuthError(OAuthError.invalidConfiguration, "client_auth is basic or post, not \(clientAuth)")
+            }
+            sending = named
         }
-        if grant == .clientCredentials, clientSecretFile == nil, clientSecretEnv == nil, privateKeyFile == nil {
+        switch reference {
+        case .secretFile(let path, _): client.credential = .secretFile(path, sending: sending)
+        case .secretVariable(let variable, _): client.credential = .secretVariable(variable, sending: sending)
+        case .privateKey(let path, _): client.credential = .privateKey(file: path, keyID: keyID)
+        case .none, .heldByApp: client.credential = .none
+        }
+        if grant.kind == .clientCredentials, client.credential == .none {
             throw OAuthError(
                 OAuthError.invalidConfiguration,
                 "a client-credentials login needs the client's credentials: a secret file, a secret variable or a private key"
@@ -176,28 +207,36 @@ extension SessionPlan {
         }
     }
 
-    private mutating func take(_ layer: ProfileSettings) {
-        clientSecretFile = layer.clientSecretFile.map(Self.absolute)
-        clientSecretEnv = layer.clientSecretEnv
-        privateKeyFile = layer.privateKeyFile.map(Self.absolute)
+    /// The credential `layer` names (one at most, checked before), paths made absolute; its `kid` and
+    /// secret sending are set by `resolveCredentials`.
+    private static func reference(_ layer: ProfileSettings) -> Credential {
+        if let path = layer.privateKeyFile { return .privateKey(file: absolute(path), keyID: nil) }
+        if let path = layer.clientSecretFile { return .secretFile(absolute(path), sending: .basic) }
+        if let variable = layer.clientSecretEnv { return .secretVariable(variable, sending: .basic) }
+        return .none
     }
 
     /// A workload's source, audience, grant and token type: given, else the file's, else the kept ones.
     private mutating func resolveWorkload(
         given: ProfileSettings, file: ProfileSettings, kept: SessionPlan?
     ) throws {
-        guard grant == .workload else { return }
-        workload = (given.workload ?? file.workload).map(Self.absoluteWorkload) ?? kept?.workload
-        guard workload != nil else {
+        guard grant.kind == .workload else { return }
+        let kept = kept?.grant.workload
+        guard let source = (given.workload ?? file.workload).map(Self.absoluteWorkload) ?? kept?.source else {
             throw OAuthError(
                 OAuthError.invalidConfiguration,
                 "a workload login needs its identity source (github, gitlab, env:VAR, file:PATH or command:PROGRAM)")
         }
-        workloadAudience = given.workloadAudience ?? file.workloadAudience ?? kept?.workloadAudience
-        workloadGrant = given.workloadGrant ?? file.workloadGrant ?? kept?.workloadGrant
-        if let name = workloadGrant, WorkloadGrant.Grant(rawValue: name) == nil {
-            throw OAuthError(
-                OAuthError.invalidConfiguration, "workload_grant is token-exchange or jwt-bearer, not \(name)")
+        var workload = Workload(
+            source: source, identityAudience: given.workloadAudience ?? file.workloadAudience ?? kept?.identityAudience,
+            grant: kept?.grant ?? .tokenExchange)
+        if let name = given.workloadGrant ?? file.workloadGrant {
+            guard let named = WorkloadGrant.Grant.allCases.first(where: { $0.rawValue.utf8.elementsEqual(name.utf8) })
+            else {
+                throw OAuthError(
+                    OAuthError.invalidConfiguration, "workload_grant is token-exchange or jwt-bearer, not \(name)")
+            }
+            workload.grant = named
         }
         if let type = given.subjectTokenType ?? file.subjectTokenType {
             guard let uri = ExchangeToken.type(named: type) else {
@@ -205,10 +244,11 @@ extension SessionPlan {
                     OAuthError.invalidConfiguration,
                     "subject_token_type is id_token, jwt, access_token, refresh_token or a URI, not \(type)")
             }
-            subjectTokenType = uri
+            workload.subjectTokenType = uri
         } else {
-            subjectTokenType = kept?.subjectTokenType
+            workload.subjectTokenType = kept?.subjectTokenType
         }
+        grant = .workload(workload)
     }
 
     /// `path` made absolute against the current directory.

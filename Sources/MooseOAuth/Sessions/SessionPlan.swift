@@ -15,21 +15,23 @@ import Darwin
 /// tokens, so any process on any surface (an app's `TokenManager`, `moose`, a fleet on PostgreSQL)
 /// that opens the session by its key renews it the same way (`TokenManager.open(key:storage:transport:)`).
 ///
-/// The plan holds the provider (issuer, endpoints set by hand, a CA file, public-key pins), the client
-/// (its id and how it authenticates — by *reference*: a secret file, an environment variable, a private
-/// key file and its `kid`; never the secret itself), the grant, the scopes, audience and resource, the
-/// DPoP algorithm, and a workload's identity source. Secrets are read from their source when a
+/// The plan holds the provider and what to trust there (`Provider`: issuer, endpoints set by hand, a
+/// CA file, public-key pins), the client (`Client`: its id and its credential by *reference* — a secret
+/// file, an environment variable, a private key file and its `kid`; never the secret itself), the
+/// grant with what it needs (`Grant`: a loopback port, a workload's identity source), the scopes,
+/// audience and resource, and the DPoP algorithm. Secrets are read from their source when a
 /// `TokenManager` is made from the plan and again whenever it makes the client (every login, refresh,
 /// renewal and logout: a rotated secret file or key is picked up), and are never stored.
 ///
-/// Versioned: version 1 is written under `SessionPlan.attribute`; a session written by Moose 0.3 (whose
-/// CLI kept the same settings as a "profile" under `OAuthSession.legacyProfileAttribute`) opens as
-/// version 0, and a session with neither implies the least plan (its issuer, client and scopes).
+/// Versioned: version 2 (nested JSON) is written under `SessionPlan.attribute`; version 1 (flat
+/// fields) is still read, a session written by Moose 0.3 (whose CLI kept the same settings as a
+/// "profile" under `OAuthSession.legacyProfileAttribute`) opens as version 0, and a session with
+/// neither implies the least plan (its issuer, client and scopes).
 ///
 /// ```swift
-/// var plan = SessionPlan(name: "ci", issuer: "https://id.example.com", clientID: "ci-runner",
-///                        scopes: ["deploy"], grant: .workload)
-/// plan.workload = "file:/var/run/secrets/tokens/moose"
+/// let plan = SessionPlan(
+///     name: "ci", issuer: "https://id.example.com", clientID: "ci-runner", scopes: ["deploy"],
+///     grant: .workload(SessionPlan.Workload(source: "file:/var/run/secrets/tokens/moose")))
 /// let manager = try TokenManager(plan: plan, storage: storage, key: "ci", transport: transport)
 /// try await manager.login(with: .workload)            // stores the plan with the session
 /// // Elsewhere, later, in another process:
@@ -37,74 +39,240 @@ import Darwin
 /// let token = try await same.accessToken()            // renewed as the plan says
 /// ```
 public struct SessionPlan: Sendable, Codable, Hashable {
-    /// The grant a session's login used (and, without a refresh token, how it is renewed).
-    public enum Grant: String, Sendable, Codable {
+    /// Where a session logs in, and what it trusts there.
+    public struct Provider: Sendable, Hashable {
+        /// The provider's issuer URL (discovered from on first use).
+        public var issuer: String
+        /// Endpoints configured by hand, each replacing the discovered one (a provider without discovery).
+        public var endpoints: EndpointOverrides
+        /// A PEM file of the CAs to trust for the provider, for the caller's transport (`nil`: the system's).
+        public var caFile: String?
+        /// Public-key pins (`sha256//BASE64`) for the issuer's host, for the caller's transport; empty: none.
+        public var publicKeyPins: [String]
+
+        /// The provider at `issuer`, with the endpoints and trust given (none by default).
+        ///
+        /// - Parameters:
+        ///   - issuer: the provider's issuer URL.
+        ///   - endpoints: endpoints set by hand; default: none, everything discovered.
+        ///   - caFile: a PEM file of CAs trusted instead of the system's; `nil` (the default): the system's.
+        ///   - publicKeyPins: `sha256//BASE64` pins for the issuer's host; default: none.
+        public init(
+            issuer: String, endpoints: EndpointOverrides = EndpointOverrides(), caFile: String? = nil,
+            publicKeyPins: [String] = []
+        ) {
+            self.issuer = issuer
+            self.endpoints = endpoints
+            self.caFile = caFile
+            self.publicKeyPins = publicKeyPins
+        }
+    }
+
+    /// The client at the provider: its id and where its credential is read from.
+    public struct Client: Sendable, Hashable {
+        /// The client's id at the provider.
+        public var id: String
+        /// How the client authenticates — a reference to the credential, read at every use.
+        public var credential: Credential
+
+        /// The client `id`, authenticating with `credential` (default: none, a public client).
+        public init(id: String, credential: Credential = .none) {
+            self.id = id
+            self.credential = credential
+        }
+    }
+
+    /// Where the client's credential is read from, at every use of the client (never the secret itself).
+    public enum Credential: Sendable, Hashable {
+        /// None: a public client.
+        case none
+        /// A file holding the client secret (line ends around it are dropped), read at every use,
+        /// sent as `sending` says.
+        case secretFile(String, sending: SecretSending)
+        /// An environment variable holding the client secret, read at every use, sent as `sending` says.
+        case secretVariable(String, sending: SecretSending)
+        /// A private key file (PEM or a private JWK) for `private_key_jwt` (RFC 7523 §2.2), read at
+        /// every use; `keyID` is the `kid` the client assertion names (`nil`: a JWK's own `kid`).
+        case privateKey(file: String, keyID: String?)
+        /// Credentials held by the app that made the session (a `ClientAuthentication` value given to
+        /// `TokenManager`), not a reference stored here: another process cannot renew the session
+        /// without them.
+        case heldByApp
+    }
+
+    /// How a client secret is sent to the token endpoint.
+    public enum SecretSending: String, Sendable, Codable {
+        /// In the `Authorization` header (`client_secret_basic`, the default).
+        case basic
+        /// In the request body (`client_secret_post`).
+        case post
+    }
+
+    /// The grant a session's login used, with what it needs (and, without a refresh token, how the
+    /// session is renewed).
+    public enum Grant: Sendable, Hashable {
         /// Authorization code with PKCE (a person in a browser); renewed with the refresh token.
-        case authorizationCode = "authorization_code"
+        /// `loopbackPort`: the redirect's port, for a provider that registered one exact redirect URI
+        /// (`moose login --port`); `nil`: any free port.
+        case authorizationCode(loopbackPort: UInt16?)
         /// The device authorization grant (RFC 8628); renewed with the refresh token.
-        case deviceCode = "device_code"
+        case deviceCode
         /// The client credentials grant: renewed by a new grant.
-        case clientCredentials = "client_credentials"
+        case clientCredentials
         /// A workload's own identity token exchanged for tokens: renewed by a new exchange of a fresh
-        /// identity token from `workload`.
-        case workload
+        /// identity token from the workload's source.
+        case workload(Workload)
+
+        /// The name of a grant, without its data — what a config file, a command line and the JSON of a
+        /// plan name (its raw value).
+        public enum Kind: String, Sendable, Codable, CaseIterable {
+            /// `authorization_code`: a person in a browser.
+            case authorizationCode = "authorization_code"
+            /// `device_code`: RFC 8628.
+            case deviceCode = "device_code"
+            /// `client_credentials`: the client acts for itself.
+            case clientCredentials = "client_credentials"
+            /// `workload`: a workload's identity token exchanged.
+            case workload
+
+            /// Whether a session of this grant is renewed by a new grant of its own (client
+            /// credentials, a workload's exchange) instead of a refresh token: no person takes part.
+            public var renewsWithoutAPerson: Bool { self == .clientCredentials || self == .workload }
+
+            /// The kind whose raw value is `name`, compared byte for byte; `nil` for any other.
+            static func exactly(_ name: String) -> Kind? {
+                allCases.first { $0.rawValue.utf8.elementsEqual(name.utf8) }
+            }
+        }
+
+        /// The grant of `kind` with nothing more: an authorization code at any free port, a workload
+        /// whose source is the app's own `WorkloadGrant` (not stored).
+        public init(_ kind: Kind) {
+            switch kind {
+            case .authorizationCode: self = .authorizationCode(loopbackPort: nil)
+            case .deviceCode: self = .deviceCode
+            case .clientCredentials: self = .clientCredentials
+            case .workload: self = .workload(Workload(source: nil))
+            }
+        }
+
+        /// The grant's name, without its data.
+        public var kind: Kind {
+            switch self {
+            case .authorizationCode: .authorizationCode
+            case .deviceCode: .deviceCode
+            case .clientCredentials: .clientCredentials
+            case .workload: .workload
+            }
+        }
+
+        /// The fixed loopback port of an authorization-code grant; `nil` for any free port or another grant.
+        public var loopbackPort: UInt16? {
+            if case .authorizationCode(let port) = self { return port }
+            return nil
+        }
+
+        /// The workload of a workload grant; `nil` for another grant.
+        public var workload: Workload? {
+            if case .workload(let workload) = self { return workload }
+            return nil
+        }
+    }
+
+    /// How a workload obtains and exchanges its identity token.
+    public struct Workload: Sendable, Hashable {
+        /// The identity source: `github`, `gitlab` (the variable `MOOSE_ID_TOKEN`), `gitlab:VARIABLE`,
+        /// `env:VARIABLE`, `file:PATH` or `command:PROGRAM ARG…` (run without a shell); `nil`: the app's
+        /// own `WorkloadGrant`, not stored (another process cannot renew the session).
+        public var source: String?
+        /// The audience asked of the identity source; `nil`: the provider's issuer.
+        public var identityAudience: String?
+        /// How the identity token is exchanged: token exchange (RFC 8693, the default) or the JWT bearer grant.
+        public var grant: WorkloadGrant.Grant
+        /// The subject token type a token exchange names; `nil`: an ID token's.
+        public var subjectTokenType: String?
+
+        /// A workload reading its identity token from `source`.
+        ///
+        /// - Parameters:
+        ///   - source: the identity source (see `source`); `nil`: the app's own `WorkloadGrant`.
+        ///   - identityAudience: the audience asked of the source; `nil` (the default): the issuer.
+        ///   - grant: how the token is exchanged; default: token exchange.
+        ///   - subjectTokenType: the token type a token exchange names; `nil` (the default): an ID token's.
+        public init(
+            source: String?, identityAudience: String? = nil, grant: WorkloadGrant.Grant = .tokenExchange,
+            subjectTokenType: String? = nil
+        ) {
+            self.source = source
+            self.identityAudience = identityAudience
+            self.grant = grant
+            self.subjectTokenType = subjectTokenType
+        }
     }
 
     /// The plan format this version of Moose writes.
-    public static let currentVersion = 1
+    public static let currentVersion = 2
     /// The session attribute the plan is written under (JSON, sealed with the session).
     public static let attribute = "moose.plan"
 
-    /// The plan format it was read from: `currentVersion`, or 0 for a session written by Moose 0.3.
+    /// The plan format it was read from: `currentVersion`, 1 for the flat plan written before version
+    /// 2, or 0 for a session written by Moose 0.3.
     public var version: Int
     /// The storage key the session lives under (set from the key whenever a plan is read).
     public var name: String
-    /// The provider's issuer URL.
-    public var issuer: String
-    /// The client's id at the provider.
-    public var clientID: String
+    /// Where to log in, and what to trust there.
+    public var provider: Provider
+    /// The client's id and its credential, by reference.
+    public var client: Client
+    /// The login's grant, carrying what it needs.
+    public var grant: Grant
     /// What logins and renewals ask for.
     public var scopes: [String]
-    /// The grant of the login.
-    public var grant: Grant
-    /// A file holding the client secret (read at every use of the client; the secret is never in the plan).
-    public var clientSecretFile: String?
-    /// Endpoints configured by hand (a provider without discovery).
-    public var endpoints: EndpointOverrides
-    /// The DPoP algorithm logins bind their tokens with (`ES256`, `EdDSA`, `RS256`); `nil`: bearer tokens.
-    public var dpop: String?
+    /// The `audience` parameter logins name (Auth0 and others need it): a client-credentials or
+    /// workload grant names it on every renewal too.
+    public var audience: String?
     /// The RFC 8707 resource the tokens are for, named on login and every renewal.
     public var resource: String?
-    /// An environment variable holding the client secret (read at every use of the client).
-    public var clientSecretEnv: String?
-    /// How the client sends its secret: `basic` (`client_secret_basic`, the default) or `post`.
-    public var clientAuth: String?
-    /// A private key file (PEM or a private JWK) for `private_key_jwt` (RFC 7523 §2.2), read at every use of the client.
-    public var privateKeyFile: String?
-    /// The `kid` the client assertion names (a JWK's own `kid` otherwise).
-    public var privateKeyID: String?
-    /// The `audience` a client-credentials or workload grant names (Auth0 and others need it).
-    public var audience: String?
-    /// A PEM file of the CAs to trust for the provider, for the caller's transport (`nil`: the system's).
-    public var caFile: String?
-    /// Public-key pins (`sha256//BASE64`) for the issuer's host, for the caller's transport.
-    public var publicKeyPins: [String]?
-    /// A workload's identity source: `github`, `gitlab` (the variable `MOOSE_ID_TOKEN`),
-    /// `gitlab:VARIABLE`, `env:VARIABLE`, `file:PATH` or `command:PROGRAM ARG…` (run without a shell).
-    public var workload: String?
-    /// The audience asked of the workload's identity source (default: the issuer).
-    public var workloadAudience: String?
-    /// The workload grant: `token-exchange` (RFC 8693, the default) or `jwt-bearer` (RFC 7523).
-    public var workloadGrant: String?
-    /// The subject token type a token exchange names (default: an ID token's).
-    public var subjectTokenType: String?
-    /// Whether the client's credentials are held by the app that made the session (a
-    /// `ClientAuthentication` value given to `TokenManager`), not by a reference stored here: another
-    /// process cannot renew the session without them.
-    public var authenticationHeldByApp: Bool = false
-    /// The loopback port of an authorization-code login's redirect, for a provider that registered one
-    /// exact redirect URI (`moose login --port`); `nil`: any free port.
-    public var loopbackPort: UInt16?
+    /// The DPoP algorithm logins bind their tokens with (`ES256`, `EdDSA`, `RS256`); `nil`: bearer tokens.
+    public var dpop: String?
+
+    /// The provider's issuer URL (`provider.issuer`).
+    public var issuer: String {
+        get { provider.issuer }
+        set { provider.issuer = newValue }
+    }
+
+    /// The client's id at the provider (`client.id`).
+    public var clientID: String {
+        get { client.id }
+        set { client.id = newValue }
+    }
+
+    /// A plan for `client` at `provider`, stored under `name`.
+    ///
+    /// - Parameters:
+    ///   - name: the storage key the session will live under (replaced by the key whenever a plan is read).
+    ///   - provider: the provider and what to trust there.
+    ///   - client: the client's id and credential.
+    ///   - grant: the login's grant (default: authorization code at any free port).
+    ///   - scopes: what logins and renewals ask for (empty: the provider's default scopes).
+    ///   - audience: the `audience` logins name; `nil` (the default): none.
+    ///   - resource: the RFC 8707 resource; `nil` (the default): none.
+    ///   - dpop: the DPoP algorithm; `nil` (the default): bearer tokens.
+    public init(
+        name: String, provider: Provider, client: Client, grant: Grant = .authorizationCode(loopbackPort: nil),
+        scopes: [String], audience: String? = nil, resource: String? = nil, dpop: String? = nil
+    ) {
+        version = Self.currentVersion
+        self.name = name
+        self.provider = provider
+        self.client = client
+        self.grant = grant
+        self.scopes = scopes
+        self.audience = audience
+        self.resource = resource
+        self.dpop = dpop
+    }
 
     /// A plan for `clientID` at `issuer`, stored under `name`.
     ///
@@ -113,90 +281,22 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     ///   - issuer: the provider's issuer URL (discovered from on first use).
     ///   - clientID: the client's id there.
     ///   - scopes: what logins and renewals ask for (empty: the provider's default scopes).
-    ///   - grant: the login's grant (default: authorization code).
-    ///   - clientSecretFile: a path to a file holding the client secret, read at every use; `nil` (the
-    ///     default): no secret file (a public client, or another source set afterwards).
+    ///   - grant: the login's grant (default: authorization code at any free port).
+    ///   - credential: where the client's credential is read from; default: none (a public client).
     ///   - endpoints: endpoints configured by hand, replacing discovered ones; default: none.
     public init(
-        name: String, issuer: String, clientID: String, scopes: [String], grant: Grant = .authorizationCode,
-        clientSecretFile: String? = nil, endpoints: EndpointOverrides = EndpointOverrides()
+        name: String, issuer: String, clientID: String, scopes: [String],
+        grant: Grant = .authorizationCode(loopbackPort: nil), credential: Credential = .none,
+        endpoints: EndpointOverrides = EndpointOverrides()
     ) {
-        version = Self.currentVersion
-        self.name = name
-        self.issuer = issuer
-        self.clientID = clientID
-        self.scopes = scopes
-        self.grant = grant
-        self.clientSecretFile = clientSecretFile
-        self.endpoints = endpoints
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case version, name, issuer, clientID, scopes, grant, clientSecretFile, endpoints, dpop, resource,
-            clientSecretEnv
-        case clientAuth, privateKeyFile, privateKeyID, audience, caFile, publicKeyPins, workload, workloadAudience
-        case workloadGrant, subjectTokenType, authenticationHeldByApp, loopbackPort
-    }
-
-    /// Reads a plan; a missing optional field is absent, a missing `version` is Moose 0.3's (0).
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        version = try container.decodeIfPresent(Int.self, forKey: .version) ?? 0
-        name = try container.decodeIfPresent(String.self, forKey: .name) ?? ""
-        issuer = try container.decode(String.self, forKey: .issuer)
-        clientID = try container.decode(String.self, forKey: .clientID)
-        scopes = try container.decodeIfPresent([String].self, forKey: .scopes) ?? []
-        grant = try container.decodeIfPresent(Grant.self, forKey: .grant) ?? .authorizationCode
-        clientSecretFile = try container.decodeIfPresent(String.self, forKey: .clientSecretFile)
-        endpoints = try container.decodeIfPresent(EndpointOverrides.self, forKey: .endpoints) ?? EndpointOverrides()
-        dpop = try container.decodeIfPresent(String.self, forKey: .dpop)
-        resource = try container.decodeIfPresent(String.self, forKey: .resource)
-        clientSecretEnv = try container.decodeIfPresent(String.self, forKey: .clientSecretEnv)
-        clientAuth = try container.decodeIfPresent(String.self, forKey: .clientAuth)
-        privateKeyFile = try container.decodeIfPresent(String.self, forKey: .privateKeyFile)
-        privateKeyID = try container.decodeIfPresent(String.self, forKey: .privateKeyID)
-        audience = try container.decodeIfPresent(String.self, forKey: .audience)
-        caFile = try container.decodeIfPresent(String.self, forKey: .caFile)
-        publicKeyPins = try container.decodeIfPresent([String].self, forKey: .publicKeyPins)
-        workload = try container.decodeIfPresent(String.self, forKey: .workload)
-        workloadAudience = try container.decodeIfPresent(String.self, forKey: .workloadAudience)
-        workloadGrant = try container.decodeIfPresent(String.self, forKey: .workloadGrant)
-        subjectTokenType = try container.decodeIfPresent(String.self, forKey: .subjectTokenType)
-        authenticationHeldByApp = try container.decodeIfPresent(Bool.self, forKey: .authenticationHeldByApp) ?? false
-        loopbackPort = try container.decodeIfPresent(UInt16.self, forKey: .loopbackPort)
-    }
-
-    /// Writes the plan; `authenticationHeldByApp` only when set.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(version, forKey: .version)
-        try container.encode(name, forKey: .name)
-        try container.encode(issuer, forKey: .issuer)
-        try container.encode(clientID, forKey: .clientID)
-        try container.encode(scopes, forKey: .scopes)
-        try container.encode(grant, forKey: .grant)
-        try container.encodeIfPresent(clientSecretFile, forKey: .clientSecretFile)
-        try container.encode(endpoints, forKey: .endpoints)
-        try container.encodeIfPresent(dpop, forKey: .dpop)
-        try container.encodeIfPresent(resource, forKey: .resource)
-        try container.encodeIfPresent(clientSecretEnv, forKey: .clientSecretEnv)
-        try container.encodeIfPresent(clientAuth, forKey: .clientAuth)
-        try container.encodeIfPresent(privateKeyFile, forKey: .privateKeyFile)
-        try container.encodeIfPresent(privateKeyID, forKey: .privateKeyID)
-        try container.encodeIfPresent(audience, forKey: .audience)
-        try container.encodeIfPresent(caFile, forKey: .caFile)
-        try container.encodeIfPresent(publicKeyPins, forKey: .publicKeyPins)
-        try container.encodeIfPresent(workload, forKey: .workload)
-        try container.encodeIfPresent(workloadAudience, forKey: .workloadAudience)
-        try container.encodeIfPresent(workloadGrant, forKey: .workloadGrant)
-        try container.encodeIfPresent(subjectTokenType, forKey: .subjectTokenType)
-        if authenticationHeldByApp { try container.encode(true, forKey: .authenticationHeldByApp) }
-        try container.encodeIfPresent(loopbackPort, forKey: .loopbackPort)
+        self.init(
+            name: name, provider: Provider(issuer: issuer, endpoints: endpoints),
+            client: Client(id: clientID, credential: credential), grant: grant, scopes: scopes)
     }
 
     // MARK: - With the session
 
-    /// The plan stored in `session` (version 1, else Moose 0.3's profile), named `key`; without one,
+    /// The plan stored in `session` (version 2 or 1, else Moose 0.3's profile), named `key`; without one,
     /// the least the session implies: its issuer, client, scopes and resource (`stored(in:key:)` is `nil`).
     ///
     /// - Parameters:
@@ -208,8 +308,9 @@ public struct SessionPlan: Sendable, Codable, Hashable {
 
     /// The plan stored in `session`, if it has one that can be read.
     ///
-    /// - Returns: the plan (version 1, else Moose 0.3's profile as version 0) named `key`, or `nil`
-    ///   when neither attribute holds a plan that decodes.
+    /// - Returns: the plan (version 2 or 1, else Moose 0.3's profile as version 0) named `key`, or
+    ///   `nil` when neither attribute holds a plan that decodes (an unknown grant or credential type,
+    ///   a missing issuer or client id).
     public static func stored(in session: OAuthSession, key: String) -> SessionPlan? {
         for attribute in [attribute, OAuthSession.legacyProfileAttribute] {
             if let text = session.attributes[attribute],
@@ -223,13 +324,19 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     }
 
     /// The least plan `session` implies: its issuer, client, scopes and resource; a public client.
+    /// Without a refresh token, the grant its login recorded for renewal (`SessionEngine.grantAttribute`:
+    /// client credentials, or a workload's whose source was its app's own) and that grant's audience
+    /// (`SessionEngine.audienceAttribute`) — the one place those attributes are read, for sessions
+    /// written without a plan.
     public static func implied(by session: OAuthSession, key: String) -> SessionPlan {
         var plan = SessionPlan(
             name: key, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
         plan.resource = session.resource
-        if session.tokens.refreshToken == nil, let grant = session.attributes[SessionEngine.grantAttribute] {
-            if grant.utf8.elementsEqual("client_credentials".utf8) { plan.grant = .clientCredentials }
-            if grant.utf8.elementsEqual(WorkloadGrant.sessionGrant.utf8) { plan.grant = .workload }
+        if session.tokens.refreshToken == nil,
+            let kind = session.attributes[SessionEngine.grantAttribute].flatMap(Grant.Kind.exactly),
+            kind.renewsWithoutAPerson
+        {
+            plan.grant = Grant(kind)
         }
         plan.audience = session.attributes[SessionEngine.audienceAttribute]
         return plan
@@ -258,40 +365,48 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     ///
     /// - Throws: `OAuthError.invalidConfiguration` for an unreadable or oversized file, an unset or
     ///   empty variable, a key file that is not a private key able to sign RS256, ES256 or EdDSA, or
-    ///   credentials held by the app that made the session (`authenticationHeldByApp`, no source here).
+    ///   credentials held by the app that made the session (`Credential.heldByApp`, no source here).
     public func clientAuthentication() throws -> ClientAuthentication {
-        if authenticationHeldByApp, privateKeyFile == nil, clientSecretFile == nil, clientSecretEnv == nil {
+        let secret: String
+        let sending: SecretSending
+        switch client.credential {
+        case .none:
+            return .none
+        case .heldByApp:
             throw OAuthError(
                 OAuthError.invalidConfiguration,
                 "the client credentials of the session under \(name) are held by the app that made it (not stored with it): "
                     + "open it with them, TokenManager(issuer:clientID:authentication:storage:key:…)")
-        }
-        if let path = privateKeyFile { return try privateKeyAuthentication(path) }
-        var secret: String? = nil
-        if let file = clientSecretFile {
+        case .privateKey(let path, let keyID):
+            return try privateKeyAuthentication(path, keyID: keyID)
+        case .secretFile(let file, let how):
             // Line ends around the secret are the file's, not the secret's.
             let bytes = try Self.readFile(file, what: "client secret file", limit: 4096)
             let isLineEnd: (UInt8) -> Bool = { $0 == 0x0A || $0 == 0x0D }
             secret = String(
                 decoding: bytes.drop(while: isLineEnd).reversed().drop(while: isLineEnd).reversed(), as: UTF8.self)
-        } else if let variable = clientSecretEnv {
+            sending = how
+        case .secretVariable(let variable, let how):
             guard let value = getenv(variable).map({ String(cString: $0) }), !value.isEmpty else {
                 throw OAuthError(
                     OAuthError.invalidConfiguration,
                     "the environment variable \(variable) (the client secret of profile \(name)) is not set")
             }
             secret = value
+            sending = how
         }
-        guard let secret else { return .none }
-        return clientAuth == "post" ? .clientSecretPost(secret) : .clientSecretBasic(secret)
+        switch sending {
+        case .basic: return .clientSecretBasic(secret)
+        case .post: return .clientSecretPost(secret)
+        }
     }
 
-    private func privateKeyAuthentication(_ path: String) throws -> ClientAuthentication {
+    private func privateKeyAuthentication(_ path: String, keyID privateKeyID: String?) throws -> ClientAuthentication {
         let signing: JWTKey
         let text = String(decoding: try Self.readFile(path, what: "key file"), as: UTF8.self)
         do {
             if text.trimmingASCIIWhitespace().hasPrefix("{") {
-                // A private JWK: its kid names the key unless the plan's `privateKeyID` does.
+                // A private JWK: its kid names the key unless the plan's `keyID` does.
                 var fields = try JWK(json: text).fields
                 if let privateKeyID { fields["kid"] = .string(privateKeyID) }
                 signing = try JWK(fields).signingKey()
@@ -340,7 +455,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// next call. The plan's resource and DPoP algorithm are set on the client.
     ///
     /// - Parameters:
-    ///   - metadata: the provider's discovered metadata (with the plan's `endpoints` applied).
+    ///   - metadata: the provider's discovered metadata (with the plan's `provider.endpoints` applied).
     ///   - transport: what sends the client's requests.
     ///   - registration: the registration kept with the session, if any (`OAuthSession.registration`).
     ///   - authentication: the app's own credentials for this client; `nil` (the default): the
@@ -377,7 +492,8 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     ///   pin is not `sha256//` and the base64 SHA-256 of a SubjectPublicKeyInfo.
     public func trust() throws -> TransportTrust? {
         var pins = PublicKeyPins()
-        if let list = publicKeyPins, !list.isEmpty {
+        let list = provider.publicKeyPins
+        if !list.isEmpty {
             guard let host = URL(string: issuer)?.host, !host.isEmpty else {
                 throw OAuthError(
                     OAuthError.invalidConfiguration,
@@ -392,7 +508,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
                     underlying: error)
             }
         }
-        let trust = TransportTrust(caFile: caFile, pins: pins)
+        let trust = TransportTrust(caFile: provider.caFile, pins: pins)
         return trust.isEmpty ? nil : trust
     }
 
@@ -441,24 +557,24 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         return algorithm
     }
 
-    /// The workload grant the plan's `workload` source names, or `nil` for a plan without one; an
-    /// unreadable spec is `invalidConfiguration`. `transport` is for GitHub Actions' token request.
+    /// The workload grant a workload plan's source names (`Workload.source`), or `nil` for a plan of
+    /// another grant or a workload whose source is the app's own; an unreadable spec is
+    /// `invalidConfiguration`. `transport` is for GitHub Actions' token request.
     ///
     /// - Parameter transport: what asks GitHub Actions for its token (the other sources read a file, a
     ///   variable or a command, not the network).
-    /// - Throws: `OAuthError.invalidConfiguration` for a `workload` spec `identity(_:transport:)` does
-    ///   not know; an unknown `workloadGrant` name is read as token exchange.
+    /// - Throws: `OAuthError.invalidConfiguration` for a source `identity(_:transport:)` does not know.
     public func workloadGrant(transport: any HTTPTransport) throws -> WorkloadGrant? {
-        guard let spec = workload else { return nil }
+        guard case .workload(let workload) = grant, let spec = workload.source else { return nil }
         return WorkloadGrant(
             identity: try Self.identity(spec, transport: transport),
-            grant: workloadGrant.flatMap(WorkloadGrant.Grant.init(rawValue:)) ?? .tokenExchange,
-            identityAudience: workloadAudience ?? issuer,
-            subjectTokenType: subjectTokenType ?? ExchangeToken.idTokenType,
+            grant: workload.grant,
+            identityAudience: workload.identityAudience ?? issuer,
+            subjectTokenType: workload.subjectTokenType ?? ExchangeToken.idTokenType,
             audiences: audience.map { [$0] } ?? [])
     }
 
-    /// The identity source `spec` names (see `workload`).
+    /// The identity source `spec` names (see `Workload.source`).
     ///
     /// - Parameters:
     ///   - spec: `github`, `gitlab`, `gitlab:VARIABLE`, `env:VARIABLE`, `file:PATH` or

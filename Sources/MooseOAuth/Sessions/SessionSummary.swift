@@ -78,10 +78,15 @@ public struct SessionSummary: Sendable, Hashable {
     /// grant (the client acts for itself, RFC 6749 §4.4), nor for tokens with neither an ID token nor
     /// the `openid` scope (UserInfo serves OpenID Connect access tokens only, OIDC Core §5.3).
     ///
-    /// - Parameter grant: the grant that issued `tokens`, when the caller knows it (`client_credentials`).
+    /// - Parameters:
+    ///   - idTokenClaims: the claims of the login's ID token, if it had one (already validated).
+    ///   - tokens: what the login's grant returned.
+    ///   - client: the client that logged in (UserInfo is asked at its provider's endpoint).
+    ///   - grant: the grant that issued `tokens`, when the caller knows it (`.clientCredentials`).
+    /// - Returns: the display names found, as session attributes (`attributes(from:)`); empty for none.
     public static func displayAttributes(
         idTokenClaims: JWTClaims?, tokens: TokenSet, client: OAuthClient,
-        grant: String? = nil
+        grant: SessionPlan.Grant.Kind? = nil
     ) async -> [String: String] {
         let fromIDToken = attributes(from: idTokenClaims)
         guard fromIDToken.isEmpty, asksUserInfo(tokens: tokens, grant: grant), client.metadata.userinfoEndpoint != nil
@@ -95,8 +100,8 @@ public struct SessionSummary: Sendable, Hashable {
     }
 
     /// Whether `tokens` may name a user at UserInfo: not a client's own tokens, and OpenID Connect's.
-    static func asksUserInfo(tokens: TokenSet, grant: String?) -> Bool {
-        if grant == "client_credentials" { return false }
+    static func asksUserInfo(tokens: TokenSet, grant: SessionPlan.Grant.Kind?) -> Bool {
+        if grant == .clientCredentials { return false }
         return tokens.idToken != nil || tokens.scopes.contains("openid")
     }
 }

@@ -73,7 +73,8 @@ extension TokenManager {
         ) { session in
             let plan = SessionPlan.of(session, key: key)
             let trusted = try plan.transport(over: transport)
-            let metadata = try await Discovery(transport: trusted).metadata(for: plan.issuer, overrides: plan.endpoints)
+            let metadata = try await Discovery(transport: trusted).metadata(
+                for: plan.issuer, overrides: plan.provider.endpoints)
             return try plan.client(metadata: metadata, transport: trusted, registration: session.registration)
         }
     }

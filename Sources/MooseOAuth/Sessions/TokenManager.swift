@@ -108,10 +108,12 @@ public final class TokenManager: Sendable {
         var plan = SessionPlan(name: key, issuer: issuer, clientID: clientID, scopes: scopes, endpoints: endpoints)
         plan.dpop = dpop?.rawValue
         plan.resource = resource
-        if case .none = authentication {} else { plan.authenticationHeldByApp = true }
-        if workload != nil { plan.grant = .workload }
+        if case .none = authentication {} else { plan.client.credential = .heldByApp }
+        // The app's own workload grant, not stored: another process cannot renew the session.
+        if workload != nil { plan.grant = .workload(SessionPlan.Workload(source: nil)) }
         self.init(
-            plan: plan, authentication: plan.authenticationHeldByApp ? authentication : nil, storage: storage, key: key,
+            plan: plan, authentication: plan.client.credential == .heldByApp ? authentication : nil, storage: storage,
+            key: key,
             transport: transport, workload: workload, idTokenKeys: nil, logger: logger, configuration: configuration)
     }
 
@@ -140,7 +142,7 @@ public final class TokenManager: Sendable {
     /// - Throws: `OAuthError` with `invalidConfiguration` when a reference cannot be resolved (an unset
     ///   variable, an unreadable or oversized key or secret file, a key that cannot sign `private_key_jwt`,
     ///   an unknown DPoP algorithm or workload source) or when the plan says the client's credentials
-    ///   are held by the app that made it (`authenticationHeldByApp`) and names no file or variable, or
+    ///   are held by the app that made it (`SessionPlan.Credential.heldByApp`: no file or variable), or
     ///   when the plan has a CA file or pins and `transport` cannot apply them.
     public convenience init(
         plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
@@ -207,7 +209,7 @@ public final class TokenManager: Sendable {
             throw OAuthError(OAuthError.needsLogin, "there is no session under \(key): log in first")
         }
         let plan = SessionPlan.of(session, key: key)
-        if plan.grant == .workload, plan.workload == nil {
+        if case .workload(let workload) = plan.grant, workload.source == nil {
             throw OAuthError(
                 OAuthError.invalidConfiguration,
                 "the session under \(key) is a workload's whose identity source is its app's own (a WorkloadGrant value, "
@@ -240,9 +242,9 @@ public final class TokenManager: Sendable {
         coordinator = engine.coordinator(
             client: { session in try await state.prepare(for: session) },
             renew: { session, client in
-                // A workload session renews by a new workload grant (a client-credentials one by the engine's own step).
-                guard let workload, session.attributes[SessionEngine.grantAttribute] == WorkloadGrant.sessionGrant
-                else { return nil }
+                // A workload session renews by a new workload grant (a client-credentials one by the engine's
+                // own step), as the session's plan says.
+                guard let workload, case .workload = SessionPlan.of(session, key: key).grant else { return nil }
                 return try await workload.tokens(client: client, scopes: session.tokens.scopes)
             },
             admitting: { session in
@@ -334,18 +336,24 @@ public final class TokenManager: Sendable {
             }
             tokens = try await workload.tokens(client: client, scopes: parameters.scopes)
         }
-        var grant: String? = nil
+        // The plan stored with the session names this login's grant; the plan's own data (a fixed port,
+        // a workload's source) stays when it is the plan's grant.
         var plan = self.plan
+        let kind: SessionPlan.Grant.Kind
         switch method {
-        case .prepared, .userAgent: plan.grant = .authorizationCode
-        case .device: plan.grant = .deviceCode
-        case .clientCredentials: grant = "client_credentials"; plan.grant = .clientCredentials
-        case .workload: grant = WorkloadGrant.sessionGrant; plan.grant = .workload
+        case .prepared, .userAgent: kind = .authorizationCode
+        case .device: kind = .deviceCode
+        case .clientCredentials: kind = .clientCredentials
+        case .workload: kind = .workload
         }
+        if plan.grant.kind != kind { plan.grant = SessionPlan.Grant(kind) }
         var attributes = plan.stored()
-        if let audience = plan.audience, grant != nil { attributes[SessionEngine.audienceAttribute] = audience }
+        // For older readers, which renew such a session from these attributes.
+        if let audience = plan.audience, kind.renewsWithoutAPerson {
+            attributes[SessionEngine.audienceAttribute] = audience
+        }
         let session = try await engine.completeLogin(
-            tokens, client: client, grant: grant, attributes: attributes, coordinator: coordinator)
+            tokens, client: client, grant: kind, attributes: attributes, coordinator: coordinator)
         return SessionSummary(key: key, session: session)
     }
 
@@ -450,7 +458,8 @@ actor ClientState {
 
     private func discovered() async throws -> (metadata: ProviderMetadata, jwks: JWKSCache?) {
         if let cached { return cached }
-        let metadata = try await Discovery(transport: transport).metadata(for: plan.issuer, overrides: plan.endpoints)
+        let metadata = try await Discovery(transport: transport).metadata(
+            for: plan.issuer, overrides: plan.provider.endpoints)
         let now = clock ?? { Date() }
         let jwks = metadata.jwksURI.map { url in
             JWKSCache(url: url, transport: transport, persistence: idTokenKeys?(url), now: now)

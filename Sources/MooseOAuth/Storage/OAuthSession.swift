@@ -29,18 +29,6 @@ public struct OAuthSession: Sendable, Codable, Hashable {
     public var tokens: TokenSet
     /// The state.
     public var state: State
-
-    /// Whether the session is renewed by a grant that needs no person — a client-credentials or a
-    /// workload session: no refresh token, and `grantAttribute` names the grant its login
-    /// used. The provider refusing such a renewal (a stale workload token, a rotated secret) fails
-    /// that attempt (`OAuthError.renewalRefused`, `invalidClient`); it never ends the session.
-    public var renewsWithoutAPerson: Bool {
-        tokens.refreshToken == nil && attributes[Self.grantAttribute] != nil
-    }
-
-    /// Whether a renewal may be attempted: an active session, or one that renews without a person
-    /// (even when an earlier version marked it `needsReauthentication` after one refused attempt).
-    public var canRenew: Bool { state == .active || renewsWithoutAPerson }
     /// The ID token's `sub`, when known.
     public var subject: String?
     /// App-defined, non-secret values kept in the same row as the tokens (written and read
@@ -99,7 +87,8 @@ public struct OAuthSession: Sendable, Codable, Hashable {
     }
 
     /// The session attribute naming the grant a login used when a refresh cannot come from a refresh
-    /// token (`client_credentials`, `workload`: a "refresh" is a new grant). `SessionEngine.grantAttribute`.
+    /// token (`client_credentials`, `workload`: a "refresh" is a new grant), written for older readers;
+    /// renewal follows the session's plan (`SessionPlan.of(_:key:)`). `SessionEngine.grantAttribute`.
     public static let grantAttribute = "moose.grant"
 
     /// The attribute under which sessions written by Moose 0.1 keep their embedded profile (JSON).

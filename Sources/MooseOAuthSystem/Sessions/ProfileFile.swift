@@ -94,7 +94,7 @@ public struct ProfileFile: Sendable, Equatable {
                     case "public_key_pins": settings.publicKeyPins = try entry.strings(key)
                     case "grant":
                         let name = try entry.string(key)
-                        guard let grant = SessionPlan.Grant(named: name) else {
+                        guard let grant = SessionPlan.Grant.Kind(named: name) else {
                             throw ParseError(
                                 line: entry.line,
                                 message: "grant must be authorization_code, device_code, client_credentials or workload"
@@ -170,11 +170,11 @@ public struct ProfileFile: Sendable, Equatable {
         }
         var plan = SessionPlan(
             name: name, issuer: issuer, clientID: clientID, scopes: settings.scopes ?? ["openid", "profile", "email"],
-            clientSecretFile: settings.clientSecretFile)
+            credential: settings.clientSecretFile.map { .secretFile($0, sending: .basic) } ?? .none)
         plan.resource = settings.resource
         plan.dpop = settings.dpop
-        plan.caFile = settings.caFile
-        plan.publicKeyPins = settings.publicKeyPins
+        plan.provider.caFile = settings.caFile
+        plan.provider.publicKeyPins = settings.publicKeyPins ?? []
         return plan
     }
 
