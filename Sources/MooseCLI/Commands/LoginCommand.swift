@@ -243,7 +243,6 @@ struct LoginCommand: ParsableCommand {
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
             throw CLIError.usage(error.message + Self.hint(for: error, profile: profile))
         }
-        try IssuerOption.check(settings.issuer)
         if let file = settings.provider.caFile { _ = try CLITransport.caFile(file, option: "the CA file") }
         return settings
     }

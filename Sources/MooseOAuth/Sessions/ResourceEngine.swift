@@ -107,30 +107,17 @@ actor ResourceEngine {
         let server = context.authorizationServer
         // Refused before anything reaches the server: no registration, no browser.
         if settings.requireS256 { try server.requireS256() }
-        let agent: any ExternalUserAgent
-        let redirectURI: URL
-        let registrationURIs: [String]
-        switch method {
-        case .prepared(let preparation):
-            // A loopback listener binds here, and says what to register (RFC 8252 §7.3: the port-less
-            // URI too, for a random port).
-            let prepared = try await preparation.prepare()
-            agent = prepared.agent
-            redirectURI = prepared.redirectURI
-            registrationURIs = prepared.registrationURIs
-        case .userAgent(let custom, let uri):
-            agent = custom
-            redirectURI = uri
-            registrationURIs = [uri.absoluteString]
-        case .device, .clientCredentials, .workload:
+        // A loopback listener binds here, and says what to register (RFC 8252 §7.3: the port-less URI
+        // too, for a random port).
+        guard let ready = try await method.readyUserAgent() else {
             throw OAuthError(
                 OAuthError.invalidConfiguration,
                 "a protected resource login uses the authorization code flow: log in with .loopback or .userAgent")
         }
         let stored = try await loadStored(context.key)
         let identity = try await clientIdentity(
-            context: context, stored: stored, redirectURI: redirectURI.absoluteString,
-            registrationURIs: registrationURIs)
+            context: context, stored: stored, redirectURI: ready.redirectURI.absoluteString,
+            registrationURIs: ready.registrationURIs)
         // Scopes: the caller's, else the challenge's, else configured, else what the resource lists.
         let scopes =
             requested ?? challenge?.scopes ?? settings.scopes ?? context.protectedResource.scopesSupported ?? []
@@ -143,11 +130,12 @@ actor ResourceEngine {
         client.requiresAdvertisedS256 = settings.requireS256
         client.logger = settings.logger
         let validator = scopes.contains("openid") ? SessionEngine.idTokenValidator(for: client) : nil
-        let flow = AuthorizationCodeFlow(
-            client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator)
         let tokens: TokenSet
         do {
-            tokens = try await flow.authorize(AuthorizationParameters(scopes: scopes, resources: [context.resource]))
+            tokens = try await method.tokens(
+                client: client, validator: validator,
+                parameters: AuthorizationParameters(scopes: scopes, resources: [context.resource]), audience: nil,
+                workload: nil, ready: ready)
         } catch let error as OAuthError where error.code == OAuthError.invalidClient && identity.reused {
             // The server no longer knows this registration: the next login registers again.
             registrationRefused = true

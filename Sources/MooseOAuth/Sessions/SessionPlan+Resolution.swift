@@ -50,7 +50,7 @@ extension SessionPlan {
     ///   - kept: the plan the profile's last login used (its session's, or one kept after a logout).
     /// - Returns: a plan ready for `TokenManager(plan:…)`.
     /// - Throws: `OAuthError.invalidConfiguration` naming what is missing or wrong: no issuer or client
-    ///   id anywhere, an issuer that is not an absolute http(s) URL, two credentials in one layer, a
+    ///   id anywhere, an issuer that breaks `IssuerRule`, two credentials in one layer, a
     ///   client-credentials grant without credentials, a workload grant without a source, an unknown
     ///   `client_auth`, `workload_grant`, `subject_token_type` or DPoP algorithm, unusable pins, a
     ///   resource or device endpoint that is not a URL.
@@ -62,9 +62,9 @@ extension SessionPlan {
         guard let issuer = given.issuer ?? file.issuer ?? kept?.issuer,
             let clientID = given.clientID ?? file.clientID ?? kept?.clientID
         else { throw fail("the first login of profile \(name) needs an issuer and a client id") }
-        guard let url = URL(string: issuer), let scheme = url.scheme?.lowercased(),
-            scheme == "https" || scheme == "http", url.host != nil
-        else { throw fail("the issuer \(issuer) is not an absolute https URL (like https://id.example.com)") }
+        // The one issuer rule (`IssuerRule`), as discovery asks it: a usage error now, not an outage later.
+        if let problem = IssuerRule.problem(issuer) { throw fail("the issuer \(issuer) \(problem.predicate)") }
+        guard let url = URL(string: issuer) else { throw fail("the issuer \(issuer) is not a URL") }
         // What the last login kept of the provider and the client (endpoints, trust, credentials, grant,
         // port) speaks for that provider and client only: a kept secret never goes to another issuer.
         let same = kept.flatMap { kept in

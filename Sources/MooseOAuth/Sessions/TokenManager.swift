@@ -308,44 +308,12 @@ public final class TokenManager: Sendable {
         let validator = prepared.validator
         client.pushedAuthorization = pushedAuthorization
         let parameters = parameters ?? AuthorizationParameters(scopes: state.scopes)
-        let tokens: TokenSet
-        switch method {
-        case .prepared(let preparation):
-            let ready = try await preparation.prepare()
-            tokens = try await AuthorizationCodeFlow(
-                client: client, redirectURI: ready.redirectURI, userAgent: ready.agent, idTokens: validator
-            )
-            .authorize(parameters)
-        case .userAgent(let agent, let redirectURI):
-            tokens = try await AuthorizationCodeFlow(
-                client: client, redirectURI: redirectURI, userAgent: agent, idTokens: validator
-            )
-            .authorize(parameters)
-        case .device(let present):
-            tokens = try await DeviceAuthorizationFlow(client: client, idTokens: validator, present: present).authorize(
-                parameters)
-        case .clientCredentials:
-            var parameters = parameters
-            if let audience = plan.audience { parameters.extra.append(("audience", audience)) }
-            tokens = try await ClientCredentialsFlow(client: client).authorize(parameters)
-        case .workload:
-            guard let workload else {
-                throw OAuthError(
-                    OAuthError.invalidConfiguration,
-                    "a workload login needs the manager's workload: TokenManager(…, workload: WorkloadGrant(…))")
-            }
-            tokens = try await workload.tokens(client: client, scopes: parameters.scopes)
-        }
+        let tokens = try await method.tokens(
+            client: client, validator: validator, parameters: parameters, audience: plan.audience, workload: workload)
         // The plan stored with the session names this login's grant; the plan's own data (a fixed port,
         // a workload's source) stays when it is the plan's grant.
         var plan = self.plan
-        let kind: SessionPlan.Grant.Kind
-        switch method {
-        case .prepared, .userAgent: kind = .authorizationCode
-        case .device: kind = .deviceCode
-        case .clientCredentials: kind = .clientCredentials
-        case .workload: kind = .workload
-        }
+        let kind = method.grantKind
         if plan.grant.kind != kind { plan.grant = SessionPlan.Grant(kind) }
         var attributes = plan.stored()
         // For older readers, which renew such a session from these attributes.
