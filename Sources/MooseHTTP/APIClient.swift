@@ -100,19 +100,23 @@ public struct APIClient: Sendable {
 
     func run(_ request: APIRequest, context: HTTPMiddlewareContext) async throws -> APIResponse {
         try Task.checkCancellation()
+        // The chain, built inside out (transport, logging, the middlewares, retry) without gathering
+        // it in an array first: retry is called directly, so a client without middlewares wraps two
+        // closures per request.
         let transport = self.transport
+        let logging = LoggingMiddleware(logger: logger)
         var next: @Sendable (APIRequest) async throws -> APIResponse = { request in
-            try await Self.send(request, over: transport)
+            try await logging.intercept(request, context: context) { request in
+                try await Self.send(request, over: transport)
+            }
         }
-        let chain: [any HTTPMiddleware] =
-            [RetryMiddleware(policy: retryPolicy, logger: logger, reachability: reachability)] + middlewares
-            + [LoggingMiddleware(logger: logger)]
-        for middleware in chain.reversed() {
+        for middleware in middlewares.reversed() {
             let inner = next
             next = { request in try await middleware.intercept(request, context: context, next: inner) }
         }
+        let retry = RetryMiddleware(policy: retryPolicy, logger: logger, reachability: reachability)
         do {
-            return try await next(request)
+            return try await retry.intercept(request, context: context, next: next)
         } catch let error as HTTPRequestError {
             if Task.isCancelled { throw CancellationError() }
             throw error
@@ -122,17 +126,46 @@ public struct APIClient: Sendable {
     /// Sends with the request's timeout enforced here (transports' own timers can be coarse: on
     /// Linux a busy URLSession let a 0.5 s timeout run for seconds), over the whole exchange.
     ///
-    /// The transport runs in a child task that `DeadlineWatch` cancels when the timeout passes; the
-    /// child then throws `timedOut`. Cancelling the caller cancels the child. (A task group of one:
-    /// an `async let` here crashed the task allocator when the caller was `nonisolated(nonsending)`.)
+    /// A transport that can stop its own exchange (`ExchangeEndingTransport`: `URLSessionTransport`
+    /// on Linux) is handed an `ExchangeEnd` that `DeadlineWatch` ends when the timeout passes; the
+    /// exchange then throws `timedOut`. Any other transport (and a request with a body file) runs in
+    /// a child task that `DeadlineWatch` cancels when the timeout passes; the child then throws
+    /// `timedOut`. Cancelling the caller cancels the exchange either way. (A task group of one: an
+    /// `async let` here crashed the task allocator when the caller was `nonisolated(nonsending)`.)
     static func send(_ request: APIRequest, over transport: any HTTPTransport) async throws -> APIResponse {
-        // The deadline counts from now, not from when the child first runs (a busy pool can start
-        // it late).
+        // The deadline counts from now, not from when the exchange first runs (a busy pool can
+        // start a child late).
         let deadline = DeadlineWatch.deadline(after: request.timeout)
+        if request.bodyFile == nil, let ending = transport as? any ExchangeEndingTransport {
+            return try await ended(request, over: ending, deadline: deadline)
+        }
         return try await withThrowingTaskGroup(of: APIResponse.self) { group in
             group.addTask { try await watched(request, over: transport, deadline: deadline) }
             guard let response = try await group.next() else { throw CancellationError() }
             return response
+        }
+    }
+
+    /// The exchange of a transport that stops it when told, in the caller's task: no child task (two
+    /// executor jobs fewer per request), the same outcomes as `watched` — the answer, `timedOut` once
+    /// the deadline ended the exchange, or the transport's error.
+    private static func ended(_ request: APIRequest, over transport: any ExchangeEndingTransport, deadline: UInt64)
+        async throws -> APIResponse
+    {
+        let end = ExchangeEnd()
+        let ticket = DeadlineWatch.shared.watch(deadline: deadline) { end.end() }
+        do {
+            let response = try await transport.send(request, endedBy: end)
+            // An answer that came as the deadline passed is still the answer.
+            _ = DeadlineWatch.shared.finish(ticket)
+            return response
+        } catch {
+            if DeadlineWatch.shared.finish(ticket) {
+                throw HTTPRequestError(
+                    HTTPRequestError.timedOut, "no answer within \(request.timeout) s", method: request.method,
+                    url: request.redactedURL)
+            }
+            throw error
         }
     }
 
@@ -209,4 +242,49 @@ public struct APIClient: Sendable {
 
     /// What an error may quote of a body: never a value that could be a secret (`Redaction.body`).
     static func excerpt(_ body: Data) -> String { Redaction.body(Array(body.prefix(16_384)), showingValues: true) }
+}
+
+/// What ends one exchange from outside the task that awaits it (package-internal): `APIClient` ends
+/// an exchange whose deadline passed with it, so that it needs no child task to cancel. The
+/// transport says what ending does (`onEnd`: cancel its request); an end that comes first runs that
+/// as soon as it is said.
+package final class ExchangeEnd: Sendable {
+    private struct State {
+        var ended = false
+        var action: (@Sendable () -> Void)?
+    }
+
+    private let state = ThreadLocked(State())
+
+    package init() {}
+
+    /// What ending the exchange does: run now when it already ended, else when it ends (once).
+    package func onEnd(_ action: @escaping @Sendable () -> Void) {
+        let endedAlready = state.withLock { state in
+            if !state.ended { state.action = action }
+            return state.ended
+        }
+        if endedAlready { action() }
+    }
+
+    /// Ends the exchange: runs what `onEnd` gave, outside the lock.
+    package func end() {
+        let action = state.withLock { state in
+            defer { state.action = nil }
+            state.ended = true
+            return state.action
+        }
+        action?()
+    }
+}
+
+/// A transport that stops one of its exchanges when told to (package-internal). For a request
+/// without a body file `APIClient` sends through this, in the caller's task, and ends the exchange
+/// when the request's timeout passes — what running `send(_:)` in a child task for `DeadlineWatch` to
+/// cancel does, without the child task (URLSession loopback requests: BENCHMARKS.md).
+package protocol ExchangeEndingTransport: HTTPTransport {
+    /// Sends `request` (one without a body file) as `send(_:)` does; once `end` is ended the exchange
+    /// stops and this throws (`APIClient` then reports the timeout). Cancelling the caller's task
+    /// cancels the exchange, as for `send(_:)`.
+    func send(_ request: APIRequest, endedBy end: ExchangeEnd) async throws -> APIResponse
 }

@@ -71,7 +71,12 @@ public struct APIRequest: Sendable {
 
 extension HTTPRequest.Method {
     /// RFC 9110 §9.2.2: methods whose repetition has the same effect as one request.
-    public var isIdempotent: Bool { [.get, .head, .put, .delete, .options, .trace].contains(self) }
+    public var isIdempotent: Bool {
+        switch self {
+        case .get, .head, .put, .delete, .options, .trace: true
+        default: false
+        }
+    }
 }
 
 extension HTTPFields {

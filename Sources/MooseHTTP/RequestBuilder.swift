@@ -40,7 +40,7 @@ public struct RequestBuilder: Sendable {
             method: endpoint.method, url: url, headerFields: headers, body: nil,
             timeout: endpoint.timeout ?? defaultTimeout)
         try encodeBody(endpoint.body, into: &request)
-        if [HTTPRequest.Method.get, .head].contains(endpoint.method), request.body != nil || request.bodyFile != nil {
+        if request.body != nil || request.bodyFile != nil, endpoint.method == .get || endpoint.method == .head {
             throw HTTPRequestError(HTTPRequestError.invalidRequest, "\(endpoint.method) request with a body")
         }
         return request
@@ -56,8 +56,11 @@ public struct RequestBuilder: Sendable {
             )
         }
         // Fill {placeholders}; every one must have a value, every value becomes one encoded segment.
-        var path = ""
-        var rest = Substring(endpoint.path)
+        // A path without braces (most) is taken as it is, without the walk below.
+        let template = endpoint.path
+        let braced = template.utf8.contains { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") }
+        var path = braced ? "" : template
+        var rest = braced ? Substring(template) : Substring()
         var used = Set<String>()
         while let open = rest.firstIndex(of: "{") {
             path += rest[..<open]
@@ -77,7 +80,7 @@ public struct RequestBuilder: Sendable {
             rest = rest[rest.index(after: close)...]
         }
         path += rest
-        if path.contains("}") {
+        if braced, path.contains("}") {
             throw HTTPRequestError(HTTPRequestError.invalidRequest, "path \"\(endpoint.path)\" has an unmatched }")
         }
         var text = base.absoluteString

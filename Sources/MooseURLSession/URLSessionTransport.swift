@@ -154,7 +154,8 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
             throw HTTPRequestError.transportFailure("the request has no absolute URL", request)
         }
         var urlRequest = URLRequest(url: url)
-        urlRequest.httpMethod = request.method.rawValue
+        // URLRequest's method is GET until set.
+        if request.method != .get { urlRequest.httpMethod = request.method.rawValue }
         // A second later than the request's timeout: `APIClient` enforces that one itself, and
         // URLSession's own timer firing at the same instant raced its cancellation into a deadlock
         // in swift-corelibs-foundation (the timeout error delivered on URLSession's queue while
@@ -169,6 +170,11 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
     }
 
     public func send(_ request: APIRequest) async throws -> APIResponse {
+        try await exchange(request, endedBy: nil)
+    }
+
+    /// `send(_:)`, stopped when `end` is ended (the request's URLSession task cancelled).
+    func exchange(_ request: APIRequest, endedBy end: ExchangeEnd?) async throws -> APIResponse {
         try Task.checkCancellation()
         let urlRequest = try urlRequest(for: request)
         do {
@@ -180,11 +186,14 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
                 // response is a refused redirect (a login form's 302) never completes.
                 var withBody = urlRequest
                 withBody.httpBody = body
-                (data, response) = try await OnceDataTask.data(session, for: withBody, delegate: taskDelegate)
+                (data, response) = try await OnceDataTask.data(
+                    session, for: withBody, delegate: taskDelegate, endedBy: end)
             } else {
-                (data, response) = try await OnceDataTask.data(session, for: urlRequest, delegate: taskDelegate)
+                (data, response) = try await OnceDataTask.data(
+                    session, for: urlRequest, delegate: taskDelegate, endedBy: end)
             }
-            return try Self.response(response, body: data, for: request)
+            // The URL asked for is the one just put in the URLRequest: not parsed again from the head.
+            return try Self.response(response, body: data, for: request, asked: urlRequest.url)
         } catch let error as URLError {
             throw Self.map(error, request, pinning: pinning)
         }
@@ -209,11 +218,15 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         return delegate.start(task, request: request, destination: nil)
     }
 
-    static func response(_ response: URLResponse, body: Data, for request: APIRequest) throws -> APIResponse {
+    /// The response as Moose hands it on. `asked` is the request's URL when the caller has it at hand
+    /// (`nil`: the head's, made again).
+    static func response(_ response: URLResponse, body: Data, for request: APIRequest, asked: URL? = nil) throws
+        -> APIResponse
+    {
         guard let http = response as? HTTPURLResponse else {
             throw HTTPRequestError.transportFailure("not an HTTP response", request)
         }
-        if let asked = request.url, let answered = http.url, !Self.sameResource(asked, answered) {
+        if let asked = asked ?? request.url, let answered = http.url, !Self.sameResource(asked, answered) {
             throw HTTPRequestError.transportFailure(
                 "the response came from another URL (a redirect was followed; Moose refuses redirects for token traffic)",
                 request)
@@ -233,6 +246,9 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
     /// Whether two URLs name the same resource as far as a redirect goes: scheme, host, port, path
     /// (empty read as "/") and query.
     static func sameResource(_ a: URL, _ b: URL) -> Bool {
+        // The same text is the same resource (the usual answer: URLSession reports the URL it was
+        // given); only different texts are taken apart.
+        if a.absoluteString.utf8.elementsEqual(b.absoluteString.utf8) { return true }
         func parts(_ url: URL) -> [String] {
             let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
             let path = components?.percentEncodedPath ?? ""
@@ -264,6 +280,16 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         }
     }
 }
+
+#if canImport(FoundationNetworking)
+/// On Linux (`OnceDataTask` keeps each request's task at hand to cancel) `APIClient` ends a request
+/// whose timeout passed through this, with no child task to cancel.
+extension URLSessionTransport: ExchangeEndingTransport {
+    package func send(_ request: APIRequest, endedBy end: ExchangeEnd) async throws -> APIResponse {
+        try await exchange(request, endedBy: end)
+    }
+}
+#endif
 
 /// Routes URLSession's delegate calls to the transfer they belong to, and refuses redirects so that
 /// credentials never follow a `Location` to another origin unasked.
@@ -543,11 +569,15 @@ enum OnceDataTask {
         }
     }
 
-    static func data(_ session: URLSession, for request: URLRequest, delegate: (any URLSessionTaskDelegate)?)
-        async throws -> (Data, URLResponse)
-    {
+    /// The task's data and response; ending `end` (when given) cancels the task as cancelling the
+    /// awaiting task does.
+    static func data(
+        _ session: URLSession, for request: URLRequest, delegate: (any URLSessionTaskDelegate)?,
+        endedBy end: ExchangeEnd? = nil
+    ) async throws -> (Data, URLResponse) {
         #if canImport(FoundationNetworking)
         let state = State()
+        end?.onEnd { state.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = session.dataTask(with: request) { data, response, error in

@@ -26,6 +26,30 @@ enum HTTPBench {
         return (process, URL(string: "http://127.0.0.1:\(port)")!)
     }
 
+    /// This process's CPU time so far (user + system, every thread), in µs: the client's own work,
+    /// the server being another process. Less swayed by other load than wall time.
+    static func cpuMicroseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func micro(_ t: timeval) -> Double { Double(t.tv_sec) * 1e6 + Double(t.tv_usec) }
+        return micro(usage.ru_utime) + micro(usage.ru_stime)
+    }
+
+    /// A plain loop of one contender, for perf: `moose-bench http-profile moose|bare [N]` (default
+    /// 20,000 requests), printing the process's CPU time per request.
+    static func profile(bare: URLSession, url: URL, client: APIClient, endpoint: Echo) async throws {
+        let arguments = Array(CommandLine.arguments.dropFirst(2))
+        let count = arguments.dropFirst().first.flatMap { Int($0) } ?? 20_000
+        let cpu = cpuMicroseconds()
+        if arguments.first == "bare" {
+            for _ in 0..<count { _ = try await bare.data(for: URLRequest(url: url)) }
+        } else {
+            for _ in 0..<count { _ = try await client.send(endpoint) }
+        }
+        let perRequest = (cpuMicroseconds() - cpu) / Double(count)
+        print("\(arguments.first ?? "moose"): \(String(format: "%.1f", perRequest)) µs CPU per request")
+    }
+
     static func maxRSS() -> Int {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
@@ -51,18 +75,27 @@ enum HTTPBench {
             _ = try await bare.data(for: URLRequest(url: url))
             _ = try await client.send(endpoint)
         }
+        if CommandLine.arguments.dropFirst().first == "http-profile" {
+            try await profile(bare: bare, url: url, client: client, endpoint: endpoint)
+            return
+        }
         var bareSamples: [Double] = [], mooseSamples: [Double] = []
+        var bareCPU = 0.0, mooseCPU = 0.0
         for _ in 0..<20 {
+            var cpu = cpuMicroseconds()
             for _ in 0..<25 {
                 let t0 = DispatchTime.now().uptimeNanoseconds
                 _ = try await bare.data(for: URLRequest(url: url))
                 bareSamples.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1000)
             }
+            bareCPU += cpuMicroseconds() - cpu
+            cpu = cpuMicroseconds()
             for _ in 0..<25 {
                 let t0 = DispatchTime.now().uptimeNanoseconds
                 _ = try await client.send(endpoint)
                 mooseSamples.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1000)
             }
+            mooseCPU += cpuMicroseconds() - cpu
         }
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let b = median(bareSamples), m = median(mooseSamples)
@@ -73,6 +106,10 @@ enum HTTPBench {
         print("|---|---|---|---|")
         print(
             "| \(String(format: "%.0f", b)) | \(String(format: "%.0f", m)) | \(String(format: "%.2fx", m / b)) | ≤ 1.10x |"
+        )
+        let bc = bareCPU / Double(bareSamples.count), mc = mooseCPU / Double(mooseSamples.count)
+        print(
+            "\nThe client's CPU time per request (user + system, all its threads; the server is another process): bare \(String(format: "%.0f", bc)) µs, `APIClient` \(String(format: "%.0f", mc)) µs (\(String(format: "%.2fx", mc / bc)))."
         )
 
         let size = 100 << 20

@@ -221,7 +221,7 @@ if mode == "all" || mode == "jwt" { try await JWTBench.run() }
 if mode == "all" || mode == "coordinator" {
     try await CoordinatorBench.run()
 }
-if mode == "all" || mode == "http" {
+if mode == "all" || mode == "http" || mode == "http-profile" {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     try await HTTPBench.run(root: root)
