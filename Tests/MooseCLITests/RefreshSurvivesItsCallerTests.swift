@@ -18,12 +18,9 @@ struct RefreshSurvivesItsCallerTests {
         var attributes = try #require(session["attributes"] as? [String: String])
         let profileText = try #require(attributes["moose.plan"])
         var profile = try #require(try JSONSerialization.jsonObject(with: Data(profileText.utf8)) as? [String: Any])
-        // The plan's JSON (version 2): the endpoints are the provider's.
-        var provider = try #require(profile["provider"] as? [String: Any])
-        var endpoints = provider["endpoints"] as? [String: Any] ?? [:]
+        var endpoints = profile["endpoints"] as? [String: Any] ?? [:]
         endpoints["tokenEndpoint"] = url
-        provider["endpoints"] = endpoints
-        profile["provider"] = provider
+        profile["endpoints"] = endpoints
         attributes["moose.plan"] = String(decoding: try JSONSerialization.data(withJSONObject: profile), as: UTF8.self)
         session["attributes"] = attributes
         row["session"] = session

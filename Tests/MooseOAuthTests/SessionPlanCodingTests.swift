@@ -2,14 +2,14 @@ import Foundation
 import MooseOAuth
 import Testing
 
-/// Issue 40 §3: a plan is typed (provider, client credential by reference, grant with its data) and
-/// written as version 2's nested JSON; the flat plans of versions 0 (Moose 0.3, no `version`) and 1
-/// still read as the same typed values.
+/// Issue 40 §3: a plan is typed (provider, client credential by reference, grant with its data); its
+/// JSON stays version 1's flat fields, which a Moose from before the typed plan reads in full, and the
+/// plans of versions 0 (Moose 0.3, no `version`) and 1 read as the same typed values.
 struct SessionPlanCodingTests {
     static let pin = "sha256//" + Data(repeating: 1, count: 32).base64EncodedString()
 
-    /// One plan of each shape, as versions 0, 1 and 2 wrote it, and the typed value all three read as.
-    static let fixtures: [(v0: String, v1: String, v2: String, plan: SessionPlan)] = [
+    /// One plan of each shape, as versions 0 and 1 wrote it, and the typed value both read as.
+    static let fixtures: [(v0: String, v1: String, plan: SessionPlan)] = [
         (
             #"{"name":"svc","issuer":"https://id.example.com","clientID":"svc","scopes":["read"],"#
                 + #""grant":"client_credentials","clientSecretFile":"/run/secret","clientAuth":"post","#
@@ -21,12 +21,6 @@ struct SessionPlanCodingTests {
                 + #""endpoints":{"tokenEndpoint":"https://id.example.com/token"},"audience":"https://api.example.com","#
                 + #""resource":"https://api.example.com/v1","dpop":"ES256","caFile":"/ca.pem","#
                 + #""publicKeyPins":["sha256//AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]}"#,
-            #"{"version":2,"name":"svc","provider":{"issuer":"https://id.example.com","#
-                + #""endpoints":{"tokenEndpoint":"https://id.example.com/token"},"caFile":"/ca.pem","#
-                + #""publicKeyPins":["sha256//AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]},"#
-                + #""client":{"id":"svc","credential":{"type":"secret_file","file":"/run/secret","sending":"post"}},"#
-                + #""grant":{"type":"client_credentials"},"scopes":["read"],"audience":"https://api.example.com","#
-                + #""resource":"https://api.example.com/v1","dpop":"ES256"}"#,
             {
                 var endpoints = EndpointOverrides()
                 endpoints.tokenEndpoint = URL(string: "https://id.example.com/token")
@@ -48,11 +42,6 @@ struct SessionPlanCodingTests {
                 + #""grant":"workload","endpoints":{},"privateKeyFile":"/keys/ci.pem","privateKeyID":"ci-1","#
                 + #""workload":"github","workloadAudience":"moose","workloadGrant":"jwt-bearer","#
                 + #""subjectTokenType":"urn:ietf:params:oauth:token-type:jwt"}"#,
-            #"{"version":2,"name":"ci","provider":{"issuer":"https://id.example.com","endpoints":{}},"#
-                + #""client":{"id":"ci","credential":{"type":"private_key","file":"/keys/ci.pem","keyID":"ci-1"}},"#
-                + #""grant":{"type":"workload","source":"github","identityAudience":"moose","#
-                + #""workloadGrant":"jwt-bearer","subjectTokenType":"urn:ietf:params:oauth:token-type:jwt"},"#
-                + #""scopes":[]}"#,
             SessionPlan(
                 name: "ci", issuer: "https://id.example.com", clientID: "ci", scopes: [],
                 grant: .workload(
@@ -67,9 +56,6 @@ struct SessionPlanCodingTests {
             #"{"version":1,"name":"cli","issuer":"https://id.example.com","clientID":"cli","scopes":["openid"],"#
                 + #""grant":"authorization_code","endpoints":{},"loopbackPort":53682,"clientSecretEnv":"CLI_SECRET","#
                 + #""clientAuth":"basic"}"#,
-            #"{"version":2,"name":"cli","provider":{"issuer":"https://id.example.com","endpoints":{}},"#
-                + #""client":{"id":"cli","credential":{"type":"secret_variable","variable":"CLI_SECRET","sending":"basic"}},"#
-                + #""grant":{"type":"authorization_code","loopbackPort":53682},"scopes":["openid"]}"#,
             SessionPlan(
                 name: "cli", issuer: "https://id.example.com", clientID: "cli", scopes: ["openid"],
                 grant: .authorizationCode(loopbackPort: 53682),
@@ -81,9 +67,6 @@ struct SessionPlanCodingTests {
                 + #""grant":"device_code","authenticationHeldByApp":true}"#,
             #"{"version":1,"name":"tv","issuer":"https://id.example.com","clientID":"tv","scopes":["openid"],"#
                 + #""grant":"device_code","endpoints":{},"authenticationHeldByApp":true}"#,
-            #"{"version":2,"name":"tv","provider":{"issuer":"https://id.example.com"},"#
-                + #""client":{"id":"tv","credential":{"type":"held_by_app"}},"grant":{"type":"device_code"},"#
-                + #""scopes":["openid"]}"#,
             SessionPlan(
                 name: "tv", issuer: "https://id.example.com", clientID: "tv", scopes: ["openid"], grant: .deviceCode,
                 credential: .heldByApp)
@@ -91,8 +74,6 @@ struct SessionPlanCodingTests {
         (
             #"{"issuer":"https://id.example.com","clientID":"web"}"#,
             #"{"version":1,"issuer":"https://id.example.com","clientID":"web"}"#,
-            #"{"version":2,"provider":{"issuer":"https://id.example.com"},"client":{"id":"web"},"#
-                + #""grant":{"type":"authorization_code"}}"#,
             SessionPlan(name: "", issuer: "https://id.example.com", clientID: "web", scopes: [])
         )
     ]
@@ -104,7 +85,7 @@ struct SessionPlanCodingTests {
     @Test(arguments: 0..<SessionPlanCodingTests.fixtures.count)
     func everyVersionReadsAsTheSameTypedPlan(index: Int) throws {
         let fixture = Self.fixtures[index]
-        for (version, text) in [(0, fixture.v0), (1, fixture.v1), (2, fixture.v2)] {
+        for (version, text) in [(0, fixture.v0), (1, fixture.v1)] {
             var plan = try Self.decode(text)
             #expect(plan.version == version)
             plan.version = SessionPlan.currentVersion
@@ -112,17 +93,30 @@ struct SessionPlanCodingTests {
         }
     }
 
+    /// Written, a plan holds every field version 1 wrote for it, with the same values (so a Moose from
+    /// before the typed plan reads its credential, trust, grant and workload in full), and reads back
+    /// as the same typed plan.
     @Test(arguments: 0..<SessionPlanCodingTests.fixtures.count)
-    func aPlanIsWrittenAsVersion2AndReadBackTheSame(index: Int) throws {
+    func aPlanIsWrittenAsVersion1AndReadBackTheSame(index: Int) throws {
         let plan = Self.fixtures[index].plan
         let data = try JSONEncoder().encode(plan)
         #expect(try JSONDecoder().decode(SessionPlan.self, from: data) == plan)
-        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        #expect(object["version"] as? Int == 2 && object["issuer"] == nil && object["clientID"] == nil)
-        #expect((object["grant"] as? [String: Any])?["type"] as? String == plan.grant.kind.rawValue)
-        // An older plan is written back as the current version.
-        var old = try Self.decode(Self.fixtures[index].v1)
-        #expect(old.version == 1)
+        let written = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let v1 = try #require(
+            try JSONSerialization.jsonObject(with: Data(Self.fixtures[index].v1.utf8)) as? [String: Any])
+        #expect(written["version"] as? Int == 1)
+        // A value's JSON, keys sorted: the same text is the same value.
+        func canonical(_ value: Any?) throws -> Data? {
+            try value.map { try JSONSerialization.data(withJSONObject: [$0], options: .sortedKeys) }
+        }
+        for (key, value) in v1 {
+            #expect(try canonical(written[key]) == canonical(value), "fixture \(index): \(key)")
+        }
+        // One reference field for the credential, never two.
+        let references = ["privateKeyFile", "clientSecretFile", "clientSecretEnv", "authenticationHeldByApp"]
+        #expect(references.filter { written[$0] != nil }.count <= 1)
+        // An older plan is written back as the current version, the same plan.
+        var old = try Self.decode(Self.fixtures[index].v0)
         old = try JSONDecoder().decode(SessionPlan.self, from: try JSONEncoder().encode(old))
         #expect(old.version == SessionPlan.currentVersion && old == plan)
     }
@@ -131,20 +125,14 @@ struct SessionPlanCodingTests {
     /// error, so the session implies its least plan instead (as for any plan that does not decode).
     @Test func whatCannotBeTypedDoesNotDecode() throws {
         let bad = [
-            #"{"version":2,"provider":{"issuer":"https://id.example.com"},"client":{"id":"c"},"grant":{"type":"password"}}"#,
-            #"{"version":2,"provider":{"issuer":"https://id.example.com"},"client":{"id":"c"},"grant":{"type":"Workload"}}"#,
-            #"{"version":2,"provider":{"issuer":"https://id.example.com"},"client":{"id":"c"},"grant":{}}"#,
-            #"{"version":2,"provider":{"issuer":"https://id.example.com"},"client":{"id":"c"}}"#,
-            #"{"version":2,"provider":{"issuer":"https://id.example.com"},"client":{"id":"c","#
-                + #""credential":{"type":"secret"}},"grant":{"type":"device_code"}}"#,
-            #"{"version":2,"provider":{"issuer":"https://id.example.com"},"client":{"id":"c","#
-                + #""credential":{"type":"secret_file","file":"/s","sending":"header"}},"grant":{"type":"device_code"}}"#,
-            #"{"version":2,"provider":{"issuer":"https://id.example.com"},"client":{"id":"c"},"#
-                + #""grant":{"type":"authorization_code","loopbackPort":70000}}"#,
-            #"{"version":2,"client":{"id":"c"},"grant":{"type":"device_code"}}"#,
-            #"{"version":2,"issuer":"https://id.example.com","clientID":"c","grant":"device_code"}"#,
+            #"{"version":1,"issuer":"https://id.example.com","clientID":"c","grant":"password"}"#,
+            #"{"version":1,"issuer":"https://id.example.com","clientID":"c","grant":"Workload"}"#,
+            #"{"version":1,"issuer":"https://id.example.com","clientID":"c","grant":{"type":"device_code"}}"#,
+            #"{"version":1,"issuer":"https://id.example.com","clientID":"c","loopbackPort":70000}"#,
             #"{"version":1,"issuer":"https://id.example.com","clientID":"c","grant":"client-credentials"}"#,
-            #"{"issuer":"https://id.example.com","grant":"device_code"}"#
+            #"{"version":1,"clientID":"c","grant":"device_code"}"#,
+            #"{"issuer":"https://id.example.com","grant":"device_code"}"#,
+            #"{"issuer":["https://id.example.com"],"clientID":"c"}"#
         ]
         for text in bad {
             #expect(throws: DecodingError.self, "\(text)") { try Self.decode(text) }

@@ -23,10 +23,11 @@ import Darwin
 /// `TokenManager` is made from the plan and again whenever it makes the client (every login, refresh,
 /// renewal and logout: a rotated secret file or key is picked up), and are never stored.
 ///
-/// Versioned: version 2 (nested JSON) is written under `SessionPlan.attribute`; version 1 (flat
-/// fields) is still read, a session written by Moose 0.3 (whose CLI kept the same settings as a
-/// "profile" under `OAuthSession.legacyProfileAttribute`) opens as version 0, and a session with
-/// neither implies the least plan (its issuer, client and scopes).
+/// Versioned: written under `SessionPlan.attribute` as version 1's flat JSON fields, onto which the
+/// typed values map one to one (so a Moose from before the typed plan reads it in full); a session
+/// written by Moose 0.3 (whose CLI kept the same settings as a "profile" under
+/// `OAuthSession.legacyProfileAttribute`) opens as version 0, and a session with neither implies the
+/// least plan (its issuer, client and scopes).
 ///
 /// ```swift
 /// let plan = SessionPlan(
@@ -211,12 +212,11 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     }
 
     /// The plan format this version of Moose writes.
-    public static let currentVersion = 2
+    public static let currentVersion = 1
     /// The session attribute the plan is written under (JSON, sealed with the session).
     public static let attribute = "moose.plan"
 
-    /// The plan format it was read from: `currentVersion`, 1 for the flat plan written before version
-    /// 2, or 0 for a session written by Moose 0.3.
+    /// The plan format it was read from: `currentVersion`, or 0 for a session written by Moose 0.3.
     public var version: Int
     /// The storage key the session lives under (set from the key whenever a plan is read).
     public var name: String
@@ -296,7 +296,7 @@ public struct SessionPlan: Sendable, Codable, Hashable {
 
     // MARK: - With the session
 
-    /// The plan stored in `session` (version 2 or 1, else Moose 0.3's profile), named `key`; without one,
+    /// The plan stored in `session` (version 1, else Moose 0.3's profile), named `key`; without one,
     /// the least the session implies: its issuer, client, scopes and resource (`stored(in:key:)` is `nil`).
     ///
     /// - Parameters:
@@ -308,9 +308,9 @@ public struct SessionPlan: Sendable, Codable, Hashable {
 
     /// The plan stored in `session`, if it has one that can be read.
     ///
-    /// - Returns: the plan (version 2 or 1, else Moose 0.3's profile as version 0) named `key`, or
-    ///   `nil` when neither attribute holds a plan that decodes (an unknown grant or credential type,
-    ///   a missing issuer or client id).
+    /// - Returns: the plan (version 1, else Moose 0.3's profile as version 0) named `key`, or
+    ///   `nil` when neither attribute holds a plan that decodes (an unknown grant, a missing issuer or
+    ///   client id).
     public static func stored(in session: OAuthSession, key: String) -> SessionPlan? {
         for attribute in [attribute, OAuthSession.legacyProfileAttribute] {
             if let text = session.attributes[attribute],
