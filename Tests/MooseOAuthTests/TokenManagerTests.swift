@@ -125,6 +125,33 @@ struct TokenManagerTests {
         #expect(try await storage.keys().isEmpty)
     }
 
+    /// A logout that keeps the plan keeps it as it was written: the fields of a newer Moose's plan, which
+    /// this one reads past, survive this one's logout (a fleet upgraded one process at a time).
+    @Test func aKeptPlanIsTheStoredTextByteForByte() async throws {
+        let transport = Self.clientCredentialsProvider(revokes: true)
+        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("moose-kept-\(UUID().uuidString)")
+        try Data("svc-secret".utf8).write(to: secret)
+        defer { try? FileManager.default.removeItem(at: secret) }
+        let text =
+            #"{"version":3,"name":"svc","issuer":"https://id.example.com","clientID":"svc","scopes":["read"],"#
+            + #""grant":"client_credentials","clientSecretFile":"\#(secret.path)","clientAuth":"basic","#
+            + #""endpoints":{},"aFieldOfANewerMoose":{"keep":["me"]}}"#
+        let storage = InMemorySessionStorage()
+        let session = OAuthSession(
+            issuer: "https://id.example.com", clientID: "svc",
+            tokens: TokenSet(accessToken: "cc-0", expiresAt: Date().addingTimeInterval(3600), scopes: ["read"]),
+            attributes: [SessionPlan.attribute: text])
+        try await storage.save(session, key: "svc", expectedGeneration: nil, lease: nil)
+        let manager = try await TokenManager.open(key: "svc", storage: storage, transport: transport)
+        #expect(manager.plan.grant == .clientCredentials && manager.plan.version == 3)
+        let result = await manager.logout(keepingPlan: true)
+        #expect(result.hadSession && result.planKept)
+        let row = try #require(try await storage.load("svc")).session
+        #expect(row.isLoggedOut)
+        let kept = row.attributes[SessionPlan.attribute]
+        #expect(kept?.utf8.elementsEqual(text.utf8) == true, "kept: \(kept ?? "none")")
+    }
+
     /// A scripted provider at https://id.example.com for client-credentials sessions: discovery, a token
     /// endpoint answering `cc-1`, `cc-2`, … (one per grant), and a revocation endpoint that answers
     /// (`revokes`) or is down like every other path.

@@ -296,11 +296,20 @@ public struct SessionEngine: Sendable {
 
     /// The row a logout that keeps the plan leaves of `session`: its plan (`SessionPlan.of(_:key:)`),
     /// issuer, client and resource, with no tokens and no registration (`OAuthSession.isLoggedOut`).
+    /// A stored plan that reads is kept as it was written, byte for byte — a newer Moose's fields this
+    /// one does not know survive an older process's logout; any other plan is written now.
     static func loggedOut(keeping session: OAuthSession, key: String) -> OAuthSession {
-        let plan = SessionPlan.of(session, key: key)
+        let attributes: [String: String]
+        if let text = session.attributes[SessionPlan.attribute],
+            (try? JSONDecoder().decode(SessionPlan.self, from: Data(text.utf8))) != nil
+        {
+            attributes = [SessionPlan.attribute: text]
+        } else {
+            attributes = SessionPlan.of(session, key: key).stored()
+        }
         return OAuthSession(
             issuer: session.issuer, clientID: session.clientID, tokens: TokenSet(accessToken: ""),
-            state: .needsReauthentication, attributes: plan.stored(), resource: session.resource)
+            state: .needsReauthentication, attributes: attributes, resource: session.resource)
     }
 
     /// Logs out in the right order: revokes the refresh token, then the access token (RFC 7009), and
