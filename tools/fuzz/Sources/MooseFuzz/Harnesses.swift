@@ -26,7 +26,7 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "sse": serverSentEvents,
     "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
     "dpop-proof": dpopProof, "introspection": introspection, "cache-control": cacheControl,
-    "http-request": httpRequest
+    "http-request": httpRequest, "session-plan": sessionPlan
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -640,6 +640,40 @@ func publicKeyPins(_ bytes: [UInt8]) {
             require(pin.hasPrefix("sha256//") && pin.utf8.count == 52, "a canonical pin: \(pin.utf8.count) bytes")
         }
         require(!pins.pins(for: pinned).isEmpty, "a pinned host has pins")
+    }
+}
+
+/// A stored session plan's JSON (`SessionPlan`, sealed with its session but read defensively) and an
+/// issuer as a config file or `--issuer` gives it (`IssuerRule`). A plan that decodes is written in a
+/// canonical form that decodes again to the same form; an issuer the rule passes parses as an http(s)
+/// URL, and one it refuses is thrown by `check` with the problem's code.
+func sessionPlan(_ bytes: [UInt8]) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    if let plan = try? JSONDecoder().decode(SessionPlan.self, from: Data(bytes)) {
+        guard let written = try? encoder.encode(plan) else { fatalError("a plan that decodes is written") }
+        guard let again = try? JSONDecoder().decode(SessionPlan.self, from: written) else {
+            fatalError("a written plan decodes: \(String(decoding: written, as: UTF8.self))")
+        }
+        require((try? encoder.encode(again)) == written, "the written form is canonical")
+        require(again.version == SessionPlan.currentVersion, "written as the current version")
+    }
+    let issuer = text(bytes)
+    if let problem = IssuerRule.problem(issuer) {
+        require(!problem.predicate.isEmpty, "a problem says what is wrong")
+        do {
+            try IssuerRule.check(issuer)
+            fatalError("check passed an issuer the rule refuses")
+        } catch let error as OAuthError {
+            require(error.code == problem.code, "check throws the problem's code")
+        } catch {
+            fatalError("check throws OAuthError only: \(error)")
+        }
+    } else {
+        guard let url = try? IssuerRule.check(issuer) else { fatalError("check refused an issuer the rule passes") }
+        let scheme = url.scheme?.lowercased()
+        require(scheme == "https" || scheme == "http", "an http(s) URL")
+        require(url.query == nil && url.fragment == nil && url.user == nil, "no query, fragment or user")
     }
 }
 
