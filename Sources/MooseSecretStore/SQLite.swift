@@ -29,7 +29,7 @@ struct SQLiteError: Error, CustomStringConvertible {
             return SecretStoreError(
                 SecretStoreError.corrupt,
                 "\(path) is damaged or not a Moose store (\(message)); restore it from a backup, "
-                    + "or move it aside and run `moose store init` to start over",
+                    + "or move it aside to start over with a new store",
                 underlying: description)
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
             return SecretStoreError(

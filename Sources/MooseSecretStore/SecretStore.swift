@@ -129,11 +129,12 @@ public final class SecretStore: Sendable {
                 throw SecretStoreError(
                     SecretStoreError.corrupt,
                     "\(path) is empty (0 bytes): the store was truncated or damaged; restore it from a backup, "
-                        + "or remove the file and run `moose store init` to start over")
+                        + "or remove the file to start over with a new store")
             }
         } else {
             guard create else {
-                throw SecretStoreError(SecretStoreError.io, "no store at \(path) (run `moose store init`)")
+                throw SecretStoreError(
+                    SecretStoreError.io, "no store at \(path) (opened with create: false; create: true makes one)")
             }
             // The master key first: a key that is not there (an unset variable, no Secret Service)
             // fails before any file exists — a half-made store would read as damaged next time.

@@ -169,11 +169,20 @@ struct NewUserWalkCLITests {
         let damaged = try await CLI.run(["store", "check"], environment: environment)
         #expect(damaged.status == 1, "\(damaged.stderr)")
         #expect(damaged.stderr.hasPrefix("moose: error: \(store) is damaged or not a Moose store"), "\(damaged.stderr)")
-        #expect(damaged.stderr.hasSuffix(" to start over [corrupt]\n"), "\(damaged.stderr)")
+        #expect(
+            damaged.stderr.hasSuffix(" to start over with a new store (`moose store init`) [corrupt]\n"),
+            "\(damaged.stderr)")
         // Given with --store, the next step names it: a plain `moose store init` inits the default store.
         let given = try await CLI.run(["token", "--store", store], environment: environment)
         #expect(given.stderr.contains("`moose store init --store '\(store)'`"), "\(given.stderr)")
         #expect(given.stderr.hasSuffix(" [corrupt]\n"), "\(given.stderr)")
+        // No store there: the command that makes one, naming it (the library's words name no command).
+        let absent = folder.appendingPathComponent("absent.sqlite").path
+        let none = try await CLI.run(["store", "list", "--store", absent], environment: environment)
+        #expect(none.status == 1, "\(none.stderr)")
+        #expect(
+            none.stderr.hasSuffix("no store at \(absent); `moose store init --store '\(absent)'` makes one [io]\n"),
+            "\(none.stderr)")
 
         try FileManager.default.removeItem(atPath: store)
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)

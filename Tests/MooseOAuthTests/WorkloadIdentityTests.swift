@@ -26,6 +26,22 @@ struct WorkloadIdentityTests {
         }
     }
 
+    /// A command's output is the token, run without a shell; a command of no words (an app's input) is
+    /// a configuration error at each read, never a crash on its missing first word.
+    @Test func aCommandsOutputIsTheTokenAndNoCommandIsAnError() async throws {
+        #expect(try await WorkloadIdentity.command(["printf", "%s\n", Self.jwt]).token(audience: nil) == Self.jwt)
+        await expectWorkloadError(
+            WorkloadIdentity.command(["false"]), contains: "the command false exited with status 1")
+        for words in [[], [""], ["", "x"]] {
+            do {
+                _ = try await WorkloadIdentity.command(words).token(audience: nil)
+                Issue.record("\(words) gave a token")
+            } catch let error as OAuthError {
+                #expect(error.code == OAuthError.invalidConfiguration && error.message.contains("program"), "\(error)")
+            }
+        }
+    }
+
     @Test func eachSourceSaysWhatItsPlatformDidNotGive() async throws {
         await expectWorkloadError(WorkloadIdentity.file("/no/such/token"), contains: "/no/such/token")
         await expectWorkloadError(

@@ -277,6 +277,28 @@ struct StoreTamperTests {
         _ = expectStoreError(SecretStoreError.corrupt) { _ = try SecretStore(path: notSQLite, masterKey: .raw(key)) }
     }
 
+    /// The store is a library: its errors say what any program can do (restore, move aside, create),
+    /// never a command of the `moose` tool, which an app's user does not have (issue 40 §3). `moose`
+    /// adds its own next step.
+    @Test func faultsNameNoCommandOfTheTool() throws {
+        let empty = folder.file("empty.sqlite")
+        #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
+        let notSQLite = folder.file("text.sqlite")
+        try Data("hello, this is not a database\n".utf8).write(to: URL(fileURLWithPath: notSQLite))
+        let faults = [
+            expectStoreError(SecretStoreError.corrupt) { _ = try SecretStore(path: empty, masterKey: .raw(key)) },
+            expectStoreError(SecretStoreError.corrupt) { _ = try SecretStore(path: notSQLite, masterKey: .raw(key)) },
+            expectStoreError(SecretStoreError.io) {
+                _ = try SecretStore(path: folder.file("absent.sqlite"), masterKey: .raw(key), create: false)
+            }
+        ]
+        for fault in faults {
+            let message = try #require(fault).message
+            #expect(!message.contains("moose "), "\(message)")
+            #expect(message.contains("start over") || message.contains("create"), "\(message)")
+        }
+    }
+
     @Test func plaintextNeverReachesTheFiles() throws {
         let secret = "refresh-secret-\(UUID().uuidString)"
         let store = try SecretStore(path: path, masterKey: .raw(key))

@@ -135,15 +135,22 @@ struct StoreOptions: ParsableArguments {
             return try SecretStore(path: try resolvedStorePath, masterKey: try keySource(), create: create)
         } catch let error as SecretStoreError {
             if let wayOut = resetAdvice(error) { throw CLIError.failed("\(error.message); \(wayOut) [\(error.code)]") }
-            guard let storePath, error.code != SecretStoreError.invalidArgument else {
-                throw StoreOptions.cliError(error)
-            }
-            // The store's next step names `moose store init`, which alone inits the default store: say
-            // which one (the path given with --store, or by the profile's `store`).
-            let named = error.message.replacing(
-                "`moose store init`", with: "`moose store init --store \(Shell.quote(storePath))`")
-            throw CLIError.failed("\(named) [\(error.code)]")
+            guard let said = withInitAdvice(error) else { throw StoreOptions.cliError(error) }
+            throw CLIError.failed("\(said) [\(error.code)]")
         }
+    }
+
+    /// A fault only a new store mends, said with the command that makes one: a damaged file (whose own
+    /// words say to move it aside first), or none there at all. The command names the store when it is
+    /// not the default (given with --store, or by the profile's `store`): a plain `moose store init`
+    /// inits the default one. `nil` for any other fault.
+    func withInitAdvice(_ error: SecretStoreError) -> String? {
+        let command = storePath.map { "`moose store init --store \(Shell.quote($0))`" } ?? "`moose store init`"
+        if error.code == SecretStoreError.corrupt { return "\(error.message) (\(command))" }
+        guard error.code == SecretStoreError.io, let path = try? resolvedStorePath,
+            !FileManager.default.fileExists(atPath: path)
+        else { return nil }
+        return "no store at \(path); \(command) makes one"
     }
 
     /// The way out of a store whose master key is lost or is another key: `moose store reset` with the

@@ -15,8 +15,15 @@ extension WorkloadIdentity {
     /// A command's standard output as the token (`["gcloud", "auth", "print-identity-token"]`), run
     /// without a shell on every renewal (the first word looked up on `PATH`); a non-zero exit or no
     /// output is a `workloadIdentity` error. The command inherits no descriptor but standard error.
+    /// No words (or an empty first one) is a source that fails each read with `invalidConfiguration`.
     public static func command(_ words: [String]) -> WorkloadIdentity {
-        let name = "the command \(words[0])"
+        guard let program = words.first, !program.isEmpty else {
+            return WorkloadIdentity(name: "a command") { _ in
+                throw OAuthError(
+                    OAuthError.invalidConfiguration, "a command workload source needs a program to run; none was given")
+            }
+        }
+        let name = "the command \(program)"
         return WorkloadIdentity(name: name) { _ in
             let (status, output) = try await withCheckedThrowingContinuation {
                 (continuation: CheckedContinuation<(Int32, [UInt8]), any Error>) in
