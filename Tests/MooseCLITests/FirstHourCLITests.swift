@@ -93,6 +93,43 @@ struct FirstHourCLITests {
         #expect(good.status == 0, "\(good.stderr)")
     }
 
+    /// `moose profile use` changes only the `default` line: the config's comments, order and mode stay,
+    /// and a config that is a link (kept in a dotfiles repository) stays a link to the file it edits.
+    @Test func profileUseKeepsTheFileAPersonWrote() async throws {
+        let original = """
+            # work and play
+            [profiles.work]   # the office
+            issuer = "https://id.example.com"
+            client_id = "app"
+
+            [profiles.play]
+            client_id = "fun"
+            issuer = "https://id.example.org"
+
+            """
+        let (home, environment) = try Self.home("moose-profile-use", config: original)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let link = home.appendingPathComponent("config/moose/config.toml")
+        let dotfiles = home.appendingPathComponent("dotfiles")
+        try FileManager.default.createDirectory(at: dotfiles, withIntermediateDirectories: true)
+        let file = dotfiles.appendingPathComponent("moose.toml")
+        try FileManager.default.moveItem(at: link, to: file)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: file)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+
+        let work = try await CLI.run(["profile", "use", "work"], environment: environment)
+        #expect(work.status == 0, "\(work.stderr)")
+        #expect(try String(contentsOf: file, encoding: .utf8) == "default = \"work\"\n\n" + original)
+        let play = try await CLI.run(["profile", "use", "play"], environment: environment)
+        #expect(play.status == 0, "\(play.stderr)")
+        #expect(try String(contentsOf: file, encoding: .utf8) == "default = \"play\"\n\n" + original)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == file.path)
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let status = try await CLI.run(["profile", "list"], environment: environment)
+        #expect(status.stdout.contains("play"), "\(status.stdout)")
+    }
+
     @Test func withoutHOMENothingLandsInTheCurrentDirectory() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-nohome-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -17,6 +17,26 @@ struct ProfileFileTests {
         #expect(try ProfileFile(parsing: Array(config.serialized.utf8)) == config)
     }
 
+    /// `moose profile use` sets the default and keeps the rest of the file byte for byte: comments,
+    /// order, spacing, line ends, and a comment after the old default.
+    @Test func settingTheDefaultKeepsEveryOtherByte() throws {
+        let body =
+            "# my profiles\n\n[profiles.work]   # the office\nissuer = \"https://id.example.com\"\nclient_id = \"app\"\n"
+        func edited(_ text: String, _ name: String = "work") throws -> String {
+            String(decoding: try ProfileFile.settingDefault(name, in: Array(text.utf8)), as: UTF8.self)
+        }
+        #expect(try edited(body) == "default = \"work\"\n\n" + body)
+        #expect(
+            try edited("default = 'old'   # chosen by hand\n" + body) == "default = \"work\" # chosen by hand\n" + body)
+        #expect(try edited("  default = \"a#b\"\n" + body, "x\"y") == "default = \"x\\\"y\"\n" + body)
+        let crlf = body.replacing("\n", with: "\r\n")
+        #expect(try edited(crlf) == "default = \"work\"\r\n\r\n" + crlf)
+        #expect(try edited("") == "default = \"work\"\n")
+        #expect(try edited("[hosts]\n\"a\" = \"b\"") == "default = \"work\"\n\n[hosts]\n\"a\" = \"b\"")
+        // A file that does not parse is not rewritten.
+        #expect(throws: ProfileFile.ParseError.self) { try edited("[profiles.a]\nissuer = 3\n") }
+    }
+
     @Test(arguments: [
         ("[profiles.a]\nissuer = 3\n", 2, "must be a string"),
         ("x = \"y\"\n", 1, "unknown top-level key"),

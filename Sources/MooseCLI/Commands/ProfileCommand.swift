@@ -141,7 +141,7 @@ struct ProfileCommand: ParsableCommand {
             guard !name.isEmpty, name.utf8.count <= 200, !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
                 throw CLIError.usage("a profile name is 1–200 printable characters")
             }
-            var config = try CLIConfig.load(creating: true)
+            let config = try CLIConfig.load(creating: true)
             // Only a profile that exists: in the config file, or as a session in the store.
             if config.profiles[name] == nil {
                 let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
@@ -158,12 +158,25 @@ struct ProfileCommand: ParsableCommand {
                                 : " (profiles: \(known.joined(separator: ", ")))"))
                 }
             }
-            config.defaultProfile = name
             let path = try CLIConfig.path
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            // Only the `default` line changes: the file's comments and layout are the person's. A link
+            // (a dotfiles repository) stays a link: the file it names is rewritten, its mode kept.
+            let target = URL(fileURLWithPath: path).resolvingSymlinksInPath()
             try FileManager.default.createDirectory(
-                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try Data(config.serialized.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+                atPath: target.deletingLastPathComponent().path, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            let mode = (try? FileManager.default.attributesOfItem(atPath: target.path))?[.posixPermissions]
+            let edited: [UInt8]
+            do {
+                let bytes =
+                    mode == nil
+                    ? [] : try SessionPlan.readFile(target.path, what: "config file", limit: ProfileFile.maximumSize)
+                edited = try ProfileFile.settingDefault(name, in: bytes)
+            } catch {
+                throw CLIError.usage("\(path): \(error); the file is left as it is")
+            }
+            try Data(edited).write(to: target, options: .atomic)
+            if let mode { try? FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: target.path) }
             Terminal.out("Default profile: \(name) (\(path))")
         }
     }

@@ -222,6 +222,45 @@ public struct ProfileFile: Sendable, Equatable {
         }
         return lines.joined(separator: "\n") + "\n"
     }
+
+    /// The file `bytes` with `name` as its `default` profile, every other byte as it was: comments,
+    /// order, spacing and line ends are a person's and are kept. The `default = …` line is replaced
+    /// where there is one; else `default = "NAME"` and a blank line go first (top-level keys come before
+    /// every table). What `moose profile use` writes, instead of `serialized`, which keeps only values.
+    ///
+    /// - Parameters:
+    ///   - name: the profile to make the default (quoted as a TOML basic string).
+    ///   - bytes: the file as it is (empty: no file yet).
+    /// - Returns: the new file; it parses to the configuration `bytes` held with `defaultProfile` set to
+    ///   `name`, which is checked before it is returned.
+    /// - Throws: `ParseError` when `bytes` do not parse (nothing is rewritten then), or when the edited
+    ///   file would not read back as that configuration (line 0).
+    public static func settingDefault(_ name: String, in bytes: [UInt8]) throws(ParseError) -> [UInt8] {
+        var expected = try ProfileFile(parsing: bytes)
+        expected.defaultProfile = name
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
+        // The file's own line end: CRLF when its first line has one.
+        let crlf = lines.first?.last == 0x0D && lines.count > 1
+        let setting = Array("default = \(TOMLSubset.quote(name))".utf8)
+        if let line = try TOMLSubset.parse(bytes)[[]]?["default"]?.line, line >= 1, line <= lines.count {
+            var old = lines[line - 1]
+            let end: [UInt8] = old.last == 0x0D ? [old.removeLast()] : []
+            // A comment after the old value stays: it starts at the first `#` before which the line
+            // parses alone (a `#` inside the quoted value leaves it unclosed).
+            let comment = old.indices.first {
+                old[$0] == UInt8(ascii: "#") && (try? TOMLSubset.parse(Array(old[..<$0]))) != nil
+            }
+            lines[line - 1] = setting + (comment.map { [0x20] + old[$0...] } ?? []) + end
+        } else {
+            let end: [UInt8] = crlf ? [0x0D] : []
+            lines = bytes.isEmpty ? [setting, []] : [setting + end, end] + lines
+        }
+        let edited = Array(lines.joined(separator: [0x0A]))
+        guard (try? ProfileFile(parsing: edited)) == expected else {
+            throw ParseError(line: 0, message: "the file cannot be edited in place to set default = \(name)")
+        }
+        return edited
+    }
 }
 
 /// The TOML subset `ProfileFile` reads.
