@@ -31,7 +31,11 @@ extension PostgresSessionStorage: SessionStoreMaintenance {
         var lines = report.bad.map { key, error in "BAD  \(Self.namespace)/\(key): \(error.code)" }
         lines.append(
             "database: \(configuration.redactedURL), schema \(configuration.schema) version \(report.schemaVersion)")
-        lines.append("\(report.good) sessions open, \(report.bad.count) do not (\(report.tombstones) deleted)")
+        // A row a logout left with only the plan opens too, but holds no session: said apart.
+        let kept = report.loggedOut > 0 ? ", \(report.loggedOut) logged out with the plan kept" : ""
+        lines.append(
+            "\(report.good - report.loggedOut) sessions open\(kept), \(report.bad.count) do not (\(report.tombstones) deleted)"
+        )
         return SessionStoreCheck(lines: lines, isHealthy: report.isHealthy)
     }
 
@@ -55,8 +59,11 @@ extension PostgresSessionStorage: SessionStoreMaintenance {
 extension PostgresSessionStorage {
     /// What `check()` found.
     public struct CheckReport: Sendable {
-        /// Sessions whose value opened and decoded.
+        /// Rows whose value opened and decoded (sessions, and the rows of `loggedOut`).
         public let good: Int
+        /// Of `good`, the rows a logout that kept the plan left: no session, only its plan
+        /// (`OAuthSession.isLoggedOut`).
+        public var loggedOut = 0
         /// Sessions that did not, each with the reason (`tampered`, `corrupt`…), never a value.
         public let bad: [(key: String, error: PostgresStorageError)]
         /// Deleted sessions kept as tombstones (a generation, no secrets).
@@ -93,18 +100,22 @@ extension PostgresSessionStorage {
             try await self.client.query("SELECT coalesce(max(version), 0)::int4 FROM \(unescaped: t.migrations)")
                 .collect().first?.columns(1).decode(Int32.self) ?? 0
         }
-        var good = 0, tombstones = 0
+        var good = 0, tombstones = 0, loggedOut = 0
         var bad: [(key: String, error: PostgresStorageError)] = []
         for row in rows {
             guard let sealed = row.sealed, let keyID = row.keyID else { tombstones += 1; continue }
             do {
-                _ = try await open(sealed, key: row.key, generation: row.generation, keyID: keyID)
+                if try await open(sealed, key: row.key, generation: row.generation, keyID: keyID).isLoggedOut {
+                    loggedOut += 1
+                }
                 good += 1
             } catch {
                 bad.append((row.key, error))
             }
         }
-        return CheckReport(good: good, bad: bad, tombstones: tombstones, schemaVersion: Int(version))
+        var report = CheckReport(good: good, bad: bad, tombstones: tombstones, schemaVersion: Int(version))
+        report.loggedOut = loggedOut
+        return report
     }
 
     /// Seals every session again under a new data key, then deletes the data keys no row uses any

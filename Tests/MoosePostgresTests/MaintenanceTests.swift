@@ -10,6 +10,31 @@ extension PostgresTests {
     /// `SessionStoreMaintenance` on PostgreSQL, through the protocol as `moose store init|check|rotate-key`
     /// uses it (MooseSecretStoreTests' `StoreMaintenanceTests` does the same on the SQLite file store).
     @Suite struct Maintenance {
+        /// A row a logout left with only the plan (`OAuthSession.isLoggedOut`) opens, but is not counted
+        /// as a session: `moose store check` says it apart.
+        @Test func aKeptPlanIsNotCountedAsASession() async throws {
+            let schema = PG.freshSchema()
+            defer { Task { await PG.dropSchema(schema) } }
+            let configuration = try PostgresStorageConfiguration(url: try PG.direct(schema: schema))
+            let version = PostgresSessionStorage.schemaVersion
+            let database = "database: \(configuration.redactedURL), schema \(schema) version \(version)"
+            try await PostgresSessionStorage.withRunning(configuration, masterKey: try randomKey()) { postgres in
+                let storage: any SessionStorage & SessionStoreMaintenance = postgres
+                _ = try await storage.prepareStore()
+                _ = try await storage.replace(session("access-a"), key: "a")
+                let kept = OAuthSession(
+                    issuer: "https://id.example.com", clientID: "pg", tokens: TokenSet(accessToken: ""),
+                    state: .needsReauthentication)
+                #expect(kept.isLoggedOut)
+                _ = try await storage.replace(kept, key: "b")
+                #expect(
+                    try await storage.checkStore()
+                        == SessionStoreCheck(
+                            lines: [database, "1 sessions open, 1 logged out with the plan kept, 0 do not (0 deleted)"],
+                            isHealthy: true))
+            }
+        }
+
         @Test func prepareCheckRotateAndFindATamperedSession() async throws {
             let schema = PG.freshSchema()
             defer { Task { await PG.dropSchema(schema) } }
