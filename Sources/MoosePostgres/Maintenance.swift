@@ -25,7 +25,9 @@ extension PostgresSessionStorage: SessionStoreMaintenance {
     /// Opens every stored session (`check()`).
     ///
     /// - Returns: `BAD  moose.session/KEY: CODE` for each session that does not open, then the database
-    ///   (its redacted URL, schema and version) and the counts, tombstones of deleted sessions included.
+    ///   (its redacted URL, schema and version) and the counts: the sessions that open, the rows a logout
+    ///   left with only the plan (when there are any), those that do not open, and the tombstones of
+    ///   deleted sessions.
     public func checkStore() async throws(PostgresStorageError) -> SessionStoreCheck {
         let report = try await check()
         var lines = report.bad.map { key, error in "BAD  \(Self.namespace)/\(key): \(error.code)" }
@@ -63,7 +65,7 @@ extension PostgresSessionStorage {
         public let good: Int
         /// Of `good`, the rows a logout that kept the plan left: no session, only its plan
         /// (`OAuthSession.isLoggedOut`).
-        public var loggedOut = 0
+        public let loggedOut: Int
         /// Sessions that did not, each with the reason (`tampered`, `corrupt`…), never a value.
         public let bad: [(key: String, error: PostgresStorageError)]
         /// Deleted sessions kept as tombstones (a generation, no secrets).
@@ -113,9 +115,8 @@ extension PostgresSessionStorage {
                 bad.append((row.key, error))
             }
         }
-        var report = CheckReport(good: good, bad: bad, tombstones: tombstones, schemaVersion: Int(version))
-        report.loggedOut = loggedOut
-        return report
+        return CheckReport(
+            good: good, loggedOut: loggedOut, bad: bad, tombstones: tombstones, schemaVersion: Int(version))
     }
 
     /// Seals every session again under a new data key, then deletes the data keys no row uses any

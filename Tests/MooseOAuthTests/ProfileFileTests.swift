@@ -26,15 +26,33 @@ struct ProfileFileTests {
             String(decoding: try ProfileFile.settingDefault(name, in: Array(text.utf8)), as: UTF8.self)
         }
         #expect(try edited(body) == "default = \"work\"\n\n" + body)
+        // Only the old value is replaced: indentation, spacing and a comment after it stay.
         #expect(
-            try edited("default = 'old'   # chosen by hand\n" + body) == "default = \"work\" # chosen by hand\n" + body)
-        #expect(try edited("  default = \"a#b\"\n" + body, "x\"y") == "default = \"x\\\"y\"\n" + body)
+            try edited("default = 'old'   # chosen by hand\n" + body) == "default = \"work\"   # chosen by hand\n"
+                + body)
+        #expect(try edited("  default=\"a#b\" # \"x\"\n" + body, "x\"y") == "  default=\"x\\\"y\" # \"x\"\n" + body)
+        #expect(try edited("\"default\" = \"a\\\"=b\"\r\n" + body) == "\"default\" = \"work\"\r\n" + body)
         let crlf = body.replacing("\n", with: "\r\n")
         #expect(try edited(crlf) == "default = \"work\"\r\n\r\n" + crlf)
         #expect(try edited("") == "default = \"work\"\n")
         #expect(try edited("[hosts]\n\"a\" = \"b\"") == "default = \"work\"\n\n[hosts]\n\"a\" = \"b\"")
-        // A file that does not parse is not rewritten.
+        // A file that does not parse is not rewritten; an edit past the parser's limits says which.
         #expect(throws: ProfileFile.ParseError.self) { try edited("[profiles.a]\nissuer = 3\n") }
+        let long = "default = \"" + String(repeating: "a", count: 8170) + "\"\n"
+        let tooLong = #expect(throws: ProfileFile.ParseError.self) {
+            try ProfileFile.settingDefault(String(repeating: "b", count: 8190), in: Array(long.utf8))
+        }
+        #expect(tooLong?.line == 1 && tooLong?.message == "the line is too long", "\(String(describing: tooLong))")
+    }
+
+    /// Host names ignore case, so two that differ only in case are one host given twice: refused with
+    /// the later line (which one won depended on dictionary order before).
+    @Test func aHostGivenTwiceInAnotherCaseIsRefused() {
+        let text = "[hosts]\n\"Git.Example.com\" = \"a\"\n\"git.example.com\" = \"b\"\n"
+        let twice = #expect(throws: ProfileFile.ParseError.self) { _ = try ProfileFile(parsing: Array(text.utf8)) }
+        #expect(
+            twice?.line == 3 && twice?.message == "host \"git.example.com\" is given twice (host names ignore case)",
+            "\(String(describing: twice))")
     }
 
     @Test(arguments: [

@@ -135,18 +135,20 @@ struct StoreOptions: ParsableArguments {
             return try SecretStore(path: try resolvedStorePath, masterKey: try keySource(), create: create)
         } catch let error as SecretStoreError {
             if let wayOut = resetAdvice(error) { throw CLIError.failed("\(error.message); \(wayOut) [\(error.code)]") }
-            guard let said = withInitAdvice(error) else { throw StoreOptions.cliError(error) }
+            guard !create, let said = withInitAdvice(error) else { throw StoreOptions.cliError(error) }
             throw CLIError.failed("\(said) [\(error.code)]")
         }
     }
 
-    /// A fault only a new store mends, said with the command that makes one: a damaged file (whose own
-    /// words say to move it aside first), or none there at all. The command names the store when it is
-    /// not the default (given with --store, or by the profile's `store`): a plain `moose store init`
-    /// inits the default one. `nil` for any other fault.
+    /// A fault only a new store mends, met by a command that does not create one, said with the command
+    /// that does: a damaged file whose own words say to move it aside and start over, or none there at
+    /// all. The command names the store when it is not the default (given with --store, or by the
+    /// profile's `store`): a plain `moose store init` inits the default one. `nil` for any other fault.
     func withInitAdvice(_ error: SecretStoreError) -> String? {
         let command = storePath.map { "`moose store init --store \(Shell.quote($0))`" } ?? "`moose store init`"
-        if error.code == SecretStoreError.corrupt { return "\(error.message) (\(command))" }
+        if error.code == SecretStoreError.corrupt {
+            return error.message.hasSuffix("to start over with a new store") ? "\(error.message) (\(command))" : nil
+        }
         guard error.code == SecretStoreError.io, let path = try? resolvedStorePath,
             !FileManager.default.fileExists(atPath: path)
         else { return nil }

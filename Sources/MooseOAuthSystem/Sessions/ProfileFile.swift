@@ -78,7 +78,14 @@ public struct ProfileFile: Sendable, Equatable {
                     defaultProfile = try entry.string(key)
                 }
             case 1 where path[0] == "hosts":
-                for (host, entry) in entries { hosts[host.lowercased()] = try entry.string(host) }
+                // Host names are compared ignoring case: two that differ only in case are one host given twice.
+                for (host, entry) in entries.sorted(by: { $0.value.line < $1.value.line }) {
+                    guard hosts[host.lowercased()] == nil else {
+                        throw ParseError(
+                            line: entry.line, message: "host \"\(host)\" is given twice (host names ignore case)")
+                    }
+                    hosts[host.lowercased()] = try entry.string(host)
+                }
             case 2 where path[0] == "profiles":
                 var settings = ProfileSettings()
                 for (key, entry) in entries {
@@ -186,7 +193,8 @@ public struct ProfileFile: Sendable, Equatable {
         return nil
     }
 
-    /// The file as TOML (for `moose profile use`, which rewrites it); parsing it gives this value back.
+    /// The file as TOML, values only (no comments); parsing it gives this value back. To change the
+    /// default of a file a person wrote, `settingDefault(_:in:)` keeps the rest of it.
     public var serialized: String {
         var lines: [String] = []
         if let defaultProfile { lines.append("default = \(TOMLSubset.quote(defaultProfile))") }
@@ -224,39 +232,40 @@ public struct ProfileFile: Sendable, Equatable {
     }
 
     /// The file `bytes` with `name` as its `default` profile, every other byte as it was: comments,
-    /// order, spacing and line ends are a person's and are kept. The `default = …` line is replaced
-    /// where there is one; else `default = "NAME"` and a blank line go first (top-level keys come before
-    /// every table). What `moose profile use` writes, instead of `serialized`, which keeps only values.
+    /// order, spacing and line ends are a person's and are kept. Where there is a `default = …` line,
+    /// only its quoted value is replaced (its indentation and a comment after it stay); else
+    /// `default = "NAME"` and a blank line go first (top-level keys come before every table). What
+    /// `moose profile use` writes, instead of `serialized`, which keeps only values.
     ///
     /// - Parameters:
     ///   - name: the profile to make the default (quoted as a TOML basic string).
     ///   - bytes: the file as it is (empty: no file yet).
     /// - Returns: the new file; it parses to the configuration `bytes` held with `defaultProfile` set to
     ///   `name`, which is checked before it is returned.
-    /// - Throws: `ParseError` when `bytes` do not parse (nothing is rewritten then), or when the edited
-    ///   file would not read back as that configuration (line 0).
+    /// - Throws: `ParseError` when `bytes` do not parse (nothing is rewritten then), when the edited file
+    ///   breaks one of the parser's limits (a line, the keys, the size: that error, with its line), or,
+    ///   line 0, when it would not read back as that configuration.
     public static func settingDefault(_ name: String, in bytes: [UInt8]) throws(ParseError) -> [UInt8] {
         var expected = try ProfileFile(parsing: bytes)
         expected.defaultProfile = name
         var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
         // The file's own line end: CRLF when its first line has one.
         let crlf = lines.first?.last == 0x0D && lines.count > 1
-        let setting = Array("default = \(TOMLSubset.quote(name))".utf8)
+        let value = Array(TOMLSubset.quote(name).utf8)
         if let line = try TOMLSubset.parse(bytes)[[]]?["default"]?.line, line >= 1, line <= lines.count {
-            var old = lines[line - 1]
-            let end: [UInt8] = old.last == 0x0D ? [old.removeLast()] : []
-            // A comment after the old value stays: it starts at the first `#` before which the line
-            // parses alone (a `#` inside the quoted value leaves it unclosed).
-            let comment = old.indices.first {
-                old[$0] == UInt8(ascii: "#") && (try? TOMLSubset.parse(Array(old[..<$0]))) != nil
+            let old = lines[line - 1]
+            if let range = TOMLSubset.valueRange(in: old) {
+                lines[line - 1] = Array(old[..<range.lowerBound]) + value + old[range.upperBound...]
+            } else {
+                lines[line - 1] = Array("default = ".utf8) + value + (old.last == 0x0D ? [0x0D] : [])
             }
-            lines[line - 1] = setting + (comment.map { [0x20] + old[$0...] } ?? []) + end
         } else {
+            let setting = Array("default = ".utf8) + value
             let end: [UInt8] = crlf ? [0x0D] : []
             lines = bytes.isEmpty ? [setting, []] : [setting + end, end] + lines
         }
         let edited = Array(lines.joined(separator: [0x0A]))
-        guard (try? ProfileFile(parsing: edited)) == expected else {
+        guard try ProfileFile(parsing: edited) == expected else {
             throw ParseError(line: 0, message: "the file cannot be edited in place to set default = \(name)")
         }
         return edited
@@ -265,6 +274,41 @@ public struct ProfileFile: Sendable, Equatable {
 
 /// The TOML subset `ProfileFile` reads.
 package enum TOMLSubset {
+    /// Where the quoted string value of the one `key = value` in `line` is (its quotes included), in
+    /// one pass: the first `=` outside a quoted key, then a basic ("…", with `\` escapes) or literal
+    /// ('…') string; `nil` for anything else.
+    static func valueRange(in line: [UInt8]) -> Range<Int>? {
+        let quote = UInt8(ascii: "\""), apostrophe = UInt8(ascii: "'"), backslash = UInt8(ascii: "\\")
+        /// The index just past the string opening at `start`, or `nil` when it is not closed.
+        func stringEnd(from start: Int) -> Int? {
+            var index = start + 1
+            while index < line.count {
+                if line[start] == quote, line[index] == backslash {
+                    index += 2
+                    continue
+                }
+                if line[index] == line[start] { return index + 1 }
+                index += 1
+            }
+            return nil
+        }
+        var index = 0
+        while index < line.count, line[index] != UInt8(ascii: "=") {
+            if line[index] == quote || line[index] == apostrophe {
+                guard let end = stringEnd(from: index) else { return nil }
+                index = end
+            } else {
+                index += 1
+            }
+        }
+        index += 1
+        while index < line.count, line[index] == 0x20 || line[index] == 0x09 { index += 1 }
+        guard index < line.count, line[index] == quote || line[index] == apostrophe,
+            let end = stringEnd(from: index)
+        else { return nil }
+        return index..<end
+    }
+
     /// A value with the line it was on.
     package struct Entry: Sendable, Equatable {
         package enum Value: Sendable, Equatable {
