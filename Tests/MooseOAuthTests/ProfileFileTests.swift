@@ -45,6 +45,30 @@ struct ProfileFileTests {
         #expect(tooLong?.line == 1 && tooLong?.message == "the line is too long", "\(String(describing: tooLong))")
     }
 
+    /// Set in a file that is a link not pointing anywhere yet: the file it names is made (with its
+    /// folder), the link stays; a file that does not parse is left as it is, with the line said.
+    @Test func settingTheDefaultInAFileFollowsItsLink() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moose-setdefault-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let link = folder.appendingPathComponent("config.toml").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "dots/moose.toml")
+        try ProfileFile.setDefault("work", inFileAt: link)
+        let target = folder.appendingPathComponent("dots/moose.toml")
+        #expect(try String(contentsOf: target, encoding: .utf8) == "default = \"work\"\n")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "dots/moose.toml")
+
+        try Data("# mine\n[profiles.a]\nissuer = 3\n".utf8).write(to: target)
+        do {
+            try ProfileFile.setDefault("a", inFileAt: link)
+            Issue.record("a file that does not parse was rewritten")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.invalidConfiguration && error.message.contains("line 3"), "\(error)")
+        }
+        #expect(try String(contentsOf: target, encoding: .utf8) == "# mine\n[profiles.a]\nissuer = 3\n")
+    }
+
     /// Host names ignore case, so two that differ only in case are one host given twice: refused with
     /// the later line (which one won depended on dictionary order before).
     @Test func aHostGivenTwiceInAnotherCaseIsRefused() {

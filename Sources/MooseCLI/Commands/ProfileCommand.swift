@@ -159,53 +159,13 @@ struct ProfileCommand: ParsableCommand {
                 }
             }
             let path = try CLIConfig.path
-            // Only the `default` line changes: the file's comments and layout are the person's. A link
-            // (a dotfiles repository) stays a link: the file it names is written, its mode kept.
-            let target = Self.followingLinks(path)
-            try FileManager.default.createDirectory(
-                atPath: URL(fileURLWithPath: target).deletingLastPathComponent().path,
-                withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            var info = stat()
-            let exists = stat(target, &info) == 0
-            let edited: [UInt8]
             do {
-                let bytes =
-                    exists ? try SessionPlan.readFile(target, what: "config file", limit: ProfileFile.maximumSize) : []
-                edited = try ProfileFile.settingDefault(name, in: bytes)
+                try ProfileFile.setDefault(name, inFileAt: path)
             } catch let error as OAuthError {
-                throw CLIError.usage("\(error.message); the file is left as it is")
-            } catch {
-                throw CLIError.usage("\(path): \(error); the file is left as it is")
-            }
-            // Written beside it with the old mode, then renamed over it: never a moment with another mode.
-            let temporary = target + ".moose-\(getpid())"
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary, contents: Data(edited),
-                    attributes: [.posixPermissions: exists ? Int(info.st_mode & 0o7777) : 0o644]),
-                rename(temporary, target) == 0
-            else {
-                unlink(temporary)
-                throw CLIError.failed(
-                    "cannot write \(path) (\(String(cString: strerror(errno)))); the file is left as it is")
+                throw CLIError.usage(error.message)
             }
             Terminal.out("Default profile: \(name) (\(path))")
         }
-    }
-}
-
-extension ProfileCommand.Use {
-    /// `path` with every symbolic link along it followed (relative ones from the link's folder), up to
-    /// 16 deep: the file a link names, even one that does not exist yet (`moose profile use` creates it).
-    static func followingLinks(_ path: String) -> String {
-        var path = path
-        for _ in 0..<16 {
-            guard let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: path) else { break }
-            path =
-                destination.hasPrefix("/")
-                ? destination : URL(fileURLWithPath: path).deletingLastPathComponent().path + "/" + destination
-        }
-        return path
     }
 }
 

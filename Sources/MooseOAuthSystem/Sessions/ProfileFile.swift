@@ -4,6 +4,11 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import MooseOAuth
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `moose`'s configuration file (`$XDG_CONFIG_HOME/moose/config.toml`): named profiles and which
 /// profile a host (a git remote, a registry, a cluster) uses, so credential helpers need no flags.
@@ -269,6 +274,62 @@ public struct ProfileFile: Sendable, Equatable {
             throw ParseError(line: 0, message: "the file cannot be edited in place to set default = \(name)")
         }
         return edited
+    }
+}
+
+extension ProfileFile {
+    /// Makes `name` the default profile of the file at `path` in place (`settingDefault(_:in:)`): only
+    /// the `default` line's value changes, so the comments and layout a person wrote stay. A file that
+    /// is a symbolic link (kept in a dotfiles repository) stays a link: the file it names is written —
+    /// created, with its folders, when it is not there yet — beside itself with its own mode, then
+    /// renamed over itself, so it is never seen half written or with another mode. What `moose profile
+    /// use` does.
+    ///
+    /// - Parameters:
+    ///   - name: the profile to make the default.
+    ///   - path: the config file (`defaultPath()` for `moose`'s own).
+    /// - Throws: `OAuthError` with `invalidConfiguration` naming the file, which is left as it was: it
+    ///   cannot be read, does not parse (with the line), would break the parser's limits, or cannot be
+    ///   written.
+    public static func setDefault(_ name: String, inFileAt path: String) throws {
+        let target = followingLinks(path)
+        var info = stat()
+        let exists = stat(target, &info) == 0
+        let edited: [UInt8]
+        do {
+            edited = try settingDefault(
+                name, in: exists ? try SessionPlan.readFile(target, what: "config file", limit: maximumSize) : [])
+        } catch let error as ParseError {
+            throw OAuthError(OAuthError.invalidConfiguration, "\(path): \(error); the file is left as it is")
+        }
+        let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
+        let temporary = target + ".moose-\(getpid())"
+        guard
+            (try? FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil,
+            FileManager.default.createFile(
+                atPath: temporary, contents: Data(edited),
+                attributes: [.posixPermissions: exists ? Int(info.st_mode & 0o7777) : 0o644]),
+            rename(temporary, target) == 0
+        else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw OAuthError(
+                OAuthError.invalidConfiguration, "cannot write \(path) (\(reason)); the file is left as it is")
+        }
+    }
+
+    /// `path` with every symbolic link along it followed (relative ones from the link's folder), up to
+    /// 16 deep: the file a link names, even one that does not exist yet.
+    static func followingLinks(_ path: String) -> String {
+        var path = path
+        for _ in 0..<16 {
+            guard let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: path) else { break }
+            path =
+                destination.hasPrefix("/")
+                ? destination : URL(fileURLWithPath: path).deletingLastPathComponent().path + "/" + destination
+        }
+        return path
     }
 }
 
