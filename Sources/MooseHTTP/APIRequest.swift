@@ -28,13 +28,26 @@ public struct APIRequest: Sendable {
     public var removesBodyFileAfterUse = false
     /// The time allowed for the whole exchange, in seconds.
     public var timeout: TimeInterval
+    /// The URL this request was made with, while the head's scheme, authority and path are still the
+    /// ones taken from it (`url` checks): `url` then returns it instead of parsing the head's text
+    /// again. Only kept for a URL whose text is exactly the head's (`PlainURL`).
+    private var madeFrom: PlainURL?
 
     /// A request for an absolute `http`/`https` URL.
     public init(
         method: HTTPRequest.Method = .get, url: URL, headerFields: HTTPFields = [:], body: Data? = nil,
         timeout: TimeInterval = 20
     ) {
-        head = HTTPRequest(method: method, url: url, headerFields: headerFields)
+        if let plain = PlainURL(url) {
+            // The same scheme, authority and path `HTTPRequest(url:)` takes (PlainURL's tests check it),
+            // without parsing the URL again with `URLComponents`.
+            head = HTTPRequest(
+                method: method, scheme: plain.scheme, authority: plain.authority, path: plain.path,
+                headerFields: headerFields)
+            madeFrom = plain
+        } else {
+            head = HTTPRequest(method: method, url: url, headerFields: headerFields)
+        }
         self.body = body
         self.timeout = timeout
     }
@@ -55,8 +68,19 @@ public struct APIRequest: Sendable {
     /// The absolute URL, from the head's scheme, authority and path (nil only for a head that has
     /// none, which transports refuse as `invalidRequest`).
     public var url: URL? {
-        get { head.url }
-        set { head.url = newValue }
+        get {
+            // What `head.url` makes of the head: the URL it was made with, while it names the same.
+            if let madeFrom, head.method != .connect, head.path == madeFrom.path, head.scheme == madeFrom.scheme,
+                head.authority == madeFrom.authority
+            {
+                return madeFrom.url
+            }
+            return head.url
+        }
+        set {
+            head.url = newValue
+            madeFrom = nil
+        }
     }
 
     /// The header fields.
@@ -67,6 +91,92 @@ public struct APIRequest: Sendable {
 
     /// The URL for messages and logs: secret query values and userinfo replaced by `***`.
     public var redactedURL: String { url?.redactedForLogs ?? "(no URL)" }
+}
+
+/// An absolute `http`/`https` URL whose text splits into scheme, authority and path without a URL
+/// parser (package-internal): `http(s)://host[:port]/path[?query]` in plain ASCII — a lower-case
+/// host of letters, digits, `.` and `-`, a path from `/` and a query of RFC 3986's path and query
+/// characters with valid `%XX` escapes, no user info, no fragment, no base URL. For such a URL the
+/// split is the one `HTTPRequest(url:)` makes with `URLComponents`, and its text is the text
+/// `HTTPRequest.url` rebuilds (`APIRequestURLTests` checks both on generated URLs); any other URL is
+/// left to `HTTPRequest`.
+package struct PlainURL: Sendable {
+    /// The URL.
+    package let url: URL
+    /// `http` or `https`.
+    package let scheme: String
+    /// `host` or `host:port`.
+    package let authority: String
+    /// The path from its `/`, with the query.
+    package let path: String
+
+    /// The split, or nil when `url` is not plain.
+    package init?(_ url: URL) {
+        guard url.baseURL == nil else { return nil }
+        let text = url.absoluteString
+        var utf8 = Substring(text).utf8
+        let scheme: String
+        if utf8.starts(with: "https://".utf8) {
+            scheme = "https"
+        } else if utf8.starts(with: "http://".utf8) {
+            scheme = "http"
+        } else {
+            return nil
+        }
+        utf8 = utf8.dropFirst(scheme.utf8.count + 3)
+        // The authority: up to the path's "/" (a query or nothing after the authority is left to
+        // HTTPRequest, which then makes a path of its own).
+        guard let slash = utf8.firstIndex(of: UInt8(ascii: "/")) else { return nil }
+        let authority = utf8[..<slash]
+        var host = authority[...]
+        if let colon = authority.firstIndex(of: UInt8(ascii: ":")) {
+            let port = authority[authority.index(after: colon)...]
+            guard !port.isEmpty, port.count <= 5, port.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            host = authority[..<colon]
+        }
+        guard !host.isEmpty,
+            host.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D })
+        else { return nil }
+        let rest = utf8[slash...]
+        var index = rest.startIndex
+        while index < rest.endIndex {
+            let byte = rest[index]
+            if byte == UInt8(ascii: "%") {
+                // A valid escape, kept as it is.
+                let first = rest.index(after: index)
+                guard first < rest.endIndex, rest.index(after: first) < rest.endIndex,
+                    Self.isHex(rest[first]), Self.isHex(rest[rest.index(after: first)])
+                else { return nil }
+                index = rest.index(first, offsetBy: 2)
+                continue
+            }
+            // The first "?" starts the query, where "?" is a character like "/".
+            guard byte == UInt8(ascii: "?") || Self.pathCharacter(byte) else { return nil }
+            index = rest.index(after: index)
+        }
+        self.url = url
+        self.scheme = scheme
+        self.authority = String(Substring(authority))
+        self.path = String(Substring(rest))
+    }
+
+    private static func isHex(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    /// RFC 3986 `pchar` without `%` (escapes are read apart) plus `/`: unreserved, sub-delims, `:`, `@`.
+    private static func pathCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x61...0x7A, 0x41...0x5A, 0x30...0x39: true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+            UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
+            UInt8(ascii: "="):
+            true
+        case UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"): true
+        default: false
+        }
+    }
 }
 
 extension HTTPRequest.Method {

@@ -51,6 +51,11 @@ final class DeadlineWatch: @unchecked Sendable {
     private let cancelled: UnsafeMutablePointer<pthread_cond_t>
     private var nextID: UInt64 = 1
     private var started = false
+    /// The time the thread sleeps until (`UInt64.max`: no deadline, it waits to be signalled; 0: it
+    /// is awake, or about to look at `entries`). Never later than the earliest entry's deadline: an
+    /// entry that is finished leaves it where it was (the thread then wakes early, finds nothing due
+    /// and sleeps again), a new entry due sooner signals the thread.
+    private var sleepingUntil: UInt64 = 0
 
     /// A watch of its own (the process's one is `shared`; tests make others). Its thread, once
     /// started, keeps it alive.
@@ -117,8 +122,13 @@ final class DeadlineWatch: @unchecked Sendable {
         } else {
             entries.append(entry)
         }
-        // The thread sleeps until the earliest deadline; wake it only when that changed.
-        if entries.first?.id == id { pthread_cond_signal(condition) }
+        // The thread sleeps until the earliest deadline it knew of: wake it only for one earlier
+        // than that. (Each new entry is the earliest when one request is in flight; waking the thread
+        // for each cost 2–3 µs a request, up to 30 µs when it was preempted holding the lock.)
+        if deadline < sleepingUntil {
+            sleepingUntil = 0
+            pthread_cond_signal(condition)
+        }
         return Ticket(deadline: deadline, id: id)
     }
 
@@ -184,7 +194,9 @@ final class DeadlineWatch: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         while true {
             guard let first = entries.first else {
+                sleepingUntil = .max
                 pthread_cond_wait(condition, mutex)
+                sleepingUntil = 0
                 continue
             }
             let now = Self.now()
@@ -211,6 +223,7 @@ final class DeadlineWatch: @unchecked Sendable {
                 pthread_cond_broadcast(cancelled)
                 continue
             }
+            sleepingUntil = first.deadline
             #if os(Linux) || os(Android)
             var until = timespec(
                 tv_sec: Int(first.deadline / 1_000_000_000), tv_nsec: Int(first.deadline % 1_000_000_000))
@@ -220,6 +233,7 @@ final class DeadlineWatch: @unchecked Sendable {
             var relative = timespec(tv_sec: Int(wait / 1_000_000_000), tv_nsec: Int(wait % 1_000_000_000))
             _ = pthread_cond_timedwait_relative_np(condition, mutex, &relative)
             #endif
+            sleepingUntil = 0
         }
     }
 }

@@ -59,6 +59,9 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
     private let pinning: PinChecker?
     /// The configuration in use.
     public let configuration: Configuration
+    /// A new URLRequest's header fields once `configuration.userAgent` is set as `User-Agent`, exactly
+    /// as `URLRequest.setValue(_:forHTTPHeaderField:)` leaves them (`Self.fields(userAgent:)`).
+    private let userAgentFields: [String: String]?
 
     /// A transport with its own session. Redirects are not followed: the caller sees the 3xx.
     public convenience init(configuration: Configuration = Configuration()) {
@@ -95,6 +98,7 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
 
     private init(configuration: Configuration, pinning: PinChecker?) {
         self.configuration = configuration
+        userAgentFields = Self.fields(userAgent: configuration.userAgent)
         self.pinning = pinning
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
@@ -104,9 +108,17 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         delegate = SessionDelegate(pinning: pinning)
+        transferSession = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
+        #if canImport(FoundationNetworking)
+        // Plain requests' completion handlers on a serial dispatch queue rather than an
+        // OperationQueue's (`DispatchDelegateQueue`: the same order, less work per request).
+        session = URLSession(
+            configuration: sessionConfiguration, delegate: NoRedirects(pinning: pinning),
+            delegateQueue: DispatchDelegateQueue())
+        #else
         session = URLSession(
             configuration: sessionConfiguration, delegate: NoRedirects(pinning: pinning), delegateQueue: nil)
-        transferSession = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
+        #endif
         ownedSessions = [session, transferSession]
         taskDelegate = nil
     }
@@ -131,6 +143,7 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
     /// connection limit are not used (the session's own are).
     public init(session: URLSession, configuration: Configuration = Configuration()) {
         self.configuration = configuration
+        userAgentFields = Self.fields(userAgent: configuration.userAgent)
         pinning = nil
         delegate = SessionDelegate(pinning: nil)
         transferSession = URLSession(configuration: session.configuration, delegate: delegate, delegateQueue: nil)
@@ -149,6 +162,14 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         for owned in ownedSessions { owned.finishTasksAndInvalidate() }
     }
 
+    /// The header fields `setValue(userAgent, forHTTPHeaderField: "User-Agent")` leaves on a new
+    /// URLRequest (the name as URLRequest spells it; none when it refuses the value).
+    static func fields(userAgent: String) -> [String: String]? {
+        var probe = URLRequest(url: URL(fileURLWithPath: "/"))
+        probe.setValue(userAgent, forHTTPHeaderField: "User-Agent")
+        return probe.allHTTPHeaderFields
+    }
+
     func urlRequest(for request: APIRequest) throws(HTTPRequestError) -> URLRequest {
         guard let url = request.url else {
             throw HTTPRequestError.transportFailure("the request has no absolute URL", request)
@@ -161,7 +182,14 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         // in swift-corelibs-foundation (the timeout error delivered on URLSession's queue while
         // the cancelling thread waits for that queue inside the task's status lock).
         urlRequest.timeoutInterval = request.timeout + 1
+        #if canImport(FoundationNetworking)
+        // What `setValue(userAgent, forHTTPHeaderField: "User-Agent")` makes of a new request, made
+        // once: swift-corelibs-foundation's `setValue` capitalizes the name (`String.capitalized`,
+        // ~3 µs) and copies the fields on every call.
+        urlRequest.allHTTPHeaderFields = userAgentFields
+        #else
         urlRequest.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
+        #endif
         for field in configuration.defaultHeaders where !request.headerFields.contains(field.name) {
             urlRequest.setValue(field.value, forHTTPHeaderField: field.name.rawName)
         }
@@ -514,6 +542,45 @@ final class PinChecker: Sendable {
     }
     #endif
 }
+
+#if canImport(FoundationNetworking)
+/// The delegate queue of `URLSessionTransport`'s own plain-request session on Linux: an
+/// `OperationQueue` whose blocks run on a serial `DispatchQueue` of its own, in order, one at a time
+/// — what the session's default queue (an `OperationQueue` with one operation at a time) does, without
+/// a `BlockOperation`, its lock and condition, and `OperationQueue`'s bookkeeping per block.
+///
+/// swift-corelibs-foundation (6.3.1, `_ProtocolClient` in `URLSessionTask.swift`) hands every data
+/// task's completion handler to the delegate queue; on a loopback GET, `OperationQueue.addOperation`
+/// alone was ~2% of the whole process's CPU (perf, `moose-bench http-profile moose`).
+///
+/// Why not run the blocks inline, on the thread URLSession hands them over on, as its own `data(for:)`
+/// does (BENCHMARKS.md round 5, measured then at 1.10x against 1.14x)? That thread is URLSession's work
+/// queue, which targets the one serial queue every URLSession of the process shares, and resuming a
+/// continuation takes the awaiting task's status lock — which the Swift runtime holds while it runs
+/// that task's cancellation handlers. A handler that waits for URLSession's queue (ours cancels the
+/// request's `URLSessionTask`, and `cancel()` does a `workQueue.sync`; so may any handler an app puts
+/// around a call) then waits for the thread that waits for its lock: every URLSession of the process
+/// stops. `URLSessionDelegateQueueTests.cancellationsAsAnswersArriveEndEachRequestOnce` hung so within
+/// a second with an inline queue (threads seen in gdb: `OnceDataTask.State.finish` → `resume` →
+/// `withStatusRecordLock` on URLSession's queue; `swift_task_cancel` → `OnceDataTask.State.cancel` →
+/// `URLSessionTask.cancel` → `DispatchQueue.sync`). Blocks on a queue of their own wait for that lock
+/// as they did on the `OperationQueue`, without holding URLSession's queue.
+final class DispatchDelegateQueue: OperationQueue, @unchecked Sendable {
+    // unchecked: `blocks` is a serial DispatchQueue (thread-safe); OperationQueue's state is its own.
+    private let blocks = DispatchQueue(label: "moose.urlsession.delegate")
+
+    override init() {
+        super.init()
+        name = "moose.urlsession.delegate"
+        maxConcurrentOperationCount = 1
+    }
+
+    /// Runs `block` on this queue's serial dispatch queue, after the blocks added before it.
+    override func addOperation(_ block: @Sendable @escaping () -> Void) {
+        blocks.async(execute: block)
+    }
+}
+#endif
 
 /// A data task awaited with a continuation resumed exactly once.
 ///

@@ -76,6 +76,34 @@ struct DeadlineWatchTests {
         #expect((all.first?.late ?? 99) < 1.0, "the earliest deadline fired \(all.first?.late ?? -1) s late")
     }
 
+    /// A deadline later than the one the watch sleeps towards does not wake it; when that earlier
+    /// entry is finished first, the watch wakes at its time, finds nothing due, and still fires the
+    /// later one on time (and an entry added while it is awake is seen).
+    @Test func aLaterDeadlineFiresOnTimeWhenTheEarlierOneFinished() async throws {
+        let fired = Fired(expected: 3)
+        let watch = DeadlineWatch()
+        let earlier = watch.watch(deadline: fired.deadline(0.3), action: fired.action("earlier", at: 0.3))
+        try await Task.sleep(nanoseconds: 50_000_000)
+        let now = DeadlineWatch.now()
+        guard now < fired.deadline(0.2) else { return } // too busy to tell: see above
+        _ = watch.watch(deadline: fired.deadline(0.5), action: fired.action("later", at: 0.5))
+        _ = watch.watch(deadline: fired.deadline(0.5), action: fired.action("same", at: 0.5))
+        #expect(watch.finish(earlier) == false)
+        // Many more, each later than the last and finished at once (a busy client's requests).
+        for step in 0..<1_000 {
+            let ticket = watch.watch(deadline: fired.deadline(0.6 + Double(step) * 0.001), action: {})
+            #expect(watch.finish(ticket) == false)
+        }
+        _ = watch.watch(deadline: fired.deadline(0.7), action: fired.action("last", at: 0.7))
+        await fired.waitForAll()
+        let all = fired.all
+        #expect(all.map(\.label) == ["later", "same", "last"], "fired in the order \(all)")
+        for entry in all {
+            #expect(entry.late >= 0, "\(entry.label) fired \(-entry.late) s early")
+            #expect(entry.late < 1.0, "\(entry.label) fired \(entry.late) s late")
+        }
+    }
+
     /// A finished entry never fires; `finish` says whether it had.
     @Test func aFinishedDeadlineNeverFires() async throws {
         let fired = Fired(expected: 1)
