@@ -502,6 +502,45 @@ final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     ) {
         completionHandler(nil)
     }
+
+    #if canImport(FoundationNetworking)
+    /// The tasks `OnceDataTask` runs (by identifier), each with the 401 its challenge was cancelled
+    /// for, once there is one.
+    private let challenged = Mutex<[Int: HTTPURLResponse?]>([:])
+
+    /// swift-corelibs-foundation (6.3.1) turns a 401 whose `WWW-Authenticate` it knows (Basic, Digest)
+    /// into a challenge, and its default handling without a stored credential never completes the task:
+    /// a token endpoint refusing a client's credentials (RFC 6749 §5.2: 401 with `WWW-Authenticate`)
+    /// would only end at the request's deadline, as a timeout. This transport never answers with a
+    /// credential (a request carries its own `Authorization`), so for a task `OnceDataTask` runs (whose
+    /// completion turns it back into the answer) the challenge is cancelled and the 401 it came from is
+    /// kept (`challengedResponse(of:)`), with its header fields; its body is not to be had once the
+    /// task is cancelled. Any other task's challenge gets the default handling, as before.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        // swift-corelibs-foundation has no server-trust challenges: only a 401's reach a delegate.
+        guard let response = challenge.failureResponse as? HTTPURLResponse,
+            challenged.withLock({ tasks in
+                guard tasks.keys.contains(task.taskIdentifier) else { return false }
+                tasks[task.taskIdentifier] = response
+                return true
+            })
+        else { return completionHandler(.performDefaultHandling, nil) }
+        completionHandler(.cancelAuthenticationChallenge, nil)
+    }
+
+    /// Notes that `OnceDataTask` runs `task` (before it is resumed).
+    func watchChallenges(of task: URLSessionTask) {
+        challenged.withLock { $0[task.taskIdentifier] = .some(nil) }
+    }
+
+    /// The 401 that `task`'s challenge was cancelled for, if any; `task` is no longer watched.
+    func challengedResponse(of task: URLSessionTask) -> HTTPURLResponse? {
+        challenged.withLock { $0.removeValue(forKey: task.taskIdentifier) ?? nil }
+    }
+    #endif
 }
 
 /// A transport's pins, and the hosts whose server presented a key that is none of them (so that the
@@ -601,25 +640,33 @@ enum OnceDataTask {
         private let fields = Mutex(Fields())
 
         /// Keeps `task` to cancel, and cancels it now if the awaiting task already was.
-        func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
+        func start(
+            _ task: URLSessionDataTask, continuation: CheckedContinuation<(Data, URLResponse), any Error>,
+            challenges: NoRedirects?
+        ) {
             let cancelled = fields.withLock { fields in
                 fields.task = task
                 fields.continuation = continuation
                 return fields.cancelled
             }
+            challenges?.watchChallenges(of: task)
             task.resume()
             if cancelled { task.cancel() }
         }
 
-        /// Resumes the awaiting task with the first outcome only.
-        func finish(_ data: Data?, _ response: URLResponse?, _ error: (any Error)?) {
+        /// Resumes the awaiting task with the first outcome only: a task cancelled for a 401's challenge
+        /// (`NoRedirects`), not by its caller, ends with that 401.
+        func finish(_ data: Data?, _ response: URLResponse?, _ error: (any Error)?, challenges: NoRedirects?) {
             guard
-                let continuation = fields.withLock({ fields -> CheckedContinuation<(Data, URLResponse), any Error>? in
+                let (continuation, task, cancelled) = fields.withLock({ fields in
                     defer { fields.continuation = nil }
-                    return fields.continuation
+                    return fields.continuation.map { ($0, fields.task, fields.cancelled) }
                 })
             else { return }
-            if let response, error == nil {
+            let challenged = task.flatMap { challenges?.challengedResponse(of: $0) }
+            if let challenged, !cancelled, (error as? URLError)?.code == .cancelled {
+                continuation.resume(returning: (Data(), challenged))
+            } else if let response, error == nil {
                 continuation.resume(returning: (data ?? Data(), response))
             } else {
                 continuation.resume(throwing: error ?? URLError(.badServerResponse))
@@ -647,11 +694,12 @@ enum OnceDataTask {
         end?.onEnd { state.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
+                let challenges = session.delegate as? NoRedirects
                 let task = session.dataTask(with: request) { data, response, error in
-                    state.finish(data, response, error)
+                    state.finish(data, response, error, challenges: challenges)
                 }
                 task.delegate = delegate
-                state.start(task, continuation: continuation)
+                state.start(task, continuation: continuation, challenges: challenges)
             }
         } onCancel: {
             state.cancel()

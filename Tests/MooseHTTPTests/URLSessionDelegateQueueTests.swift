@@ -163,11 +163,11 @@ struct URLSessionDelegateQueueTests {
     }
 
     /// The delegate calls other than completions that this session gets: a redirect (refused by
-    /// `NoRedirects`: the caller sees the 302) and a Basic challenge, left to URLSession's default
-    /// handling — which in swift-corelibs-foundation 6.3.1 does nothing without a proposed credential
-    /// (`attemptProceedingWithDefaultCredential`), so the task never completes and `APIClient` ends it
-    /// at its deadline (the same with the session's default `OperationQueue`: the handling does not
-    /// depend on the queue). Either way the request ends and URLSession still answers.
+    /// `NoRedirects`: the caller sees the 302) and a Basic challenge (a token endpoint refusing a
+    /// client, RFC 6749 §5.2), which swift-corelibs-foundation 6.3.1's default handling never completes
+    /// without a stored credential: `NoRedirects` cancels it and the caller gets the 401 with its
+    /// `WWW-Authenticate`, at once — not a timeout at the deadline (what it got before). URLSession still
+    /// answers after either.
     @Test func redirectsAndBasicChallengesDoNotHoldURLSessionsQueue() async throws {
         let transport = URLSessionTransport()
         var components = try #require(
@@ -186,17 +186,14 @@ struct URLSessionDelegateQueueTests {
                 fields[.wwwAuthenticate] = #"Basic realm="moose""#
                 return APIResponse(status: .unauthorized, headerFields: fields, body: Data("no".utf8))
             })
-        let started = ContinuousClock.now
         let client = APIClient(transport: transport, retryPolicy: .none)
-        do {
+        for _ in 0..<3 {
             let response = try await client.send(
-                APIRequest(url: server.baseURL.appendingPathComponent("challenge"), timeout: 2),
+                APIRequest(url: server.baseURL.appendingPathComponent("challenge"), timeout: 20),
                 context: HTTPMiddlewareContext(isRetryable: false, requiresAuthentication: false))
             #expect(response.status == .unauthorized)
-        } catch let error as HTTPRequestError where error.code == HTTPRequestError.timedOut {
-            // swift-corelibs-foundation's handling of a Basic challenge it has no credential for.
+            #expect(response.headerFields[.wwwAuthenticate] == #"Basic realm="moose""#)
         }
-        #expect(ContinuousClock.now - started < .seconds(30))
         try await Self.sharedQueueStillAnswers()
     }
 }
