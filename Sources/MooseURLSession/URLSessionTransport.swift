@@ -208,7 +208,15 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
         do {
             let (data, response): (Data, URLResponse)
             if let file = request.bodyFile {
+                #if canImport(FoundationNetworking)
+                // On Linux through the transfer session, whose delegate ends a 401's Basic or Digest
+                // challenge with the 401 (corelibs' default handling never completes the task) and whose
+                // cancellation cannot deadlock as corelibs' own `upload(for:fromFile:)` can when cancelled
+                // just as its answer arrives.
+                return try await uploadAwaited(request, urlRequest: urlRequest, fromFile: file, endedBy: end)
+                #else
                 (data, response) = try await session.upload(for: urlRequest, fromFile: file, delegate: taskDelegate)
+                #endif
             } else if let body = request.body {
                 // httpBody + data(for:) rather than upload(for:from:): on Linux an upload task whose
                 // response is a refused redirect (a login form's 302) never completes.
@@ -244,6 +252,21 @@ public final class URLSessionTransport: FileTransferTransport, Sendable {
     public func upload(_ request: APIRequest, fromFile file: URL) throws(HTTPRequestError) -> Transfer {
         let task = transferSession.uploadTask(with: try urlRequest(for: request), fromFile: file)
         return delegate.start(task, request: request, destination: nil)
+    }
+
+    /// `send(_:)` of a request with a body file, as a transfer upload awaited: cancelling the awaiting
+    /// task, or ending `end`, cancels the upload.
+    private func uploadAwaited(
+        _ request: APIRequest, urlRequest: URLRequest, fromFile file: URL, endedBy end: ExchangeEnd?
+    ) async throws -> APIResponse {
+        let task = transferSession.uploadTask(with: urlRequest, fromFile: file)
+        let transfer = delegate.start(task, request: request, destination: nil)
+        end?.onEnd { transfer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await transfer.response
+        } onCancel: {
+            transfer.cancel()
+        }
     }
 
     /// The response as Moose hands it on. `asked` is the request's URL when the caller has it at hand
@@ -329,6 +352,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
             var moveError: (any Error)?
             var cancelled = false
             var body = Data()
+            /// The 401 whose challenge was cancelled (Linux: `urlSession(_:task:didReceive:…)`).
+            var challenged: HTTPURLResponse?
         }
         let request: APIRequest
         let destination: URL?
@@ -382,6 +407,24 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
 
     private func entry(_ task: URLSessionTask) -> Pending? { pending.withLock { $0[task.taskIdentifier] } }
 
+    #if canImport(FoundationNetworking)
+    /// swift-corelibs-foundation turns a 401 whose `WWW-Authenticate` it knows (Basic, Digest) into a
+    /// challenge whose default handling, without a stored credential, never completes the task (see
+    /// `NoRedirects`): a protected download or upload would wait forever. A transfer never answers with
+    /// a credential (the request carries its own `Authorization`): the challenge is cancelled and the
+    /// transfer ends with the 401, its header fields and no body (a download writes no file).
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        guard let entry = entry(task), let response = challenge.failureResponse as? HTTPURLResponse else {
+            return completionHandler(.performDefaultHandling, nil)
+        }
+        entry.state.withLock { $0.challenged = response }
+        completionHandler(.cancelAuthenticationChallenge, nil)
+    }
+    #endif
+
     func urlSession(
         _ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
         totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
@@ -434,6 +477,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         if state.cancelled {
             entry.progress.finish()
             continuation?.resume(throwing: CancellationError())
+            return
+        }
+        if let challenged = state.challenged {
+            // The 401 whose challenge this delegate cancelled: the answer, not a cancellation.
+            entry.progress.finish()
+            continuation?.resume(
+                with: Result { try URLSessionTransport.response(challenged, body: Data(), for: entry.request) })
             return
         }
         if let error = error as? URLError {
