@@ -26,7 +26,7 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "sse": serverSentEvents,
     "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
     "dpop-proof": dpopProof, "introspection": introspection, "cache-control": cacheControl,
-    "http-request": httpRequest, "session-plan": sessionPlan
+    "http-request": httpRequest, "session-plan": sessionPlan, "plain-url": plainURL
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -768,4 +768,27 @@ func introspection(_ bytes: [UInt8]) {
             answer.claims["exp"].map { $0.doubleValue.map(NumericDate.isInRange) == true } ?? true,
             "exp is a bounded NumericDate")
     }
+}
+
+// MARK: - MooseHTTP's plain-URL split
+
+/// `APIRequest(url:)` splits a plain URL itself (`PlainURL`), without `URLComponents`: whatever the
+/// text, a URL it calls plain splits into exactly the scheme, authority and path swift-http-types'
+/// `HTTPRequest(url:)` takes, rebuilds to the same URL, and the request's `url` is that URL.
+func plainURL(_ bytes: [UInt8]) {
+    guard let url = URL(string: text(bytes)), let split = PlainURL(url) else { return }
+    require(split.scheme == "http" || split.scheme == "https", "only http and https URLs are plain")
+    require(split.path.hasPrefix("/") && !split.authority.isEmpty, "a plain URL has an authority and a path")
+    require(
+        split.authority.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+            && split.path.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F },
+        "a plain URL's parts are printable ASCII")
+    let head = HTTPRequest(method: .get, url: url)
+    require(split.scheme == head.scheme, "the scheme is HTTPRequest's: \(url.absoluteString)")
+    require(split.authority == head.authority, "the authority is HTTPRequest's: \(url.absoluteString)")
+    require(split.path == head.path, "the path is HTTPRequest's: \(url.absoluteString)")
+    require(split.url.absoluteString == head.url?.absoluteString, "the URL rebuilds: \(url.absoluteString)")
+    let request = APIRequest(url: url)
+    require(request.head.path == head.path && request.head.authority == head.authority, "the request's head")
+    require(request.url?.absoluteString == head.url?.absoluteString, "the request's URL: \(url.absoluteString)")
 }
