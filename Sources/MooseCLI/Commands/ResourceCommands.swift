@@ -36,7 +36,6 @@ struct ResourceLogin {
         defer {
             if !loggedIn { made.undo(after: context.sessions) }
         }
-        let existing = try context.loadOrFail(profile)
         let identity: ResourceTokenManager.ClientIdentity =
             clientID.map { .preRegistered($0) } ?? .dynamic(clientName: "moose")
         let manager: ResourceTokenManager
@@ -64,21 +63,10 @@ struct ResourceLogin {
                 ) { try await manager.login(with: method) }
             }
             loggedIn = true
-            // The profile settings go into the session's row, so token, refresh and logout find them.
-            guard let stored = try context.sessions.load(profile) else {
+            // The manager stored the session with its plan (issuer, client, resource): token, refresh
+            // and logout find it there.
+            guard let session = try context.sessions.load(profile)?.session else {
                 throw CLIError.failed("the new session of \(profile) was not stored")
-            }
-            var session = stored.session
-            var settings = Profile(
-                name: profile, issuer: session.issuer, clientID: session.clientID, scopes: session.tokens.scopes)
-            settings.resource = session.resource
-            settings.dpop = nil
-            if let old = existing?.profile, old.issuer.utf8.elementsEqual(settings.issuer.utf8) {
-                settings.provider.endpoints = old.provider.endpoints
-            }
-            session.attributes = settings.stored(in: session.attributes)
-            _ = try context.sessions.run { [session] in
-                try await $0.save(session, key: profile, expectedGeneration: stored.generation, lease: nil)
             }
             let registered = session.registration.map { _ in "; client registered at the provider" } ?? ""
             Terminal.out(
