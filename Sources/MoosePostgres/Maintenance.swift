@@ -6,6 +6,7 @@ import Foundation
 #endif
 public import MooseSealing
 import MooseCrypto
+import MooseOAuth
 import Logging
 import PostgresNIO
 
@@ -43,9 +44,12 @@ extension PostgresSessionStorage: SessionStoreMaintenance {
 
     /// Seals every session again under a new data key (`rotateDataKey()`).
     ///
-    /// - Returns: `data key rotated; N sessions sealed again`.
+    /// - Returns: `data key rotated; N sessions sealed again`, or `…; N sessions and M kept plans sealed
+    ///   again` when rows a logout left with only the plan were sealed again too.
     public func rotateStoreDataKey() async throws(PostgresStorageError) -> String {
-        "data key rotated; \(try await rotateDataKey()) sessions sealed again"
+        let (rows, keptPlans) = try await rotateDataKeyCounting()
+        let kept = keptPlans > 0 ? " and \(keptPlans) kept plans" : ""
+        return "data key rotated; \(rows - keptPlans) sessions\(kept) sealed again"
     }
 
     /// Rewraps the data keys under `newKey` (`rotateMasterKey(to:)`): every replica needs it from now on.
@@ -124,16 +128,24 @@ extension PostgresSessionStorage {
     /// refuses it), reload the keys and seal again; rows they wrote meanwhile keep their key alive
     /// until the next rotation. Generations do not change (a rotation is not a session write).
     ///
-    /// - Returns: how many sessions were sealed again.
+    /// - Returns: how many rows were sealed again: sessions, and the rows a logout left with only the plan.
     @discardableResult
     public func rotateDataKey() async throws(PostgresStorageError) -> Int {
+        try await rotateDataKeyCounting().rows
+    }
+
+    /// `rotateDataKey()`, with how many of the rows sealed again hold only a kept plan.
+    func rotateDataKeyCounting() async throws(PostgresStorageError) -> (rows: Int, keptPlans: Int) {
         let ring = try await keyRing()
         let t = tables, logger = self.logger
-        let (count, fresh): (Int, KeyRing) = try await perform("rotating the data key", needsPool: false) { _ in
+        let (count, fresh): ((rows: Int, keptPlans: Int), KeyRing) = try await perform(
+            "rotating the data key", needsPool: false
+        ) { _ in
             let connection = try await self.connector.connect(to: self.configuration.endpoint)
-            let result: (Int, KeyRing)
+            let result: ((rows: Int, keptPlans: Int), KeyRing)
             do {
-                result = try await connection.withTransaction(logger: logger) { connection -> (Int, KeyRing) in
+                result = try await connection.withTransaction(logger: logger) {
+                    connection -> ((rows: Int, keptPlans: Int), KeyRing) in
                     _ = try await Schema.rows(
                         connection, "SELECT pg_advisory_xact_lock(\(Schema.lockKey(t.schema)))", logger)
                     _ = try await Schema.rows(
@@ -182,12 +194,12 @@ extension PostgresSessionStorage {
     /// Seals every session row not yet under data key `newID` again with `newKey` (inside the caller's
     /// transaction, rows locked), checking each against the key it names first.
     ///
-    /// - Returns: how many rows were sealed again.
+    /// - Returns: how many rows were sealed again, and how many of them hold only a kept plan.
     private static func reseal(
         _ connection: PostgresConnection, _ t: Tables, ring: KeyRing, newKey: SecretKey, newID: Int64,
         logger: Logger
-    ) async throws -> Int {
-        var count = 0
+    ) async throws -> (rows: Int, keptPlans: Int) {
+        var count = 0, keptPlans = 0
         let rows = try await Schema.rows(
             connection,
             """
@@ -209,6 +221,7 @@ extension PostgresSessionStorage {
                 throw Self.tampered(key, "it was modified, or moved from another row or generation")
             }
             defer { for index in plain.indices { plain[index] = 0 } }
+            if (try? JSONDecoder().decode(OAuthSession.self, from: Data(plain)))?.isLoggedOut == true { keptPlans += 1 }
             let resealed = try AESGCM.sealCombined(
                 plain, using: newKey,
                 authenticating: Self.aad(
@@ -221,7 +234,7 @@ extension PostgresSessionStorage {
                 """, logger)
             count += 1
         }
-        return count
+        return (count, keptPlans)
     }
 
     /// Rewraps the data keys under a new master key (one small transaction; sessions are untouched).

@@ -11,7 +11,7 @@ extension PostgresTests {
     /// uses it (MooseSecretStoreTests' `StoreMaintenanceTests` does the same on the SQLite file store).
     @Suite struct Maintenance {
         /// A row a logout left with only the plan (`OAuthSession.isLoggedOut`) opens, but is not counted
-        /// as a session: `moose store check` says it apart.
+        /// as a session: `moose store check` and `rotate-key` say it apart.
         @Test func aKeptPlanIsNotCountedAsASession() async throws {
             let schema = PG.freshSchema()
             defer { Task { await PG.dropSchema(schema) } }
@@ -32,6 +32,11 @@ extension PostgresTests {
                         == SessionStoreCheck(
                             lines: [database, "1 sessions open, 1 logged out with the plan kept, 0 do not (0 deleted)"],
                             isHealthy: true))
+                // `moose store rotate-key` counts them apart too (both rows are sealed again).
+                #expect(
+                    try await storage.rotateStoreDataKey()
+                        == "data key rotated; 1 sessions and 1 kept plans sealed again")
+                #expect(try await storage.load("b")?.session.isLoggedOut == true)
             }
         }
 
