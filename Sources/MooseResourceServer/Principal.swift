@@ -48,6 +48,17 @@ public struct VerifiedPrincipal: Sendable {
     public let scheme: Scheme
     /// Every claim of the verified token.
     public let claims: JWTClaims
+    /// How the token was checked: its signature and claims here, or by the issuer's introspection endpoint.
+    public let verification: Verification
+
+    /// How a token was checked.
+    public enum Verification: String, Sendable, Hashable {
+        /// A JWT access token: its signature with the issuer's keys, then its claims (RFC 9068 §4).
+        case signature = "jwt"
+        /// An opaque token: the issuer's introspection endpoint said it is active (RFC 7662 §2.2),
+        /// then its answer's claims were checked as a JWT's would be.
+        case introspection
+    }
 
     /// `true` when every scope in `required` was granted (compared byte for byte).
     public func hasScopes(_ required: some Sequence<String>) -> Bool {

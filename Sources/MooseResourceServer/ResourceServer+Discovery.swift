@@ -101,4 +101,34 @@ extension ResourceServer {
             configuration: configuration, keys: keys, replayCache: replayCache, nonces: nonces,
             introspector: introspector)
     }
+
+    /// A verifier for `resource` at `issuer`, whose metadata is discovered now (`Discovery.fetch`:
+    /// RFC 8414, then OpenID Connect Discovery 1.0) and used as `init(metadata:…)` uses it: a resource
+    /// server configured from nothing but its issuer's URL.
+    ///
+    /// ```swift
+    /// let server = try await ResourceServer(
+    ///     discovering: "https://id.example.com", resource: "https://api.example.com",
+    ///     algorithms: JWTAlgorithm.asymmetric, transport: CurlTransport())
+    /// let principal = try await server.verify(accessToken: token, requiredScopes: ["api.read"])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - issuer: the issuer URL, compared byte for byte with the documents' `issuer` (and later the
+    ///     tokens' `iss`).
+    ///   - resource, algorithms, transport, introspection, replayCache, nonces, configure: as
+    ///     `init(metadata:resource:algorithms:transport:introspection:replayCache:nonces:configure:)`.
+    /// - Throws: `OAuthError`: what `Discovery.fetch(issuer:transport:)` throws (`invalidConfiguration`,
+    ///   `insecureEndpoint`, `issuerMismatch`, `discovery`, `transient` for an issuer that cannot be
+    ///   reached now, `tls`), then what `init(metadata:…)` throws (`missingEndpoint`, `insecureEndpoint`).
+    public init(
+        discovering issuer: String, resource: String, algorithms: Set<JWTAlgorithm>, transport: any HTTPTransport,
+        introspection: IntrospectionClient? = nil, replayCache: any DPoPReplayCache = InMemoryDPoPReplayCache(),
+        nonces: (any DPoPNonceSource)? = nil, configure: (inout ResourceServerConfiguration) -> Void = { _ in }
+    ) async throws {
+        let metadata = try await Discovery.fetch(issuer: issuer, transport: transport)
+        try self.init(
+            metadata: metadata, resource: resource, algorithms: algorithms, transport: transport,
+            introspection: introspection, replayCache: replayCache, nonces: nonces, configure: configure)
+    }
 }

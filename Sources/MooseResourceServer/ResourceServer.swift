@@ -382,7 +382,7 @@ public struct ResourceServer: Sendable {
             authorizationDetails: claims["authorization_details"], expiresAt: claims.expiresAt,
             issuedAt: claims.issuedAt,
             tokenID: claims.jwtID, confirmationThumbprint: binding.thumbprint, confirmation: binding.object,
-            scheme: scheme, claims: claims)
+            scheme: scheme, claims: claims, verification: introspected ? .introspection : .signature)
         if !principal.hasScopes(requiredScopes) {
             throw refusal(
                 ResourceServerRefusal.insufficientScope, scheme, "the token lacks a required scope",
@@ -548,8 +548,10 @@ public struct ResourceServer: Sendable {
         return claims
     }
 
-    /// Three non-empty base64url parts: a JWS, verified locally rather than introspected.
-    static func isCompactJWS(_ token: String) -> Bool {
+    /// `true` when `token` has the shape of a JWS compact serialization (RFC 7515 §7.1: three
+    /// dot-separated parts, the first two non-empty): what `verify` checks locally, by signature and
+    /// claims (RFC 9068); any other token goes to introspection (RFC 7662), when it is configured.
+    public static func isCompactJWS(_ token: String) -> Bool {
         let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         return parts.count == 3 && parts.prefix(2).allSatisfy { !$0.isEmpty }
     }
@@ -616,7 +618,7 @@ public struct ResourceServer: Sendable {
 
     /// The challenges for a refusal of `code` on a request that used `scheme` (`nil`: none or unreadable).
     /// `description` replaces the code's fixed `error_description` (a fixed text too: nothing from the request).
-    private func refusal(
+    func refusal(
         _ code: ResourceServerRefusal.Code, _ scheme: VerifiedPrincipal.Scheme?, _ reason: String,
         description: String? = nil, scope: String? = nil
     ) -> ResourceServerRefusal {

@@ -1,51 +1,24 @@
 import ArgumentParser
 import MooseHTTP
-import MooseJWT
-import MooseOAuth
-import MooseSecretStore
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import MooseOAuthSystem
 
-/// Reads a credential helper's `key=value` lines from standard input (git's protocol), bounded.
+/// What the credential helpers share: reading standard input, the note for a host no profile is
+/// mapped to, and the exit statuses of the library's protocol errors.
 enum CredentialInput {
-    static func read(limit: Int = 64 * 1024) throws -> [(String, String)] {
-        let bytes = try readStandardInput(limit: limit)
-        var attributes: [(String, String)] = []
-        // Split on the LF byte; a blank line ends the attributes (git's protocol).
-        for rawLine in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            var line = Array(rawLine)
-            if line.last == 0x0D { line.removeLast() }
-            if line.isEmpty { break }
-            guard !line.contains(0), let equals = line.firstIndex(of: UInt8(ascii: "=")) else {
-                throw CLIError.usage("credential input lines are key=value")
-            }
-            attributes.append(
-                (
-                    String(decoding: line[..<equals], as: UTF8.self),
-                    String(decoding: line[(equals + 1)...], as: UTF8.self)
-                ))
-            guard attributes.count <= 256 else { throw CLIError.usage("too many credential attributes") }
+    /// Standard input, at most `limit` bytes (more is a usage error).
+    static func read(limit: Int) throws -> [UInt8] {
+        guard let bytes = Terminal.readStandardInput(limit: limit) else {
+            throw CLIError.usage("standard input is larger than \(limit) bytes")
         }
-        return attributes
+        return bytes
     }
 
-    static func readStandardInput(limit: Int) throws -> [UInt8] {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = Glibc.read(0, &buffer, buffer.count)
-            if count < 0 { if errno == EINTR { continue }; throw CLIError.failed("cannot read standard input") }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: buffer[0..<count])
-            guard bytes.count <= limit else { throw CLIError.usage("standard input is larger than \(limit) bytes") }
+    /// A protocol error as the CLI says it: what the caller sent is a usage error (2), an answer
+    /// that cannot be written a failure (1).
+    static func cliError(_ error: CredentialHelperError) -> CLIError {
+        switch error.code {
+        case CredentialHelperError.malformedInput, CredentialHelperError.inputTooLarge: CLIError.usage(error.message)
+        default: CLIError.failed(error.message)
         }
     }
 
@@ -61,11 +34,6 @@ enum CredentialInput {
         Terminal.error(
             "moose: note: no profile for \(host): add \"\(host)\" = \"PROFILE\" under [hosts] in \(path), or pass --profile"
         )
-    }
-
-    /// The first value of `key` (keys are ASCII protocol words: compared byte for byte).
-    static func value(_ key: String, in attributes: [(String, String)]) -> String? {
-        attributes.first { $0.0.utf8.elementsEqual(key.utf8) }?.1
     }
 }
 
@@ -93,50 +61,35 @@ struct GitCredentialCommand: ParsableCommand {
     @Argument(help: "get, store or erase") var action: String
 
     func run() throws {
-        let attributes = try CredentialInput.read()
-        let host = CredentialInput.value("host", in: attributes) ?? ""
-        let name: String
-        if let profile {
-            name = profile
-        } else if let mapped = try CLIConfig.load().profile(forHost: host) {
-            name = mapped
-        } else {
+        let request: GitCredentialRequest
+        do {
+            request = try GitCredentialRequest(parsing: CredentialInput.read(limit: GitCredentialRequest.maximumSize))
+        } catch let error as CredentialHelperError { throw CredentialInput.cliError(error) }
+        let host = request.host ?? ""
+        guard let name = try profile ?? CLIConfig.load().profile(forHost: host) else {
             // Not ours: no answer on stdout (git asks its next helper); a `get` says why on stderr.
             if action == "get" { CredentialInput.noteUnmapped(host: host) }
             return
         }
-        switch action {
-        case "get":
+        switch GitCredentialAction(rawValue: action) {
+        case .get:
             let tokens = try SessionTokens.valid(store: store, profile: name, minimumValidity: 30)
-            guard TokenCharacters.isB64Token(tokens.accessToken) else {
-                throw CLIError.failed(
-                    "the access token has characters outside RFC 6750's b64token set; not handing it to git")
-            }
             guard !tokens.isDPoPBound else {
                 throw CLIError.failed("profile \(name) has DPoP-bound tokens, which git cannot present")
             }
-            let capabilities = attributes.filter { $0.0.utf8.elementsEqual("capability[]".utf8) }.map(\.1)
-            var lines: [String] = []
-            if capabilities.contains(where: { $0.utf8.elementsEqual("authtype".utf8) }) {
-                lines += ["capability[]=authtype", "authtype=Bearer", "credential=\(tokens.accessToken)"]
-            } else {
-                lines += ["username=\(username.filter { $0 != "\n" && $0 != "\r" })", "password=\(tokens.accessToken)"]
-            }
-            if let expiresAt = tokens.expiresAt {
-                lines.append("password_expiry_utc=\(Int64(saturating: expiresAt.timeIntervalSince1970))")
-            }
-            Terminal.outPreSanitized(lines.joined(separator: "\n"))
-        case "store":
+            do {
+                let answer = try GitCredentialAnswer.accessToken(
+                    tokens.accessToken, expiresAt: tokens.expiresAt, username: username, for: request)
+                Terminal.writeStandardOutput(Array(try answer.serialized().utf8))
+            } catch { throw CredentialInput.cliError(error) }
+        case .store:
             return // the session lives in moose's store; nothing of git's to keep
-        case "erase":
+        case .erase:
             // git got a 401 with this password: refresh, but only if it is still the current token —
             // never wipe the session (another remote may still accept it).
-            guard
-                let rejected = CredentialInput.value("password", in: attributes)
-                    ?? CredentialInput.value("credential", in: attributes)
-            else { return }
+            guard let rejected = request.presentedSecret else { return }
             try SessionTokens.refresh(store: store, profile: name, rejecting: rejected)
-        default:
+        case nil:
             throw CLIError.usage("moose git-credential takes get, store or erase")
         }
     }
@@ -164,51 +117,32 @@ struct DockerCredentialCommand: ParsableCommand {
     @Option(help: "The username sent with the token.") var username = "oauth2accesstoken"
     @Argument(help: "get, store, erase or list") var action: String
 
-    /// The helpers' "not found" answer (docker looks for this text).
-    static let notFound = "credentials not found in native keychain"
-
-    /// `bytes` without leading and trailing ASCII spaces, tabs, CR and LF (on bytes: "\r\n" is one Swift Character).
-    static func trimmed(_ bytes: [UInt8]) -> String {
-        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
-        else { return "" }
-        return String(decoding: bytes[first...last], as: UTF8.self)
-    }
-
-    static func host(of serverURL: String) -> String {
-        let trimmed = Self.trimmed(Array(serverURL.utf8))
-        if let url = URL(string: trimmed), let host = url.host { return url.port.map { "\(host):\($0)" } ?? host }
-        return String(trimmed.split(separator: "/").first ?? "")
-    }
-
     func run() throws {
         let config = try CLIConfig.load()
-        switch action {
-        case "get":
-            let input = try CredentialInput.readStandardInput(limit: 8192)
-            let serverURL = Self.trimmed(input)
-            let host = Self.host(of: serverURL)
+        switch DockerCredentialHelper.Action(rawValue: action) {
+        case .get:
+            let serverURL: String
+            do {
+                serverURL = try DockerCredentialHelper.serverURL(parsing: CredentialInput.read(limit: 8192))
+            } catch let error as CredentialHelperError { throw CredentialInput.cliError(error) }
+            let host = DockerCredentialHelper.host(ofServerURL: serverURL)
             guard let name = profile ?? config.profile(forHost: host) else {
                 CredentialInput.noteUnmapped(host: host)
-                Terminal.outPreSanitized(Self.notFound)
+                Terminal.outPreSanitized(DockerCredentialHelper.notFound)
                 throw ExitCode(1)
             }
             let tokens = try SessionTokens.valid(store: store, profile: name, minimumValidity: 30)
             guard TokenCharacters.isB64Token(tokens.accessToken) else {
                 throw CLIError.failed("the access token is not a b64token")
             }
-            let answer: JSONObject = [
-                "ServerURL": .string(serverURL), "Username": .string(username), "Secret": .string(tokens.accessToken)
-            ]
-            Terminal.outPreSanitized(JSONValue.object(answer).serialized())
-        case "list":
-            var answer: JSONObject = [:]
-            for host in config.hosts.keys.sorted() { answer[host] = .string(username) }
-            Terminal.outPreSanitized(JSONValue.object(answer).serialized())
-        case "store", "erase":
+            let answer = DockerCredentials(serverURL: serverURL, username: username, secret: tokens.accessToken)
+            Terminal.outPreSanitized(answer.serialized())
+        case .list:
+            Terminal.outPreSanitized(DockerCredentialHelper.listAnswer(config.hosts.mapValues { _ in username }))
+        case .store, .erase:
             // docker login / logout: the session is moose's (moose login / logout); nothing to keep or wipe here.
-            _ = try CredentialInput.readStandardInput(limit: 64 * 1024)
-        default:
+            _ = try CredentialInput.read(limit: DockerCredentialHelper.maximumInputSize)
+        case nil:
             throw CLIError.usage("moose docker-credential takes get, store, erase or list")
         }
     }

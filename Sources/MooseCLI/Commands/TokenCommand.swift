@@ -3,16 +3,12 @@ import MooseHTTP
 import HTTPTypes
 import MooseJWT
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSQLiteStorage
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
-#endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// `moose token`: a valid access token for scripts, refreshed (once, across processes) when needed.
@@ -244,102 +240,36 @@ struct DPoPProofCommand: ParsableCommand {
                 tokens: session.tokens, method: method, url: url, nonce: nonce, accessTokenHash: !noAccessTokenHash))
     }
 
-    /// A proof with the key kept with `tokens`.
+    /// A proof with the key kept with `tokens` (`TokenSet.dpopProof`): a request the proof cannot name
+    /// is a usage error.
     static func proof(tokens: TokenSet, method: String, url: String, nonce: String?, accessTokenHash: Bool) throws
         -> String
     {
-        guard let key = tokens.dpopKey else {
+        guard tokens.dpopKey != nil else {
             throw CLIError.failed("the session has no DPoP key (log in with moose login --dpop)")
         }
-        guard let target = URL(string: url), let scheme = target.scheme?.lowercased(),
-            scheme == "https" || scheme == "http",
-            target.host != nil
-        else {
-            throw CLIError.usage("--url \(url) is not an absolute http(s) URL")
-        }
-        guard let htm = HTTPRequest.Method(method.uppercased()) else {
-            throw CLIError.usage("--method \(method) is not an HTTP method")
-        }
-        if let nonce,
-            nonce.isEmpty
-                || !nonce.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
-        {
-            throw CLIError.usage("--nonce has characters a DPoP nonce cannot have (RFC 9449 §8.1)")
-        }
         do {
-            return try key.proof(
-                method: htm, url: target, accessToken: accessTokenHash ? tokens.accessToken : nil, nonce: nonce)
+            return try tokens.dpopProof(method: method, url: url, nonce: nonce, bindsAccessToken: accessTokenHash)
+        } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
+            throw CLIError.usage(error.message)
         } catch {
             throw OAuthContext.fail(error)
         }
     }
 }
 
-/// kubectl's exec credential plugin protocol (client.authentication.k8s.io): what `moose token
-/// --format exec-credential` prints.
+/// kubectl's exec credential plugin protocol: what `moose token --format exec-credential` prints
+/// (`KubernetesExecCredential`, in the version `KUBERNETES_EXEC_INFO` asks for).
 enum ExecCredential {
-    /// The API versions kubectl may ask for in `KUBERNETES_EXEC_INFO`.
-    static let versions = ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"]
-
-    /// An `ExecCredential` with `status.token` and `status.expirationTimestamp` (RFC 3339), in the
-    /// API version `KUBERNETES_EXEC_INFO` names (v1 when absent). kubectl calls the plugin again once
-    /// the timestamp has passed — so it never holds an expired token, and never triggers a refresh early.
-    static func document(token: String, expiresAt: Date?, execInfo: String? = environmentValue("KUBERNETES_EXEC_INFO"))
-        throws -> String
-    {
-        var apiVersion = versions[0]
-        if let info = execInfo, !info.isEmpty {
-            guard info.utf8.count <= 64 * 1024, case .object(let object)? = try? JSONValue(parsing: Array(info.utf8))
-            else {
-                throw CLIError.usage("KUBERNETES_EXEC_INFO is not a JSON object")
-            }
-            if let asked = object["apiVersion"]?.stringValue {
-                guard let known = versions.first(where: { $0.utf8.elementsEqual(asked.utf8) }) else {
-                    throw CLIError.failed(
-                        "kubectl asks for \(asked); moose speaks \(versions.joined(separator: " and "))")
-                }
-                apiVersion = known
-            }
-        }
-        var status: JSONObject = ["token": .string(token)]
-        if let expiresAt { status["expirationTimestamp"] = .string(ISO8601.string(from: expiresAt)) }
-        let document: JSONObject = [
-            "apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)
-        ]
-        return JSONValue.object(document).serialized()
-    }
-}
-
-/// `ProcessInfo.processInfo.environment[name]` without building the whole environment as a
-/// dictionary (0.39M instructions, 3% of `moose token --format exec-credential`), decided the same way:
-/// each entry read with `String(cString:)`, split at its first "=" character, the key compared with
-/// String equality, and for a name given twice the last one wins. An entry whose key and "=" are
-/// plain ASCII (followed by ASCII or nothing, so no combining mark joins the "=") splits at the same
-/// byte, so only a matching one is decoded; any other entry is decoded whole, as ProcessInfo does.
-func environmentValue(_ name: String) -> String? {
-    let table: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
-    guard var entry = table else { return nil }
-    let key = Array(name.utf8)
-    let asciiName = key.allSatisfy { $0 < 0x80 }
-    let equalsSign = UInt8(ascii: "=")
-    var found: String? = nil
-    while let pointer = entry.pointee {
-        entry += 1
-        let bytes = UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
-        var length = 0
-        var ascii = asciiName
-        while bytes[length] != 0, bytes[length] != equalsSign {
-            if bytes[length] >= 0x80 { ascii = false }
-            length += 1
-        }
-        if ascii, bytes[length] == equalsSign, bytes[length + 1] < 0x80 {
-            if length == key.count, memcmp(bytes, key, length) == 0 { found = String(cString: pointer + length + 1) }
-        } else {
-            let text = String(cString: pointer)
-            if let equals = text.firstIndex(of: "="), text[..<equals] == name {
-                found = String(text[text.index(after: equals)...])
-            }
+    /// The `ExecCredential` document for `token`; an unreadable `KUBERNETES_EXEC_INFO` is a usage
+    /// error, a version moose does not speak a failure.
+    static func document(token: String, expiresAt: Date?) throws -> String {
+        do {
+            let info = try KubernetesExecCredential.ExecInfo.current()
+            return KubernetesExecCredential(token: token, expiresAt: expiresAt, answering: info).serialized()
+        } catch {
+            throw CLIError(
+                message: error.message, status: error.code == CredentialHelperError.unsupportedVersion ? 1 : 2)
         }
     }
-    return found
 }

@@ -121,7 +121,7 @@ struct VerifyCommand: ParsableCommand {
         guard leeway >= 0, leeway.isFinite, leeway <= 3600 else {
             throw ValidationError("--leeway must be 0 to 3600 seconds")
         }
-        for name in alg where JWTAlgorithm(rawValue: name)?.keyFamily ?? .hmac == .hmac {
+        for name in alg where !JWTAlgorithm.asymmetric.contains(where: { $0.rawValue == name }) {
             throw ValidationError(
                 "--alg \(Terminal.safe(name)): access tokens are accepted only with an asymmetric algorithm "
                     + "(RS256…RS512, PS256…PS512, ES256…ES512, EdDSA)")
@@ -147,30 +147,25 @@ struct VerifyCommand: ParsableCommand {
         let text = try readToken()
         var transport = CLITransport.make(caFile: try caFile.map { try CLITransport.caFile($0) })
         transport.maximumResponseSize = 1 << 20
-        let metadata = try discover(transport: transport)
-        let server = try resourceServer(metadata, transport: transport)
+        let server = try resourceServer(transport: transport)
         let scopes = scope
         let result: Result<VerifiedPrincipal, ResourceServerRefusal> = try CLIBlocking.run {
             do throws(ResourceServerRefusal) {
-                return .success(
-                    try await server.verify(
-                        authorizationHeader: "Bearer " + text, dpopHeader: nil, method: "GET",
-                        url: Self.requestURL, requiredScopes: scopes))
+                return .success(try await server.verify(accessToken: text, requiredScopes: scopes))
             } catch {
                 return .failure(error)
             }
         }
         switch result {
-        case .success(let principal): report(principal, introspected: introspect && !Self.isCompactJWS(text))
+        case .success(let principal):
+            Terminal.out(json ? principal.jsonReport.serialized() : principal.textReport(resource: audience))
         case .failure(let refusal): try report(refusal, token: text)
         }
     }
 
-    /// The URL the check stands for. Only DPoP proofs look at it, and `verify` sends none.
-    static let requestURL = "https://resource.invalid/"
-
-    /// The token from `--token-env`, standard input or the argument: trimmed, a leading `Bearer `
-    /// dropped. Only an absent or empty token is a usage error; anything else is the verifier's to judge.
+    /// The token from `--token-env`, standard input or the argument (`ResourceServer.accessToken(in:)`:
+    /// trimmed, a leading `Bearer ` dropped). Only an absent or empty token is a usage error; anything
+    /// else is the verifier's to judge.
     func readToken() throws -> String {
         let raw: [UInt8]
         if let tokenEnv {
@@ -178,7 +173,9 @@ struct VerifyCommand: ParsableCommand {
                 throw CLIError.usage("the environment variable \(Terminal.safe(tokenEnv)) (the token) is not set")
             }
             raw = Array(value.utf8)
-        } else if token == nil || token == "-" {
+        } else if let token, token != "-" {
+            raw = Array(token.utf8)
+        } else {
             if token == nil, Terminal.stdinIsTerminal {
                 throw CLIError.usage(
                     "no token: pipe it in (-), name a variable with --token-env, or pass it as an argument")
@@ -187,23 +184,39 @@ struct VerifyCommand: ParsableCommand {
                 throw CLIError.usage("standard input is larger than 1 MiB; that is not an access token")
             }
             raw = bytes
-        } else {
-            raw = Array((token ?? "").utf8)
         }
-        // Bytes that are not UTF-8 become U+FFFD, which no token68 contains: refused, never echoed.
-        var trimmed = Substring(String(decoding: raw, as: UTF8.self)).drop { $0.isWhitespace }
-        while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
-        if trimmed.prefix(7).lowercased() == "bearer " { trimmed = trimmed.dropFirst(7).drop { $0 == " " } }
-        guard !trimmed.isEmpty else { throw CLIError.usage("the token is empty") }
-        return String(trimmed)
+        guard let token = ResourceServer.accessToken(in: raw) else { throw CLIError.usage("the token is empty") }
+        return token
     }
 
-    /// The issuer's metadata (RFC 8414, OpenID Connect Discovery), its `issuer` checked by `Discovery`.
-    /// Unreachable (network, timeout, 5xx): exit 3; anything else exit 1, as every command says it.
-    func discover(transport: CurlTransport) throws -> ProviderMetadata {
-        let issuer = self.issuer
+    /// The verifier a resource server for `--audience` at this issuer would run, its metadata discovered
+    /// now (`ResourceServer(discovering:…)`). Unreachable (network, timeout, 5xx): exit 3; anything else
+    /// exit 1, as every command says it.
+    func resourceServer(transport: CurlTransport) throws -> ResourceServer {
+        let algorithms = alg.isEmpty ? JWTAlgorithm.asymmetric : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
+        // --introspect comes with --client-id and its secret (validate()). Neither the secret nor the
+        // token is kept: one process, one check.
+        let introspection =
+            introspect
+            ? ResourceServer.IntrospectionClient(
+                clientID: clientID ?? "", clientSecret: try clientSecret(),
+                authentication: clientAuth == "post" ? .post : .basic) : nil
+        let (issuer, audience, leeway) = (self.issuer, self.audience, self.leeway)
+        let tokenTypes = tokenType.isEmpty ? ["at+jwt"] : tokenType
         do {
-            return try CLIBlocking.run { try await ProviderMetadata.discover(issuer: issuer, transport: transport) }
+            return try CLIBlocking.run {
+                try await ResourceServer(
+                    discovering: issuer, resource: audience, algorithms: algorithms, transport: transport,
+                    introspection: introspection
+                ) {
+                    $0.acceptedTokenTypes = tokenTypes
+                    $0.leeway = leeway
+                }
+            }
+        } catch let error as OAuthError where error.code == OAuthError.missingEndpoint {
+            // The issuer's documents are fine; they lack what this check needs.
+            throw CLIError.failed(
+                error.message.replacing("(opaque tokens: introspection)", with: "(opaque tokens: --introspect)"))
         } catch let error as OAuthError {
             let context = "cannot use issuer \(issuer)"
             if let failure = ConnectionFailure.cliError(error, context: context) { throw failure }
@@ -219,38 +232,6 @@ struct VerifyCommand: ParsableCommand {
                 throw CLIError(message: "\(context): \(failure.message)", status: failure.status)
             }
             throw mapped
-        }
-    }
-
-    /// The verifier a resource server for `--audience` at this issuer would run (the library's
-    /// `ResourceServer(metadata:…)`); a metadata that cannot serve the check is exit 1.
-    func resourceServer(_ metadata: ProviderMetadata, transport: CurlTransport) throws -> ResourceServer {
-        let algorithms =
-            alg.isEmpty
-            ? Set(JWTAlgorithm.allCases.filter { $0.keyFamily != .hmac })
-            : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
-        // --introspect comes with --client-id and its secret (validate()). Neither the secret nor the
-        // token is kept: one process, one check.
-        let introspection =
-            introspect
-            ? ResourceServer.IntrospectionClient(
-                clientID: clientID ?? "", clientSecret: try clientSecret(),
-                authentication: clientAuth == "post" ? .post : .basic) : nil
-        let tokenTypes = tokenType.isEmpty ? ["at+jwt"] : tokenType
-        let leeway = self.leeway
-        do {
-            return try ResourceServer(
-                metadata: metadata, resource: audience, algorithms: algorithms, transport: transport,
-                introspection: introspection
-            ) {
-                $0.acceptedTokenTypes = tokenTypes
-                $0.leeway = leeway
-            }
-        } catch let error as OAuthError {
-            throw CLIError.failed(
-                error.code == OAuthError.missingEndpoint && metadata.jwksURI == nil
-                    ? error.message.replacing("(opaque tokens: introspection)", with: "(opaque tokens: --introspect)")
-                    : error.message)
         }
     }
 
@@ -273,76 +254,10 @@ struct VerifyCommand: ParsableCommand {
         return secret
     }
 
-    /// Three dot-separated parts, the first two non-empty: what `ResourceServer` verifies locally
-    /// rather than introspects.
-    static func isCompactJWS(_ token: String) -> Bool {
-        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        return parts.count == 3 && parts.prefix(2).allSatisfy { !$0.isEmpty }
-    }
-}
-
-// MARK: - What `moose verify` prints
-
-extension VerifyCommand {
-    /// An accepted token: the principal, as lines or (`--json`) one object. Everything printed came
-    /// from the verified token and still goes through `Terminal.out`'s escaping.
-    func report(_ principal: VerifiedPrincipal, introspected: Bool) {
-        let checkedBy = introspected ? "introspection" : "jwt"
-        if json {
-            var object: JSONObject = [
-                "valid": true, "subject": .string(principal.subject), "client_id": .string(principal.clientID),
-                "issuer": .string(principal.issuer), "audiences": .array(principal.audiences.map { .string($0) }),
-                "scopes": .array(principal.scopes.map { .string($0) }), "checked_by": .string(checkedBy)
-            ]
-            object["expires_at"] =
-                principal.expiresAt.map { .number(JSONNumber(Int64(saturating: $0.timeIntervalSince1970))) } ?? .null
-            object["token_id"] = .string(principal.tokenID)
-            object["confirmation_thumbprint"] = .string(principal.confirmationThumbprint)
-            object["claims"] = .object(principal.claims.fields)
-            Terminal.out(JSONValue.object(object).serialized())
-            return
-        }
-        var lines = [
-            "valid: the token is accepted for \(audience)",
-            "  subject   \(principal.subject)",
-            "  client    \(principal.clientID)",
-            "  scopes    \(principal.scopes.isEmpty ? "(none)" : principal.scopes.joined(separator: " "))"
-        ]
-        if let expiresAt = principal.expiresAt {
-            let left = expiresAt.timeIntervalSinceNow.rounded(.down)
-            lines.append(
-                "  expires   \(ISO8601.string(from: expiresAt)) (\(left > 0 ? "valid for \(DurationText.describe(left))" : "within the leeway"))"
-            )
-        } else {
-            lines.append("  expires   not said (the introspection answer has no exp)")
-        }
-        lines.append("  issuer    \(principal.issuer)")
-        lines.append(
-            "  checked   \(introspected ? "by introspection at the issuer" : "signature and claims (RFC 9068), keys from jwks_uri")"
-        )
-        Terminal.out(lines.joined(separator: "\n"))
-    }
-
-    /// The refusal's reason as this command says it: there is no Authorization header here, only a
-    /// token, so a token with characters no token can have (RFC 6750 §2.1's token68) is said as such.
-    static func said(_ refusal: ResourceServerRefusal, token: String) -> String {
-        guard refusal.code == ResourceServerRefusal.invalidRequest, refusal.reason.contains("Authorization") else {
-            return refusal.reason
-        }
-        return "this is not an access token: it has characters no token has (spaces, commas or others outside "
-            + "RFC 6750's token68: letters, digits and -._~+/=)"
-    }
-
     /// A refused token: the code and reason on standard error (and `--json` on standard output), exit
     /// 1; a token that could not be checked now (keys or introspection unreachable), exit 3.
     func report(_ refusal: ResourceServerRefusal, token: String) throws {
-        if json {
-            let object: JSONObject = [
-                "valid": false, "error": .string(refusal.code.description),
-                "status": .number(JSONNumber(Int64(refusal.status))), "reason": .string(refusal.reason)
-            ]
-            Terminal.out(JSONValue.object(object).serialized())
-        }
+        if json { Terminal.out(refusal.jsonReport.serialized()) }
         if refusal.code == ResourceServerRefusal.temporarilyUnavailable {
             // The endpoint refusing this command's own client (HTTP 4xx) is no outage: exit 1, what to check.
             if refusal.reason.contains("introspection endpoint answered HTTP 4") {
@@ -356,9 +271,9 @@ extension VerifyCommand {
             )
             throw Status.unreachable
         }
-        var line = "moose: refused: \(refusal.code): \(Self.said(refusal, token: token))"
+        var line = "moose: refused: \(refusal.code): \(refusal.reason)"
         // A token that is no JWT may be an opaque one: only introspection can check it.
-        if !introspect, !Self.isCompactJWS(token), refusal.code != ResourceServerRefusal.invalidRequest {
+        if !introspect, !ResourceServer.isCompactJWS(token), refusal.code != ResourceServerRefusal.invalidRequest {
             line +=
                 "; an opaque access token (not a JWT) is checked by introspection: add --introspect --client-id ID "
                 + "--client-secret-env VAR"

@@ -26,7 +26,8 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "sse": serverSentEvents,
     "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
     "dpop-proof": dpopProof, "introspection": introspection, "cache-control": cacheControl,
-    "http-request": httpRequest, "session-plan": sessionPlan, "plain-url": plainURL
+    "http-request": httpRequest, "session-plan": sessionPlan, "plain-url": plainURL,
+    "git-credential": gitCredential, "docker-credential": dockerCredential, "exec-info": execInfo
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -791,4 +792,47 @@ func plainURL(_ bytes: [UInt8]) {
     let request = APIRequest(url: url)
     require(request.head.path == head.path && request.head.authority == head.authority, "the request's head")
     require(request.url?.absoluteString == head.url?.absoluteString, "the request's URL: \(url.absoluteString)")
+}
+
+// MARK: - Credential helpers (MooseOAuthSystem)
+
+func gitCredential(_ bytes: [UInt8]) {
+    guard let request = try? GitCredentialRequest(parsing: bytes) else { return }
+    require(request.attributes.count <= GitCredentialRequest.maximumAttributes, "at most maximumAttributes")
+    for attribute in request.attributes {
+        require(!attribute.key.utf8.contains(UInt8(ascii: "=")), "a key has no =")
+        require(
+            !attribute.key.utf8.contains(0x0A) && !attribute.value.utf8.contains(0x0A), "no attribute spans lines")
+    }
+    // What a helper writes back, git reads back as the same attributes (CR aside: git drops a trailing one).
+    let answer = GitCredentialAnswer(attributes: request.attributes)
+    if let text = try? answer.serialized() {
+        let again = try? GitCredentialRequest(parsing: Array(text.utf8))
+        require(again?.attributes == request.attributes, "parse(serialize(a)) == a")
+    }
+    if let host = request.host {
+        require(request.attributes.contains { $0.key == "host" && $0.value == host }, "host is sent")
+    }
+    _ = try? GitCredentialAnswer.accessToken(text(bytes), expiresAt: nil, username: "u", for: request).serialized()
+}
+
+func dockerCredential(_ bytes: [UInt8]) {
+    if let serverURL = try? DockerCredentialHelper.serverURL(parsing: bytes) {
+        let spaces: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+        require(
+            serverURL.utf8.first.map(spaces.contains) != true && serverURL.utf8.last.map(spaces.contains) != true,
+            "the server URL has no ASCII space around it")
+        _ = DockerCredentialHelper.host(ofServerURL: serverURL)
+    }
+    guard let credentials = try? DockerCredentials(parsing: bytes) else { return }
+    require(!credentials.serverURL.isEmpty && !credentials.username.isEmpty, "ServerURL and Username are set")
+    let again = try? DockerCredentials(parsing: Array(credentials.serialized().utf8))
+    require(again == credentials, "parse(serialize(c)) == c")
+}
+
+func execInfo(_ bytes: [UInt8]) {
+    guard let info = try? KubernetesExecCredential.ExecInfo(parsing: text(bytes)) else { return }
+    let document = KubernetesExecCredential(token: "t", expiresAt: nil, answering: info).serialized()
+    let parsed = try? JSONValue(parsing: Array(document.utf8))
+    require(parsed?["apiVersion"]?.stringValue == (info.apiVersion ?? .v1).rawValue, "the asked version answers")
 }
