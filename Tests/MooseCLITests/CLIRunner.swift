@@ -136,6 +136,9 @@ enum CLI {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
+        // A command that exits before reading all of its input (a usage error) closes the pipe: the
+        // write below then fails with EPIPE instead of killing the whole test process with SIGPIPE.
+        _ = signal(SIGPIPE, SIG_IGN)
         try process.run()
         // Feed stdin and drain stdout/stderr concurrently so large outputs never deadlock.
         let group = DispatchGroup()
