@@ -212,6 +212,11 @@ struct InspectionReportTests {
         #expect(JWTKey(secret: Array(repeating: UInt8(1), count: 32)).verifiableAlgorithms == [.hs256, .hs384, .hs512])
         let pinned = try JWTKey(pem: Fixtures.string("joserfc/rsa-public.pem"), algorithm: .ps384)
         #expect(pinned.verifiableAlgorithms == [.ps384])
+        // Pinned to an algorithm its type does not fit: none.
+        let misfit = try JWTKey(pem: Fixtures.string("joserfc/ec256-public.pem"), algorithm: .es384)
+        #expect(misfit.verifiableAlgorithms.isEmpty)
+        let edPinned = try JWTKey(pem: Fixtures.string("joserfc/ed25519-public.pem"), algorithm: .ed25519)
+        #expect(edPinned.verifiableAlgorithms == [.eddsa, .ed25519])
         for key in keys {
             #expect(!key.verifiableAlgorithms.isEmpty && key.verifiableAlgorithms.allSatisfy { $0.keyFamily != .hmac })
         }

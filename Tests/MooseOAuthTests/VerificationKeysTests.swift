@@ -253,6 +253,7 @@ struct VerificationKeysTests {
         #expect(try PresentedToken.text(from: Array("  abc.def.ghi \n".utf8)) == "abc.def.ghi")
         #expect(try PresentedToken.text(from: Array("Bearer abc.def.ghi\r\n".utf8)) == "abc.def.ghi")
         #expect(try PresentedToken.text(from: Array("bEaReR    abc".utf8)) == "abc")
+        #expect(try PresentedToken.text(from: Array("Bearer \tabc".utf8)) == "abc")
         #expect(try PresentedToken.text(from: Array("Bearerabc".utf8)) == "Bearerabc")
         expectError(VerificationInputError.unusableToken, containing: "empty") {
             _ = try PresentedToken.text(from: Array(" \n\t".utf8))

@@ -14,7 +14,7 @@ public enum PresentedToken {
     public static let maximumSize = 1 << 20
 
     /// The token in `bytes`: UTF-8 text, surrounding whitespace trimmed, a leading `Bearer ` (any
-    /// case) and the spaces after it removed.
+    /// case) and the whitespace after it removed.
     ///
     /// - Throws: `VerificationInputError.unusableToken` when the bytes are not UTF-8 or nothing is left.
     public static func text(from bytes: [UInt8]) throws(VerificationInputError) -> String {
@@ -23,7 +23,7 @@ public enum PresentedToken {
         }
         var trimmed = Substring(text).drop { $0.isWhitespace }
         while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
-        if trimmed.lowercased().hasPrefix("bearer ") { trimmed = trimmed.dropFirst(7).drop { $0 == " " } }
+        if trimmed.lowercased().hasPrefix("bearer ") { trimmed = trimmed.dropFirst(7).drop { $0.isWhitespace } }
         guard !trimmed.isEmpty else {
             throw VerificationInputError(VerificationInputError.unusableToken, "the token is empty")
         }
