@@ -303,3 +303,28 @@ public struct JWTKey: Sendable {
         }
     }
 }
+
+extension JWTKey {
+    /// The algorithms this key's type fits (RFC 7518 §3.1): an allow-list for a verifier whose caller
+    /// named none. An HMAC secret fits the HMAC algorithms only and a public key never one (no
+    /// algorithm confusion, RFC 8725 §3.1); an EC key fits its curve's ECDSA algorithm (RFC 7518
+    /// §3.4). A key pinned to an `alg` fits that one only, if its type fits it (`EdDSA` and `Ed25519`
+    /// count as one, RFC 9864). Never `none`. Whether `use` and `key_ops` allow verifying is checked
+    /// when the key verifies.
+    public var verifiableAlgorithms: Set<JWTAlgorithm> {
+        let fitting: Set<JWTAlgorithm>
+        switch family {
+        case .hmac: fitting = [.hs256, .hs384, .hs512]
+        case .rsa: fitting = [.rs256, .rs384, .rs512, .ps256, .ps384, .ps512]
+        case .okp: fitting = [.eddsa, .ed25519]
+        case .ec:
+            guard case .ec(let curve) = publicKey?.type else { return [] }
+            fitting = Set(JWTAlgorithm.allCases.filter { $0.curve == curve })
+        }
+        guard let pinnedAlgorithm else { return fitting }
+        let edPair: Set<String> = ["EdDSA", "Ed25519"]
+        return fitting.filter {
+            $0.rawValue == pinnedAlgorithm || (edPair.contains(pinnedAlgorithm) && edPair.contains($0.rawValue))
+        }
+    }
+}

@@ -2,6 +2,7 @@ import ArgumentParser
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
+import MooseOAuthSystem
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -153,64 +154,53 @@ struct InspectCommand: ParsableCommand {
             jwks != nil || issuer != nil || key != nil || secretFile != nil || iss != nil || !aud.isEmpty || anyAudience
         }
 
+        /// What to do next, in this command's options (the library's report names none).
+        static let hints = InspectionReport.Hints(
+            checkAudience: "pass --audience AUDIENCE (or --any-audience to accept any)",
+            verifySignature: "give --jwks, --key or --secret-file")
+
+        /// The instant times are judged at: `--now`, else the clock's.
+        private var instant: Date { now.flatMap(parseTime) ?? Date() }
+
         func run() throws {
             if session { return try runSession() }
             let text = try readToken()
-            let instant = now.flatMap(parseTime) ?? Date()
-            let report = try inspect(text, at: instant)
-            if json {
-                Terminal.out(InspectOutput.json(report, now: instant, decodeOnly: !verifies))
-            } else {
-                show(report, at: instant)
-            }
+            let report = try inspect(text, keys: try loadKeys(), at: instant)
+            if json { Terminal.out(report.json.prettyPrinted()) } else { show(report) }
             try judge(report)
         }
 
-        /// `text` decoded, and verified when a key is given; an unusable token is a usage error.
-        private func inspect(_ text: String, at instant: Date) throws -> TokenInspection {
-            let keys = try loadKeys()
+        /// `text` decoded, and verified when there are keys; an unusable token is a usage error.
+        private func inspect(_ text: String, keys: VerificationKeys, at instant: Date) throws -> InspectionReport {
             let validation = ClaimValidation(
                 issuer: iss ?? issuer, audiences: aud.isEmpty ? nil : Set(aud), leeway: leeway,
                 acceptsAnyAudience: anyAudience || !verifies, clock: { instant })
-            var verifier: JWTVerifier? = nil
-            if !keys.isEmpty {
-                let allowed =
-                    alg.isEmpty
-                    ? keys.reduce(into: Set<JWTAlgorithm>()) { $0.formUnion(KeyLoading.algorithms(for: $1)) }
-                    : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
-                verifier = JWTVerifier(keys: keys, allowedAlgorithms: allowed, validation: validation)
-            }
+            let allowed = alg.isEmpty ? nil : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
             do {
-                return try TokenInspection(text, verifier: verifier, validation: validation)
+                let verifier = keys.verifier(allowedAlgorithms: allowed, validation: validation)
+                let inspection = try TokenInspection(text, verifier: verifier, validation: validation)
+                return InspectionReport(
+                    inspection, now: instant, mode: verifies ? .verification : .decodeOnly, hints: Self.hints)
             } catch {
-                if json, !session { Terminal.out(InspectOutput.unusable(error)) }
-                // No dots at all: an opaque token (only its issuer can say what it is), not a broken JWT.
-                if !text.utf8.contains(UInt8(ascii: ".")), error.code != JWTError.tokenTooLarge {
-                    throw CLIError.usage(
-                        "not a JWT: this looks like an opaque token (no header.payload.signature); "
-                            + "only its issuer can tell what it means (token introspection, RFC 7662)")
-                }
-                throw CLIError.usage("token is unusable: \(error.message)")
+                if json, !session { Terminal.out(InspectionReport.unusableJSON(error).prettyPrinted()) }
+                throw CLIError.usage(InspectionReport.unusableText(error, token: text))
             }
         }
 
-        private func show(_ report: TokenInspection, at instant: Date) {
-            // The report's outside parts are made safe inside `human`; its own colors stay.
-            Terminal.outPreSanitized(
-                InspectOutput.human(report, now: instant, color: Terminal.stdoutIsTerminal, decodeOnly: !verifies))
+        private func show(_ report: InspectionReport) {
+            // The report escapes what the token supplied; its own colors stay.
+            Terminal.outPreSanitized(report.text(color: Terminal.stdoutIsTerminal))
             if !verifies {
                 Terminal.out(
                     "  audience not checked: decoded only, exit 0 (--audience, --key, --jwks or --issuer verify)")
             }
         }
 
-        /// The exit status the report calls for.
-        private func judge(_ report: TokenInspection) throws {
-            if report.problems.contains(where: { $0.isInputError }) { throw Status.usage }
-            // A verification verdict (and exit 1) only when a verification was asked for: decoding
-            // alone does not fail on the time claims. A token no one may accept (alg none, claims
-            // that are not an object, a NumericDate out of range) fails either way.
-            if InspectOutput.verdict(report, decodeOnly: !verifies) == .invalid { throw Status.failed }
+        /// The exit status the report calls for: 2 for unusable input (a key that is no key), 1 for an
+        /// `invalid` verdict (decoding alone fails only on what no one may accept).
+        private func judge(_ report: InspectionReport) throws {
+            if report.inspection.problems.contains(where: { $0.isInputError }) { throw Status.usage }
+            if report.verdict == .invalid { throw Status.failed }
         }
 
         /// `--session`: the stored session's own access and ID tokens (the store as every command
@@ -229,7 +219,8 @@ struct InspectCommand: ParsableCommand {
             guard let stored, !stored.session.isLoggedOut else {
                 throw CLIError.failed("no session for profile \(resolved.name); run \(loginHint(resolved.name))")
             }
-            let instant = now.flatMap(parseTime) ?? Date()
+            let instant = self.instant
+            let keys = try loadKeys()
             var object: JSONObject = ["profile": .string(resolved.name)]
             var failure: (any Error)? = nil
             for (label, key, value) in [
@@ -246,13 +237,12 @@ struct InspectCommand: ParsableCommand {
                 var values = self
                 if aud.isEmpty, !anyAudience {
                     let implied = key == "id_token" ? stored.session.clientID : stored.session.resource
-                    values.aud = implied.map { [$0] } ?? []
+                    if let implied { values.aud = [implied] }
                 }
-                let report: TokenInspection
+                let report: InspectionReport
                 do {
-                    report = try values.inspect(value, at: instant)
-                } catch let error as CLIError where !value.utf8.contains(UInt8(ascii: ".")) {
-                    _ = error
+                    report = try values.inspect(value, keys: keys, at: instant)
+                } catch is CLIError where InspectionReport.looksOpaque(value) {
                     if json {
                         object[key] = .object(["opaque": .bool(true)])
                     } else {
@@ -260,15 +250,8 @@ struct InspectCommand: ParsableCommand {
                     }
                     continue
                 }
-                if json {
-                    object[key] =
-                        (try? JSONValue(
-                            parsing: Array(InspectOutput.json(report, now: instant, decodeOnly: !values.verifies).utf8)))
-                        ?? .null
-                } else {
-                    values.show(report, at: instant)
-                }
-                do { try values.judge(report) } catch { failure = failure ?? error }
+                if json { object[key] = report.json } else { values.show(report) }
+                do { try values.judge(report) } catch { if failure == nil { failure = error } }
             }
             if json { Terminal.out(JSONValue.object(object).serialized()) }
             if let failure { throw failure }
@@ -280,82 +263,83 @@ struct InspectCommand: ParsableCommand {
             text.count > 40 ? String(text.prefix(40)) + "…" : text
         }
 
+        /// The token: from standard input ("-" or no argument), from the file the argument names, or
+        /// the argument itself (`PresentedToken`: trimmed, "Bearer " dropped).
         private func readToken() throws -> String {
-            let raw: [UInt8]
-            if token == nil || token == "-" {
-                if token == nil, Terminal.stdinIsTerminal {
-                    throw CLIError.usage("no token: pass it as an argument, a file name, or on standard input")
+            do {
+                guard let token, token != "-" else {
+                    if token == nil, Terminal.stdinIsTerminal {
+                        throw CLIError.usage("no token: pass it as an argument, a file name, or on standard input")
+                    }
+                    guard let bytes = Terminal.readStandardInput(limit: PresentedToken.maximumSize) else {
+                        throw CLIError.usage("standard input is larger than 1 MiB; that is not a token")
+                    }
+                    return try PresentedToken.text(from: bytes)
                 }
-                guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
-                    throw CLIError.usage("standard input is larger than 1 MiB; that is not a token")
-                }
-                raw = bytes
-            } else if let token, FileManager.default.fileExists(atPath: token) {
-                raw = try KeyLoading.readFile(token, what: "token file")
-            } else if let token, token.utf8.contains(UInt8(ascii: "/")) {
+                if FileManager.default.fileExists(atPath: token) { return try PresentedToken.read(file: token) }
                 // A JWT never has a "/" (base64url): this was meant as a file.
-                throw CLIError.usage("no such file: \(Self.excerpt(token))")
-            } else {
-                raw = Array((token ?? "").utf8)
-            }
-            guard let text = String(validating: raw, as: UTF8.self) else {
-                throw CLIError.usage("the token is not UTF-8 text")
-            }
-            var trimmed = Substring(text).drop { $0.isWhitespace }
-            while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
-            if trimmed.lowercased().hasPrefix("bearer ") { trimmed = trimmed.dropFirst(7).drop { $0 == " " } }
-            guard !trimmed.isEmpty else { throw CLIError.usage("the token is empty") }
-            return String(trimmed)
-        }
-
-        /// The transport for --jwks and --issuer URLs (trusting --ca-file, else $SSL_CERT_FILE).
-        private func transport() throws -> CurlTransport {
-            var transport = CLITransport.make(caFile: try caFile.map { try CLITransport.caFile($0) })
-            transport.maximumResponseSize = 1 << 20
-            return transport
-        }
-
-        private func loadKeys() throws -> [JWTKey] {
-            var keys: [JWTKey] = []
-            if let jwks {
-                if jwks.hasPrefix("https://") || jwks.hasPrefix("http://") {
-                    keys += try KeyLoading.jwks(try JWKSDownload.fetch(jwks, transport: try transport()), source: jwks)
-                } else {
-                    keys += try KeyLoading.jwks(try KeyLoading.readFile(jwks, what: "JWKS file"), source: jwks)
+                if token.utf8.contains(UInt8(ascii: "/")) {
+                    throw CLIError.usage("no such file: \(Self.excerpt(token))")
                 }
+                return try PresentedToken.text(from: Array(token.utf8))
+            } catch let error as VerificationInputError {
+                throw CLIError.usage(error.message)
             }
+        }
+
+        /// Where --jwks, --issuer, --key and --secret-file say keys are, in that order (none: decode only).
+        private func keySources() throws -> [VerificationKeys.Source] {
+            var sources: [VerificationKeys.Source] = []
+            if let jwks { sources.append(.jwks(jwks)) }
             if let issuer {
                 try IssuerOption.check(issuer)
-                let metadata: ProviderMetadata
-                do {
-                    let transport = try transport()
-                    metadata = try CLIBlocking.run {
-                        try await ProviderMetadata.discover(issuer: issuer, transport: transport)
-                    }
-                } catch let error as OAuthError {
-                    if let failure = ConnectionFailure.cliError(error, context: "cannot use issuer \(issuer)") {
-                        throw failure
-                    }
-                    throw CLIError.failed("cannot use issuer \(issuer): \(OAuthContext.text(error))")
-                } catch let error as CLIError {
-                    throw error
-                } catch {
-                    throw CLIError.failed("cannot use issuer \(issuer): \(error)")
-                }
-                guard let jwksURI = metadata.jwksURI else {
-                    throw CLIError.failed("issuer \(issuer) publishes no jwks_uri")
-                }
-                keys += try KeyLoading.jwks(
-                    try JWKSDownload.fetch(jwksURI.absoluteString, transport: try transport()),
-                    source: jwksURI.absoluteString)
+                sources.append(.issuer(issuer))
             }
-            if let key { keys += try KeyLoading.keyFile(key) }
-            if let secretFile {
-                let secret = try KeyLoading.readFile(secretFile, what: "secret file", limit: 64 * 1024)
-                guard !secret.isEmpty else { throw CLIError.usage("secret file \(secretFile) is empty") }
-                keys.append(JWTKey(secret: secret))
+            if let key { sources.append(.keyFile(key)) }
+            if let secretFile { sources.append(.secretFile(secretFile)) }
+            return sources
+        }
+
+        /// The keys of `keySources()`; URLs fetched trusting --ca-file, else $SSL_CERT_FILE.
+        private func loadKeys() throws -> VerificationKeys {
+            let sources = try keySources()
+            let keys: VerificationKeys
+            do {
+                if sources.contains(where: \.isRemote) {
+                    var transport = CLITransport.make(caFile: try caFile.map { try CLITransport.caFile($0) })
+                    transport.maximumResponseSize = VerificationKeys.maximumDocumentSize
+                    let remote = transport
+                    keys = try CLIBlocking.run { try await VerificationKeys.load(sources, transport: remote) }
+                } else {
+                    keys = try VerificationKeys.read(sources)
+                }
+            } catch let error as VerificationInputError {
+                throw Self.cliError(error)
             }
+            for reason in keys.skipped { Terminal.error("moose: warning: skipped \(reason)") }
             return keys
+        }
+
+        /// The CLI's error for a key source's failure: unusable input is a usage error (exit 2); a host
+        /// that does not resolve or speak TLS is said as such (`ConnectionFailure`); a TLS failure names
+        /// --ca-file; anything else fails (exit 1).
+        static func cliError(_ error: VerificationInputError) -> CLIError {
+            if error.isInputError { return .usage(error.message) }
+            if let cause = error.underlying as? OAuthError, case .issuer(let issuer)? = error.source {
+                if let failure = ConnectionFailure.cliError(cause, context: "cannot use issuer \(issuer)") {
+                    return failure
+                }
+                return .failed("cannot use issuer \(issuer): \(OAuthContext.text(cause))")
+            }
+            if let cause = error.underlying as? HTTPRequestError {
+                if let failure = ConnectionFailure.cliError(cause, context: "cannot fetch the JWKS") { return failure }
+                if cause.code == HTTPRequestError.tls {
+                    return .failed(
+                        error.message + "; if its certificate comes from a private CA, pass --ca-file PEM "
+                            + "(or set SSL_CERT_FILE) [tls]")
+                }
+            }
+            return .failed(error.message)
         }
     }
 }

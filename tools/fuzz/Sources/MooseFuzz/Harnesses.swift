@@ -27,7 +27,8 @@ let harnesses: [String: @Sendable ([UInt8]) -> Void] = [
     "paste": pastedRedirect, "workload-token": workloadToken, "public-key-pins": publicKeyPins,
     "dpop-proof": dpopProof, "introspection": introspection, "cache-control": cacheControl,
     "http-request": httpRequest, "session-plan": sessionPlan, "plain-url": plainURL,
-    "git-credential": gitCredential, "docker-credential": dockerCredential, "exec-info": execInfo
+    "git-credential": gitCredential, "docker-credential": dockerCredential, "exec-info": execInfo,
+    "inspect-report": inspectReport, "verification-input": verificationInput
 ]
 
 let selected: @Sendable ([UInt8]) -> Void = {
@@ -153,6 +154,76 @@ func jwk(_ bytes: [UInt8]) {
         if let thumbprint, key.keyType != "oct" {
             require((try? key.publicJWK.thumbprint()) == thumbprint, "a key and its public form share a thumbprint")
         }
+    }
+}
+
+/// `InspectionReport` of anyone's token, and of the input signed as a payload under a header whose
+/// `kid` is the input: the text holds no control character but newlines and tabs (and, colored, the
+/// ESC of our own SGR sequences), no line separator and no bidirectional control; the JSON parses back
+/// to itself; the verdict is `invalid` exactly when there are failures, and decoding alone never fails
+/// on more than a verification does.
+func inspectReport(_ bytes: [UInt8]) {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    var tokens = [text(bytes)]
+    if let signed = try? signer.sign(payload: bytes, extraHeader: ["kid": .string(text(bytes))]) {
+        tokens.append(signed)
+    }
+    for token in tokens {
+        guard let inspection = try? TokenInspection(token, verifier: verifier, validation: verifier.validation) else {
+            continue
+        }
+        let verified = InspectionReport(inspection, now: now)
+        let decoded = InspectionReport(inspection, now: now, mode: .decodeOnly)
+        require(decoded.failures.count <= verified.failures.count, "decoding alone fails on no more")
+        for report in [verified, decoded] {
+            require((report.verdict == .invalid) == !report.failures.isEmpty, "invalid exactly with failures")
+            for (output, colored) in [(report.text(), false), (report.text(color: true), true)] {
+                let scalars = Array(output.unicodeScalars)
+                for (index, scalar) in scalars.enumerated() {
+                    let value = scalar.value
+                    if value == 0x1B {
+                        require(colored && index + 1 < scalars.count && scalars[index + 1] == "[", "an ESC of ours")
+                        continue
+                    }
+                    let control = (value < 0x20 && value != 0x0A && value != 0x09) || (0x7F...0x9F).contains(value)
+                    require(!control, "U+\(String(value, radix: 16)) reached the text")
+                    require(
+                        !(0x2028...0x2029).contains(value) && !JSONValue.isBidiControl(value), "a separator or bidi")
+                }
+            }
+            let json = report.json
+            require((try? JSONValue(parsing: Array(json.serialized().utf8))) == json, "the JSON parses back")
+        }
+    }
+}
+
+/// Key files and tokens as people hand them over: `VerificationKeys.keyFile` and `jwks` either give
+/// keys whose default allow-list is of their own type only (never HMAC for a public key), or an
+/// `unusableKey` input error; `PresentedToken.text` gives a non-empty token without surrounding
+/// whitespace, which reads back to itself unless it still starts with another "Bearer ".
+func verificationInput(_ bytes: [UInt8]) {
+    // Called one by one: a typed-throws static function taken as a value crashes Swift 6.3.1's SILGen.
+    for asJWKS in [false, true] {
+        do throws(VerificationInputError) {
+            let loaded =
+                asJWKS
+                ? try VerificationKeys.jwks(bytes, source: "fuzz") : try VerificationKeys.keyFile(bytes, source: "fuzz")
+            for key in loaded.keys {
+                require(key.verifiableAlgorithms.allSatisfy { $0.keyFamily == key.family }, "no algorithm confusion")
+            }
+        } catch {
+            require(error.code == VerificationInputError.unusableKey && error.isInputError, "unusableKey: \(error)")
+        }
+    }
+    do throws(VerificationInputError) {
+        let token = try PresentedToken.text(from: bytes)
+        require(!token.isEmpty, "a token is not empty")
+        require(token.first?.isWhitespace == false && token.last?.isWhitespace == false, "trimmed")
+        if !token.lowercased().hasPrefix("bearer ") {
+            require((try? PresentedToken.text(from: Array(token.utf8))) == token, "reads back to itself")
+        }
+    } catch {
+        require(error.code == VerificationInputError.unusableToken, "unusableToken: \(error)")
     }
 }
 
