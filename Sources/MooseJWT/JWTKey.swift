@@ -324,7 +324,8 @@ extension JWTKey {
         guard let pinnedAlgorithm else { return fitting }
         let edPair: Set<String> = ["EdDSA", "Ed25519"]
         return fitting.filter {
-            $0.rawValue == pinnedAlgorithm || (edPair.contains(pinnedAlgorithm) && edPair.contains($0.rawValue))
+            $0.rawValue.utf8.elementsEqual(pinnedAlgorithm.utf8)
+                || (edPair.contains(pinnedAlgorithm) && edPair.contains($0.rawValue))
         }
     }
 }

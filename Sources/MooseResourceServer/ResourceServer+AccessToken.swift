@@ -4,7 +4,7 @@ extension ResourceServer {
     static let bareTokenURL = "https://resource.invalid/"
 
     /// The access token in `text` as a person, a file or a pipe hands one over: whitespace around it
-    /// dropped, then a leading `Bearer ` (any case) and the spaces after it; `nil` when nothing is
+    /// dropped, then a leading `Bearer` (any ASCII case) and the whitespace after it; `nil` when nothing is
     /// left. Bytes that are not UTF-8 become U+FFFD, which no token has: `verify(accessToken:)`
     /// refuses them, and the token is never echoed.
     ///
@@ -14,7 +14,12 @@ extension ResourceServer {
     public static func accessToken(in text: [UInt8]) -> String? {
         var trimmed = Substring(String(decoding: text, as: UTF8.self)).drop { $0.isWhitespace }
         while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
-        if trimmed.prefix(7).lowercased() == "bearer " { trimmed = trimmed.dropFirst(7).drop { $0 == " " } }
+        // "Bearer" in any ASCII case, then whitespace (a space or a tab): the rule `PresentedToken` follows.
+        if trimmed.utf8.prefix(6).map({ $0 | 0x20 }).elementsEqual("bearer".utf8),
+            trimmed.dropFirst(6).first?.isWhitespace == true
+        {
+            trimmed = trimmed.dropFirst(6).drop { $0.isWhitespace }
+        }
         return trimmed.isEmpty ? nil : String(trimmed)
     }
 

@@ -392,7 +392,19 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, URLSessionDownloa
         let work = Task<APIResponse, any Error> {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (resume: CheckedContinuation<APIResponse, any Error>) in
-                    entry.state.withLock { $0.continuation = resume }
+                    // Cancelled before it started: the task is never resumed, and URLSession may already
+                    // have reported its end (before there was a continuation to resume).
+                    let cancelledEarly = entry.state.withLock { state -> Bool in
+                        if state.cancelled { return true }
+                        state.continuation = resume
+                        return false
+                    }
+                    guard !cancelledEarly else {
+                        _ = self.pending.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+                        entry.progress.finish()
+                        resume.resume(throwing: CancellationError())
+                        return
+                    }
                     task.resume()
                 }
             } onCancel: {

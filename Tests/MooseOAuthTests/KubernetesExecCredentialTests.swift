@@ -24,6 +24,16 @@ import Testing
         }
     }
 
+    /// With `provideClusterInfo`, kubectl embeds the kubeconfig's free-form `spec.cluster.config`: a
+    /// deeply nested extension is still read (the JSON parser's own depth bound, 32).
+    @Test func aDeepClusterConfigIsRead() throws {
+        let config = String(repeating: #"{"a":"#, count: 24) + "1" + String(repeating: "}", count: 24)
+        let info = try KubernetesExecCredential.ExecInfo(
+            parsing: #"{"apiVersion":"client.authentication.k8s.io/v1","spec":{"cluster":{"config":"#
+                + config + "}}}")
+        #expect(info.apiVersion == .v1)
+    }
+
     @Test func theDocumentIsInTheAskedVersion() throws {
         let expiry = Date(timeIntervalSince1970: 1_800_000_000)
         let info = try KubernetesExecCredential.ExecInfo(parsing: Self.kubectlInfo)
@@ -37,6 +47,8 @@ import Testing
             try JSONSerialization.jsonObject(with: Data(plain.serialized().utf8)) as? [String: Any])
         #expect(object["apiVersion"] as? String == "client.authentication.k8s.io/v1")
         #expect((object["status"] as? [String: String]) == ["token": "tok"])
-        #expect(!"\(answer)".contains("tok\"") && "\(answer)".contains("token redacted"))
+        let secret = KubernetesExecCredential(token: "sEcReT-7f3a", expiresAt: nil, answering: .init())
+        #expect(!"\(secret)".contains("sEcReT-7f3a") && "\(secret)".contains("token redacted"))
+        #expect(!String(reflecting: secret).contains("sEcReT-7f3a"))
     }
 }

@@ -3,6 +3,7 @@ import MooseHTTP
 import MooseJWT
 import MooseOAuth
 import MooseOAuthSystem
+import MooseResourceServer
 import MooseTestSupport
 import MooseTesting
 import Testing
@@ -254,6 +255,11 @@ struct VerificationKeysTests {
         #expect(try PresentedToken.text(from: Array("Bearer abc.def.ghi\r\n".utf8)) == "abc.def.ghi")
         #expect(try PresentedToken.text(from: Array("bEaReR    abc".utf8)) == "abc")
         #expect(try PresentedToken.text(from: Array("Bearer \tabc".utf8)) == "abc")
+        #expect(try PresentedToken.text(from: Array("Bearer\tabc".utf8)) == "abc")
+        // The same rule as a resource server's (`moose inspect` and `moose verify` agree).
+        for text in ["Bearer\tabc", "bearer \t abc", " BEARER abc\n"] {
+            #expect(try PresentedToken.text(from: Array(text.utf8)) == ResourceServer.accessToken(in: Array(text.utf8)))
+        }
         #expect(try PresentedToken.text(from: Array("Bearerabc".utf8)) == "Bearerabc")
         expectError(VerificationInputError.unusableToken, containing: "empty") {
             _ = try PresentedToken.text(from: Array(" \n\t".utf8))

@@ -17,6 +17,8 @@ import Testing
         #expect(ResourceServer.accessToken(in: Array("Bearer   abc\r\n".utf8)) == "abc")
         #expect(ResourceServer.accessToken(in: Array("bEaReR abc".utf8)) == "abc")
         #expect(ResourceServer.accessToken(in: Array("Bearerabc".utf8)) == "Bearerabc")
+        #expect(ResourceServer.accessToken(in: Array("Bearer\tabc".utf8)) == "abc")
+        #expect(ResourceServer.accessToken(in: Array("Bearer \t abc".utf8)) == "abc")
         #expect(ResourceServer.accessToken(in: Array(" \t\n".utf8)) == nil)
         #expect(ResourceServer.accessToken(in: []) == nil)
         // Not UTF-8: replaced, never passed through as other bytes.
@@ -109,12 +111,14 @@ import Testing
         #expect(server.configuration.issuer == provider.issuer && server.configuration.leeway == 5)
         let principal = try await server.verify(accessToken: try await Self.serviceToken(provider))
         #expect(principal.clientID == "test-service" && principal.verification == .signature)
-        // Another issuer's documents name another issuer: refused before any token arrives.
-        await #expect(throws: OAuthError.self) {
+        // An issuer the transport finds no discovery document for: refused before any token arrives, as
+        // the discovery error it is (the issuer rule and `iss` match are `ProviderMetadata.discover`'s own tests).
+        let refusal = await #expect(throws: OAuthError.self) {
             _ = try await ResourceServer(
                 discovering: "https://elsewhere.test", resource: Harness.resource, algorithms: [.rs256],
                 transport: provider)
         }
+        #expect(refusal?.code == OAuthError.discovery, "\(String(describing: refusal))")
     }
 
     @Test func aVerifierFromTheIssuersDiscoveryIntrospectsOpaqueTokens() async throws {

@@ -7,7 +7,7 @@ import MooseOAuthSystem
 enum CredentialInput {
     /// Standard input, at most `limit` bytes (more is a usage error).
     static func read(limit: Int) throws -> [UInt8] {
-        guard let bytes = Terminal.readStandardInput(limit: limit) else {
+        guard let bytes = try Terminal.readStandardInput(limit: limit) else {
             throw CLIError.usage("standard input is larger than \(limit) bytes")
         }
         return bytes

@@ -164,7 +164,7 @@ struct ExchangeCommand: ParsableCommand {
         let text: String
         if let file = subjectTokenFile {
             if file == "-" {
-                guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
+                guard let bytes = try Terminal.readStandardInput(limit: 1 << 20) else {
                     throw CLIError.usage("standard input is larger than 1 MiB")
                 }
                 text = String(decoding: bytes, as: UTF8.self)

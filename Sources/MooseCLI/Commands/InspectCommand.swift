@@ -271,7 +271,7 @@ struct InspectCommand: ParsableCommand {
                     if token == nil, Terminal.stdinIsTerminal {
                         throw CLIError.usage("no token: pass it as an argument, a file name, or on standard input")
                     }
-                    guard let bytes = Terminal.readStandardInput(limit: PresentedToken.maximumSize) else {
+                    guard let bytes = try Terminal.readStandardInput(limit: PresentedToken.maximumSize) else {
                         throw CLIError.usage("standard input is larger than 1 MiB; that is not a token")
                     }
                     return try PresentedToken.text(from: bytes)

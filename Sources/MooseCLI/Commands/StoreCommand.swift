@@ -172,7 +172,7 @@ struct StoreCommand: ParsableCommand {
             if Terminal.stdinIsTerminal {
                 value = Array(try Terminal.readSecretLine(prompt: "value for \(namespace)/\(name): ").utf8)
             } else {
-                guard let bytes = Terminal.readStandardInput(limit: 16 << 20) else {
+                guard let bytes = try Terminal.readStandardInput(limit: 16 << 20) else {
                     throw CLIError.usage("the value on standard input is larger than 16 MiB")
                 }
                 value = bytes

@@ -180,7 +180,7 @@ struct VerifyCommand: ParsableCommand {
                 throw CLIError.usage(
                     "no token: pipe it in (-), name a variable with --token-env, or pass it as an argument")
             }
-            guard let bytes = Terminal.readStandardInput(limit: 1 << 20) else {
+            guard let bytes = try Terminal.readStandardInput(limit: 1 << 20) else {
                 throw CLIError.usage("standard input is larger than 1 MiB; that is not an access token")
             }
             raw = bytes

@@ -44,25 +44,11 @@ enum Terminal {
     }
 
     /// `text` with every character that could drive a terminal or disguise output shown as a
-    /// visible escape instead: C0 controls (but newline and tab), DEL, C1 controls (U+0080–U+009F,
-    /// CSI included), line separators and bidirectional controls — `ESC` becomes `\u{1b}`.
-    /// Total over any string.
+    /// visible escape instead (`TerminalText.safe`, MooseJWT): C0 controls (but newline and tab), DEL,
+    /// C1 controls (U+0080–U+009F, CSI included), line separators and bidirectional controls — `ESC`
+    /// becomes `\u{1b}`. Total over any string.
     static func safe(_ text: String, keepNewlines: Bool = true) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            let value = scalar.value
-            if value == 0x09 || (value == 0x0A && keepNewlines) {
-                out.unicodeScalars.append(scalar)
-            } else if value < 0x20 || (0x7F...0x9F).contains(value) || (0x2028...0x2029).contains(value)
-                || JSONValue.isBidiControl(value)
-            {
-                out += "\\u{" + String(value, radix: 16) + "}"
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
+        TerminalText.safe(text, keepNewlines: keepNewlines) // the library's rule, which its reports follow too
     }
 
     /// `true` when standard input is a terminal (nothing piped in).
@@ -102,15 +88,16 @@ enum Terminal {
         return String(decoding: line, as: UTF8.self)
     }
 
-    /// Reads standard input up to `limit` bytes; `nil` if there is more than that.
-    static func readStandardInput(limit: Int) -> [UInt8]? {
+    /// Reads standard input up to `limit` bytes; `nil` if there is more than that. A read that fails
+    /// (not the end of input) is an error: never a value cut short taken for the whole.
+    static func readStandardInput(limit: Int) throws -> [UInt8]? {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                return bytes
+                throw CLIError.failed("cannot read standard input (\(String(cString: strerror(errno))))")
             }
             if count == 0 { return bytes }
             bytes.append(contentsOf: buffer[0..<count])

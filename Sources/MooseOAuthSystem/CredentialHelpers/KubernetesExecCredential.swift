@@ -52,7 +52,7 @@ public struct KubernetesExecCredential: Sendable, Hashable, CustomStringConverti
         ///   `maximumSize` bytes); `.unsupportedVersion` when it asks for an API version not in `APIVersion`.
         public init(parsing text: String) throws(CredentialHelperError) {
             guard text.utf8.count <= Self.maximumSize,
-                case .object(let object)? = try? JSONValue(parsing: Array(text.utf8), maximumDepth: 16)
+                case .object(let object)? = try? JSONValue(parsing: Array(text.utf8))
             else {
                 throw CredentialHelperError(
                     CredentialHelperError.malformedInput, "\(Self.environmentVariable) is not a JSON object")

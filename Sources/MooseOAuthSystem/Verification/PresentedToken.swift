@@ -14,7 +14,7 @@ public enum PresentedToken {
     public static let maximumSize = 1 << 20
 
     /// The token in `bytes`: UTF-8 text, surrounding whitespace trimmed, a leading `Bearer ` (any
-    /// case) and the whitespace after it removed.
+    /// ASCII case, followed by a space or a tab) and the whitespace after it removed.
     ///
     /// - Throws: `VerificationInputError.unusableToken` when the bytes are not UTF-8 or nothing is left.
     public static func text(from bytes: [UInt8]) throws(VerificationInputError) -> String {
@@ -23,7 +23,13 @@ public enum PresentedToken {
         }
         var trimmed = Substring(text).drop { $0.isWhitespace }
         while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
-        if trimmed.lowercased().hasPrefix("bearer ") { trimmed = trimmed.dropFirst(7).drop { $0.isWhitespace } }
+        // "Bearer" in any ASCII case, then whitespace (a space or a tab): the rule
+        // `ResourceServer.accessToken(in:)` follows.
+        if trimmed.utf8.prefix(6).map({ $0 | 0x20 }).elementsEqual("bearer".utf8),
+            trimmed.dropFirst(6).first?.isWhitespace == true
+        {
+            trimmed = trimmed.dropFirst(6).drop { $0.isWhitespace }
+        }
         guard !trimmed.isEmpty else {
             throw VerificationInputError(VerificationInputError.unusableToken, "the token is empty")
         }

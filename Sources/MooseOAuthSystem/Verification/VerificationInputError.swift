@@ -9,8 +9,9 @@
 /// catch VerificationInputError.fetchFailed { … }   // the network or the server: try again later
 /// ```
 ///
-/// Messages name the file, URL or issuer concerned and never contain a token or key material; the
-/// text a file or a server supplied is not quoted.
+/// Messages name the file, URL or issuer concerned and never contain a token or key material. The
+/// reasons a JWKS's members were skipped quote their `kid`s (clipped, at most five): escape a message
+/// before it reaches a terminal.
 public struct VerificationInputError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
