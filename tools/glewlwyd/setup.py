@@ -15,12 +15,14 @@ Everything is upserted, so `configure` can run against a fresh or an already con
 Environment: MOOSE_GLEWLWYD_ACCESS_TOKEN_SECONDS (default 60), MOOSE_GLEWLWYD_DPOP_NONCE_COUNTER (default 10),
 MOOSE_GLEWLWYD_LOG_LEVEL (default INFO).
 """
+import http.client
 import http.cookiejar
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -237,11 +239,21 @@ class Admin:
         req = urllib.request.Request(self.base + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", "application/json")
-        try:
-            with self.opener.open(req, timeout=15) as r:
-                status, raw = r.status, r.read()
-        except urllib.error.HTTPError as e:
-            status, raw = e.code, e.read()
+        # Glewlwyd sometimes drops a connection without an answer while it resets a plugin (seen once in
+        # CI, seconds after a restart, on PUT …/reset): an idempotent call is tried again, up to 3 times.
+        tries = 3 if method in ("GET", "PUT", "DELETE") else 1
+        for attempt in range(tries):
+            try:
+                with self.opener.open(req, timeout=15) as r:
+                    status, raw = r.status, r.read()
+                break
+            except urllib.error.HTTPError as e:
+                status, raw = e.code, e.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, urllib.error.URLError):
+                if attempt == tries - 1:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
         if status not in ok:
             raise RuntimeError(f"{method} {path} -> {status} {raw[:2000]!r}")
         try:
