@@ -39,11 +39,12 @@ extension TokenSet {
             scheme == "https" || scheme == "http", target.host != nil
         else {
             throw OAuthError(
-                OAuthError.invalidConfiguration, "the request URL \(Self.clipped(url)) is not an absolute http(s) URL")
+                OAuthError.invalidConfiguration, "the request URL \(url.clipped(to: 64)) is not an absolute http(s) URL"
+            )
         }
         guard let htm = HTTPRequest.Method(method.uppercased()) else {
             throw OAuthError(
-                OAuthError.invalidConfiguration, "the request method \(Self.clipped(method)) is not an HTTP method")
+                OAuthError.invalidConfiguration, "the request method \(method.clipped(to: 64)) is not an HTTP method")
         }
         // NQCHAR = %x21 / %x23-5B / %x5D-7E (RFC 9449 §8.1).
         if let nonce,
@@ -55,10 +56,5 @@ extension TokenSet {
         }
         return try key.proof(
             method: htm, url: target, accessToken: bindsAccessToken ? accessToken : nil, nonce: nonce, at: date)
-    }
-
-    /// `text` as an error message quotes it: at most 64 characters, then "…".
-    private static func clipped(_ text: String) -> String {
-        text.count > 64 ? String(text.prefix(64)) + "…" : text
     }
 }

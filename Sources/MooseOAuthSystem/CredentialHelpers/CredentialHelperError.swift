@@ -1,3 +1,5 @@
+import MooseOAuth // String.clipped(to:)
+
 /// Why a credential helper exchange failed: what git (git-credential(1)), docker (docker-credential-helpers)
 /// or kubectl (client-go's exec credential plugins) handed over could not be read, or the answer cannot
 /// carry what it would have to.
@@ -51,6 +53,6 @@ public struct CredentialHelperError: Error, Sendable, CustomStringConvertible {
 
     /// `text` as an error message may quote it: at most 64 characters of it, then `…`.
     static func quoted(_ text: String) -> String {
-        text.count > 64 ? String(text.prefix(64)) + "…" : text
+        text.clipped(to: 64)
     }
 }

@@ -135,7 +135,7 @@ public struct VerificationKeys: Sendable {
         }
         guard !set.keys.isEmpty else {
             // The reasons quote the document's own `kid`s: each clipped, and at most five of them.
-            let shown = set.skipped.prefix(5).map { $0.count > 120 ? String($0.prefix(120)) + "…" : $0 }
+            let shown = set.skipped.prefix(5).map { $0.clipped(to: 120) }
             let more = set.skipped.count > 5 ? "; and \(set.skipped.count - 5) more" : ""
             let reasons = set.skipped.isEmpty ? "" : " (skipped: " + shown.joined(separator: "; ") + more + ")"
             throw VerificationInputError(VerificationInputError.unusableKey, "\(source) holds no usable key\(reasons)")
