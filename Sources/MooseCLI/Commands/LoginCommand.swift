@@ -155,25 +155,6 @@ struct LoginCommand: ParsableCommand {
             valueName: "SECONDS"))
     var timeout: Double?
 
-    /// `body`, given up after `seconds` (none: no limit of ours) with "no approval within …".
-    static func within<T: Sendable>(_ seconds: Double?, _ body: @escaping @Sendable () async throws -> T) async throws
-        -> T
-    {
-        guard let seconds else { return try await body() }
-        return try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(nanoseconds: UInt64(min(max(seconds, 0), 86_400) * 1e9))
-                throw CLIError.failed(
-                    "no approval within \(DurationText.describe(seconds)) (--timeout); run the same moose login --device command again (a new code)"
-                )
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw CancellationError() }
-            return first
-        }
-    }
-
     func run() throws {
         // The config file first: its profile settings and store count for every command, and a
         // file that does not parse is an error before anything else happens.
@@ -325,99 +306,45 @@ struct LoginCommand: ParsableCommand {
         }
     }
 
+    /// The library's terminal sign-in, set by the options.
+    func signIn(port: UInt16? = nil) -> TerminalSignIn {
+        var signIn = TerminalSignIn(
+            name: "moose", opensBrowser: !noBrowser, paste: paste ? .always : .whenNoBrowser, port: port ?? 0,
+            timeout: timeout)
+        signIn.retry = "run the same moose login --device command again"
+        return signIn
+    }
+
     /// The device flow (RFC 8628): the code and how long it lives on the terminal, the page in the browser.
     func deviceLogin(manager: TokenManager, parameters: AuthorizationParameters, issuer: String) throws {
-        let progress = Mutex<Progress?>(nil)
-        let noBrowser = self.noBrowser
-        let method = TokenManager.LoginMethod.device { device in
-            for line in DeviceCodeBanner.lines(
-                userCode: device.userCode, verificationURI: device.verificationURI.absoluteString,
-                complete: device.verificationURIComplete?.absoluteString,
-                expiresIn: device.expiresAt.timeIntervalSinceNow)
-            {
-                Terminal.outPreSanitizedError(line)
-            }
-            // The browser opens the page (with the code, when the provider gives that URI), as for
-            // the code flow: only an https page, or plain http on this machine.
-            let page = device.verificationURIComplete ?? device.verificationURI
-            if !noBrowser, TransportSecurity.permits(page) { openBrowser(page) }
-            if Progress.isInteractive {
-                progress.withLock { $0 = Progress("Waiting for approval", until: device.expiresAt) }
-            } else {
-                Terminal.error("Waiting for approval…")
-            }
-        }
-        defer { progress.withLock { $0?.stop() } }
-        let limit = timeout
+        let signIn = self.signIn()
         do {
-            try CLIBlocking.run {
-                _ = try await Self.within(limit) { try await manager.login(with: method, parameters: parameters) }
-            }
+            try CLIBlocking.run { _ = try await signIn.logInWithDevice(manager, parameters: parameters) }
         } catch let error as OAuthError where error.code == OAuthError.missingEndpoint {
             // Usage: the command needs an option the provider's metadata did not fill in (exit 2).
             throw CLIError.usage(
                 "\(Terminal.safe(issuer))'s discovery document lists no device authorization endpoint; "
                     + "name it with --device-endpoint URL (the provider's documentation gives it)")
+        } catch let error as OAuthError where error.code == OAuthError.timedOut && timeout != nil {
+            throw CLIError.failed(
+                error.message + " (--timeout); run the same moose login --device command again (a new code)")
         }
     }
 
-    /// Authorization code + PKCE through the browser and the loopback redirect, or a pasted address.
-    /// No silent waits: when no browser command could start, a terminal offers the paste prompt and a
-    /// login without one ends at once, saying how to paste.
+    /// Authorization code + PKCE through the browser and the loopback redirect, or a pasted address
+    /// (the library's `TerminalSignIn`: no silent waits).
     func browserLogin(manager: TokenManager, parameters: AuthorizationParameters, port: UInt16?) throws {
-        let metadata = try CLIBlocking.run { try await manager.metadata() }
-        let noBrowser = self.noBrowser
-        let timeout = self.timeout ?? 300
-        let progress = ProgressSlot()
-        let deadline = Date().addingTimeInterval(timeout)
-        let atTerminal = Terminal.stdinIsTerminal
-        let pasting = paste || (noBrowser && atTerminal)
-        let browserGone = BrowserGone()
+        let signIn = self.signIn(port: port)
+        let pasting = paste || (noBrowser && Terminal.stdinIsTerminal)
         if noBrowser, !pasting {
             Terminal.error(
                 "moose: standard input is not a terminal, so no address can be pasted here (--paste reads it from "
                     + "standard input); waiting for the browser to come back to 127.0.0.1")
         }
-        // RFC 9207: a provider that promises `iss` needs the whole address pasted, not the code alone.
-        let requiresAddress = metadata.authorizationResponseIssParameterSupported == true
-        let prompt = Self.pastePrompt(requiresAddress: requiresAddress, provider: metadata.issuer)
-        let agent = try LoopbackUserAgent(port: port ?? 0, timeout: timeout) { url in
-            Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
-            if !noBrowser { openBrowser(url) { browserGone.signal() } }
-            if pasting {
-                Terminal.error(prompt) // no spinner: it would write over what the person types
-            } else if Progress.isInteractive {
-                progress.start("Waiting for the browser to come back to 127.0.0.1 (Ctrl-C to cancel)", until: deadline)
-            } else {
-                Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
-            }
-        }
-        defer { progress.stop() }
-        let tell: @Sendable (String) -> Void = { Terminal.error("moose: " + $0) }
-        let userAgent: any ExternalUserAgent
-        if pasting {
-            userAgent = PasteUserAgent(loopback: agent, requiresAddress: requiresAddress, tell: tell)
-        } else if !noBrowser, atTerminal {
-            // The paste prompt, offered only once no browser could start.
-            let afterNoBrowser: @Sendable () -> String? = {
-                browserGone.wait()
-                progress.stop()
-                Terminal.error("No browser could be started. " + prompt)
-                return Swift.readLine(strippingNewline: true)
-            }
-            userAgent = PasteUserAgent(
-                loopback: agent, requiresAddress: requiresAddress, readLine: afterNoBrowser, tell: tell)
-        } else {
-            userAgent = agent
-        }
-        let method = TokenManager.LoginMethod.userAgent(userAgent, redirectURI: agent.redirectURI)
         let pushed: PushedAuthorizationPolicy = noPAR ? .never : .whenAdvertised
-        let endsWithoutBrowser = !noBrowser && !pasting && !atTerminal
         do {
             try CLIBlocking.run {
-                try await browserGone.ending(endsWithoutBrowser) {
-                    _ = try await manager.login(with: method, parameters: parameters, pushedAuthorization: pushed)
-                }
+                _ = try await signIn.logIn(manager, parameters: parameters, pushedAuthorization: pushed)
             }
         } catch let error as OAuthError where error.code == OAuthError.timedOut && pasting {
             // Not "add --no-browser and paste": this login was taking a pasted address already.
@@ -430,20 +357,12 @@ struct LoginCommand: ParsableCommand {
             throw CLIError.usage(
                 error.message
                     + ": run the same moose login command again and paste the whole address the browser ends on")
+        } catch let error as OAuthError where error.code == OAuthError.noBrowser {
+            throw CLIError.failed(
+                error.message + ": run the same moose login command with --paste (it prints a new URL to open in "
+                    + "any browser, and reads the address the browser ends on from standard input), or with "
+                    + "--device, or set BROWSER to a browser command")
         }
-    }
-
-    /// What a person pasting is asked for: the whole address when the provider names itself in it
-    /// (RFC 9207 `iss`), else the address or only the code.
-    static func pastePrompt(requiresAddress: Bool, provider: String) -> String {
-        guard requiresAddress else {
-            return "If the browser is on another machine, sign in there, then paste the address it ends on "
-                + "(http://127.0.0.1:…/callback?code=…; that page does not load there) or only the code, and press Enter:"
-        }
-        return "If the browser is on another machine, sign in there, then paste the whole address it ends on "
-            + "(http://127.0.0.1:…/callback?code=…&iss=…; that page does not load there), and press Enter. "
-            + "The whole address, not only the code: \(Terminal.safe(provider)) names itself in it (RFC 9207 iss), "
-            + "and a code alone cannot prove which provider sent it:"
     }
 
     /// One line says who logged in, read from the session the manager stored.

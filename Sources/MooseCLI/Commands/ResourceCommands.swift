@@ -46,22 +46,10 @@ struct ResourceLogin {
         } catch {
             throw OAuthContext.fail(error)
         }
-        let noBrowser = self.noBrowser
-        // No silent wait: with no browser that could start and no terminal, the login ends at once.
-        let browserGone = BrowserGone()
-        let method = TokenManager.LoginMethod.loopback(port: port, timeout: timeout) { url in
-            Terminal.error("Open this URL to sign in:\n  \(url.absoluteString)")
-            if !noBrowser { openBrowser(url) { browserGone.signal() } }
-            Terminal.error("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
-        }
+        let signIn = TerminalSignIn(
+            name: "moose", opensBrowser: !noBrowser, paste: .never, port: port, timeout: timeout)
         do {
-            let summary = try CLIBlocking.run {
-                try await browserGone.ending(
-                    !noBrowser && !Terminal.stdinIsTerminal,
-                    way: "set BROWSER to a browser command, or run the same command at a terminal and open the URL it "
-                        + "prints in a browser on this machine"
-                ) { try await manager.login(with: method) }
-            }
+            let summary = try CLIBlocking.run { try await signIn.logIn(manager) }
             loggedIn = true
             // The manager stored the session with its plan (issuer, client, resource): token, refresh
             // and logout find it there.
@@ -74,6 +62,10 @@ struct ResourceLogin {
                     + "\(expiryText(session.tokens)); scopes: \(summary.scopes.joined(separator: " "))\(registered)")
         } catch let error as CLIError {
             throw error
+        } catch let error as OAuthError where error.code == OAuthError.noBrowser {
+            throw CLIError.failed(
+                error.message + ": set BROWSER to a browser command, or run the same command at a terminal and "
+                    + "open the URL it prints in a browser on this machine")
         } catch {
             throw OAuthContext.fail(error)
         }

@@ -36,7 +36,7 @@ extension OAuthError {
         workloadIdentity, accessDenied, stateMismatch, invalidIDToken, expiredToken, timedOut, invalidConfiguration,
         subjectMismatch, needsLogin, storeUnavailable, renewalRefused, sessionDamaged, insecureEndpoint, unsafeValue,
         issuerMismatchInResponse, storageConflict, leaseLost, leaseBusy, pkceNotSupported, registration, refreshLimit,
-        offline, insufficientScope, tokenRejected, pasteRefused
+        offline, insufficientScope, tokenRejected, pasteRefused, noBrowser
     ]
 
     /// The class of `code` (an unknown code — an app's own — is `misconfigured`).
@@ -49,7 +49,7 @@ extension OAuthError {
         // A login nobody finished (`timedOut`): the person acts again — or the provider refused the redirect
         // URI in the browser, which no retry mends.
         case invalidGrant, needsLogin, sessionDamaged, accessDenied, expiredToken, insufficientScope, pasteRefused,
-            timedOut:
+            timedOut, noBrowser:
             .needsLogin
         case invalidResponse, unsafeValue, stateMismatch, invalidIDToken, subjectMismatch, issuerMismatchInResponse:
             .protocolViolation

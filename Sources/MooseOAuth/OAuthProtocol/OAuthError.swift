@@ -113,6 +113,9 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let timedOut = Code(name: "timedOut")
     /// The person pasted `PasteUserAgent.maximumTries` lines, none of them this login's redirect or code.
     public static let pasteRefused = Code(name: "pasteRefused")
+    /// No browser could be started for a login and there is no terminal to paste the address into:
+    /// nothing can bring the redirect, so the login ended at once (MooseOAuthSystem's `TerminalSignIn`).
+    public static let noBrowser = Code(name: "noBrowser")
     /// A configuration or argument problem on the client side.
     public static let invalidConfiguration = Code(name: "invalidConfiguration")
     /// The UserInfo `sub` is not the ID token's `sub` (OIDC Core 5.3.2).

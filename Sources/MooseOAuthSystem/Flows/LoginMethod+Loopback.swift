@@ -49,7 +49,10 @@ public struct LoopbackPreparation: UserAgentPreparation {
     /// Binds the listener.
     ///
     /// - Throws: `OAuthError.invalidConfiguration` when the port cannot be bound.
-    public func prepare() async throws -> PreparedUserAgent {
+    public func prepare() async throws -> PreparedUserAgent { try prepareLoopback().prepared }
+
+    /// Binds the listener: the agent itself (for an agent around it) and what `prepare()` returns.
+    func prepareLoopback() throws -> (agent: LoopbackUserAgent, prepared: PreparedUserAgent) {
         let loopback = try LoopbackUserAgent(port: port, timeout: timeout, open: open)
         let redirectURI = loopback.redirectURI
         var registrationURIs = [redirectURI.absoluteString]
@@ -57,6 +60,8 @@ public struct LoopbackPreparation: UserAgentPreparation {
             portless.port = nil
             if let text = portless.string { registrationURIs.insert(text, at: 0) }
         }
-        return PreparedUserAgent(agent: loopback, redirectURI: redirectURI, registrationURIs: registrationURIs)
+        return (
+            loopback, PreparedUserAgent(agent: loopback, redirectURI: redirectURI, registrationURIs: registrationURIs)
+        )
     }
 }
