@@ -15,12 +15,14 @@ struct DeviceLoginCLITests {
                 "login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
                 "--device-endpoint", TestIdentityProvider.issuer + "/device-authorization/", "--timeout", "3"
             ],
-            environment: environment, timeout: 30)
+            environment: environment, timeout: 90)
         #expect(login.status == 1, "\(login.status) \(login.stdout) \(login.stderr)")
         #expect(login.stderr.contains("no approval within 3s"), "\(login.stderr)")
         // The next step repeats this command (a plain `moose login` would open a browser login instead).
         #expect(login.stderr.contains("run the same moose login --device command again"), "\(login.stderr)")
-        #expect(Date().timeIntervalSince(started) < 20, "--timeout 3 was not applied to --device")
+        // The code lives for minutes: well under that is --timeout's doing, however loaded the machine (one
+        // with the whole suite and a release build running took 21 s).
+        #expect(Date().timeIntervalSince(started) < 60, "--timeout 3 was not applied to --device")
     }
 
     /// Issue "The second hour", §1: `moose login --device` opens the verification page with

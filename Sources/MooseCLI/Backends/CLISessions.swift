@@ -219,3 +219,65 @@ struct FirstStore {
         for folder in folders { rmdir(folder) }
     }
 }
+
+extension CLISessions {
+    /// The file store's namespace where an earlier version's logout kept the plans of profiles logged
+    /// out of: a plain `moose login` of such a profile logs in again as before.
+    static let keptPlans = "moose.plan"
+
+    /// Whether `profile`'s row holds a session (a damaged one too), not only the plan a logout kept.
+    func holdsSession(_ profile: String) -> Bool {
+        do { return try load(profile).map { !$0.session.isLoggedOut } ?? false } catch { return true }
+    }
+
+    /// The plan a plain `moose login --profile` of `profile` follows where neither an option nor the
+    /// config file says otherwise — one rule for every command that shows or uses it: the plan of the
+    /// row in `store` (its session's, or the one `moose logout` kept there, which every machine sharing
+    /// the store reads), else the settings file beside the config (`KeptSettings`, which outlives a lost
+    /// key or a damaged row), else the file store's namespace where an earlier version's logout kept it.
+    /// Nothing is created; a store not there yet, or one that cannot be opened, leaves the settings file.
+    static func plan(of profile: String, store: StoreOptions) -> Profile? {
+        if let sessions = try? openIfPresent(store) { return sessions.plan(of: profile) }
+        return KeptSettings.plan(profile, store: store)
+    }
+
+    /// `plan(of:store:)` in this store.
+    func plan(of profile: String) -> Profile? {
+        if let row = try? load(profile)?.session { return Profile.of(row, key: profile) }
+        if let plan = KeptSettings.plan(profile, store: options) { return plan }
+        guard let store = fileStore,
+            let bytes = try? store.get(namespace: Self.keptPlans, name: profile),
+            var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes))
+        else { return nil }
+        plan.name = profile
+        return plan
+    }
+
+    /// The profiles whose plans are kept (rows a logout left, the settings file, and the file store of
+    /// earlier versions), by name.
+    func keptProfiles() -> [String] {
+        let stored = fileStore.flatMap { try? $0.list(namespace: Self.keptPlans) }?.map(\.name) ?? []
+        let loggedOut = ((try? keys()) ?? []).filter { !holdsSession($0) }
+        return Set(stored).union(loggedOut).union(KeptSettings.profiles(store: options).keys).sorted()
+    }
+}
+
+extension CLISessions {
+    /// The profiles `store` knows, by name: `sessions` (rows that hold a session, damaged ones too) and
+    /// `kept` (logged out of, or kept in the settings file: settings and no session). A store not there
+    /// yet has only the settings file's; one that cannot be opened or listed throws.
+    static func profiles(in store: StoreOptions) throws -> (sessions: [String], kept: [String]) {
+        guard let opened = try openIfPresent(store) else {
+            return ([], KeptSettings.profiles(store: store).keys.sorted())
+        }
+        let kept = opened.keptProfiles()
+        return (try opened.keys().filter { !kept.contains($0) || opened.holdsSession($0) }, kept)
+    }
+
+    /// Every profile name `store` knows (`profiles(in:)`), or the settings file's alone when the store
+    /// cannot be read: for `moose profile use` and a TAB press, which say nothing of a store fault.
+    static func profileNames(in store: StoreOptions) -> [String] {
+        guard let known = try? profiles(in: store) else { return Array(KeptSettings.profiles(store: store).keys) }
+        return known.sessions + known.kept
+    }
+}

@@ -206,8 +206,7 @@ struct ExchangeCommand: ParsableCommand {
                 "issued_token_type": .string(tokens.issuedTokenType)
             ]
             // As `moose token --format json`: Unix seconds.
-            object["expires_at"] =
-                tokens.expiresAt.map { .number(JSONNumber(Int64(saturating: $0.timeIntervalSince1970))) } ?? .null
+            object["expires_at"] = .unixSeconds(tokens.expiresAt)
             object["scopes"] = .array(tokens.scopes.map { .string($0) })
             Terminal.out(JSONValue.object(object).serialized())
         } else {

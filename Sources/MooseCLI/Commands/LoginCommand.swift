@@ -163,7 +163,7 @@ struct LoginCommand: ParsableCommand {
         if let resource, issuer == nil, resolved.settings?.issuer == nil {
             try ResourceLogin(
                 store: resolved.store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
-                noBrowser: noBrowser, port: port ?? 0, timeout: timeout ?? 300
+                noBrowser: noBrowser, port: port, timeout: timeout
             ).run()
             return
         }
@@ -309,7 +309,7 @@ struct LoginCommand: ParsableCommand {
     /// The library's terminal sign-in, set by the options.
     func signIn(port: UInt16? = nil) -> TerminalSignIn {
         var signIn = TerminalSignIn(
-            name: "moose", opensBrowser: !noBrowser, paste: paste ? .always : .whenNoBrowser, port: port ?? 0,
+            name: "moose", opensBrowser: !noBrowser, paste: paste ? .always : .whenNoBrowser, port: port,
             timeout: timeout)
         signIn.retry = "run the same moose login --device command again"
         return signIn
@@ -387,50 +387,6 @@ struct LoginCommand: ParsableCommand {
         Terminal.out(
             "Logged in to \(settings.issuer) as \(who) (profile \(settings.name)); access token \(expiryText(tokens)); "
                 + "scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
-    }
-}
-
-extension LoginCommand {
-    /// The file store's namespace of the plans of profiles logged out of: a plain `moose login` of
-    /// such a profile logs in again as before (issuer, client, its authentication by reference).
-    static let keptPlans = "moose.plan"
-}
-
-extension CLISessions {
-    /// Whether `profile`'s row holds a session (a damaged one too), not only the plan a logout kept.
-    func holdsSession(_ profile: String) -> Bool {
-        do { return try load(profile).map { !$0.session.isLoggedOut } ?? false } catch { return true }
-    }
-
-    /// The plan a plain `moose login --profile` of `profile` follows where neither an option nor the
-    /// config file says otherwise — one rule for every command that shows or uses it: the plan of the
-    /// row in `store` (its session's, or the one `moose logout` kept there, which every machine sharing
-    /// the store reads), else the settings file beside the config (`KeptSettings`, which outlives a lost
-    /// key or a damaged row), else the file store's namespace where an earlier version's logout kept it.
-    /// Nothing is created; a store not there yet, or one that cannot be opened, leaves the settings file.
-    static func plan(of profile: String, store: StoreOptions) -> Profile? {
-        if let sessions = try? openIfPresent(store) { return sessions.plan(of: profile) }
-        return KeptSettings.plan(profile, store: store)
-    }
-
-    /// `plan(of:store:)` in this store.
-    func plan(of profile: String) -> Profile? {
-        if let row = try? load(profile)?.session { return Profile.of(row, key: profile) }
-        if let plan = KeptSettings.plan(profile, store: options) { return plan }
-        guard let store = fileStore,
-            let bytes = try? store.get(namespace: LoginCommand.keptPlans, name: profile),
-            var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes))
-        else { return nil }
-        plan.name = profile
-        return plan
-    }
-
-    /// The profiles whose plans are kept (rows a logout left, the settings file, and the file store of
-    /// earlier versions), by name.
-    func keptProfiles() -> [String] {
-        let stored = fileStore.flatMap { try? $0.list(namespace: LoginCommand.keptPlans) }?.map(\.name) ?? []
-        let loggedOut = ((try? keys()) ?? []).filter { !holdsSession($0) }
-        return Set(stored).union(loggedOut).union(KeptSettings.profiles(store: options).keys).sorted()
     }
 }
 

@@ -32,19 +32,13 @@ struct ProfileCommand: ParsableCommand {
 
         func run() throws {
             let config = try CLIConfig.load()
-            let active = CLIConfig.profileName(nil)
-            var sessions: [String] = []
-            // The settings file beside the config keeps profiles even when the store cannot be opened.
-            var kept: [String] = KeptSettings.profiles(store: store).keys.sorted()
-            // A store that is there but cannot be read is said after the list (exit 1), never taken for
-            // "no profiles": what the config and the kept settings say is still listed.
+            let active = config.profileName()
+            // The settings file beside the config keeps profiles even when the store cannot be opened. A
+            // store that is there but cannot be read is said after the list (exit 1), never taken for "no
+            // profiles": what the config and the kept settings say is still listed.
+            var (sessions, kept): ([String], [String]) = ([], KeptSettings.profiles(store: store).keys.sorted())
             var fault: (any Error)?
-            do {
-                if let opened = try CLISessions.openIfPresent(store) {
-                    kept = opened.keptProfiles()
-                    sessions = try opened.keys().filter { !kept.contains($0) || opened.holdsSession($0) }
-                }
-            } catch { fault = error }
+            do { (sessions, kept) = try CLISessions.profiles(in: store) } catch { fault = error }
             let names = Set(config.profiles.keys).union(sessions).union(kept).sorted()
             if names.isEmpty, fault == nil {
                 // First contact (no config file, no store): none yet, and how to make one — not an error.
@@ -89,7 +83,7 @@ struct ProfileCommand: ParsableCommand {
                 throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
             }
             var object: JSONObject = ["name": .string(name), "store": .string(try store.resolvedStorePath)]
-            object["session"] = stored.map { .string($0.state == .active ? "active" : "needs login") } ?? .null
+            object["session"] = .string(stored.map { $0.state == .active ? "active" : "needs login" })
             // What a plain `moose login --profile NAME` does: the library's resolution of the config's
             // profile over the kept plan (SessionPlan.resolve); a config section that does not say enough
             // to log in yet is shown as it is.
@@ -145,10 +139,7 @@ struct ProfileCommand: ParsableCommand {
             // Only a profile that exists: in the config file, or as a session in the store.
             if config.profiles[name] == nil {
                 let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
-                let opened = try? CLISessions(options: options, create: false)
-                let sessions =
-                    (opened.flatMap { try? $0.keys() } ?? [])
-                    + (opened?.keptProfiles() ?? Array(KeptSettings.profiles(store: options).keys))
+                let sessions = CLISessions.profileNames(in: options)
                 guard sessions.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
                     let known = Set(config.profiles.keys).union(sessions).sorted()
                     throw CLIError.usage(
@@ -179,9 +170,7 @@ enum ProfileNames {
         var sessions: [String] = []
         let options = StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil)
         // A file store only: a tab press never opens a database connection.
-        if (try? options.isPostgres) == false, let opened = try? CLISessions(options: options, create: false) {
-            sessions = ((try? opened.keys()) ?? []) + opened.keptProfiles()
-        }
+        if (try? options.isPostgres) == false { sessions = CLISessions.profileNames(in: options) }
         // Only names a shell can take as one word: no spaces, quotes or control characters.
         return Set(config.profiles.keys).union(sessions)
             .filter { name in

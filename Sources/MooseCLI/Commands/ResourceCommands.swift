@@ -19,8 +19,8 @@ struct ResourceLogin {
     let clientID: String?
     let scopes: [String]
     let noBrowser: Bool
-    let port: UInt16
-    let timeout: Double
+    let port: UInt16?
+    let timeout: Double?
 
     func run() throws {
         let canonical: String
@@ -136,12 +136,12 @@ struct MCPCommand: ParsableCommand {
         @Flag(name: .customLong("no-browser"), help: "Print the URL instead of opening a browser.") var noBrowser =
             false
         @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16?
-        @Option(help: "Seconds to wait for the user.") var timeout: Double = 300
+        @Option(help: "Seconds to wait for the user (default 300).") var timeout: Double?
 
         func run() throws {
             try ResourceLogin(
                 store: store, resource: serverURL, profile: profile, clientID: clientID, scopes: scope,
-                noBrowser: noBrowser, port: port ?? 0, timeout: timeout
+                noBrowser: noBrowser, port: port, timeout: timeout
             ).run()
         }
     }

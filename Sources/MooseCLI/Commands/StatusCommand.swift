@@ -63,7 +63,7 @@ struct StatusCommand: ParsableCommand {
                     "has_refresh_token": .bool(tokens.refreshToken != nil),
                     "resource": .string(session.resource)
                 ]
-                object["expires_at"] = tokens.expiresAt.map { .string(ISO8601.string(from: $0)) } ?? .null
+                object["expires_at"] = .string(tokens.expiresAt.map(ISO8601.string(from:)))
                 items.append(.object(object))
             } else {
                 let grant = session.renewsWithoutAPerson

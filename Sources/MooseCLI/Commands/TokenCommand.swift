@@ -179,7 +179,7 @@ struct TokenCommand: ParsableCommand {
                     "token": .string(value), "token_type": .string(tokenType),
                     "scopes": .array(tokens.scopes.map { .string($0) })
                 ]
-                object["expires_at"] = expiresAt.map { .number(JSONNumber($0)) } ?? .null
+                object["expires_at"] = .unixSeconds(printedExpiry)
                 Terminal.out(JSONValue.object(object).serialized())
             case .execCredential:
                 Terminal.out(try ExecCredential.document(token: value, expiresAt: printedExpiry))

@@ -196,11 +196,7 @@ struct VerifyCommand: ParsableCommand {
         let algorithms = alg.isEmpty ? JWTAlgorithm.asymmetric : Set(alg.compactMap(JWTAlgorithm.init(rawValue:)))
         // --introspect comes with --client-id and its secret (validate()). Neither the secret nor the
         // token is kept: one process, one check.
-        let introspection =
-            introspect
-            ? ResourceServer.IntrospectionClient(
-                clientID: clientID ?? "", clientSecret: try clientSecret(),
-                authentication: clientAuth == "post" ? .post : .basic) : nil
+        let introspection = try introspectionClient()
         let (issuer, audience, leeway) = (self.issuer, self.audience, self.leeway)
         let tokenTypes = tokenType.isEmpty ? ["at+jwt"] : tokenType
         do {
@@ -235,8 +231,10 @@ struct VerifyCommand: ParsableCommand {
         }
     }
 
-    /// The introspection client's secret, from its variable or file (whitespace around it dropped).
-    func clientSecret() throws -> String {
+    /// The introspection client `--introspect` names (validate() makes sure of its id and secret), or
+    /// `nil` without it. Its secret is read from its variable or file, whitespace around it dropped.
+    func introspectionClient() throws -> ResourceServer.IntrospectionClient? {
+        guard introspect, let clientID else { return nil }
         let text: String
         if let variable = clientSecretEnv {
             guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
@@ -244,14 +242,17 @@ struct VerifyCommand: ParsableCommand {
                     "the environment variable \(Terminal.safe(variable)) (the client secret) is not set")
             }
             text = value
-        } else {
-            let path = clientSecretFile ?? ""
+        } else if let path = clientSecretFile {
             text = String(
                 decoding: try KeyLoading.readFile(path, what: "client secret file", limit: 64 * 1024), as: UTF8.self)
+        } else {
+            throw CLIError.usage(
+                "--introspect needs the client's secret: --client-secret-env VAR or --client-secret-file FILE")
         }
         let secret = text.trimmingASCIIWhitespace()
         guard !secret.isEmpty else { throw CLIError.usage("the client secret is empty") }
-        return secret
+        return ResourceServer.IntrospectionClient(
+            clientID: clientID, clientSecret: secret, authentication: clientAuth == "post" ? .post : .basic)
     }
 
     /// A refused token: the code and reason on standard error (and `--json` on standard output), exit

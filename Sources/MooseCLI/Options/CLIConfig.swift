@@ -47,12 +47,6 @@ enum CLIConfig {
         }
     }
 
-    /// The profile a command works on: `--profile`, else the file's `default`, else "default".
-    static func profileName(_ option: String?) -> String {
-        if let option { return option }
-        return (try? load())?.defaultProfile ?? "default"
-    }
-
     /// What a session command works on, read from the config file once: the profile (`--profile`,
     /// else the file's `default`, else "default"), its settings there, and the store — `--store`,
     /// else `$MOOSE_STORE`, else the profile's `store`, else the default file. A config file that
@@ -60,7 +54,7 @@ enum CLIConfig {
     static func resolve(_ option: String?, store: StoreOptions) throws -> ResolvedProfile {
         if let option { try checkName(option) }
         let config = try load()
-        let name = option ?? config.defaultProfile ?? "default"
+        let name = config.profileName(option)
         let settings = config.profiles[name]
         var store = store
         if store.storePath == nil, getenv("MOOSE_STORE") == nil, let path = settings?.store, !path.isEmpty {

@@ -176,12 +176,12 @@ public struct ProfileFile: Sendable, Equatable {
     /// - Parameter name: the profile; `nil`: the file's `default`, else `"default"`.
     /// - Returns: the plan, or `nil` when the file has no such profile or it lacks `issuer` or `client_id`.
     public func plan(for name: String? = nil) -> SessionPlan? {
-        let name = name ?? defaultProfile ?? "default"
+        let name = profileName(name)
         guard let settings = profiles[name], let issuer = settings.issuer, let clientID = settings.clientID else {
             return nil
         }
         var plan = SessionPlan(
-            name: name, issuer: issuer, clientID: clientID, scopes: settings.scopes ?? ["openid", "profile", "email"],
+            name: name, issuer: issuer, clientID: clientID, scopes: settings.scopes ?? SessionPlan.defaultScopes,
             credential: settings.clientSecretFile.map { .secretFile($0, sending: .basic) } ?? .none)
         plan.resource = settings.resource
         plan.dpop = settings.dpop
@@ -189,6 +189,13 @@ public struct ProfileFile: Sendable, Equatable {
         plan.provider.publicKeyPins = settings.publicKeyPins ?? []
         return plan
     }
+
+    /// The profile a command or an app works on: `name` when one is given, else the file's `default`,
+    /// else `"default"` — the one rule wherever a profile is chosen.
+    ///
+    /// - Parameter name: the profile asked for (a `--profile` option); `nil`: none.
+    /// - Returns: the profile's name.
+    public func profileName(_ name: String? = nil) -> String { name ?? defaultProfile ?? "default" }
 
     /// The profile for `host` (exact, case-insensitive; with or without a port).
     public func profile(forHost host: String) -> String? {

@@ -50,8 +50,8 @@ public struct TerminalSignIn: Sendable {
     public var opensBrowser: Bool
     /// When a pasted address is taken (default `.whenNoBrowser`).
     public var paste: Paste
-    /// The loopback port of the redirect; 0 (the default): a random free one.
-    public var port: UInt16
+    /// The loopback port of the redirect; `nil` (the default): a random free one.
+    public var port: UInt16?
     /// Seconds the person has; `nil` (the default): 300 for a browser login, the device code's own
     /// lifetime for a device login.
     public var timeout: TimeInterval?
@@ -70,11 +70,11 @@ public struct TerminalSignIn: Sendable {
     ///   - name: the app's name, which starts its notes.
     ///   - opensBrowser: whether the system browser is opened.
     ///   - paste: when a pasted address is taken.
-    ///   - port: the loopback port (0: a random free one).
+    ///   - port: the loopback port (`nil`: a random free one).
     ///   - timeout: seconds the person has (`nil`: see `timeout`).
     ///   - console: the terminal.
     public init(
-        name: String, opensBrowser: Bool = true, paste: Paste = .whenNoBrowser, port: UInt16 = 0,
+        name: String, opensBrowser: Bool = true, paste: Paste = .whenNoBrowser, port: UInt16? = nil,
         timeout: TimeInterval? = nil, console: TerminalConsole = .standard
     ) {
         self.name = name
@@ -145,7 +145,8 @@ public struct TerminalSignIn: Sendable {
         let console = self.console, opens = opensBrowser, name = self.name, timeout = self.timeout ?? 300
         let browser = self.browser
         let prompt = Self.pastePrompt(requiresAddress: requiresAddress, provider: provider)
-        var preparation = TerminalPreparation(port: port, timeout: timeout, requiresAddress: requiresAddress) { url in
+        var preparation = TerminalPreparation(port: port ?? 0, timeout: timeout, requiresAddress: requiresAddress) {
+            url in
             console.say("Open this URL to sign in:\n  \(url.absoluteString)")
             if opens { Self.openBrowser(url, with: browser, name: name, console: console) { gone.signal() } }
             if pasting {
