@@ -215,6 +215,13 @@ struct CredentialHelperTests {
         // A host the config does not map gets no answer (git asks its next helper).
         let other = try await git(["credential", "fill"], stdin: "protocol=https\nhost=elsewhere.example\n\n")
         #expect(!other.stdout.contains("password=\(try await Self.accessToken(environment))"))
+
+        // An action git may add later, for a host that maps: ignored without an answer and without a
+        // failure, as git asks of its helpers ("it should silently ignore the request", gitcredentials(7)).
+        let later = try await CLI.run(
+            ["git-credential", "capability"], stdin: Data("protocol=http\nhost=\(host)\n\n".utf8),
+            environment: environment)
+        #expect(later.status == 0 && later.stdout.isEmpty && later.stderr.isEmpty, "\(later.status) \(later.stderr)")
     }
 
     /// docker-credential-helpers' protocol, as its README documents it.

@@ -58,7 +58,7 @@ struct GitCredentialCommand: ParsableCommand {
         help:
             "The username git sends with the token, as the host expects it: x-access-token for GitHub, oauth2 for GitLab."
     ) var username = "x-access-token"
-    @Argument(help: "get, store or erase") var action: String
+    @Argument(help: "get, store or erase (another action is ignored, as git asks of its helpers)") var action: String
 
     func run() throws {
         let request: GitCredentialRequest
@@ -90,7 +90,7 @@ struct GitCredentialCommand: ParsableCommand {
             guard let rejected = request.presentedSecret else { return }
             try SessionTokens.refresh(store: store, profile: name, rejecting: rejected)
         case nil:
-            throw CLIError.usage("moose git-credential takes get, store or erase")
+            return // an action git added later: ignored, as git asks of its helpers (gitcredentials(7))
         }
     }
 }
