@@ -191,7 +191,7 @@ struct FirstStore {
         guard (try? options.isPostgres) == false, let store = try? options.resolvedStorePath,
             !FileManager.default.fileExists(atPath: store)
         else { return }
-        files = [store, store + "-wal", store + "-shm", store + "-journal"]
+        files = SecretStore.files(at: store)
         folders = Self.missingFolders(above: store)
         if case .keyFile(let key)? = try? options.keySource(), !FileManager.default.fileExists(atPath: key) {
             files.append(key)

@@ -46,37 +46,20 @@ struct StoreCommand: ParsableCommand {
                         + "(a wrong key there: give the right one with --key-file, --key-env or --passphrase-file)")
             }
             let path = try options.resolvedStorePath
-            var info = stat()
-            let exists = lstat(path, &info) == 0
-            if exists, (info.st_mode & S_IFMT) == S_IFDIR {
-                throw CLIError.failed(
-                    "\(path) is a folder, not a store: move it away by hand, then run moose store init")
-            }
-            var moved: String? = nil
-            if exists {
+            let moved: String?
+            do {
                 // Only a store whose key is lost (or is another key) is moved aside: a busy, unreadable or
                 // damaged store, or one of a newer Moose, is said as it is and left where it is.
-                do {
-                    _ = try SecretStore(path: path, masterKey: try options.keySource(), create: false)
+                switch try SecretStore.reset(path: path, masterKey: try options.keySource()) {
+                case .opensWithItsKey:
                     Terminal.out(
                         "the store \(path) opens with its key: nothing to reset (moose store check verifies every value)"
                     )
                     return
-                } catch let error as SecretStoreError
-                    where error.code != SecretStoreError.keyUnavailable && error.code != SecretStoreError.wrongKey
-                {
-                    throw CLIError.failed(
-                        "\(error.message); moose store reset moves aside only a store whose key is lost, "
-                            + "and this one was left as it is [\(error.code)]")
-                } catch is SecretStoreError {}
-                moved = try Self.moveAside(path)
-            }
-            do {
-                _ = try options.open(create: true)
-            } catch {
-                // No new store could be made (the key cannot be had): the old one goes back where it was.
-                if let moved { Self.moveBack(moved, to: path) }
-                throw error
+                case .created(let movedAside): moved = movedAside
+                }
+            } catch let error as SecretStoreError {
+                throw CLIError.failed("\(error.message) [\(error.code)]")
             }
             let kept = KeptSettings.profiles(store: options).keys.sorted()
             var lines: [String] = []
@@ -91,41 +74,6 @@ struct StoreCommand: ParsableCommand {
                         + "\(loginHint(kept.contains("default") ? "default" : kept[0])) logs in again")
             }
             Terminal.out(lines.joined(separator: "\n"))
-        }
-
-        /// SQLite's companions first (`-wal` holds the last commits), then the store: `path` renamed to
-        /// `path.broken-STAMP`; a failed rename puts back what moved.
-        static func moveAside(_ path: String) throws -> String {
-            let aside = path + ".broken-" + stamp()
-            var done: [String] = []
-            for suffix in ["-wal", "-shm", "-journal", ""] where FileManager.default.fileExists(atPath: path + suffix) {
-                guard rename(path + suffix, aside + suffix) == 0 else {
-                    let reason = String(cString: strerror(errno))
-                    for suffix in done { _ = rename(aside + suffix, path + suffix) }
-                    throw CLIError.failed("could not move \(path + suffix) aside to \(aside + suffix): \(reason)")
-                }
-                done.append(suffix)
-            }
-            return aside
-        }
-
-        /// Puts a store moved aside back at `path` (a new one made there meanwhile is removed first).
-        static func moveBack(_ aside: String, to path: String) {
-            for suffix in ["", "-wal", "-shm", "-journal"] where FileManager.default.fileExists(atPath: aside + suffix)
-            {
-                unlink(path + suffix)
-                _ = rename(aside + suffix, path + suffix)
-            }
-        }
-
-        /// The UTC time as `YYYYMMDDTHHMMSSZ`, for the moved store's name.
-        static func stamp() -> String {
-            var now = time(nil)
-            var parts = tm()
-            gmtime_r(&now, &parts)
-            func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-            return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
-                + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
         }
     }
 

@@ -1,0 +1,76 @@
+import Foundation
+import MooseCrypto
+import MooseSealing
+import MooseSecretStore
+import Testing
+
+/// `SecretStore.reset`: a store whose key is lost is moved aside whole (kept, still opening with its
+/// old key) and a new one made; anything else is left exactly as it is.
+struct StoreResetTests {
+    static func folder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-reset-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    @Test func aStoreWithAnotherKeyIsMovedAsideWholeAndANewOneMade() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("store.sqlite").path
+        let old = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
+        let new = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
+        try SecretStore(path: path, masterKey: old).put(Array("kept".utf8), namespace: "n", name: "a")
+
+        let noon = Date(timeIntervalSince1970: 1_795_953_600) // 2026-11-29T12:00:00Z
+        let outcome = try SecretStore.reset(path: path, masterKey: new, now: noon)
+        let aside = path + ".broken-20261129T120000Z"
+        #expect(outcome == .created(movedAside: aside))
+        // The old store opens with its old key, its value intact; the new one with the new key, empty.
+        #expect(
+            try SecretStore(path: aside, masterKey: old, create: false).get(namespace: "n", name: "a")
+                == Array("kept".utf8))
+        #expect(try SecretStore(path: path, masterKey: new, create: false).list().isEmpty)
+        // Nothing of the old store's stayed beside the new one.
+        for file in SecretStore.files(at: path).dropLast() {
+            #expect(!FileManager.default.fileExists(atPath: file) || file.hasSuffix("-wal") || file.hasSuffix("-shm"))
+        }
+        // Again: it opens with its key now, and nothing moves.
+        #expect(try SecretStore.reset(path: path, masterKey: new) == .opensWithItsKey)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(
+            names.filter { $0.hasPrefix("store.sqlite.broken-") && !$0.contains("-wal") && !$0.contains("-shm") }.count
+                == 1, "\(names)")
+    }
+
+    @Test func aMissingStoreIsMade() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("store.sqlite").path
+        let key = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
+        #expect(try SecretStore.reset(path: path, masterKey: key) == .created(movedAside: nil))
+        #expect(try SecretStore(path: path, masterKey: key, create: false).list().isEmpty)
+    }
+
+    /// A damaged store is not a lost key: it stays, byte for byte, and the error says so.
+    @Test func aDamagedStoreIsLeftAsItIs() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("store.sqlite").path
+        let garbage = Data((0..<4096).map { _ in UInt8.random(in: 0...255) })
+        try garbage.write(to: URL(fileURLWithPath: path))
+        let key = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
+        let error = #expect(throws: SecretStoreError.self) { try SecretStore.reset(path: path, masterKey: key) }
+        #expect(error?.code == SecretStoreError.corrupt, "\(String(describing: error))")
+        #expect(error?.message.hasSuffix("and this one was left as it is") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["store.sqlite"])
+    }
+
+    @Test func aFolderInTheStoresPlaceIsSaid() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let key = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
+        let error = #expect(throws: SecretStoreError.self) { try SecretStore.reset(path: folder.path, masterKey: key) }
+        #expect(error?.code == SecretStoreError.io && error?.message.contains("is a folder") == true)
+    }
+}
