@@ -18,8 +18,11 @@ extension SecretStore {
     /// - Parameter path: the store's path.
     /// - Returns: the paths, whether or not each exists now.
     public static func files(at path: String) -> [String] {
-        [path + "-wal", path + "-shm", path + "-journal", path]
+        (companionSuffixes + [""]).map { path + $0 }
     }
+
+    /// SQLite's companions of a store file, in the order they move (the write-ahead log first).
+    private static let companionSuffixes = ["-wal", "-shm", "-journal"]
 
     /// What `reset(path:masterKey:)` found and did.
     public enum ResetOutcome: Sendable, Equatable {
@@ -44,15 +47,16 @@ extension SecretStore {
     ///   - now: the time in the moved store's name (default: now).
     /// - Returns: what was done.
     /// - Throws: `SecretStoreError`: the opening error of a store that is not moved (its message says it
-    ///   was left as it is), `io` when a folder is in the store's place or a file cannot be moved, and
-    ///   the new store's errors (the old one put back).
+    ///   was left as it is), `invalidArgument` when a folder is in the store's place, `io` when a file
+    ///   cannot be moved, and the new store's errors (the old one put back).
     public static func reset(path: String, masterKey: MasterKeySource, now: Date = Date()) throws(SecretStoreError)
         -> ResetOutcome
     {
         var info = stat()
         let exists = lstat(path, &info) == 0
         if exists, (info.st_mode & S_IFMT) == S_IFDIR {
-            throw SecretStoreError(SecretStoreError.io, "\(path) is a folder, not a store: move it away by hand")
+            throw SecretStoreError(
+                SecretStoreError.invalidArgument, "\(path) is a folder, not a store: move it away by hand")
         }
         var moved: String? = nil
         if exists {
@@ -79,7 +83,7 @@ extension SecretStore {
     /// Moves the store at `path` and its companions to `aside`; a failed rename puts back what moved.
     private static func moveAside(_ path: String, to aside: String) throws(SecretStoreError) -> String {
         var done: [String] = []
-        for suffix in ["-wal", "-shm", "-journal", ""] where FileSystem.exists(path + suffix) {
+        for suffix in companionSuffixes + [""] where FileSystem.exists(path + suffix) {
             guard rename(path + suffix, aside + suffix) == 0 else {
                 let reason = String(cString: strerror(errno))
                 for suffix in done { _ = rename(aside + suffix, path + suffix) }
@@ -93,7 +97,7 @@ extension SecretStore {
 
     /// Puts a store moved aside back at `path` (what a failed creation left there is removed first).
     private static func moveBack(_ aside: String, to path: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] where FileSystem.exists(aside + suffix) {
+        for suffix in [""] + companionSuffixes where FileSystem.exists(aside + suffix) {
             unlink(path + suffix)
             _ = rename(aside + suffix, path + suffix)
         }

@@ -6,6 +6,24 @@ import Testing
 /// provider whose discovery lists no device endpoint gets a message naming `--device-endpoint`.
 @Suite(.serialized)
 struct DeviceLoginCLITests {
+    /// `--timeout nan` (or any value that is not seconds) is a usage error, for login and mcp login alike:
+    /// it once trapped converting to nanoseconds.
+    @Test func aTimeoutThatIsNotSecondsIsAUsageError() async throws {
+        let (home, environment) = CLI.home("moose-timeout")
+        defer { try? FileManager.default.removeItem(at: home) }
+        for command in [
+            ["login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device"],
+            ["mcp", "login", "http://127.0.0.1:9/mcp"]
+        ] {
+            for value in ["nan", "-1", "inf"] {
+                let result = try await CLI.run(command + ["--timeout", value], environment: environment)
+                #expect(
+                    result.status == 2 && result.stderr.contains("--timeout takes a number of seconds"),
+                    "\(command) \(value): \(result.status) \(result.stderr)")
+            }
+        }
+    }
+
     @Test func timeoutAppliesToTheDeviceGrant() async throws {
         let (home, environment) = CLI.home("moose-device-timeout")
         defer { try? FileManager.default.removeItem(at: home) }

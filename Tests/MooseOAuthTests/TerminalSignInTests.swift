@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import MooseHTTP
 import MooseOAuth
-import MooseOAuthSystem
+@testable import MooseOAuthSystem
 import MooseTestSupport
 import Synchronization
 import Testing
@@ -124,14 +124,14 @@ struct TerminalSignInTests {
     /// person elsewhere; and a code nobody approves ends at the sign-in's timeout with `timedOut`.
     @Test func aDeviceLoginShowsTheCodeAndEndsAtItsTimeout() async throws {
         let screen = Screen()
-        var signIn = TerminalSignIn(name: "acme", opensBrowser: false, timeout: 4)
+        var signIn = TerminalSignIn(name: "acme", opensBrowser: false, timeout: 6)
         signIn.retry = "run acme login --device again"
         signIn.console = screen.console(acceptsInput: false)
         // Discovery first, so the timeout is spent on the code (a loaded machine is slow to discover).
         let manager = Self.manager(clientID: "moose-device", device: true)
         _ = try await manager.metadata()
         let error = await #expect(throws: OAuthError.self) { try await signIn.logInWithDevice(manager) }
-        #expect(error?.code == OAuthError.timedOut && error?.message == "no approval within 4s")
+        #expect(error?.code == OAuthError.timedOut && error?.message == "no approval within 6s")
         let lines = screen.text.withLock { $0 }.components(separatedBy: "\n")
         #expect(lines.first == "To sign in, open \(TestIdP.issuer)/device/ and enter the code:", "\(lines)")
         #expect(lines.count > 2 && lines[1].count >= 6 && !lines[1].contains(" "), "the plain code: \(lines)")
@@ -151,14 +151,15 @@ struct TerminalSignInTests {
         signIn.console = screen.console(acceptsInput: false)
         let person = Task {
             var lines: [String] = []
-            for _ in 0..<200 {
+            for _ in 0..<600 {
                 lines = screen.text.withLock { $0 }.components(separatedBy: "\n")
                 if lines.count > 2 { break }
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
+            let code = try #require(lines.count > 2 ? lines[1] : nil, "no code shown: \(lines)")
             let browser = HeadlessBrowser(username: "alice", password: "wonderland-42", transport: TestIdP.transport)
             let (page, _) = try await browser.page(try #require(URL(string: TestIdP.issuer + "/device/")))
-            let answer = try await browser.submitForm(at: page, values: ["user_code": lines[1]])
+            let answer = try await browser.submitForm(at: page, values: ["user_code": code])
             // The consent page is accepted; the provider's status page after it has no form (not a failure).
             if let location = answer.headerFields[.location], let confirm = URL(string: location, relativeTo: page) {
                 _ = try? await browser.visit(confirm.absoluteURL, stopAt: "http://never/")
@@ -167,5 +168,51 @@ struct TerminalSignInTests {
         let user = try await signIn.logInWithDevice(Self.manager(clientID: "moose-device", device: true))
         try await person.value
         #expect(user.state == .active && user.issuer == TestIdP.issuer)
+    }
+
+    /// A timeout from an app's settings may be anything: one that is not a number of seconds is a
+    /// configuration error, not a crash (NaN once trapped converting to nanoseconds) and not a wait.
+    @Test(arguments: [Double.nan, -1, .infinity, 1e300])
+    func aTimeoutThatIsNotSecondsIsRefused(_ timeout: Double) async throws {
+        let screen = Screen()
+        var signIn = TerminalSignIn(name: "acme", opensBrowser: false, timeout: timeout)
+        signIn.console = screen.console(acceptsInput: false)
+        let device = await #expect(throws: OAuthError.self) {
+            try await signIn.logInWithDevice(Self.manager(clientID: "moose-device", device: true))
+        }
+        #expect(device?.code == OAuthError.invalidConfiguration, "\(String(describing: device))")
+        let browser = await #expect(throws: OAuthError.self) { try await signIn.logIn(Self.manager()) }
+        #expect(browser?.code == OAuthError.invalidConfiguration, "\(String(describing: browser))")
+    }
+
+    /// After the login, a browser that fails late prompts for nothing, and a thread waiting to offer
+    /// the paste prompt is let go.
+    @Test func aBrowserThatFailsAfterTheLoginChangesNothing() async throws {
+        let gone = BrowserGone()
+        let waited = Task.detached { gone.wait() }
+        gone.finish()
+        #expect(await waited.value == false, "the waiting prompt thread was let go, with nothing to prompt")
+        gone.signal()
+        #expect(gone.wait() == false, "a browser failing after the login is not 'no browser'")
+        let gone2 = BrowserGone()
+        gone2.signal()
+        #expect(gone2.wait() == true)
+    }
+
+    /// The countdown never draws after its line was cleared, nor after a paste prompt closed it.
+    @Test func aClosedCountdownDrawsNothing() async throws {
+        let screen = Screen()
+        var console = screen.console(acceptsInput: true)
+        console.redraws = true
+        let countdown = TerminalCountdown(console)
+        countdown.start("Waiting", until: Date().addingTimeInterval(60))
+        try await Task.sleep(nanoseconds: 250_000_000)
+        countdown.close()
+        let closed = screen.text.withLock { $0 }
+        #expect(closed.contains("Waiting — ") && closed.hasSuffix("\r\u{1B}[2K"), "\(closed.debugDescription)")
+        countdown.start("Again", until: Date().addingTimeInterval(60))
+        countdown.note("acme: a note")
+        try await Task.sleep(nanoseconds: 250_000_000)
+        #expect(screen.text.withLock { $0 } == closed + "acme: a note\n", "nothing drawn after close")
     }
 }

@@ -30,10 +30,12 @@ struct StoreResetTests {
             try SecretStore(path: aside, masterKey: old, create: false).get(namespace: "n", name: "a")
                 == Array("kept".utf8))
         #expect(try SecretStore(path: path, masterKey: new, create: false).list().isEmpty)
-        // Nothing of the old store's stayed beside the new one.
-        for file in SecretStore.files(at: path).dropLast() {
-            #expect(!FileManager.default.fileExists(atPath: file) || file.hasSuffix("-wal") || file.hasSuffix("-shm"))
+        // Beside the new store (and its own companions) only the old one, moved whole under its new name.
+        let moved = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+            !SecretStore.files(at: "store.sqlite").contains($0)
         }
+        #expect(moved.allSatisfy { $0.hasPrefix("store.sqlite.broken-20261129T120000Z") }, "\(moved)")
+        #expect(moved.contains("store.sqlite.broken-20261129T120000Z"), "\(moved)")
         // Again: it opens with its key now, and nothing moves.
         #expect(try SecretStore.reset(path: path, masterKey: new) == .opensWithItsKey)
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
@@ -71,6 +73,6 @@ struct StoreResetTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let key = MasterKeySource.raw(try SecureRandom.bytes(count: 32))
         let error = #expect(throws: SecretStoreError.self) { try SecretStore.reset(path: folder.path, masterKey: key) }
-        #expect(error?.code == SecretStoreError.io && error?.message.contains("is a folder") == true)
+        #expect(error?.code == SecretStoreError.invalidArgument && error?.message.contains("is a folder") == true)
     }
 }

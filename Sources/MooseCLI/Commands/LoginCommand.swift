@@ -359,7 +359,8 @@ struct LoginCommand: ParsableCommand {
                     + ": run the same moose login command again and paste the whole address the browser ends on")
         } catch let error as OAuthError where error.code == OAuthError.noBrowser {
             throw CLIError.failed(
-                error.message + ": run the same moose login command with --paste (it prints a new URL to open in "
+                CLIError.noBrowserHere
+                    + ": run the same moose login command with --paste (it prints a new URL to open in "
                     + "any browser, and reads the address the browser ends on from standard input), or with "
                     + "--device, or set BROWSER to a browser command")
         }
@@ -394,6 +395,9 @@ extension LoginCommand {
     /// `--pin-public-key` pins the issuer's host, so a login that discovers its issuer from `--resource`
     /// alone refuses it rather than log in unpinned.
     func validate() throws {
+        if let timeout, !(timeout.isFinite && timeout >= 0 && timeout <= 366 * 86_400) {
+            throw ValidationError("--timeout takes a number of seconds (up to a year)")
+        }
         if !pinPublicKey.isEmpty, resource != nil, issuer == nil {
             throw ValidationError(
                 "--pin-public-key pins the issuer's host: give --issuer with it (a login by --resource alone is not pinned)"

@@ -64,7 +64,8 @@ struct ResourceLogin {
             throw error
         } catch let error as OAuthError where error.code == OAuthError.noBrowser {
             throw CLIError.failed(
-                error.message + ": set BROWSER to a browser command, or run the same command at a terminal and "
+                CLIError.noBrowserHere
+                    + ": set BROWSER to a browser command, or run the same command at a terminal and "
                     + "open the URL it prints in a browser on this machine")
         } catch {
             throw OAuthContext.fail(error)
@@ -137,6 +138,12 @@ struct MCPCommand: ParsableCommand {
             false
         @Option(help: "The loopback port for the redirect (default: a random free port).") var port: UInt16?
         @Option(help: "Seconds to wait for the user (default 300).") var timeout: Double?
+
+        func validate() throws {
+            if let timeout, !(timeout.isFinite && timeout >= 0 && timeout <= 366 * 86_400) {
+                throw ValidationError("--timeout takes a number of seconds (up to a year)")
+            }
+        }
 
         func run() throws {
             try ResourceLogin(

@@ -58,8 +58,10 @@ struct StoreCommand: ParsableCommand {
                     return
                 case .created(let movedAside): moved = movedAside
                 }
+            } catch let error as SecretStoreError where error.code == SecretStoreError.invalidArgument {
+                throw CLIError.failed("\(error.message), then run moose store init [\(error.code)]")
             } catch let error as SecretStoreError {
-                throw CLIError.failed("\(error.message) [\(error.code)]")
+                throw StoreOptions.cliError(error)
             }
             let kept = KeptSettings.profiles(store: options).keys.sorted()
             var lines: [String] = []

@@ -234,7 +234,8 @@ struct VerifyCommand: ParsableCommand {
     /// The introspection client `--introspect` names (validate() makes sure of its id and secret), or
     /// `nil` without it. Its secret is read from its variable or file, whitespace around it dropped.
     func introspectionClient() throws -> ResourceServer.IntrospectionClient? {
-        guard introspect, let clientID else { return nil }
+        guard introspect else { return nil }
+        guard let clientID else { throw CLIError.usage("--introspect needs --client-id (the introspecting client)") }
         let text: String
         if let variable = clientSecretEnv {
             guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {

@@ -120,6 +120,11 @@ public struct CLIError: Error, CustomStringConvertible {
 
     /// The message.
     public var description: String { message }
+
+    /// A browser login that ended at once (`OAuthError.noBrowser`), in the CLI's words; each command
+    /// adds its way out.
+    static let noBrowserHere =
+        "no browser could be started (see above), and standard input is not a terminal to paste the address into"
 }
 
 /// The next step's command line for a profile: `moose login`, with `--profile NAME` unless it is the

@@ -80,50 +80,73 @@ private func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
 }
 
 /// A one-line countdown for a long wait (a browser, a device approval), redrawn every 100 ms on a
-/// console that can redraw, cleared when the wait ends; a console that cannot gets nothing from it. It
-/// may be stopped from another thread (a paste prompt replacing it), once or many times.
+/// console that can redraw, cleared when the wait ends; a console that cannot gets nothing from it.
+/// Notes written meanwhile (`note`) clear its line first, so none lands on the countdown. It may be
+/// stopped from any thread, once or many times, and never blocks for longer than one write; once
+/// `close`d (a paste prompt took its place) it does not start again.
 final class TerminalCountdown: Sendable {
     private let console: TerminalConsole
-    private let current = Mutex<Running?>(nil)
-
-    /// One countdown's drawing thread and its end.
-    private final class Running: Sendable {
-        let going = Atomic<Bool>(true)
-        let finished = DispatchSemaphore(value: 0)
-    }
+    /// The countdown drawn now (its label and deadline), and whether it may start again. Every write
+    /// to the console of the countdown and of the notes happens under this lock, so a frame is never
+    /// drawn after the line was cleared.
+    private let state = Mutex<(drawing: (label: String, deadline: Date)?, closed: Bool, generation: Int)>(
+        (nil, false, 0))
 
     init(_ console: TerminalConsole) { self.console = console }
 
-    /// Starts redrawing `label` with the time left until `deadline` (on a console that redraws).
+    /// Starts redrawing `label` with the time left until `deadline` (on a console that redraws; not
+    /// after `close`).
     func start(_ label: String, until deadline: Date) {
         guard console.redraws else { return }
-        stop()
-        let running = Running()
-        current.withLock { $0 = running }
-        let console = self.console
-        let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
         let text = TerminalText.safe(label, keepNewlines: false)
-        DispatchQueue.global().async {
+        // A new drawing thread only when none draws: each draws while the generation it started is current.
+        let generation = state.withLock { state -> Int? in
+            guard !state.closed else { return nil }
+            defer { state.drawing = (text, deadline) }
+            guard state.drawing == nil else { return nil }
+            state.generation += 1
+            return state.generation
+        }
+        guard let generation else { return }
+        let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+        DispatchQueue.global().async { [self] in
             var frame = 0
-            while running.going.load(ordering: .acquiring) {
-                let left = max(0, deadline.timeIntervalSinceNow).rounded(.down)
-                console.write(
-                    "\r\u{1B}[2K\(frames[frame % frames.count]) \(text) — \(DurationText.describe(left)) left")
+            while true {
+                let going = state.withLock { state -> Bool in
+                    guard state.generation == generation, let (text, deadline) = state.drawing else { return false }
+                    let left = max(0, deadline.timeIntervalSinceNow).rounded(.down)
+                    let glyph = frames[frame % frames.count]
+                    console.write("\r\u{1B}[2K\(glyph) \(text) — \(DurationText.describe(left)) left")
+                    return true
+                }
+                guard going else { return }
                 frame += 1
                 usleep(100_000)
             }
-            console.write("\r\u{1B}[2K")
-            running.finished.signal()
         }
     }
 
     /// Stops the countdown and clears its line, if one runs.
     func stop() {
-        let running = current.withLock { running in
-            defer { running = nil }
-            return running
+        state.withLock { state in
+            guard state.drawing != nil else { return }
+            state.drawing = nil
+            console.write("\r\u{1B}[2K")
         }
-        guard let running, running.going.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        running.finished.wait()
+    }
+
+    /// Stops the countdown for good: a later `start` draws nothing.
+    func close() {
+        stop()
+        state.withLock { $0.closed = true }
+    }
+
+    /// Writes `line` as `TerminalConsole.say` does, on a line of its own: the countdown's line is
+    /// cleared first, and the next frame is drawn below it.
+    func note(_ line: String) {
+        state.withLock { state in
+            if state.drawing != nil { console.write("\r\u{1B}[2K") }
+            console.say(line)
+        }
     }
 }

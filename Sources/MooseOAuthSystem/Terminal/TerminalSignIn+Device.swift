@@ -18,7 +18,8 @@ extension TerminalSignIn {
     /// - Returns: who signed in.
     /// - Throws: `OAuthError`: what `TokenManager.login` throws (`expiredToken` when the code expired,
     ///   `missingEndpoint` when the provider lists no device authorization endpoint), and `timedOut`
-    ///   when `timeout` passed first.
+    ///   when `timeout` passed first, `invalidConfiguration` for a `timeout` that is not a number of
+    ///   seconds from 0 to a year.
     @discardableResult
     public func logInWithDevice(_ manager: TokenManager, parameters: AuthorizationParameters? = nil) async throws
         -> SessionSummary
@@ -31,7 +32,7 @@ extension TerminalSignIn {
             }
             let page = device.verificationURIComplete ?? device.verificationURI
             if opens, TransportSecurity.permits(page) {
-                Self.openBrowser(page, with: browser, name: name, console: console)
+                Self.openBrowser(page, with: browser, name: name, note: countdown.note)
             }
             if console.redraws {
                 countdown.start("Waiting for approval", until: device.expiresAt)
@@ -40,7 +41,9 @@ extension TerminalSignIn {
             }
         }
         defer { countdown.stop() }
-        return try await Self.within(timeout) { try await manager.login(with: method, parameters: parameters) }
+        return try await Self.within(try checkedTimeout()) {
+            try await manager.login(with: method, parameters: parameters)
+        }
     }
 
     /// `body`, given up after `seconds` (`nil`: no limit of ours) with `OAuthError.timedOut`.
@@ -51,7 +54,7 @@ extension TerminalSignIn {
         return try await withThrowingTaskGroup(of: T.self) { group in
             group.addTask { try await body() }
             group.addTask {
-                try await Task.sleep(nanoseconds: UInt64(min(max(seconds, 0), 86_400) * 1e9))
+                try await Task.sleep(nanoseconds: UInt64(min(max(seconds, 0), 366 * 86_400) * 1e9))
                 throw OAuthError(OAuthError.timedOut, "no approval within \(DurationText.describe(seconds))")
             }
             defer { group.cancelAll() }

@@ -134,7 +134,8 @@ public struct TerminalSignIn: Sendable {
     ///   - requiresAddress: only the whole address may be pasted (the provider promises RFC 9207 `iss`).
     ///   - login: the login, run with the method.
     /// - Returns: what `login` returns.
-    /// - Throws: what `login` throws, and `OAuthError.noBrowser` (see `logIn(_:parameters:pushedAuthorization:)`).
+    /// - Throws: what `login` throws, `OAuthError.noBrowser` (see `logIn(_:parameters:pushedAuthorization:)`),
+    ///   and `invalidConfiguration` for a `timeout` that is not a number of seconds from 0 to a year.
     public func run<T: Sendable>(
         provider: String?, requiresAddress: Bool,
         _ login: @escaping @Sendable (TokenManager.LoginMethod) async throws -> T
@@ -142,13 +143,13 @@ public struct TerminalSignIn: Sendable {
         let pasting = paste == .always || (paste == .whenNoBrowser && !opensBrowser && console.acceptsInput)
         let countdown = TerminalCountdown(console)
         let gone = BrowserGone()
-        let console = self.console, opens = opensBrowser, name = self.name, timeout = self.timeout ?? 300
+        let console = self.console, opens = opensBrowser, name = self.name, timeout = try checkedTimeout() ?? 300
         let browser = self.browser
         let prompt = Self.pastePrompt(requiresAddress: requiresAddress, provider: provider)
         var preparation = TerminalPreparation(port: port ?? 0, timeout: timeout, requiresAddress: requiresAddress) {
             url in
             console.say("Open this URL to sign in:\n  \(url.absoluteString)")
-            if opens { Self.openBrowser(url, with: browser, name: name, console: console) { gone.signal() } }
+            if opens { Self.openBrowser(url, with: browser, name: name, note: countdown.note) { gone.signal() } }
             if pasting {
                 console.say(prompt) // no countdown: it would write over what the person types
             } else if console.redraws {
@@ -159,23 +160,41 @@ public struct TerminalSignIn: Sendable {
                 console.say("Waiting for the redirect on 127.0.0.1… (Ctrl-C to cancel)")
             }
         }
-        let tell: @Sendable (String) -> Void = { console.say("\(name): \($0)") }
+        let tell: @Sendable (String) -> Void = { countdown.note("\(name): \($0)") }
         if pasting {
             preparation.paste = (console.readLine, tell)
         } else if opens, paste == .whenNoBrowser, console.acceptsInput {
             // The paste prompt, offered only once no browser could start.
             preparation.paste = (
                 {
-                    gone.wait()
-                    countdown.stop()
+                    // Nothing to read once the login is over (a browser started, or the redirect came).
+                    guard gone.wait() else { return nil }
+                    countdown.close() // for good: a countdown would write over what the person types
                     console.say("No browser could be started. " + prompt)
                     return console.readLine()
                 }, tell
             )
         }
-        defer { countdown.stop() }
+        defer {
+            countdown.stop()
+            gone.finish()
+        }
         let method = TokenManager.LoginMethod.prepared(preparation)
         return try await gone.ending(opens && !pasting && !console.acceptsInput) { try await login(method) }
+    }
+
+    /// `timeout`, checked: a finite number of seconds from 0 to a year (a value read from an app's
+    /// settings may be anything).
+    ///
+    /// - Throws: `OAuthError.invalidConfiguration` for any other value.
+    func checkedTimeout() throws -> TimeInterval? {
+        guard let timeout else { return nil }
+        guard timeout.isFinite, timeout >= 0, timeout <= 366 * 86_400 else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration,
+                "a sign-in's timeout is a number of seconds from 0 to a year, not \(timeout)")
+        }
+        return timeout
     }
 
     /// What a person pasting is asked for: the whole address when the provider names itself in it
@@ -194,7 +213,7 @@ public struct TerminalSignIn: Sendable {
     /// Opens `url` in the system browser, each command that did not open it noted on the console with
     /// the next step; `noneStarted` is called once every command failed (no browser will come back).
     static func openBrowser(
-        _ url: URL, with setting: String?, name: String, console: TerminalConsole,
+        _ url: URL, with setting: String?, name: String, note: @escaping @Sendable (String) -> Void,
         noneStarted: @escaping @Sendable () -> Void = {}
     ) {
         let failures = Mutex(0)
@@ -202,13 +221,13 @@ public struct TerminalSignIn: Sendable {
         let browser = SystemBrowser(setting: setting) { problem in
             switch problem {
             case .cannotIsolate:
-                console.say(
+                note(
                     "\(name): not starting the browser (this C library cannot close \(name)'s descriptors in it); "
                         + "open the URL above by hand")
             case .cannotStart(let command):
-                console.say("\(name): could not start the browser (\(command)); open the URL above by hand")
+                note("\(name): could not start the browser (\(command)); open the URL above by hand")
             case .failed(let command):
-                console.say("\(name): the browser command (\(command)) failed; open the URL above by hand")
+                note("\(name): the browser command (\(command)) failed; open the URL above by hand")
             }
             // SystemBrowser tries no further command after .cannotIsolate; after the others, the next one.
             let total = commands.withLock { $0 }
@@ -253,9 +272,12 @@ struct TerminalPreparation: UserAgentPreparation {
 }
 
 /// Set once no browser command could start: no browser will bring the redirect. A terminal then
-/// offers the paste prompt (`wait`); a login without one ends at once (`ending`).
+/// offers the paste prompt (`wait`); a login without one ends at once (`ending`). Once the login is over
+/// (`finish`), a browser that fails late changes nothing, and a waiting prompt thread ends.
 final class BrowserGone: Sendable {
-    private let gone = DispatchSemaphore(value: 0)
+    private enum State { case waiting, gone, finished }
+    private let state = Mutex(State.waiting)
+    private let settled = DispatchSemaphore(value: 0)
     private let events: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
@@ -263,14 +285,38 @@ final class BrowserGone: Sendable {
         (events, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// No browser could start (called once).
+    /// No browser could start (called once); nothing after `finish`.
     func signal() {
-        gone.signal()
+        guard
+            state.withLock({ state in
+                guard state == .waiting else { return false }
+                state = .gone
+                return true
+            })
+        else { return }
+        settled.signal()
         continuation.yield()
     }
 
-    /// Blocks the calling thread until no browser could start (never, when one did).
-    func wait() { gone.wait() }
+    /// The login is over: `wait` returns `false` from now on.
+    func finish() {
+        guard
+            state.withLock({ state in
+                guard state == .waiting else { return false }
+                state = .finished
+                return true
+            })
+        else { return }
+        settled.signal()
+        continuation.finish()
+    }
+
+    /// Blocks the calling thread until no browser could start (`true`) or the login is over (`false`).
+    func wait() -> Bool {
+        settled.wait()
+        settled.signal() // for any other waiter
+        return state.withLock { $0 == .gone }
+    }
 
     /// `body`, unless `ends` and no browser could start first: then `OAuthError.noBrowser` at once,
     /// rather than a wait for a redirect that cannot come.
@@ -283,8 +329,7 @@ final class BrowserGone: Sendable {
                 for await _ in events {
                     throw OAuthError(
                         OAuthError.noBrowser,
-                        "no browser could be started (see above), and standard input is not a terminal to paste "
-                            + "the address into")
+                        "no browser could be started (see above), and no address can be pasted here")
                 }
                 throw CancellationError()
             }
