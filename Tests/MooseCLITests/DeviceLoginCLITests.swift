@@ -16,7 +16,7 @@ struct DeviceLoginCLITests {
             ["mcp", "login", "http://127.0.0.1:9/mcp"]
         ] {
             for value in ["nan", "-1", "inf"] {
-                let result = try await CLI.run(command + ["--timeout", value], environment: environment)
+                let result = try await CLI.run(command + ["--timeout=\(value)"], environment: environment)
                 #expect(
                     result.status == 2 && result.stderr.contains("--timeout takes a number of seconds"),
                     "\(command) \(value): \(result.status) \(result.stderr)")
