@@ -1,5 +1,6 @@
 import ArgumentParser
 import MooseJWT
+import MooseOAuthSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -60,16 +61,8 @@ enum Terminal {
     /// Writes bytes to standard output as they are.
     static func writeStandardOutput(_ bytes: [UInt8]) { writeAll(1, bytes) }
 
-    /// Writes every byte to `descriptor`, retrying short writes and EINTR.
-    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0, errno == EINTR { continue }
-            if written <= 0 { return }
-            offset += written
-        }
-    }
+    /// Writes every byte to `descriptor`, retrying short writes and EINTR (the library's writer).
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) { StandardStream.writeAll(descriptor, bytes) }
 
     /// Prompts on standard error and reads one line from the terminal without echoing it.
     static func readSecretLine(prompt: String) throws -> String {

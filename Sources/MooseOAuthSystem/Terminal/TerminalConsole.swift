@@ -51,7 +51,8 @@ public struct TerminalConsole: Sendable {
     /// standard input, with what they are now: a terminal or not.
     public static var standard: TerminalConsole {
         TerminalConsole(
-            write: { text in writeAll(2, Array(text.utf8)) }, readLine: { Swift.readLine(strippingNewline: true) },
+            write: { text in StandardStream.writeAll(2, Array(text.utf8)) },
+            readLine: { Swift.readLine(strippingNewline: true) },
             acceptsInput: isatty(0) == 1, redraws: standardErrorRedraws)
     }
 
@@ -68,14 +69,18 @@ public struct TerminalConsole: Sendable {
     }
 }
 
-/// Writes every byte to `descriptor`, retrying short writes and EINTR.
-private func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
-    var offset = 0
-    while offset < bytes.count {
-        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-        if written < 0, errno == EINTR { continue }
-        if written <= 0 { return }
-        offset += written
+/// The process's standard streams, written without buffering.
+package enum StandardStream {
+    /// Writes every byte to `descriptor`, retrying short writes and EINTR (a terminal, a pipe); gives
+    /// up silently when the descriptor is closed. `moose`'s output goes through this too.
+    package static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0, errno == EINTR { continue }
+            if written <= 0 { return }
+            offset += written
+        }
     }
 }
 
