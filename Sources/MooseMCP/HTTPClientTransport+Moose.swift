@@ -62,6 +62,30 @@ final class MooseMCPEventStreamReader: URLProtocol {
 
     private let running = Mutex<Task<Void, Never>?>(nil)
 
+    /// Who ends the exchange: exactly one final event (the answer or a failure) reaches the loading system.
+    private enum Ending { case open, answered, cancelled }
+    private let ending = Mutex(Ending.open)
+
+    /// The loading system's client — none once this protocol ended the exchange itself. corelibs'
+    /// `URLSessionTask.cancel()` delivers its own failure through this property after `stopLoading()`:
+    /// a second final event made `URLSession.data(for:)` resume its continuation twice, or reach a task
+    /// no longer registered, and both trap. `EventStreamReaderCancelTests` races the two.
+    override var client: (any URLProtocolClient)? {
+        get { ending.withLock { $0 } == .answered ? nil : super.client }
+        set { super.client = newValue }
+    }
+
+    /// The client to end the exchange with, if it is still this protocol's to end: not after a
+    /// cancellation (the loading system reported that), and only once.
+    private func claimEnding() -> (any URLProtocolClient)? {
+        let client = super.client
+        return ending.withLock { ending in
+            guard ending == .open else { return nil }
+            ending = .answered
+            return client
+        }
+    }
+
     override class func canInit(with request: URLRequest) -> Bool {
         guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             return false
@@ -85,6 +109,7 @@ final class MooseMCPEventStreamReader: URLProtocol {
     }
 
     override func stopLoading() {
+        ending.withLock { if $0 == .open { $0 = .cancelled } }
         running.withLock { $0?.cancel() }
     }
 
@@ -99,13 +124,14 @@ final class MooseMCPEventStreamReader: URLProtocol {
             else {
                 throw MCPError.internalError("the MCP server's answer could not be handed to URLSession")
             }
-            client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
-            if !answer.body.isEmpty { client?.urlProtocol(self, didLoad: answer.body) }
-            client?.urlProtocolDidFinishLoading(self)
+            guard let client = claimEnding() else { return } // cancelled meanwhile: nothing more to say
+            client.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
+            if !answer.body.isEmpty { client.urlProtocol(self, didLoad: answer.body) }
+            client.urlProtocolDidFinishLoading(self)
         } catch is CancellationError {
             // stopLoading(): the loading system no longer listens.
         } catch {
-            client?.urlProtocol(self, didFailWithError: error)
+            claimEnding()?.urlProtocol(self, didFailWithError: error)
         }
     }
 

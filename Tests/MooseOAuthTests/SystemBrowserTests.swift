@@ -43,7 +43,8 @@ import Testing
         SystemBrowser(setting: script.path) { problem in problems.withLock { $0.append(problem) } }
             .open(try #require(URL(string: "http://127.0.0.1:9/callback?state=x")))
         var seen: String?
-        for _ in 0..<100 where seen == nil {
+        // Up to 30 s: a shell script's start took over 5 s once, with the whole suite running on 2 cores.
+        for _ in 0..<600 where seen == nil {
             try await Task.sleep(for: .milliseconds(50))
             seen = try? String(contentsOf: out, encoding: .utf8)
         }
