@@ -67,7 +67,7 @@ import Testing
         }
         .open(try #require(URL(string: "file:///dev/null")))
         // `sh -c file:///dev/null` fails too (no such command), after `false`: every failure is told.
-        for _ in 0..<100 where problems.withLock({ $0.count }) < 3 {
+        for _ in 0..<600 where problems.withLock({ $0.count }) < 3 {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(
