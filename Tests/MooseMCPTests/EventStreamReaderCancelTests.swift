@@ -1,4 +1,4 @@
-#if canImport(FoundationNetworking)
+#if MooseMCP && canImport(FoundationNetworking)
 import Foundation
 import FoundationNetworking
 @testable import MooseMCP
