@@ -108,8 +108,11 @@ struct ClientTests {
         var form = MultipartForm()
         form.add(field: "title", value: "holiday \"2026\"")
         form.add(file: file, name: "photo", filename: "photo.bin", type: .octetStream)
+        // What is tested is the streaming, not its speed: under AddressSanitizer on CI's loaded two cores the
+        // 5 MiB exchange took over the default 20 s, so it has two minutes.
         let echo = try await client.decode(
-            Echo.self, from: TestEndpoint(path: "/echo/upload", method: .post, body: .multipart(form)))
+            Echo.self,
+            from: TestEndpoint(path: "/echo/upload", method: .post, body: .multipart(form), timeout: 120))
         #expect(echo.headers["content-type"]?.hasPrefix("multipart/form-data; boundary=moose-") == true)
         #expect(echo.body_size > 5 << 20)
         // The server's body contains the file byte for byte between the part headers and the boundary.
