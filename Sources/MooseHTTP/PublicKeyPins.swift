@@ -62,13 +62,36 @@ public struct PublicKeyPins: Sendable, Hashable, CustomStringConvertible {
                     "at most \(Self.maximumPinsPerHost) pins per host (\(name) has \(list.count))")
             }
             var canonical = digests[name] ?? []
-            for pin in list {
-                let digest = try Self.digest(pin)
-                if !canonical.contains(digest) { canonical.append(digest) }
-            }
+            for digest in try Self.digests(list) where !canonical.contains(digest) { canonical.append(digest) }
             digests[name] = canonical
         }
         self.digests = digests
+    }
+
+    /// The pins for one host, checked as `init(_:)` checks them — at least one, at most
+    /// `maximumPinsPerHost`, each `sha256//BASE64` (or the bare base64) of 32 bytes — and written
+    /// canonically (`sha256//BASE64`, a repeated pin once): for checking a pin's form before the host
+    /// it pins is known.
+    ///
+    /// - Parameter pins: the pins as given.
+    /// - Returns: the canonical pins, in the order given.
+    /// - Throws: `HTTPRequestError.pinning` naming the pin that is wrong, or the count.
+    public static func canonical(_ pins: [String]) throws(HTTPRequestError) -> [String] {
+        try digests(pins).map { "sha256//" + $0 }
+    }
+
+    /// The base64 digests of `pins` (`canonical(_:)` without the `sha256//`).
+    static func digests(_ pins: [String]) throws(HTTPRequestError) -> [String] {
+        guard !pins.isEmpty, pins.count <= maximumPinsPerHost else {
+            throw HTTPRequestError(
+                HTTPRequestError.pinning, "give 1 to \(maximumPinsPerHost) pins for a host (\(pins.count) given)")
+        }
+        var canonical: [String] = []
+        for pin in pins {
+            let digest = try Self.digest(pin)
+            if !canonical.contains(digest) { canonical.append(digest) }
+        }
+        return canonical
     }
 
     /// `true` when no host is pinned.

@@ -41,6 +41,10 @@ struct LeanCommandLineTests {
             #expect(
                 expected.store.passphraseFile == values.store.passphraseFile, "\(arguments)",
                 sourceLocation: sourceLocation)
+            #expect(
+                expected.store.keySecretService == values.store.keySecretService, "\(arguments)",
+                sourceLocation: sourceLocation)
+            #expect(expected.resource == values.resource, "\(arguments)", sourceLocation: sourceLocation)
             #expect(expected.profile == values.profile, "\(arguments)", sourceLocation: sourceLocation)
             #expect(expected.minValidity == values.minValidity, "\(arguments)", sourceLocation: sourceLocation)
             #expect(expected.idToken == values.idToken, "\(arguments)", sourceLocation: sourceLocation)

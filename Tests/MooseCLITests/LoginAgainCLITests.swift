@@ -88,6 +88,15 @@ struct LoginAgainCLITests {
             #expect(line.components(separatedBy: " [").count == 2, "more than one bracketed code: \(line)")
             #expect(line.contains("run moose login"), "\(line)")
         }
+        // `moose refresh` says a refused refresh token the same way (it ended without a code before).
+        let again = try await CLI.run(
+            ["store", "put", "default", "--namespace", "moose.session"], stdin: edited, environment: environment)
+        #expect(again.status == 0, "\(again.stderr)")
+        let refresh = try await CLI.run(["refresh"], environment: environment)
+        let line = refresh.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(refresh.status == 1 && line.hasSuffix("[invalidGrant]"), "\(line)")
+        #expect(line.components(separatedBy: " [").count == 2, "more than one bracketed code: \(line)")
+        #expect(line.contains("run moose login --profile default"), "\(line)")
     }
 
     @Test func theKeptGrantIsUsedOnlyForTheSameClient() throws {

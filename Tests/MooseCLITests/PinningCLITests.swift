@@ -113,7 +113,7 @@ struct PinningCLITests {
         func store(pin: String) throws {
             var plan = SessionPlan(name: "default", issuer: base, clientID: "moose-cli", scopes: ["openid"])
             plan.provider.caFile = ca.caFile
-            plan.provider.publicKeyPins = try CLITransport.pins([pin], issuer: base) ?? []
+            plan.provider.publicKeyPins = try PublicKeyPins.canonical([pin])
             let tokens = TokenSet(
                 accessToken: "expired", refreshToken: "refresh-me", expiresAt: Date().addingTimeInterval(-60))
             _ = try storage.replaceNow(
@@ -179,14 +179,14 @@ struct PinningCLITests {
         var profile = Profile(name: "p", issuer: "https://ID.example.com/realms/x", clientID: "c", scopes: [])
         #expect(try profile.trust() == nil, "no CA file and no pins: the transport as given")
         profile.provider.publicKeyPins =
-            try CLITransport.pins([String(pin.dropFirst(8))], issuer: profile.issuer) ?? []
+            try CLITransport.pins([String(pin.dropFirst(8))]) ?? []
         #expect(profile.provider.publicKeyPins == [pin], "kept canonically")
         let stored = try #require(profile.stored()[Profile.attribute])
         let restored = try JSONDecoder().decode(Profile.self, from: Data(stored.utf8))
         #expect(restored.provider.publicKeyPins == [pin])
         let transport = try #require(try restored.transport(over: CurlTransport()) as? CurlTransport)
         #expect(transport.pins.pins(for: "id.example.com") == [pin] && transport.pins.hosts == ["id.example.com"])
-        #expect(try CLITransport.pins([], issuer: profile.issuer) == nil)
+        #expect(try CLITransport.pins([]) == nil)
         var config = ProfileFile()
         var settings = ProfileFile.ProfileSettings()
         settings.publicKeyPins = [pin, pin]

@@ -91,6 +91,20 @@ struct PublicKeyPinsParsingTests {
         #expect(refusal(hosts)?.message.contains("at most 64 hosts") == true)
     }
 
+    /// The pins for a host not known yet (`moose login --pin-public-key` before discovery): checked as
+    /// for a host, written canonically, a repeat once.
+    @Test func pinsAreCheckedAndWrittenCanonicallyWithoutAHost() throws {
+        let bare = String(Self.a.dropFirst("sha256//".count))
+        #expect(try PublicKeyPins.canonical([bare, Self.a]) == [Self.a])
+        #expect(try PublicKeyPins.canonical([Self.a]) == PublicKeyPins(["h": [Self.a]]).pins(for: "h"))
+        for pins in [
+            [], ["sha256//not-base64"],
+            (0..<17).map { "sha256//" + Data(repeating: UInt8($0), count: 32).base64EncodedString() }
+        ] {
+            #expect(throws: HTTPRequestError.self, "\(pins.count) pins") { try PublicKeyPins.canonical(pins) }
+        }
+    }
+
     @Test func theSubjectPublicKeyInfoIsReadFromACertificateAsOpenSSLWritesIt() async throws {
         let ca = try await TLSTestCA.make()
         defer { ca.remove() }

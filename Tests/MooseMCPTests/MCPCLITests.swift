@@ -100,6 +100,12 @@ extension MCPServerTests {
         #expect(chosen == 0)
         let (wrong, _) = moose("token", "--resource", "http://127.0.0.1:1/other", "--profile", "second")
         #expect(wrong == 1, "a token goes only to its own resource")
+        // A logout of the second keeps its plan, not its session: the resource has one session again.
+        // (This server refuses the revocation: the logout says so, exit 1, and wipes the session all the same.)
+        let (_, loggedOut) = moose("logout", "--profile", "second")
+        #expect(loggedOut.contains("Logged out of profile second"), "\(loggedOut)")
+        let (single, output) = moose("token", "--resource", url)
+        #expect(single == 0, "a row a logout left is a session for nothing: \(output)")
     }
 
     /// An MCP `initialize` POST with `Authorization: Bearer token`; the HTTP status.

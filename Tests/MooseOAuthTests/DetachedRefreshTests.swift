@@ -20,6 +20,16 @@ struct DetachedRefreshTests {
         #expect(
             DetachedRefresh.Outcome(failure: "usage", exit: 2).error == nil, "not an OAuthError: the caller maps it")
         #expect(DetachedRefresh.Outcome.success.error == nil)
+        // What the caller throws: the OAuthError, else a Failure with the exit status (defaults for a line
+        // that says neither), nothing for success.
+        #expect((outcome.failure as? OAuthError)?.code == OAuthError.invalidGrant)
+        #expect(
+            DetachedRefresh.Outcome(failure: "usage", exit: 2).failure as? DetachedRefresh.Failure
+                == DetachedRefresh.Failure(message: "usage", exit: 2))
+        let bare = try JSONDecoder().decode(DetachedRefresh.Outcome.self, from: Data(#"{"ok":false}"#.utf8))
+        #expect(
+            bare.failure as? DetachedRefresh.Failure == DetachedRefresh.Failure(message: "the refresh failed", exit: 1))
+        #expect(DetachedRefresh.Outcome.success.failure == nil)
     }
 
     @Test func theChildGetsTheRequestAndAnswersOneLine() throws {

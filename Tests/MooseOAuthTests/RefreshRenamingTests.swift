@@ -31,4 +31,25 @@ struct RefreshRenamingTests {
                 && stored.attributes["moose.name"] == "Alice Liddell")
         #expect(SessionSummary(key: "tv", session: stored).displayName == "alice")
     }
+
+    /// Who a session acts as, one rule for `moose login` and `moose status`: the client of a
+    /// client-credentials grant, a workload's source kind (never its path or variable), else the person.
+    @Test func thePrincipalNamesTheClientTheWorkloadOrThePerson() {
+        func summary(_ grant: SessionPlan.Grant?, attributes: [String: String] = [:]) -> SessionSummary {
+            var plan = SessionPlan(name: "p", issuer: "https://id.example.com", clientID: "svc", scopes: [])
+            if let grant { plan.grant = grant }
+            let session = OAuthSession(
+                issuer: "https://id.example.com", clientID: "svc", tokens: TokenSet(accessToken: "a", scopes: []),
+                subject: "42", attributes: plan.stored(in: attributes))
+            return SessionSummary(key: "p", session: session)
+        }
+        #expect(summary(.clientCredentials, attributes: ["moose.name": "Alice"]).principal == "client svc")
+        #expect(summary(.workload(.init(source: "file:/run/secrets/token"))).principal == "workload file")
+        #expect(summary(.workload(.init(source: "github"))).principal == "workload github")
+        #expect(
+            summary(.workload(.init(source: nil)), attributes: ["moose.email": "a@example.com"]).principal
+                == "client svc", "a workload whose source is its app's own acts as its client")
+        #expect(summary(nil, attributes: ["moose.preferred_username": "alice"]).principal == "alice")
+        #expect(summary(nil).principal == "42")
+    }
 }

@@ -75,4 +75,32 @@ struct StoreResetTests {
         let error = #expect(throws: SecretStoreError.self) { try SecretStore.reset(path: folder.path, masterKey: key) }
         #expect(error?.code == SecretStoreError.invalidArgument && error?.message.contains("is a folder") == true)
     }
+
+    /// `SecretStore.FirstUse`: what creating a store makes is noted and removed again; what was there
+    /// before (a folder, a key file, a folder that is no longer empty) is never touched.
+    @Test func aFirstUseRemovesOnlyWhatItMade() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("data/moose/store.sqlite").path
+        let key = folder.appendingPathComponent("config/moose/store.key").path
+        // The key's folder is there already, with a file of the person's own.
+        try FileManager.default.createDirectory(
+            atPath: folder.appendingPathComponent("config/moose").path, withIntermediateDirectories: true)
+        let own = folder.appendingPathComponent("config/moose/config.toml").path
+        try Data("default = \"work\"\n".utf8).write(to: URL(fileURLWithPath: own))
+        let made = SecretStore.FirstUse(store: path, keyFile: key)
+        #expect(!made.isEmpty && made.files.contains(path) && made.files.contains(key))
+        #expect(
+            made.folders == [
+                folder.appendingPathComponent("data/moose").path, folder.appendingPathComponent("data").path
+            ])
+        _ = try SecretStore(path: path, masterKey: .keyFile(key))
+        // Another first use of the same store, now there, notes nothing.
+        #expect(SecretStore.FirstUse(store: path, keyFile: key).isEmpty)
+        made.undo()
+        for gone in [path, key, folder.appendingPathComponent("data").path] {
+            #expect(!FileManager.default.fileExists(atPath: gone), "\(gone) left")
+        }
+        #expect(FileManager.default.fileExists(atPath: own), "a file that was there before was removed")
+    }
 }

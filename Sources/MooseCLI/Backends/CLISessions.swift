@@ -179,44 +179,24 @@ final class CLISessions {
     }
 }
 
-/// What a first login creates — the file store, its key file and their folders, where they are not
-/// there yet — noted before the login opens the store, so that a login that fails (an issuer typo, a
-/// secret that cannot be read, a refusal) removes them again: it leaves nothing on disk. A store or
-/// key that was already there is never touched, nor a folder that is not empty.
+/// What a first login creates (`SecretStore.FirstUse`: the file store, its key file and their
+/// folders, where they are not there yet), removed again when the login fails — unless the store holds
+/// a session by now (another first login, in another process, stored one meanwhile) or cannot be listed.
 struct FirstStore {
-    private var files: [String] = []
-    private var folders: [String] = []
+    private var made: SecretStore.FirstUse?
 
     init(_ options: StoreOptions) {
-        guard (try? options.isPostgres) == false, let store = try? options.resolvedStorePath,
-            !FileManager.default.fileExists(atPath: store)
-        else { return }
-        files = SecretStore.files(at: store)
-        folders = Self.missingFolders(above: store)
-        if case .keyFile(let key)? = try? options.keySource(), !FileManager.default.fileExists(atPath: key) {
-            files.append(key)
-            folders += Self.missingFolders(above: key)
-        }
+        guard (try? options.isPostgres) == false, let store = try? options.resolvedStorePath else { return }
+        var keyFile: String?
+        if case .keyFile(let key)? = try? options.keySource() { keyFile = key }
+        made = SecretStore.FirstUse(store: store, keyFile: keyFile)
     }
 
-    /// The folders above `path` that do not exist yet, deepest first.
-    private static func missingFolders(above path: String) -> [String] {
-        var missing: [String] = []
-        var folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-        while folder.path != "/", !FileManager.default.fileExists(atPath: folder.path) {
-            missing.append(folder.path)
-            folder = folder.deletingLastPathComponent()
-        }
-        return missing
-    }
-
-    /// Removes what the failed login made — unless the store holds a session by now (another first
-    /// login, in another process, stored one meanwhile) or cannot be listed: then it stays as it is.
+    /// Removes what the failed login made, when the store holds no session.
     func undo(after sessions: CLISessions) {
-        guard !files.isEmpty, (try? sessions.keys())?.isEmpty == true else { return }
+        guard let made, !made.isEmpty, (try? sessions.keys())?.isEmpty == true else { return }
         sessions.close()
-        for file in files { unlink(file) }
-        for folder in folders { rmdir(folder) }
+        made.undo()
     }
 }
 
@@ -230,54 +210,55 @@ extension CLISessions {
         do { return try load(profile).map { !$0.session.isLoggedOut } ?? false } catch { return true }
     }
 
-    /// The plan a plain `moose login --profile` of `profile` follows where neither an option nor the
-    /// config file says otherwise — one rule for every command that shows or uses it: the plan of the
-    /// row in `store` (its session's, or the one `moose logout` kept there, which every machine sharing
-    /// the store reads), else the settings file beside the config (`KeptSettings`, which outlives a lost
-    /// key or a damaged row), else the file store's namespace where an earlier version's logout kept it.
-    /// Nothing is created; a store not there yet, or one that cannot be opened, leaves the settings file.
-    static func plan(of profile: String, store: StoreOptions) -> Profile? {
-        if let sessions = try? openIfPresent(store) { return sessions.plan(of: profile) }
-        return KeptSettings.plan(profile, store: store)
-    }
-
-    /// `plan(of:store:)` in this store.
-    func plan(of profile: String) -> Profile? {
-        if let row = try? load(profile)?.session { return Profile.of(row, key: profile) }
-        if let plan = KeptSettings.plan(profile, store: options) { return plan }
-        guard let store = fileStore,
-            let bytes = try? store.get(namespace: Self.keptPlans, name: profile),
-            var plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes))
-        else { return nil }
-        plan.name = profile
-        return plan
-    }
-
-    /// The profiles whose plans are kept (rows a logout left, the settings file, and the file store of
-    /// earlier versions), by name.
-    func keptProfiles() -> [String] {
-        let stored = fileStore.flatMap { try? $0.list(namespace: Self.keptPlans) }?.map(\.name) ?? []
-        let loggedOut = ((try? keys()) ?? []).filter { !holdsSession($0) }
-        return Set(stored).union(loggedOut).union(KeptSettings.profiles(store: options).keys).sorted()
-    }
-}
-
-extension CLISessions {
-    /// The profiles `store` knows, by name: `sessions` (rows that hold a session, damaged ones too) and
-    /// `kept` (logged out of, or kept in the settings file: settings and no session). A store not there
-    /// yet has only the settings file's; one that cannot be opened or listed throws.
-    static func profiles(in store: StoreOptions) throws -> (sessions: [String], kept: [String]) {
-        guard let opened = try openIfPresent(store) else {
-            return ([], KeptSettings.profiles(store: store).keys.sorted())
+    /// The plans kept outside the store's rows: the settings file beside the config (`KeptSettings`,
+    /// which outlives a lost key or a damaged row), and for the profiles it lacks, the file store's
+    /// namespace where an earlier version's logout kept them.
+    func plansKeptOutside() -> [String: Profile] {
+        var plans = KeptSettings.profiles(store: options)
+        guard let store = fileStore, let items = try? store.list(namespace: Self.keptPlans) else { return plans }
+        for item in items where plans[item.name] == nil {
+            if let bytes = try? store.get(namespace: Self.keptPlans, name: item.name),
+                let plan = try? JSONDecoder().decode(Profile.self, from: Data(bytes))
+            {
+                plans[item.name] = plan
+            }
         }
-        let kept = opened.keptProfiles()
-        return (try opened.keys().filter { !kept.contains($0) || opened.holdsSession($0) }, kept)
+        return plans
     }
 
-    /// Every profile name `store` knows (`profiles(in:)`), or the settings file's alone when the store
-    /// cannot be read: for `moose profile use` and a TAB press, which say nothing of a store fault.
+    /// The catalog of `only` (one profile's row), else of every row, with the plans kept outside
+    /// (unless `keptOutside` is `false`: for a command that reads only the rows). A store that cannot
+    /// be listed or read throws; a damaged row is listed.
+    func catalog(only profile: String? = nil, keptOutside: Bool = true) throws -> ProfileCatalog {
+        var rows: [String: ProfileCatalog.Row] = [:]
+        let names = try profile.map { [$0] } ?? keys()
+        for key in names { rows[key] = try ProfileCatalog.Row { try load(key) } }
+        return ProfileCatalog(rows: rows, kept: keptOutside ? plansKeptOutside() : [:])
+    }
+
+    /// The plan a plain `moose login --profile` of `profile` follows where neither an option nor the
+    /// config file says otherwise — one rule for every command that shows or uses it
+    /// (`ProfileCatalog.plan(of:)`): the plan of the row in `store` (its session's, or the one `moose
+    /// logout` kept there, which every machine sharing the store reads), else the plans kept outside
+    /// it. Nothing is created; a store not there yet, or one that cannot be opened, leaves the
+    /// settings file.
+    static func plan(of profile: String, store: StoreOptions) -> Profile? {
+        guard let sessions = try? openIfPresent(store), let catalog = try? sessions.catalog(only: profile) else {
+            return KeptSettings.plan(profile, store: store)
+        }
+        return catalog.plan(of: profile)
+    }
+
+    /// The profiles `store` knows (`ProfileCatalog`): a store not there yet has only the settings
+    /// file's; one that cannot be opened or listed throws.
+    static func catalog(of store: StoreOptions) throws -> ProfileCatalog {
+        try openIfPresent(store)?.catalog() ?? ProfileCatalog(rows: [:], kept: KeptSettings.profiles(store: store))
+    }
+
+    /// Every profile name `store` knows, or the settings file's alone when the store cannot be read:
+    /// for `moose profile use` and a TAB press, which say nothing of a store fault.
     static func profileNames(in store: StoreOptions) -> [String] {
-        guard let known = try? profiles(in: store) else { return Array(KeptSettings.profiles(store: store).keys) }
-        return known.sessions + known.kept
+        guard let catalog = try? catalog(of: store) else { return Array(KeptSettings.profiles(store: store).keys) }
+        return catalog.sessions + catalog.loggedOut
     }
 }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import MooseOAuth
 import MooseOAuthSystem
 #if canImport(FoundationEssentials)
@@ -29,10 +28,8 @@ extension DetachedRefresh {
                 "the refresh process ended without an answer (status \(status)); the session is as the store holds it: "
                     + "try again (moose status shows it)")
         case .answered(let outcome):
-            guard outcome.ok else {
-                throw outcome.error
-                    ?? CLIError(message: outcome.message ?? "the refresh failed", status: outcome.exit ?? 1)
-            }
+            // A failure that is not an `OAuthError` keeps its exit status (`OAuthContext.fail`).
+            if let failure = outcome.failure { throw failure }
             return true
         }
     }

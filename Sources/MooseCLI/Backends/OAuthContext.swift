@@ -1,6 +1,4 @@
 import ArgumentParser
-import Dispatch
-import Synchronization
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
@@ -42,6 +40,14 @@ struct OAuthContext {
         do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
         guard let stored, !stored.session.isLoggedOut else { return nil }
         return (stored.session, Profile.of(stored.session, key: profile))
+    }
+
+    /// The stored session of `profile` and its plan (`loadOrFail`); none is an error that names the login to run.
+    func session(of profile: String) throws -> (session: OAuthSession, profile: Profile) {
+        guard let loaded = try loadOrFail(profile) else {
+            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
+        }
+        return loaded
     }
 
     /// The library's owner of `profile`'s session — the one object every CLI login, refresh and renewal
@@ -144,6 +150,7 @@ struct OAuthContext {
             return CLIError.failed(text(error))
         }
         if let error = error as? SecretStoreError { return StoreOptions.cliError(error) }
+        if let error = error as? DetachedRefresh.Failure { return CLIError(message: error.message, status: error.exit) }
         return error
     }
 
@@ -208,15 +215,12 @@ enum CLITransport {
 }
 
 extension CLITransport {
-    /// `pins` (`--pin-public-key`, or a profile's `public_key_pins`) checked for `issuer`'s host and
-    /// written canonically (`sha256//BASE64`); nil when none are given.
-    static func pins(_ pins: [String]?, issuer: String) throws -> [String]? {
-        guard let pins, !pins.isEmpty else { return nil }
-        guard let host = URL(string: issuer)?.host else {
-            throw CLIError.usage("--pin-public-key needs an issuer URL with a host")
-        }
+    /// `--pin-public-key`'s pins checked and written canonically (`sha256//BASE64`; the issuer's host
+    /// is the library's to pin); nil when none are given.
+    static func pins(_ pins: [String]) throws -> [String]? {
+        guard !pins.isEmpty else { return nil }
         do {
-            return try PublicKeyPins([host: pins]).pins(for: host)
+            return try PublicKeyPins.canonical(pins)
         } catch {
             throw CLIError.usage(
                 "--pin-public-key: \(error.message) (a pin is sha256// and the base64 SHA-256 of the server's "

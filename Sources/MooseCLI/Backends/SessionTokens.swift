@@ -1,6 +1,4 @@
-import ArgumentParser
 import MooseHTTP
-import HTTPTypes
 import MooseJWT
 import MooseOAuth
 import MooseOAuthSystem
@@ -41,43 +39,19 @@ enum SessionTokens {
         {
             return stored.session.tokens
         }
-        let sessions = try CLISessions(options: store, create: false, profile: profile)
-        defer { sessions.close() }
-        let stored: StoredSession?
-        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session, !session.isLoggedOut else {
-            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
-        }
-        guard session.canRenew else {
-            throw CLIError.failed(
-                "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile) [needsLogin]"
-            )
-        }
+        let context = try OAuthContext(options: store, create: false, profile: profile)
+        defer { context.sessions.close() }
+        let (session, settings) = try renewable(profile, in: context)
         var tokens = session.tokens
         if !valid(tokens) {
             // Slow path: the network, through the one refresh path every command shares. An ID token
             // about to expire under a valid access token needs a refresh all the same (ID tokens come
             // back with a refresh): never print an expired one.
-            let accessValid = tokens.isValidLongEnough(minimum)
-            do {
-                // In a detached process of its own: this one may be killed mid-refresh (DetachedRefresh).
-                let request =
-                    accessValid
-                    ? DetachedRefresh.Request(mode: .refreshNow)
-                    : DetachedRefresh.Request(mode: .accessToken, minimumValidity: minimum)
-                try OAuthContext.renew(
-                    request, profile: profile, store: store, context: OAuthContext(sessions: sessions),
-                    settings: Profile.of(session, key: profile))
-            } catch let error as OAuthError
-                where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin
-            {
-                throw CLIError.failed(
-                    "the session of profile \(profile) needs a new login: "
-                        + OAuthContext.text(error, next: "run moose login --profile \(profile)"))
-            } catch {
-                throw OAuthContext.fail(error)
-            }
-            tokens = try sessions.load(profile)?.session.tokens ?? tokens
+            let request =
+                tokens.isValidLongEnough(minimum)
+                ? DetachedRefresh.Request(mode: .refreshNow)
+                : DetachedRefresh.Request(mode: .accessToken, minimumValidity: minimum)
+            tokens = try renew(request, profile: profile, store: store, context: context, settings: settings)
             if idToken, tokens.idToken != nil, !tokens.isIDTokenValidLongEnough(0) {
                 let when =
                     tokens.idTokenExpiresAt.map {
@@ -89,6 +63,46 @@ enum SessionTokens {
             }
         }
         return tokens
+    }
+
+    /// `profile`'s stored session and plan, when a refresh can renew it: none (or only the plan a logout
+    /// kept), or one whose refresh token was refused, is an error that names the login to run.
+    static func renewable(_ profile: String, in context: OAuthContext) throws -> (
+        session: OAuthSession, profile: Profile
+    ) {
+        let loaded = try context.session(of: profile)
+        guard loaded.session.canRenew else {
+            throw CLIError.failed(
+                "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile) [needsLogin]"
+            )
+        }
+        return loaded
+    }
+
+    /// Runs `request` through the one refresh path (`OAuthContext.renew`: the detached refresher, else
+    /// this process) and returns the tokens the store holds afterwards. A refused refresh token (or a
+    /// session that needs a login) says so with the login to run and its code, once, last.
+    static func renew(
+        _ request: DetachedRefresh.Request, profile: String, store: StoreOptions, context: OAuthContext,
+        settings: Profile
+    ) throws -> TokenSet {
+        do {
+            try OAuthContext.renew(request, profile: profile, store: store, context: context, settings: settings)
+        } catch let error as OAuthError
+            where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin
+        {
+            throw CLIError.failed(
+                "the session of profile \(profile) needs a new login: "
+                    + OAuthContext.text(error, next: "run moose login --profile \(profile)"))
+        } catch {
+            throw OAuthContext.fail(error)
+        }
+        // Renewed and stored: a session gone from the store since (another process logged out) is said so.
+        guard let (session, _) = try context.loadOrFail(profile) else {
+            throw CLIError.failed(
+                "profile \(profile) was logged out while it was refreshed; run \(loginHint(profile))")
+        }
+        return session.tokens
     }
 
     /// Refreshes `profile`'s session because a server refused `rejected` — only if that is still the

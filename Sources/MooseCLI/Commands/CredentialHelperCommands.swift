@@ -25,7 +25,7 @@ enum CredentialInput {
     /// The note a credential helper writes to stderr when `host` maps to no profile: git and docker
     /// read only stdout, so the person at the terminal learns what to add where.
     static func noteUnmapped(host: String) {
-        let path = Terminal.safe((try? CLIConfig.path) ?? "the config file", keepNewlines: false)
+        let path = Terminal.safe(CLIConfig.pathForMessages, keepNewlines: false)
         let host = Terminal.safe(host, keepNewlines: false)
         guard !host.isEmpty else {
             Terminal.error("moose: note: no host was named, so no profile: pass --profile")

@@ -60,7 +60,7 @@ struct ExchangeCommand: ParsableCommand {
         name: .customLong("subject-token-type"),
         help: ArgumentHelp(
             "The subject token's type: id_token, jwt, access_token, refresh_token or a URI.", valueName: "TYPE"))
-    var subjectTokenType = "id_token"
+    var subjectTokenType = TokenType.idToken
     @Option(
         name: .customLong("actor-token-file"),
         help: ArgumentHelp(
@@ -76,11 +76,11 @@ struct ExchangeCommand: ParsableCommand {
         help: ArgumentHelp(
             "The actor token's type: id_token, jwt, access_token (default), refresh_token or a URI.", valueName: "TYPE")
     )
-    var actorTokenType = "access_token"
+    var actorTokenType = TokenType.accessToken
     @Option(
         name: .customLong("requested-token-type"),
         help: ArgumentHelp("The type to ask for (the answer's issued_token_type must match).", valueName: "TYPE"))
-    var requestedTokenType: String?
+    var requestedTokenType: TokenType?
     @Option(help: ArgumentHelp("An audience for the issued token (repeatable).", valueName: "AUDIENCE")) var audience:
         [String] = []
     @Option(help: ArgumentHelp("A resource for the issued token (RFC 8707; repeatable).", valueName: "URL"))
@@ -97,17 +97,8 @@ struct ExchangeCommand: ParsableCommand {
             throw ValidationError("give one of --subject-token-file, --subject-token-env and --workload")
         }
         guard format == "token" || format == "json" else { throw ValidationError("--format takes token or json") }
-        guard ExchangeToken.type(named: subjectTokenType) != nil else {
-            throw ValidationError("--subject-token-type takes id_token, jwt, access_token, refresh_token or a URI")
-        }
         guard actorTokenFile == nil || actorTokenEnv == nil else {
             throw ValidationError("give one of --actor-token-file and --actor-token-env")
-        }
-        guard ExchangeToken.type(named: actorTokenType) != nil else {
-            throw ValidationError("--actor-token-type takes id_token, jwt, access_token, refresh_token or a URI")
-        }
-        if let requestedTokenType, ExchangeToken.type(named: requestedTokenType) == nil {
-            throw ValidationError("--requested-token-type takes id_token, jwt, access_token, refresh_token or a URI")
         }
         if let problem = IssuerOption.problem(issuer) { throw ValidationError(problem) }
     }
@@ -120,8 +111,8 @@ struct ExchangeCommand: ParsableCommand {
             profile.client.credential = .secretVariable(variable, sending: .basic)
         }
         if let caFile { profile.provider.caFile = try CLITransport.caFile(caFile) }
-        let subjectType = ExchangeToken.type(named: subjectTokenType) ?? ExchangeToken.idTokenType
-        let requested = requestedTokenType.flatMap(ExchangeToken.type(named:))
+        let subjectType = subjectTokenType.uri
+        let requested = requestedTokenType?.uri
         let transport = CLITransport.make(caFile: profile.provider.caFile)
         let subject = try subjectSource(transport: transport)
         let actor = try actorToken()
@@ -171,12 +162,13 @@ struct ExchangeCommand: ParsableCommand {
             } else {
                 text = String(decoding: try KeyLoading.readFile(file, what: "subject token file"), as: UTF8.self)
             }
-        } else {
-            let variable = subjectTokenEnv ?? ""
+        } else if let variable = subjectTokenEnv {
             guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
                 throw CLIError.usage("the environment variable \(variable) (the subject token) is not set")
             }
             text = value
+        } else {
+            throw CLIError.usage("give one of --subject-token-file, --subject-token-env and --workload")
         }
         let token = text.trimmingASCIIWhitespace()
         return { token }
@@ -184,7 +176,7 @@ struct ExchangeCommand: ParsableCommand {
 
     /// The actor token (delegation), read once from its file or variable; nil when none is given.
     func actorToken() throws -> ExchangeToken? {
-        let type = ExchangeToken.type(named: actorTokenType) ?? ExchangeToken.accessTokenType
+        let type = actorTokenType.uri
         if let file = actorTokenFile {
             let text = String(decoding: try KeyLoading.readFile(file, what: "actor token file"), as: UTF8.self)
             return ExchangeToken(text.trimmingASCIIWhitespace(), type: type)
@@ -215,6 +207,31 @@ struct ExchangeCommand: ParsableCommand {
                 throw CLIError.failed("the issued token has characters a token cannot have; not printing it")
             }
             Terminal.out(tokens.accessToken)
+        }
+    }
+}
+
+extension ExchangeCommand {
+    /// A token type option's value: `id_token`, `jwt`, `access_token`, `refresh_token`, or a URI
+    /// (`ExchangeToken.type(named:)`); anything else is argument-parser's usage error, with the
+    /// option's help.
+    struct TokenType: ExpressibleByArgument, Sendable {
+        /// The token type URI sent.
+        let uri: String
+        /// The value as given (the help's default).
+        let defaultValueDescription: String
+
+        static let idToken = TokenType(uri: ExchangeToken.idTokenType, name: "id_token")
+        static let accessToken = TokenType(uri: ExchangeToken.accessTokenType, name: "access_token")
+
+        private init(uri: String, name: String) {
+            self.uri = uri
+            defaultValueDescription = name
+        }
+
+        init?(argument: String) {
+            guard let uri = ExchangeToken.type(named: argument) else { return nil }
+            self.init(uri: uri, name: argument)
         }
     }
 }

@@ -211,21 +211,15 @@ struct InspectCommand: ParsableCommand {
             }
             let resolved = try CLIConfig.resolve(
                 profile, store: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil))
-            let sessions = try CLISessions(options: resolved.store, create: false, profile: resolved.name)
-            let stored: StoredSession?
-            do { stored = try sessions.load(resolved.name) } catch {
-                throw OAuthContext.fail(error, profile: resolved.name)
-            }
-            guard let stored, !stored.session.isLoggedOut else {
-                throw CLIError.failed("no session for profile \(resolved.name); run \(loginHint(resolved.name))")
-            }
+            let session = try OAuthContext(options: resolved.store, create: false, profile: resolved.name)
+                .session(of: resolved.name).session
             let instant = self.instant
             let keys = try loadKeys()
             var object: JSONObject = ["profile": .string(resolved.name)]
             var failure: (any Error)? = nil
             for (label, key, value) in [
-                ("access token", "access_token", stored.session.tokens.accessToken),
-                ("ID token", "id_token", stored.session.tokens.idToken)
+                ("access token", "access_token", session.tokens.accessToken),
+                ("ID token", "id_token", session.tokens.idToken)
             ] {
                 guard let value, !value.isEmpty else {
                     if json { object[key] = .null } else { Terminal.out("\(label): none in this session") }
@@ -236,7 +230,7 @@ struct InspectCommand: ParsableCommand {
                 // §2), its RFC 8707 resource, if it has one, for the access token.
                 var values = self
                 if aud.isEmpty, !anyAudience {
-                    let implied = key == "id_token" ? stored.session.clientID : stored.session.resource
+                    let implied = key == "id_token" ? session.clientID : session.resource
                     if let implied { values.aud = [implied] }
                 }
                 let report: InspectionReport

@@ -53,15 +53,10 @@ enum LeanCommandLine {
     }
 
     static func token(_ arguments: ArraySlice<String>) -> TokenCommand.Values? {
-        var values = TokenValues()
+        var values = TokenCommand.Values(
+            store: StoreOptions(storePath: nil, keyFile: nil, keyEnvironment: nil, passphraseFile: nil))
         guard scan(arguments, options: tokenOptions, positional: nil, into: &values) else { return nil }
-        return TokenCommand.Values(
-            store: StoreOptions(
-                storePath: values.storePath, keyFile: values.keyFile,
-                keyEnvironment: values.keyEnvironment, passphraseFile: values.passphraseFile,
-                keySecretService: values.keySecretService),
-            profile: values.profile, minValidity: values.minValidity, idToken: values.idToken, format: values.format,
-            url: values.url, method: values.method, nonce: values.nonce)
+        return values
     }
 
     /// One long option of the subset.
@@ -136,107 +131,58 @@ enum LeanCommandLine {
 
     /// `moose inspect`'s options (`InspectCommand`).
     static let inspectOptions: [OptionSpec<InspectCommand.Values>] = [
-        OptionSpec(name: "--jwks", kind: .single) {
-            $0.jwks = $1; return true
-        },
-        OptionSpec(name: "--issuer", kind: .single) {
-            $0.issuer = $1; return true
-        },
-        OptionSpec(name: "--key", kind: .single) {
-            $0.key = $1; return true
-        },
-        OptionSpec(name: "--secret-file", kind: .single) {
-            $0.secretFile = $1; return true
-        },
-        OptionSpec(name: "--iss", kind: .single) {
-            $0.iss = $1; return true
-        },
-        OptionSpec(name: "--audience", kind: .repeatable) {
-            $0.aud.append($1); return true
-        },
-        OptionSpec(name: "--aud", kind: .repeatable) {
-            $0.aud.append($1); return true
-        },
-        OptionSpec(name: "--any-audience", kind: .flag) { values, _ in
-            values.anyAudience = true; return true
-        },
-        OptionSpec(name: "--alg", kind: .repeatable) {
-            $0.alg.append($1); return true
-        },
+        .value("--jwks") { $0.jwks = $1 }, .value("--issuer") { $0.issuer = $1 }, .value("--key") { $0.key = $1 },
+        .value("--secret-file") { $0.secretFile = $1 }, .value("--iss") { $0.iss = $1 },
+        .repeated("--audience") { $0.aud.append($1) }, .repeated("--aud") { $0.aud.append($1) },
+        .flag("--any-audience") { $0.anyAudience = true }, .repeated("--alg") { $0.alg.append($1) },
         OptionSpec(name: "--leeway", kind: .single) { values, text in
             // argument-parser's Double: `Double(String)`.
             guard let seconds = Double(text) else { return false }
             values.leeway = seconds
             return true
         },
-        OptionSpec(name: "--now", kind: .single) {
-            $0.now = $1; return true
-        },
-        OptionSpec(name: "--ca-file", kind: .single) {
-            $0.caFile = $1; return true
-        },
-        OptionSpec(name: "--json", kind: .flag) { values, _ in
-            values.json = true; return true
-        }
+        .value("--now") { $0.now = $1 }, .value("--ca-file") { $0.caFile = $1 }, .flag("--json") { $0.json = true }
     ]
 
-    /// `moose token`'s options, its `StoreOptions` as plain strings (a `StoreOptions` is made once, at
-    /// the end), with `TokenCommand`'s defaults.
-    struct TokenValues {
-        var storePath: String?
-        var keyFile: String?
-        var keyEnvironment: String?
-        var passphraseFile: String?
-        var keySecretService: String?
-        var profile: String?
-        var minValidity: String? = nil
-        var idToken = false
-        var format: TokenCommand.Format = .token
-        var url: String?
-        var method = "GET"
-        var nonce: String?
-    }
-
-    /// `moose token`'s options (`TokenCommand` and its `StoreOptions`).
-    static let tokenOptions: [OptionSpec<TokenValues>] = [
-        OptionSpec(name: "--store", kind: .single) {
-            $0.storePath = $1; return true
-        },
-        OptionSpec(name: "--key-file", kind: .single) {
-            $0.keyFile = $1; return true
-        },
-        OptionSpec(name: "--key-env", kind: .single) {
-            $0.keyEnvironment = $1; return true
-        },
-        OptionSpec(name: "--passphrase-file", kind: .single) {
-            $0.passphraseFile = $1; return true
-        },
-        OptionSpec(name: "--key-secret-service", kind: .single) {
-            $0.keySecretService = $1; return true
-        },
-        OptionSpec(name: "--profile", kind: .single) {
-            $0.profile = $1; return true
-        },
-        OptionSpec(name: "--min-validity", kind: .single) {
-            $0.minValidity = $1; return true
-        },
-        OptionSpec(name: "--id-token", kind: .flag) { values, _ in
-            values.idToken = true; return true
-        },
+    /// `moose token`'s options (`TokenCommand` and its `StoreOptions`), with `TokenCommand`'s defaults.
+    static let tokenOptions: [OptionSpec<TokenCommand.Values>] = [
+        .value("--store") { $0.store.storePath = $1 }, .value("--key-file") { $0.store.keyFile = $1 },
+        .value("--key-env") { $0.store.keyEnvironment = $1 },
+        .value("--passphrase-file") { $0.store.passphraseFile = $1 },
+        .value("--key-secret-service") { $0.store.keySecretService = $1 }, .value("--profile") { $0.profile = $1 },
+        .value("--min-validity") { $0.minValidity = $1 }, .flag("--id-token") { $0.idToken = true },
         OptionSpec(name: "--format", kind: .single) { values, text in
             // argument-parser's RawRepresentable enum: `init(rawValue:)`.
             guard let format = TokenCommand.Format(rawValue: text) else { return false }
             values.format = format
             return true
         },
-        OptionSpec(name: "--url", kind: .single) {
-            $0.url = $1; return true
-        },
-        OptionSpec(name: "--method", kind: .single) {
-            $0.method = $1; return true
-        },
-        OptionSpec(name: "--nonce", kind: .single) {
-            $0.nonce = $1; return true
-        }
+        .value("--url") { $0.url = $1 }, .value("--method") { $0.method = $1 }, .value("--nonce") { $0.nonce = $1 }
     ]
+}
+
+extension LeanCommandLine.OptionSpec {
+    /// `--name value`, at most once, any value.
+    static func value(_ name: String, _ set: @escaping @Sendable (inout Values, String) -> Void) -> Self {
+        Self(name: name, kind: .single) { values, text in
+            set(&values, text)
+            return true
+        }
+    }
+
+    /// `--name value`, any number of times, any value.
+    static func repeated(_ name: String, _ add: @escaping @Sendable (inout Values, String) -> Void) -> Self {
+        Self(name: name, kind: .repeatable) { values, text in
+            add(&values, text)
+            return true
+        }
+    }
+
+    /// `--name`, at most once.
+    static func flag(_ name: String, _ set: @escaping @Sendable (inout Values) -> Void) -> Self {
+        Self(name: name, kind: .flag) { values, _ in
+            set(&values)
+            return true
+        }
+    }
 }

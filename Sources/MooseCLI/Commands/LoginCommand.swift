@@ -1,6 +1,4 @@
 import ArgumentParser
-import Dispatch
-import Synchronization
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
@@ -158,8 +156,10 @@ struct LoginCommand: ParsableCommand {
     func run() throws {
         // The config file first: its profile settings and store count for every command, and a
         // file that does not parse is an error before anything else happens.
-        let resolved = try CLIConfig.resolve(
-            self.profile ?? (resource != nil && issuer == nil ? resource : nil), store: store)
+        // A login by --resource alone is the profile named by the resource, in canonical form (its key).
+        var named = self.profile
+        if named == nil, let resource, issuer == nil { named = try ResourceLogin.canonical(resource) }
+        let resolved = try CLIConfig.resolve(named, store: store)
         if let resource, issuer == nil, resolved.settings?.issuer == nil {
             try ResourceLogin(
                 store: resolved.store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
@@ -254,7 +254,7 @@ struct LoginCommand: ParsableCommand {
             dpop: try Self.dpopAlgorithm(dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : nil))?.rawValue,
             clientSecretFile: clientSecretFile, caFile: try caFile.map { try CLITransport.caFile($0) },
             // Checked here for the option's own message (a pin's form does not depend on the host).
-            publicKeyPins: try CLITransport.pins(pinPublicKey, issuer: issuer ?? "https://localhost"))
+            publicKeyPins: try CLITransport.pins(pinPublicKey))
         given.grant = clientCredentials ? .clientCredentials : workload != nil ? .workload : device ? .deviceCode : nil
         given.clientSecretEnv = clientSecretEnv
         given.clientAuth = clientAuth
@@ -273,7 +273,7 @@ struct LoginCommand: ParsableCommand {
     /// The options that say what a resolution error found missing.
     static func hint(for error: OAuthError, profile: String) -> String {
         if error.message.contains("needs an issuer and a client id") {
-            let config = (try? CLIConfig.path) ?? "the config file"
+            let config = CLIConfig.pathForMessages
             return ": give --issuer URL and --client-id ID (or a [profiles.\(profile)] section with issuer and "
                 + "client_id in \(config), or --resource alone to discover both)"
         }
@@ -378,15 +378,9 @@ struct LoginCommand: ParsableCommand {
                 tokens.isDPoPBound
                     ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens"
             } ?? ""
-        let who =
-            settings.grant == .clientCredentials
-            ? "client \(settings.clientID)"
-            : settings.grant.workload?.source.map {
-                "workload \($0.split(separator: ":").first.map(String.init) ?? $0)"
-            }
-                ?? SessionSummary(key: settings.name, session: session).displayName ?? "(no ID token)"
+        let who = SessionSummary(key: settings.name, session: session).principal
         Terminal.out(
-            "Logged in to \(settings.issuer) as \(who) (profile \(settings.name)); access token \(expiryText(tokens)); "
+            "Logged in to \(settings.issuer) as \(who ?? "(no ID token)") (profile \(settings.name)); access token \(expiryText(tokens)); "
                 + "scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
     }
 }

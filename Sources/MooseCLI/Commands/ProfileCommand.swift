@@ -36,9 +36,10 @@ struct ProfileCommand: ParsableCommand {
             // The settings file beside the config keeps profiles even when the store cannot be opened. A
             // store that is there but cannot be read is said after the list (exit 1), never taken for "no
             // profiles": what the config and the kept settings say is still listed.
-            var (sessions, kept): ([String], [String]) = ([], KeptSettings.profiles(store: store).keys.sorted())
+            var catalog = ProfileCatalog(rows: [:], kept: KeptSettings.profiles(store: store))
             var fault: (any Error)?
-            do { (sessions, kept) = try CLISessions.profiles(in: store) } catch { fault = error }
+            do { catalog = try CLISessions.catalog(of: store) } catch { fault = OAuthContext.fail(error) }
+            let (sessions, kept) = (catalog.sessions, catalog.loggedOut)
             let names = Set(config.profiles.keys).union(sessions).union(kept).sorted()
             if names.isEmpty, fault == nil {
                 // First contact (no config file, no store): none yet, and how to make one — not an error.
@@ -73,17 +74,19 @@ struct ProfileCommand: ParsableCommand {
             // A store that cannot be read is said (after what the config and kept settings show), never
             // shown as "no session".
             var fault: (any Error)?
-            var opened: CLISessions?
-            do { opened = try CLISessions.openIfPresent(store) } catch { fault = error }
-            let stored = opened.flatMap { try? $0.load(name) }.flatMap { $0.session.isLoggedOut ? nil : $0.session }
+            var catalog = ProfileCatalog(rows: [:], kept: KeptSettings.profiles(store: store))
+            do {
+                if let opened = try CLISessions.openIfPresent(store) { catalog = try opened.catalog(only: name) }
+            } catch { fault = OAuthContext.fail(error, profile: name) }
             // A profile logged out of keeps its plan: shown as it will log in again.
-            let saved = opened?.plan(of: name) ?? KeptSettings.plan(name, store: store)
+            let saved = catalog.plan(of: name)
             guard settings != nil || saved != nil else {
                 if let fault { throw fault }
                 throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
             }
             var object: JSONObject = ["name": .string(name), "store": .string(try store.resolvedStorePath)]
-            object["session"] = .string(stored.map { $0.state == .active ? "active" : "needs login" })
+            object["session"] = .string(
+                catalog.rows[name]?.session.map { $0.state == .active ? "active" : "needs login" })
             // What a plain `moose login --profile NAME` does: the library's resolution of the config's
             // profile over the kept plan (SessionPlan.resolve); a config section that does not say enough
             // to log in yet is shown as it is.

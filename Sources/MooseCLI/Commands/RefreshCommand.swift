@@ -1,6 +1,4 @@
 import ArgumentParser
-import Dispatch
-import Synchronization
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
@@ -31,34 +29,15 @@ struct RefreshCommand: ParsableCommand {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
         let context = try OAuthContext(options: resolved.store, create: false, profile: profile)
-        guard let (session, settings) = try context.loadOrFail(profile) else {
-            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
-        }
-        guard session.canRenew else {
-            throw CLIError.failed(
-                "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile) [needsLogin]"
-            )
-        }
-        do {
-            // The coordinator: lease, writable-store check before the refresh token is spent,
-            // fenced write — the same guarantees `moose token` has.
-            try OAuthContext.renew(
-                DetachedRefresh.Request(mode: .refreshNow), profile: profile, store: resolved.store, context: context,
-                settings: settings)
-            let fresh = try context.sessions.load(profile)?.session.tokens ?? session.tokens
-            let rotated =
-                fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
-            Terminal.out(
-                "Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")"
-            )
-        } catch let error as OAuthError
-            where error.code == OAuthError.invalidGrant || error.code == OAuthError.needsLogin
-        {
-            throw CLIError.failed(
-                "the refresh token was refused: \(Terminal.safe(error.message)) (\(error.oauthError ?? "invalid_grant")); "
-                    + "run moose login --profile \(profile)")
-        } catch {
-            throw OAuthContext.fail(error)
-        }
+        let (session, settings) = try SessionTokens.renewable(profile, in: context)
+        // The coordinator: lease, writable-store check before the refresh token is spent, fenced
+        // write — the same guarantees `moose token` has.
+        let fresh = try SessionTokens.renew(
+            DetachedRefresh.Request(mode: .refreshNow), profile: profile, store: resolved.store, context: context,
+            settings: settings)
+        let rotated = fresh.refreshToken.map { Array($0.utf8) } != session.tokens.refreshToken.map { Array($0.utf8) }
+        Terminal.out(
+            "Refreshed profile \(profile): access token \(expiryText(fresh))\(rotated ? "; refresh token rotated" : "")"
+        )
     }
 }

@@ -39,9 +39,6 @@ struct RefreshWorkerCommand: ParsableCommand {
     static func perform(_ request: DetachedRefresh.Request, profile: String, store: StoreOptions) throws {
         let context = try OAuthContext(options: store, create: false, profile: profile)
         defer { context.sessions.close() }
-        guard let (_, settings) = try context.loadOrFail(profile) else {
-            throw CLIError.failed("no session for profile \(profile); run moose login --profile \(profile)")
-        }
-        try OAuthContext.refreshInProcess(request, context: context, settings: settings)
+        try OAuthContext.refreshInProcess(request, context: context, settings: try context.session(of: profile).profile)
     }
 }

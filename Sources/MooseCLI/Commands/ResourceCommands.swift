@@ -22,11 +22,14 @@ struct ResourceLogin {
     let port: UInt16?
     let timeout: Double?
 
+    /// `resource` in canonical form (RFC 8707 §2, `ResourceIdentifier`): the form sessions are kept
+    /// and compared in. One that cannot be a resource is a usage error.
+    static func canonical(_ resource: String) throws -> String {
+        do { return try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
+    }
+
     func run() throws {
-        let canonical: String
-        do { canonical = try ResourceIdentifier.canonical(resource) } catch {
-            throw CLIError.usage("--resource: \(error)")
-        }
+        let canonical = try Self.canonical(resource)
         // Without --profile, the resource URL names the profile: one session per resource.
         let profile = self.profile ?? canonical
         // A first login that fails leaves no store or key behind.
@@ -75,19 +78,12 @@ struct ResourceLogin {
     /// The profile whose session is for `resource` (compared byte for byte in canonical form): the
     /// only one, or an error that says what to do.
     static func profile(for resource: String, store: StoreOptions) throws -> String {
-        let canonical: String
-        do { canonical = try ResourceIdentifier.canonical(resource) } catch {
-            throw CLIError.usage("--resource: \(error)")
-        }
-        let sessions = try CLISessions(options: store, create: false)
-        var matches: [String] = []
+        let canonical = try Self.canonical(resource)
+        // Rows a logout left, and damaged rows, are sessions for nothing.
+        let matches: [String]
         do {
-            for key in try sessions.keys() {
-                guard let session = try sessions.load(key)?.session, let stored = session.resource,
-                    stored.utf8.elementsEqual(canonical.utf8)
-                else { continue }
-                matches.append(key)
-            }
+            matches = try CLISessions(options: store, create: false).catalog(keptOutside: false)
+                .profiles(forResource: canonical)
         } catch {
             throw OAuthContext.fail(error)
         }

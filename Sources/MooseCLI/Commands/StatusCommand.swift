@@ -1,6 +1,4 @@
 import ArgumentParser
-import Dispatch
-import Synchronization
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
@@ -28,23 +26,21 @@ struct StatusCommand: ParsableCommand {
         let resolved = try CLIConfig.resolve(profile, store: store)
         let context = try OAuthContext(
             options: resolved.store, create: false, profile: profile.map { _ in resolved.name })
-        let names: [String]
-        do { names = try profile.map { [$0] } ?? context.sessions.keys() } catch { throw OAuthContext.fail(error) }
+        let catalog: ProfileCatalog
+        do { catalog = try context.sessions.catalog(only: profile, keptOutside: false) } catch {
+            throw OAuthContext.fail(error, profile: profile)
+        }
+        // One profile asked for by name must have a session: none, or a damaged one, says what to do.
+        if let profile, catalog.rows[profile]?.session == nil { _ = try context.session(of: profile) }
         var items: [JSONValue] = []
         var shown = 0
-        for name in names {
-            let loaded: (session: OAuthSession, profile: Profile)?
-            do {
-                loaded = try context.loadOrFail(name)
-            } catch {
+        for (name, row) in catalog.rows.sorted(by: { $0.key < $1.key }) {
+            guard let session = row.session else {
                 // A damaged row is listed with the way out; the other sessions are shown as usual.
-                guard profile == nil, let damaged = Self.damaged(name, context: context) else { throw error }
+                guard case .damaged = row else { continue }
+                let damaged = Self.damaged(name)
                 if json { items.append(damaged.json) } else { Terminal.out(damaged.text) }
                 shown += 1
-                continue
-            }
-            guard let session = loaded?.session else {
-                if profile != nil { throw CLIError.failed("no session for profile \(name); run \(loginHint(name))") }
                 continue
             }
             shown += 1
@@ -75,7 +71,7 @@ struct StatusCommand: ParsableCommand {
                 let resource = session.resource.map { " for \($0)" } ?? ""
                 let refresh = tokens.refreshToken != nil ? "yes" : grant ? "none (a new grant renews it)" : "none"
                 Terminal.out(
-                    "\(name): \(summary.displayName ?? (grant ? "client \(session.clientID)" : "-")) at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
+                    "\(name): \(summary.principal ?? "-") at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
                         + "refresh token \(refresh); scopes: \(tokens.scopes.joined(separator: " "))")
             }
         }
@@ -86,20 +82,13 @@ struct StatusCommand: ParsableCommand {
         }
     }
 
-    /// How `status` shows a row that cannot be opened, or `nil` when `name`'s row is not damaged.
-    static func damaged(_ name: String, context: OAuthContext) -> (text: String, json: JSONValue)? {
-        do {
-            _ = try context.sessions.load(name)
-            return nil
-        } catch let error as OAuthError where error.code == OAuthError.sessionDamaged {
-            let safe = Terminal.safe(name)
-            let next = "run moose login --profile \(safe) to replace it, or moose logout --profile \(safe) to remove it"
-            return (
-                "\(safe): damaged — the stored session cannot be opened (its sealed bytes do not authenticate); \(next)",
-                .object(["profile": .string(name), "state": .string("damaged"), "next_step": .string(next)])
-            )
-        } catch {
-            return nil
-        }
+    /// How `status` shows a row that cannot be opened.
+    static func damaged(_ name: String) -> (text: String, json: JSONValue) {
+        let safe = Terminal.safe(name)
+        let next = "run moose login --profile \(safe) to replace it, or moose logout --profile \(safe) to remove it"
+        return (
+            "\(safe): damaged — the stored session cannot be opened (its sealed bytes do not authenticate); \(next)",
+            .object(["profile": .string(name), "state": .string("damaged"), "next_step": .string(next)])
+        )
     }
 }

@@ -1,6 +1,5 @@
 import ArgumentParser
 import MooseHTTP
-import HTTPTypes
 import MooseJWT
 import MooseOAuth
 import MooseOAuthSystem
@@ -91,15 +90,22 @@ struct TokenCommand: ParsableCommand {
         var resource: String? = nil
 
         func run() throws {
-            guard let minimum = minValidity.map(DurationText.parse) ?? 30 else {
-                throw CLIError.usage(
-                    "--min-validity \(minValidity ?? ""): expected a duration of at most a year, like 60, 90s, 2m or 1h"
-                )
+            var minimum: TimeInterval = 30
+            if let minValidity {
+                guard let parsed = DurationText.parse(minValidity) else {
+                    throw CLIError.usage(
+                        "--min-validity \(minValidity): expected a duration of at most a year, like 60, 90s, 2m or 1h")
+                }
+                minimum = parsed
             }
+            // A resource that cannot be one is a usage error before anything is read or sent.
+            let canonical = try resource.map(ResourceLogin.canonical)
             let profile: String
             let store: StoreOptions
-            if let resource, self.profile == nil {
-                store = self.store
+            if let resource, let canonical, self.profile == nil {
+                // The config file as `moose login --resource` read it: its errors, and the store it names for
+                // the resource's profile.
+                store = try CLIConfig.resolve(canonical, store: self.store).store
                 profile = try ResourceLogin.profile(for: resource, store: store)
             } else {
                 let resolved = try CLIConfig.resolve(self.profile, store: self.store)
@@ -116,8 +122,7 @@ struct TokenCommand: ParsableCommand {
                 )
             }
             // A token goes only to the resource it was issued for.
-            if let resource, self.profile != nil {
-                let canonical = (try? ResourceIdentifier.canonical(resource)) ?? resource
+            if let canonical, self.profile != nil {
                 guard let stored = tokens.resource, stored.utf8.elementsEqual(canonical.utf8) else {
                     throw CLIError.failed(
                         "profile \(profile)'s tokens are not for \(canonical)\(tokens.resource.map { " (they are for \($0))" } ?? "")"
@@ -229,12 +234,8 @@ struct DPoPProofCommand: ParsableCommand {
     func run() throws {
         let resolved = try CLIConfig.resolve(self.profile, store: store)
         let profile = resolved.name
-        let sessions = try CLISessions(options: resolved.store, create: false, profile: profile)
-        let stored: StoredSession?
-        do { stored = try sessions.load(profile) } catch { throw OAuthContext.fail(error, profile: profile) }
-        guard let session = stored?.session, !session.isLoggedOut else {
-            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
-        }
+        let context = try OAuthContext(options: resolved.store, create: false, profile: profile)
+        let session = try context.session(of: profile).session
         Terminal.out(
             try Self.proof(
                 tokens: session.tokens, method: method, url: url, nonce: nonce, accessTokenHash: !noAccessTokenHash))

@@ -1,4 +1,3 @@
-import ArgumentParser
 import MooseHTTP
 import MooseJWT
 import MooseOAuth
@@ -24,6 +23,9 @@ enum CLIConfig {
             return try StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/config.toml"
         }
     }
+
+    /// The file's path for a message: `path`, or "the config file" where it cannot be named (no HOME).
+    static var pathForMessages: String { (try? path) ?? "the config file" }
 
     /// The file, or an empty configuration when there is none. A file that exists but cannot be
     /// read or parsed is an error (exit 2) that names the line.

@@ -1,6 +1,5 @@
 import MooseOAuth
 import MooseHTTP
-import ArgumentParser
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

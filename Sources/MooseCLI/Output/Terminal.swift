@@ -32,12 +32,6 @@ enum Terminal {
         writeAll(1, Array((safe(message) + "\n").utf8))
     }
 
-    /// Writes a line to standard error as it is: only for text whose outside parts were already
-    /// passed through `safe` (the device code banner's box and bold).
-    static func outPreSanitizedError(_ message: String) {
-        writeAll(2, Array((message + "\n").utf8))
-    }
-
     /// Writes a line to standard output as it is: only for text whose outside parts were already
     /// passed through `safe` (the colored `moose inspect` report).
     static func outPreSanitized(_ message: String) {

@@ -33,6 +33,13 @@ public struct SessionSummary: Sendable, Hashable {
     /// The name a person knows: `preferred_username`, then `email`, then `name`, then `sub`.
     public var displayName: String? { preferredUsername ?? email ?? name ?? subject }
 
+    /// Who the session acts as, in words for one line of a UI: `client CLIENT_ID` when a
+    /// client-credentials grant renews it, `workload KIND` when a workload's does (the identity
+    /// source's kind — `github`, `gitlab`, `env`, `file`, `command` — never its variable, path or
+    /// command line; `client CLIENT_ID` when the source is its app's own), else the person
+    /// (`displayName`); `nil` when nothing says.
+    public let principal: String?
+
     /// A summary of `session`.
     public init(key: String, session: OAuthSession) {
         self.key = key
@@ -45,6 +52,16 @@ public struct SessionSummary: Sendable, Hashable {
         expiresAt = session.tokens.expiresAt
         scopes = session.tokens.scopes
         resource = session.resource
+        let plan = SessionPlan.of(session, key: key)
+        if plan.grant == .clientCredentials {
+            principal = "client \(session.clientID)"
+        } else if let source = plan.grant.workload?.source {
+            principal = "workload " + String(source.prefix { $0 != ":" })
+        } else if plan.grant.kind.renewsWithoutAPerson {
+            principal = "client \(session.clientID)" // a workload whose source is its app's own
+        } else {
+            principal = preferredUsername ?? email ?? name ?? subject
+        }
     }
 
     static let usernameAttribute = "moose.preferred_username"

@@ -107,6 +107,33 @@ public enum DetachedRefresh {
                 OAuthError.Code(named: code), message ?? code, oauthError: oauthError,
                 errorDescription: errorDescription, status: status, underlying: storeCause.map(Cause.init(text:)))
         }
+
+        /// What the caller throws for a failed outcome: `error` when it carried an `OAuthError`, else a
+        /// `Failure` with its message and exit status (a line that names neither: "the refresh failed",
+        /// exit 1); `nil` for success.
+        public var failure: (any Error)? {
+            guard !ok else { return nil }
+            if let error { return error }
+            return Failure(message: message ?? "the refresh failed", exit: exit ?? 1)
+        }
+    }
+
+    /// A failure in the detached copy that was not an `OAuthError`: its message, and the exit status
+    /// the copy's program gave it (a command-line program exits with it too).
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The message.
+        public let message: String
+        /// The exit status.
+        public let exit: Int32
+
+        /// `message`.
+        public var description: String { message }
+
+        /// A failure with `message` and exit status `exit`.
+        public init(message: String, exit: Int32) {
+            self.message = message
+            self.exit = exit
+        }
     }
 
     /// What lay under a failure in the detached copy, as its words (see `Outcome.storeCause`).
