@@ -77,10 +77,12 @@ import Testing
         let token = try token()
         let bound = try self.token(bound: true)
         let weak = try self.token(scope: "profile")
-        let proof = try DPoP.proof(
-            signer: clientSigner, publicJWK: clientJWK, method: "GET", url: Self.resource + "/items", accessToken: bound
-        )
         try await application().test(.live) { client in
+            // Made now, as a client makes it before its request: one made before the server started could
+            // be past the iat window by the time a loaded machine sends it (CI: 401 "invalidDPoPProof (iat)").
+            let proof = try DPoP.proof(
+                signer: clientSigner, publicJWK: clientJWK, method: "GET", url: Self.resource + "/items",
+                accessToken: bound)
             try await client.execute(uri: "/items", method: .get, headers: [.authorization: "Bearer \(token)"]) {
                 response in
                 #expect(response.status == .ok)
@@ -129,6 +131,7 @@ import Testing
         let count = Mutex(0)
         let token = try token(scope: "profile")
         let bound = try self.token(bound: true)
+        // Refused for its two fields, whatever its iat: made before the server starts, and looked for in the log.
         let proof = try DPoP.proof(
             signer: clientSigner, publicJWK: clientJWK, method: "GET", url: Self.resource + "/items", accessToken: bound
         )

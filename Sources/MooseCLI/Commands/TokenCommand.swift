@@ -115,10 +115,11 @@ struct TokenCommand: ParsableCommand {
             let tokens = try SessionTokens.valid(
                 store: store, profile: profile, minimumValidity: minimum, idToken: idToken)
             // Asked for more than the provider's tokens live: say so (the token printed is the freshest there is).
-            if minValidity != nil, let lifetime = tokens.lifetime, minimum > lifetime {
+            if minValidity != nil, let lifetime = tokens.lifetime, let expiresAt = tokens.expiresAt, minimum > lifetime
+            {
                 Terminal.error(
                     "moose: note: --min-validity \(DurationText.describe(minimum)) is longer than the provider's tokens live "
-                        + "(\(DurationText.describe(lifetime))); printing a token valid for \(DurationText.describe(max(tokens.expiresAt?.timeIntervalSinceNow ?? 0, 0)))"
+                        + "(\(DurationText.describe(lifetime))); printing a token valid for \(DurationText.describe(max(expiresAt.timeIntervalSinceNow, 0)))"
                 )
             }
             // A token goes only to the resource it was issued for.

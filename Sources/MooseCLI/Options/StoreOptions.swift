@@ -60,8 +60,7 @@ struct StoreOptions: ParsableArguments {
         guard let home = home() else {
             let next =
                 "moose keeps its store, key and config under your home folder and will not put secrets in the current directory; "
-            let value = getenv("HOME").map { String(cString: $0) } ?? ""
-            if !value.isEmpty {
+            if let value = getenv("HOME").map({ String(cString: $0) }), !value.isEmpty {
                 // Set, but relative: said as it is (a relative HOME would be the current directory's).
                 throw CLIError.usage(
                     "HOME is not an absolute path (HOME=\(value)), nor is \(variable) set to one: " + next
