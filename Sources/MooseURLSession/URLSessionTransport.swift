@@ -4,7 +4,6 @@ public import FoundationNetworking
 #endif
 public import MooseHTTP
 public import HTTPTypes
-import Synchronization
 #if canImport(Security)
 import Security
 import CryptoKit
@@ -568,7 +567,9 @@ final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     #if canImport(FoundationNetworking)
     /// The tasks `OnceDataTask` runs (by identifier), each with the 401 its challenge was cancelled
     /// for, once there is one.
-    private let challenged = Mutex<[Int: HTTPURLResponse?]>([:])
+    /// (A pthread mutex, `ThreadLocked`: URLSession's delegate queue and the awaiting task touch it from
+    /// two threads, and a `Mutex`'s futex is invisible to ThreadSanitizer, which then reports a race.)
+    private let challenged = ThreadLocked<[Int: HTTPURLResponse?]>([:])
 
     /// swift-corelibs-foundation (6.3.1) turns a 401 whose `WWW-Authenticate` it knows (Basic, Digest)
     /// into a challenge, and its default handling without a stored credential never completes the task:
@@ -699,7 +700,7 @@ enum OnceDataTask {
             var continuation: CheckedContinuation<(Data, URLResponse), any Error>?
             var cancelled = false
         }
-        private let fields = Mutex(Fields())
+        private let fields = ThreadLocked(Fields()) // pthread: seen by ThreadSanitizer (see `challenged`)
 
         /// Keeps `task` to cancel, and cancels it now if the awaiting task already was.
         func start(
