@@ -66,7 +66,7 @@ struct BrowserLoginTests {
     @Test func theDeviceFlowInARealBrowser() async throws {
         let (home, environment) = CLI.home("moose-chromium-device")
         defer { try? FileManager.default.removeItem(at: home) }
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: CLI.binary)
         process.arguments = [
             "login", "--device", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-device",
@@ -79,20 +79,24 @@ struct BrowserLoginTests {
         process.standardError = errors
         process.standardOutput = output
         try process.run()
-        // Piped: the banner's plain form, "…enter the code:" then the code on its own line.
-        var text = ""
-        var code: String? = nil
-        var uri: String? = nil
-        let deadline = Date().addingTimeInterval(30)
-        while code == nil, Date() < deadline {
-            let chunk = errors.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-            let lines = text.split(separator: "\n").map(String.init)
-            if let index = lines.firstIndex(where: { $0.hasPrefix("To sign in, open ") }), index + 1 < lines.count {
-                uri = lines[index].split(separator: " ").dropFirst(4).first.map(String.init)
-                code = lines[index + 1].trimmingCharacters(in: .whitespaces)
+        // Piped: the banner's plain form, "…enter the code:" then the code on its own line (read off
+        // the cooperative pool: each read blocks a thread).
+        let (text, code, uri) = try await offThePool { () -> (String, String?, String?) in
+            var text = ""
+            var code: String? = nil
+            var uri: String? = nil
+            let deadline = Date().addingTimeInterval(30)
+            while code == nil, Date() < deadline {
+                let chunk = errors.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+                let lines = text.split(separator: "\n").map(String.init)
+                if let index = lines.firstIndex(where: { $0.hasPrefix("To sign in, open ") }), index + 1 < lines.count {
+                    uri = lines[index].split(separator: " ").dropFirst(4).first.map(String.init)
+                    code = lines[index + 1].trimmingCharacters(in: .whitespaces)
+                }
             }
+            return (text, code, uri)
         }
         let userCode = try #require(code, "no user code in: \(text)")
         let verification = try #require(uri)
@@ -102,8 +106,10 @@ struct BrowserLoginTests {
         #expect(browser.status == 0, "\(browser.stderr)")
         let page = try #require(try JSONSerialization.jsonObject(with: Data(browser.stdout.utf8)) as? [String: Any])
         #expect((page["text"] as? String ?? "").localizedCaseInsensitiveContains("authorized"), "\(page)")
-        process.waitUntilExit()
-        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stdout = try await offThePool { () -> String in
+            process.waitUntilExit()
+            return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        }
         #expect(process.terminationStatus == 0, "\(text)")
         #expect(stdout.contains("Logged in"), "\(stdout)")
     }

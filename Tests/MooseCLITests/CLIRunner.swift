@@ -113,7 +113,7 @@ enum CLI {
     /// Ends a child that stops when its standard input closes: closes `input`, gives it `grace`
     /// seconds, then SIGKILL — so a child that never sees end-of-file (another process holding a copy
     /// of the pipe) cannot hang the test run in `waitUntilExit`.
-    static func end(_ process: Process, closing input: Pipe, grace: TimeInterval = 10) {
+    static func end(_ process: TestProcess, closing input: Pipe, grace: TimeInterval = 10) {
         try? input.fileHandleForWriting.close()
         let deadline = Date().addingTimeInterval(grace)
         while process.isRunning, Date() < deadline { usleep(10_000) }
@@ -126,49 +126,17 @@ enum CLI {
         _ arguments: [String], stdin: Data?, environment: [String: String],
         timeout: TimeInterval, executable: String?
     ) throws -> (CLIResult, timedOut: Bool) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable ?? binary)
-        process.arguments = executable == nil ? arguments : Array(arguments.dropFirst())
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        // A command that exits before reading all of its input (a usage error) closes the pipe: the
-        // write below then fails with EPIPE instead of killing the whole test process with SIGPIPE.
-        _ = signal(SIGPIPE, SIG_IGN)
-        try process.run()
-        // Feed stdin and drain stdout/stderr concurrently so large outputs never deadlock.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var stdoutData = Data()
-        nonisolated(unsafe) var stderrData = Data()
-        group.enter()
-        DispatchQueue.global().async {
-            stdoutData = out.fileHandleForReading.readDataToEndOfFile(); group.leave()
-        }
-        group.enter()
-        DispatchQueue.global().async {
-            stderrData = err.fileHandleForReading.readDataToEndOfFile(); group.leave()
-        }
-        DispatchQueue.global().async {
-            if let stdin { try? input.fileHandleForWriting.write(contentsOf: stdin) }
-            try? input.fileHandleForWriting.close()
-        }
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(5_000) }
-        let timedOut = process.isRunning
-        if timedOut {
-            kill(process.processIdentifier, SIGKILL) // SIGTERM may be blocked in children of the test runner
-        }
-        process.waitUntilExit()
-        group.wait()
+        // posix_spawn and waitpid (TestProcess), bounded: a child past `timeout` is killed, and what a
+        // program it started keeps open is read for 5 s more at most.
+        let run = try runBounded(
+            [executable ?? binary] + (executable == nil ? arguments : Array(arguments.dropFirst())), stdin: stdin,
+            environment: env, timeout: timeout)
         return (
             CLIResult(
-                status: process.terminationStatus,
-                stdout: String(decoding: stdoutData, as: UTF8.self),
-                stderr: String(decoding: stderrData, as: UTF8.self)), timedOut
+                status: run.status, stdout: String(decoding: run.stdout, as: UTF8.self),
+                stderr: String(decoding: run.stderr, as: UTF8.self)), run.timedOut
         )
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// A resource server of tools/resource, started for one test: it prints `READY <url>` and stops
 /// when its stdin closes.
 final class ResourceServer {
-    let process = Process()
+    let process = TestProcess()
     let input = Pipe()
     let url: String
 

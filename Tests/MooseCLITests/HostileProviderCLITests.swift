@@ -174,7 +174,7 @@ extension CLIResult {
         let key = Data(repeating: 7, count: 32)
         try key.write(to: secret)
         for payload in [#"{"exp":1e300}"#, #"{"iat":-1e300}"#, #"{"nbf":18446744073709551616}"#] {
-            let token = try Self.hs256(payload, key: key)
+            let token = try await Self.hs256(payload, key: key)
             for extra in [[], ["--secret-file", secret.path], ["--json"]] {
                 let result = try await CLI.run(["inspect", token] + extra)
                 #expect(result.status == 1, "\(payload) \(extra): \(result.status) \(result.stderr)")
@@ -183,27 +183,23 @@ extension CLIResult {
         }
     }
 
-    static func hs256(_ payload: String, key: Data) throws -> String {
+    static func hs256(_ payload: String, key: Data) async throws -> String {
         func b64(_ data: Data) -> String {
             data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .replacingOccurrences(of: "=", with: "")
         }
         let input = b64(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + b64(Data(payload.utf8))
-        // HMAC-SHA256 through openssl's command line: an independent implementation.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "openssl", "dgst", "-sha256", "-mac", "HMAC", "-macopt",
-            "hexkey:" + key.map { String(format: "%02x", $0) }.joined(), "-binary"
-        ]
-        let input_ = Pipe(), output = Pipe()
-        process.standardInput = input_
-        process.standardOutput = output
-        try process.run()
-        input_.fileHandleForWriting.write(Data(input.utf8))
-        try input_.fileHandleForWriting.close()
-        let mac = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        // HMAC-SHA256 through openssl's command line: an independent implementation. Bounded and off
+        // the cooperative pool (its wait blocks a thread; two block every test on 2 cores).
+        let run = try await offThePool {
+            try runBounded(
+                [
+                    "/usr/bin/env", "openssl", "dgst", "-sha256", "-mac", "HMAC", "-macopt",
+                    "hexkey:" + key.map { String(format: "%02x", $0) }.joined(), "-binary"
+                ], stdin: Data(input.utf8), environment: ProcessInfo.processInfo.environment, timeout: 30)
+        }
+        #expect(run.status == 0 && !run.timedOut && run.stdout.count == 32, "openssl dgst: \(run.status)")
+        let mac = run.stdout
         return input + "." + b64(mac)
     }
 }

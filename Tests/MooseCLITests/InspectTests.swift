@@ -224,8 +224,8 @@ struct InspectTests {
 /// `--jwks URL`: a real HTTP server on 127.0.0.1 (Python's http.server serving the fixtures).
 struct InspectJWKSURLTests {
     /// Starts `python3 -m http.server` on a free port; returns the process and its base URL.
-    static func startServer(directory: String) throws -> (Process, String) {
-        let process = Process()
+    static func startServer(directory: String) throws -> (TestProcess, String) {
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", directory]
         let out = Pipe()

@@ -36,7 +36,7 @@ struct ReachabilityNamespaceTests {
         let worker = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent(
             "moose-store-worker"
         ).path
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = [
             "netns", "exec", name, worker, "reach", home.appendingPathComponent("data/moose/store.sqlite").path,

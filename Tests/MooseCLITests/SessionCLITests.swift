@@ -151,8 +151,8 @@ struct TokenCLITests {
         ).path
         let store = home.appendingPathComponent("data/moose/store.sqlite").path
         let key = home.appendingPathComponent("config/moose/store.key").path
-        let processes = try (0..<8).map { _ -> (Process, Pipe) in
-            let process = Process()
+        let processes = try (0..<8).map { _ -> (TestProcess, Pipe) in
+            let process = TestProcess()
             process.executableURL = URL(fileURLWithPath: worker)
             process.arguments = ["tokens", store, key, "default", "50"]
             let pipe = Pipe()
@@ -161,10 +161,16 @@ struct TokenCLITests {
             return (process, pipe)
         }
         var printed: [String] = []
-        for (process, pipe) in processes {
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "worker said: \(output)")
+        // The workers' outputs and exits, collected off the cooperative pool (their waits block a thread).
+        let outcomes = try await offThePool {
+            processes.map { process, pipe in
+                let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                return (process.terminationStatus, output)
+            }
+        }
+        for (status, output) in outcomes {
+            #expect(status == 0, "worker said: \(output)")
             let lines = output.split(separator: "\n").filter { $0.hasPrefix("token ") }
             #expect(lines.count == 1, "one process's 50 tasks got different tokens: \(output)")
             printed += lines.map(String.init)
@@ -206,7 +212,7 @@ struct TokenCLITests {
 
 /// A `moose` process started now and collected later (for concurrency tests).
 final class BackgroundCLI {
-    let process = Process()
+    let process = TestProcess()
     let out = Pipe(), err = Pipe()
 
     init(_ arguments: [String], environment: [String: String], executable: String? = nil) throws {

@@ -56,7 +56,7 @@ struct StoreCLITests {
             db.execute("UPDATE secrets SET sealed=? WHERE name='b'", (bytes(sealed),))
             db.commit()
             """
-        let python = Process()
+        let python = TestProcess()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         python.arguments = ["python3", "-c", script, storePath]
         try python.run()

@@ -20,7 +20,7 @@ struct StoreFaultCLITests {
 
     @discardableResult
     static func chattr(_ flag: String, _ path: String) -> Bool {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
         process.arguments = [flag, path]
         process.standardError = FileHandle.nullDevice

@@ -10,7 +10,7 @@ import Testing
 struct TestProviderCLITests {
     /// A running `moose-test-provider` and its issuer (read from its first line, as a script does).
     final class Box {
-        let process = Process()
+        let process = TestProcess()
         let issuer: String
 
         init(_ arguments: [String]) throws {

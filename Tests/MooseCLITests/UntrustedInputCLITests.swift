@@ -45,7 +45,7 @@ struct UntrustedInputCLITests {
         // Another process keeps the store open (its -wal and -shm exist), and this one may not grow
         // any file (RLIMIT_FSIZE 0, SIGXFSZ ignored): it can read the store but never write it.
         let store = home.appendingPathComponent("data/moose/store.sqlite").path
-        let holder = Process()
+        let holder = TestProcess()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         holder.arguments = [
             "python3", "-c",

@@ -549,7 +549,7 @@ final class RawConnection: Sendable {
 /// Runs `executable` to its end (off the cooperative pool) and returns its status and standard output.
 private func runProcess(_ executable: String, _ arguments: [String]) async -> (status: Int32, output: String) {
     await offPool {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let output = Pipe()

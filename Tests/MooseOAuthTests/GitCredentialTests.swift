@@ -1,5 +1,6 @@
 import Foundation
 import MooseOAuthSystem
+import MooseTestSupport
 import Testing
 
 /// The code of the `CredentialHelperError` `body` throws; `nil` when it throws nothing (or another error).
@@ -89,7 +90,7 @@ func helperErrorCode<T>(_ body: () throws -> T) -> CredentialHelperError.Code? {
         try Data(try answer.serialized().utf8).write(to: answerFile)
         // A helper that keeps what git sent and answers with the file.
         let helper = "!f() { cat > '\(seen.path)'; cat '\(answerFile.path)'; }; f"
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: git)
         process.arguments = ["-c", "credential.helper=", "-c", "credential.helper=\(helper)", "credential", "fill"]
         var environment = ProcessInfo.processInfo.environment

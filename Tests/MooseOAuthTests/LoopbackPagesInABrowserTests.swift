@@ -12,7 +12,7 @@ struct LoopbackPagesInABrowserTests {
     static func render(_ url: String, screenshots folder: URL) throws -> (title: String, text: String) {
         var environment = ProcessInfo.processInfo.environment
         environment["MOOSE_SCREENSHOT_DIR"] = folder.path
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = [LocalServer.repositoryRoot + "/tools/browser/chromium.sh", "--page", url]
         process.environment = environment
@@ -37,15 +37,15 @@ struct LoopbackPagesInABrowserTests {
             url: URL(string: "https://id.example.com/authorize")!,
             redirectURI: agent.redirectURI, expectedState: "s3")
         // Another sign-in's redirect: ignored, with a page that says so.
-        let mismatch = try await Task.detached { try Self.render(base + "?state=other&code=abc", screenshots: folder) }
-            .value
+        // (Chromium runs for seconds: its wait is off the cooperative pool, which a detached task is not.)
+        let mismatch = try await offThePool { try Self.render(base + "?state=other&code=abc", screenshots: folder) }
         #expect(mismatch.title == "Moose — not this sign-in")
         #expect(mismatch.text.contains("This response was ignored") && mismatch.text.contains("You may close this tab"))
         // The provider's error, with markup in its description: shown as the characters it sent.
         let hostile = "%3Cb%3Ebold%3C%2Fb%3E%3Cscript%3Edocument.title%3D%27pwned%27%3C%2Fscript%3E"
-        let error = try await Task.detached {
+        let error = try await offThePool {
             try Self.render(base + "?state=s3&error=access_denied&error_description=" + hostile, screenshots: folder)
-        }.value
+        }
         #expect(error.title == "Moose — sign-in did not complete", "a script ran or the page is wrong: \(error.title)")
         #expect(error.text.contains("<b>bold</b><script>document.title='pwned'</script>"), "\(error.text)")
         #expect(error.text.contains("You may close this tab"))

@@ -136,7 +136,7 @@ enum PG {
         _ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
         timeout: TimeInterval = 60
     ) -> (Int32, String) {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
@@ -279,7 +279,7 @@ enum WorkerBinary {
 
 /// A child process whose output lines are read as they come (the kill -9 tests wait for a line).
 final class Child: Sendable {
-    let process = Process()
+    let process = TestProcess()
     private let pipe = Pipe()
     private let lines = Mutex<(buffer: String, lines: [String])>(("", []))
 

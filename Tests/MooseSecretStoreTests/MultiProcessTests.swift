@@ -12,7 +12,7 @@ import Testing
 final class Worker: Sendable {
     static let binary = builtExecutable("moose-store-worker")
 
-    let process = Process()
+    let process = TestProcess()
     private let pipe = Pipe()
     // ThreadLocked (a pthread mutex), not Mutex: the reader runs on a plain thread, and
     // ThreadSanitizer on Linux cannot see Mutex's futex (it reported these locked accesses as a race).

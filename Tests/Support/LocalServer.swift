@@ -11,7 +11,7 @@ public enum LocalServer {
     public static func start(_ script: String, python: String = "/usr/bin/python3", environment: [String: String] = [:])
         -> Int
     {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-u", repositoryRoot + "/" + script]
         if !environment.isEmpty {

@@ -36,7 +36,7 @@ public enum SecretServiceBus {
     /// `secret-tool ARGS` on the test bus: its status and standard output.
     public static func secretTool(_ arguments: [String], input: String? = nil) -> (Int32, String) {
         guard let address else { return (-1, "") }
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/secret-tool")
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
