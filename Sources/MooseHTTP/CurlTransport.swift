@@ -29,8 +29,10 @@ public struct CurlTransport: HTTPTransport {
     /// The time allowed to establish a connection.
     public var connectTimeout: TimeInterval
     /// A PEM file of the certificate authorities to trust instead of the system's (a provider behind a
-    /// private CA); `nil` trusts the system's store. A certificate no trusted CA signed fails the
-    /// request with `HTTPRequestError.tls`.
+    /// private CA). `nil` trusts the file the environment names, `$SSL_CERT_FILE` else
+    /// `$CURL_CA_BUNDLE` (the variables OpenSSL's tools, curl, Python and Go read), and the system's
+    /// store when neither is set. A certificate no trusted CA signed fails the request with
+    /// `HTTPRequestError.tls`.
     public var caFile: String?
     /// The server keys each pinned host must present (`CURLOPT_PINNEDPUBLICKEY`), checked after the
     /// certificate's normal verification; a request to a pinned host whose server presents another key
@@ -42,7 +44,8 @@ public struct CurlTransport: HTTPTransport {
     /// - Parameters:
     ///   - maximumResponseSize: the largest response body accepted, in bytes.
     ///   - connectTimeout: the time allowed to establish a connection.
-    ///   - caFile: a PEM file of the CAs to trust instead of the system's.
+    ///   - caFile: a PEM file of the CAs to trust instead of the system's (`nil`: the environment's
+    ///     `$SSL_CERT_FILE` or `$CURL_CA_BUNDLE`, else the system's).
     ///   - pins: public-key pins for the hosts that have them (see `PublicKeyPins`).
     public init(
         maximumResponseSize: Int = 16 << 20, connectTimeout: TimeInterval = 10, caFile: String? = nil,
@@ -54,14 +57,23 @@ public struct CurlTransport: HTTPTransport {
         self.pins = pins
     }
 
+    /// The CA file the environment names for a transport given none: `SSL_CERT_FILE`, else
+    /// `CURL_CA_BUNDLE` (an empty value is no value); `nil` when neither is set. Read per request, so a
+    /// long-running process follows a change of its environment as a new `curl` would.
+    package static func environmentCAFile(
+        _ variable: (String) -> String? = { name in getenv(name).map { String(cString: $0) } }
+    ) -> String? {
+        ["SSL_CERT_FILE", "CURL_CA_BUNDLE"].lazy.compactMap(variable).first { !$0.isEmpty }
+    }
+
     /// `true` when libcurl can be loaded on this machine.
     public static var isAvailable: Bool { moose_curl_load(nil, 0) == 1 }
 
     public func send(_ request: APIRequest) async throws -> APIResponse {
         try Task.checkCancellation()
         let flag = CancelFlag()
-        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout, caFile = self.caFile,
-            pins = self.pins
+        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout,
+            caFile = self.caFile ?? Self.environmentCAFile(), pins = self.pins
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<APIResponse, any Error>) in
                 // libcurl's easy API blocks: run it on a Dispatch thread, never on the cooperative pool.

@@ -120,7 +120,9 @@ struct GlewlwydDPoPTests {
             AuthorizationParameters(scopes: ["openid", "profile", "email", "offline_access"]))
         let callback = try await agent.authorize(
             url: request.url, redirectURI: agent.redirectURI, expectedState: request.state)
-        return (client, request, try await flow.complete(request, callback: callback))
+        let tokens = try await flow.complete(request, callback: callback)
+        await agent.loginFinished(nil) // the browser's tab (browser.py, waiting for it) gets its page
+        return (client, request, tokens)
     }
 
     @Test func parDPoPLoginRefreshUserInfoAndBearerRefused() async throws {

@@ -23,7 +23,7 @@ extension Status {
 /// What every session command shares: the store, the transport, discovery and the flows.
 struct OAuthContext {
     let sessions: CLISessions
-    let transport: any HTTPTransport = CLITransport.make(caFile: nil)
+    let transport: any HTTPTransport = CurlTransport()
 
     init(options: StoreOptions, create: Bool, profile: String? = nil) throws {
         sessions = try CLISessions(options: options, create: create, profile: profile)
@@ -192,17 +192,9 @@ struct OAuthContext {
     }
 }
 
-/// The CLI's HTTP transport: libcurl, trusting `--ca-file` (or a profile's `ca_file`), else
-/// `$SSL_CERT_FILE` (the variable OpenSSL, curl's tool, Python and Go read), else the system's CAs.
+/// The CLI's HTTP transport is libcurl (`CurlTransport`), trusting `--ca-file` (or a profile's
+/// `ca_file`), else `$SSL_CERT_FILE`, else the system's CAs; these check what the options give it.
 enum CLITransport {
-    static func make(caFile: String?) -> CurlTransport {
-        let names: [String] = ["SSL_CERT_FILE", "CURL_CA_BUNDLE"]
-        let environment = names.lazy.compactMap { name in getenv(name).map { String(cString: $0) } }.first {
-            !$0.isEmpty
-        }
-        return CurlTransport(caFile: caFile ?? environment)
-    }
-
     /// `path` checked as a readable file, made absolute (a profile is used from any directory later).
     static func caFile(_ path: String, option: String = "--ca-file") throws -> String {
         let absolute = SessionPlan.absolute(path)

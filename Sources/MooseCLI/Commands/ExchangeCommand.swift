@@ -113,7 +113,7 @@ struct ExchangeCommand: ParsableCommand {
         if let caFile { profile.provider.caFile = try CLITransport.caFile(caFile) }
         let subjectType = subjectTokenType.uri
         let requested = requestedTokenType?.uri
-        let transport = CLITransport.make(caFile: profile.provider.caFile)
+        let transport = CurlTransport(caFile: profile.provider.caFile)
         let subject = try subjectSource(transport: transport)
         let actor = try actorToken()
         let actorSource: (@Sendable () async throws -> ExchangeToken)? = actor.map { token in { @Sendable in token } }

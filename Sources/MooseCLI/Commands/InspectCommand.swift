@@ -300,7 +300,7 @@ struct InspectCommand: ParsableCommand {
             let keys: VerificationKeys
             do {
                 if sources.contains(where: \.isRemote) {
-                    var transport = CLITransport.make(caFile: try caFile.map { try CLITransport.caFile($0) })
+                    var transport = CurlTransport(caFile: try caFile.map { try CLITransport.caFile($0) })
                     transport.maximumResponseSize = VerificationKeys.maximumDocumentSize
                     let remote = transport
                     keys = try CLIBlocking.run { try await VerificationKeys.load(sources, transport: remote) }

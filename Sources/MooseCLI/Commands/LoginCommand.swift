@@ -248,7 +248,7 @@ struct LoginCommand: ParsableCommand {
         if let deviceEndpoint, URL(string: deviceEndpoint)?.scheme == nil {
             throw CLIError.usage("--device-endpoint \(deviceEndpoint) is not a URL")
         }
-        if let workload { _ = try WorkloadLogin.source(workload, transport: CLITransport.make(caFile: nil)) }
+        if let workload { _ = try WorkloadLogin.source(workload, transport: CurlTransport()) }
         var given = ProfileFile.ProfileSettings(
             issuer: issuer, clientID: clientID, scopes: scope.isEmpty ? nil : scope, resource: resource,
             dpop: try Self.dpopAlgorithm(dpopAlgorithm ?? (dpop ? JWTAlgorithm.es256.rawValue : nil))?.rawValue,

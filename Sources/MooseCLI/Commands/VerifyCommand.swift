@@ -145,7 +145,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         let text = try readToken()
-        var transport = CLITransport.make(caFile: try caFile.map { try CLITransport.caFile($0) })
+        var transport = CurlTransport(caFile: try caFile.map { try CLITransport.caFile($0) })
         transport.maximumResponseSize = 1 << 20
         let server = try resourceServer(transport: transport)
         let scopes = scope

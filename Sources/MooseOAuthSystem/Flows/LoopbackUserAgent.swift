@@ -50,25 +50,37 @@ public struct LoopbackUserAgent: ExternalUserAgent {
         let receiver = self.receiver, timeout = self.timeout, open = self.open
         // The listener is bound before `open` runs: a browser that comes back before `open` returns
         // is queued. The browser that brings the code waits for `loginFinished` (the outcome of the
-        // code exchange), so the callback is returned as soon as it arrives — an `open` that waits
-        // for the page (a scripted browser) is not waited for, and is cancelled then; an `open`
-        // that fails first fails the login.
-        return try await withThrowingTaskGroup(of: URL?.self) { group in
-            group.addTask {
-                try await receiver.waitForCallback(
-                    timeout: timeout, expectedState: expectedState, holdingForOutcome: true)
+        // code exchange), so the callback is returned as soon as it arrives, and `open` is cancelled
+        // then but never awaited: an `open` that returns only once its browser has the page (a
+        // scripted browser run to the end) would otherwise hold the login until that page came from
+        // `outcomeWait`'s fallback or the browser gave up — a task group awaits every child, even a
+        // cancelled one, which is what this did before (15 s per login at Glewlwyd). An `open` that
+        // fails before the callback arrives fails the login with its error.
+        let failed = ThreadLocked<(any Error)?>(nil)
+        let waiting = Task {
+            try await receiver.waitForCallback(timeout: timeout, expectedState: expectedState, holdingForOutcome: true)
+        }
+        let opening = Task {
+            do {
+                try await open(url)
+            } catch {
+                failed.withLock { $0 = error }
+                waiting.cancel()
             }
-            group.addTask {
-                try await open(url); return nil
+        }
+        do {
+            let callback = try await withTaskCancellationHandler {
+                try await waiting.value
+            } onCancel: {
+                waiting.cancel()
+                opening.cancel()
             }
-            while let next = try await group.next() {
-                if let callback = next {
-                    group.cancelAll()
-                    return callback
-                }
-            }
-            // the callback task returns or throws first
-            throw OAuthError(OAuthError.timedOut, "no authorization redirect arrived")
+            opening.cancel()
+            return callback
+        } catch {
+            opening.cancel()
+            if let failure = failed.withLock({ $0 }) { throw failure }
+            throw error
         }
     }
 }
