@@ -12,6 +12,16 @@ import MooseCrypto
 public struct IntrospectionError: Error, Sendable, CustomStringConvertible {
     /// What went wrong; never contains the token.
     public let message: String
+    /// The HTTP status the endpoint answered with, when that was the fault (not 200): a 4xx refuses the
+    /// resource server's own client (its id, secret or authentication method), a 5xx is the
+    /// endpoint's outage. `nil` for an answer that came with 200 and could not be used.
+    public let status: Int?
+
+    init(message: String, status: Int? = nil) {
+        self.message = message
+        self.status = status
+    }
+
     /// The message.
     public var description: String { message }
 }
@@ -37,7 +47,7 @@ public struct IntrospectionAnswer: Sendable {
     ///   not a JSON object with a boolean `active`, or a registered member of the wrong type.
     public static func parse(status: Int, body: [UInt8]) throws(IntrospectionError) -> IntrospectionAnswer {
         guard status == 200 else {
-            throw IntrospectionError(message: "the introspection endpoint answered HTTP \(status)")
+            throw IntrospectionError(message: "the introspection endpoint answered HTTP \(status)", status: status)
         }
         guard body.count <= maximumSize else {
             throw IntrospectionError(message: "the introspection answer is over \(maximumSize) bytes")

@@ -56,6 +56,10 @@ public struct ResourceServerRefusal: Error, Sendable, CustomStringConvertible {
     public let dpopNonce: String?
     /// Which check failed, for logs; never contains a token or proof.
     public let reason: String
+    /// For a `temporarilyUnavailable` refusal because introspection failed: the HTTP status its endpoint
+    /// answered with, when that was the fault (`IntrospectionError.status`) — a 4xx is the issuer
+    /// refusing this resource server's own client, which waiting does not mend. `nil` otherwise.
+    public internal(set) var introspectionStatus: Int? = nil
 
     /// A refusal (the verifier makes these; public for adapters and tests).
     public init(

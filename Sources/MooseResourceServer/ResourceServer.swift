@@ -517,9 +517,11 @@ public struct ResourceServer: Sendable {
         }
         let answer: IntrospectionAnswer
         do { answer = try await introspector.introspect(token) } catch {
-            throw ResourceServerRefusal(
+            var unavailable = ResourceServerRefusal(
                 code: ResourceServerRefusal.temporarilyUnavailable, status: 503, challenges: [],
                 reason: "introspection failed: \((error as? IntrospectionError)?.message ?? "transport error")")
+            unavailable.introspectionStatus = (error as? IntrospectionError)?.status
+            throw unavailable
         }
         return try checkIntrospection(answer, scheme: scheme)
     }

@@ -135,6 +135,17 @@ struct WorkloadLoginCLITests {
             expired.status == 1 && expired.stdout.isEmpty && expired.stderr.contains("invalid_grant"),
             "\(expired.status) \(expired.stderr)")
         #expect(try await CLI.run(["exchange", "--issuer", Self.issuer, "--client-id", "x"]).status == 2)
+        // Where the subject comes from, said when it gives nothing: an empty one (stdin, all blanks), a
+        // variable that is not set (its name shown escaped) — usage errors, before any request.
+        let exchange = ["exchange", "--issuer", Self.issuer, "--client-id", "moose-ci", "--audience", Self.audience]
+        let blank = try await CLI.run(
+            exchange + ["--subject-token-file", "-"], stdin: Data(" \n\t\n".utf8), environment: environment)
+        #expect(blank.status == 2 && blank.stderr.contains("the subject token is empty"), "\(blank.stderr)")
+        let unset = try await CLI.run(
+            exchange + ["--subject-token-env", "MOOSE_UNSET_\u{1B}[2J"], environment: environment)
+        #expect(
+            unset.status == 2 && unset.stderr.contains("(the subject token) is not set") && unset.isTerminalSafe,
+            "\(unset.stderr)")
     }
 
     /// `command:PROGRAM ARG…`: the program's output is the subject, run without a shell, asked again each time.

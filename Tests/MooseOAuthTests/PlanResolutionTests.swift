@@ -229,6 +229,11 @@ struct PlanResolutionTests {
             } catch let error as OAuthError {
                 #expect(error.code == OAuthError.invalidConfiguration && error.message.contains(words), "\(error)")
                 #expect(!error.message.contains("--"), "a library error names no CLI flag: \(error.message)")
+                // What is missing, also as a value a caller can name its own way.
+                let missing: SessionPlan.Missing? =
+                    words.contains("issuer and a client id")
+                    ? .issuerAndClientID : words.contains("client's credentials") ? .clientCredentials : nil
+                #expect(error.underlying as? SessionPlan.Missing == missing, "\(words)")
             }
         }
     }

@@ -100,9 +100,38 @@ import Testing
 
     @Test(arguments: [(200, "[]"), (200, #"{"active":"true"}"#), (500, #"{"active":true}"#), (200, "not json")])
     func unusableAnswersAreUnavailableNeverActive(_ status: Int, _ body: String) async throws {
-        #expect(throws: IntrospectionError.self) {
+        let error = #expect(throws: IntrospectionError.self) {
             try IntrospectionAnswer.parse(status: status, body: Array(body.utf8))
         }
+        #expect(error?.status == (status == 200 ? nil : status))
+    }
+
+    /// An endpoint that answers `status` (or fails, for nil) to every introspection.
+    struct Failing: HTTPTransport {
+        let status: Int?
+        func send(_ request: APIRequest) async throws -> APIResponse {
+            guard let status else { throw HTTPRequestError(HTTPRequestError.transport, "connection refused") }
+            return APIResponse(
+                status: HTTPResponse.Status(code: status), headerFields: [.contentType: "application/json"],
+                body: Data(#"{"error":"invalid_client"}"#.utf8))
+        }
+    }
+
+    /// A token that cannot be checked now is refused as unavailable; the refusal says the endpoint's
+    /// status when that was the fault, so a caller can tell the issuer refusing the resource server's
+    /// own client (4xx: fix the client) from an outage (5xx, or no answer: try again).
+    @Test(arguments: [401, 400, 503, nil] as [Int?])
+    func anIntrospectionEndpointsStatusComesWithTheRefusal(_ status: Int?) async throws {
+        let introspector = TokenIntrospector(
+            endpoint: URL(string: "https://id.example.com/introspect")!, clientID: "rs", clientSecret: "s",
+            transport: Failing(status: status), clock: { Harness.now })
+        let refused = try #require(
+            try await refusal {
+                try await server(introspector).verify(
+                    authorizationHeader: "Bearer opaque", dpopHeader: nil, method: "GET", url: Harness.url)
+            })
+        #expect(refused.code == ResourceServerRefusal.temporarilyUnavailable && refused.status == 503)
+        #expect(refused.introspectionStatus == status)
     }
 
     @Test func theTestIdPsOpaqueTokensAreIntrospected() async throws {

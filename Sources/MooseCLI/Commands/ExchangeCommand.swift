@@ -152,42 +152,20 @@ struct ExchangeCommand: ParsableCommand {
             let audience = workloadAudience ?? issuer
             return { try await source.token(audience: audience) }
         }
-        let text: String
-        if let file = subjectTokenFile {
-            if file == "-" {
-                guard let bytes = try Terminal.readStandardInput(limit: 1 << 20) else {
-                    throw CLIError.usage("standard input is larger than 1 MiB")
-                }
-                text = String(decoding: bytes, as: UTF8.self)
-            } else {
-                text = String(decoding: try KeyLoading.readFile(file, what: "subject token file"), as: UTF8.self)
-            }
-        } else if let variable = subjectTokenEnv {
-            guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
-                throw CLIError.usage("the environment variable \(variable) (the subject token) is not set")
-            }
-            text = value
-        } else {
+        guard
+            let token = try SecretInput.read(
+                file: subjectTokenFile, variable: subjectTokenEnv, what: "subject token", standardInput: true)
+        else {
             throw CLIError.usage("give one of --subject-token-file, --subject-token-env and --workload")
         }
-        let token = text.trimmingASCIIWhitespace()
         return { token }
     }
 
     /// The actor token (delegation), read once from its file or variable; nil when none is given.
     func actorToken() throws -> ExchangeToken? {
-        let type = actorTokenType.uri
-        if let file = actorTokenFile {
-            let text = String(decoding: try KeyLoading.readFile(file, what: "actor token file"), as: UTF8.self)
-            return ExchangeToken(text.trimmingASCIIWhitespace(), type: type)
+        try SecretInput.read(file: actorTokenFile, variable: actorTokenEnv, what: "actor token").map {
+            ExchangeToken($0, type: actorTokenType.uri)
         }
-        if let variable = actorTokenEnv {
-            guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
-                throw CLIError.usage("the environment variable \(variable) (the actor token) is not set")
-            }
-            return ExchangeToken(value.trimmingASCIIWhitespace(), type: type)
-        }
-        return nil
     }
 
     /// Prints the issued token: alone (checked first), or as JSON with its type and lifetime.

@@ -270,17 +270,15 @@ struct LoginCommand: ParsableCommand {
         return given
     }
 
-    /// The options that say what a resolution error found missing.
+    /// The options that give what a resolution error found missing (`SessionPlan.Missing`).
     static func hint(for error: OAuthError, profile: String) -> String {
-        if error.message.contains("needs an issuer and a client id") {
-            let config = CLIConfig.pathForMessages
-            return ": give --issuer URL and --client-id ID (or a [profiles.\(profile)] section with issuer and "
-                + "client_id in \(config), or --resource alone to discover both)"
+        switch error.underlying as? SessionPlan.Missing {
+        case .issuerAndClientID?:
+            ": give --issuer URL and --client-id ID (or a [profiles.\(profile)] section with issuer and "
+                + "client_id in \(CLIConfig.pathForMessages), or --resource alone to discover both)"
+        case .clientCredentials?: " (--client-secret-file FILE, --client-secret-env VAR or --private-key FILE)"
+        case nil: ""
         }
-        if error.message.contains("needs the client's credentials") {
-            return " (--client-secret-file FILE, --client-secret-env VAR or --private-key FILE)"
-        }
-        return ""
     }
 
     /// The DPoP algorithm a plan names, if any (ES256, EdDSA or RS256).

@@ -236,22 +236,13 @@ struct VerifyCommand: ParsableCommand {
     func introspectionClient() throws -> ResourceServer.IntrospectionClient? {
         guard introspect else { return nil }
         guard let clientID else { throw CLIError.usage("--introspect needs --client-id (the introspecting client)") }
-        let text: String
-        if let variable = clientSecretEnv {
-            guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
-                throw CLIError.usage(
-                    "the environment variable \(Terminal.safe(variable)) (the client secret) is not set")
-            }
-            text = value
-        } else if let path = clientSecretFile {
-            text = String(
-                decoding: try KeyLoading.readFile(path, what: "client secret file", limit: 64 * 1024), as: UTF8.self)
-        } else {
+        guard
+            let secret = try SecretInput.read(
+                file: clientSecretFile, variable: clientSecretEnv, what: "client secret", limit: 64 * 1024)
+        else {
             throw CLIError.usage(
                 "--introspect needs the client's secret: --client-secret-env VAR or --client-secret-file FILE")
         }
-        let secret = text.trimmingASCIIWhitespace()
-        guard !secret.isEmpty else { throw CLIError.usage("the client secret is empty") }
         return ResourceServer.IntrospectionClient(
             clientID: clientID, clientSecret: secret, authentication: clientAuth == "post" ? .post : .basic)
     }
@@ -262,7 +253,7 @@ struct VerifyCommand: ParsableCommand {
         if json { Terminal.out(refusal.jsonReport.serialized()) }
         if refusal.code == ResourceServerRefusal.temporarilyUnavailable {
             // The endpoint refusing this command's own client (HTTP 4xx) is no outage: exit 1, what to check.
-            if refusal.reason.contains("introspection endpoint answered HTTP 4") {
+            if let status = refusal.introspectionStatus, (400..<500).contains(status) {
                 Terminal.error(
                     "moose: error: the token could not be checked: \(refusal.reason); the issuer refused the introspection "
                         + "client: check --client-id, its secret and --client-auth [\(refusal.code)]")

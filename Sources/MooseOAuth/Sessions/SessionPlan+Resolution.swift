@@ -23,6 +23,17 @@ extension SessionPlan.Grant.Kind {
 }
 
 extension SessionPlan {
+    /// What a plan still lacks where `resolve` found nothing in any layer: the `underlying` error of the
+    /// `invalidConfiguration` it throws, so that a caller can say how to give it in its own terms (a
+    /// command's options, an app's settings screen) without reading the message.
+    public enum Missing: Error, Sendable, Equatable {
+        /// The issuer and the client id (a profile's first login, with neither given nor kept).
+        case issuerAndClientID
+        /// The client's credentials for a client-credentials login: a secret file, a secret variable or
+        /// a private key.
+        case clientCredentials
+    }
+
     /// The scopes a person's login asks for when nothing says otherwise.
     public static let defaultScopes = ["openid", "profile", "email"]
 
@@ -49,7 +60,8 @@ extension SessionPlan {
     ///   - profile: the profile's settings in a config file, if any.
     ///   - kept: the plan the profile's last login used (its session's, or one kept after a logout).
     /// - Returns: a plan ready for `TokenManager(plan:…)`.
-    /// - Throws: `OAuthError.invalidConfiguration` naming what is missing or wrong: no issuer or client
+    /// - Throws: `OAuthError.invalidConfiguration` naming what is missing or wrong (what is missing also
+    ///   as its `underlying` `Missing`, for a caller that names its own way to give it): no issuer or client
     ///   id anywhere, an issuer that breaks `IssuerRule`, two credentials in one layer, a
     ///   client-credentials grant without credentials, a workload grant without a source, an unknown
     ///   `client_auth`, `workload_grant`, `subject_token_type` or DPoP algorithm, unusable pins, a
@@ -61,7 +73,11 @@ extension SessionPlan {
         func fail(_ message: String) -> OAuthError { OAuthError(OAuthError.invalidConfiguration, message) }
         guard let issuer = given.issuer ?? file.issuer ?? kept?.issuer,
             let clientID = given.clientID ?? file.clientID ?? kept?.clientID
-        else { throw fail("the first login of profile \(name) needs an issuer and a client id") }
+        else {
+            throw OAuthError(
+                OAuthError.invalidConfiguration, "the first login of profile \(name) needs an issuer and a client id",
+                underlying: Missing.issuerAndClientID)
+        }
         // The one issuer rule (`IssuerRule`), as discovery asks it: a usage error now, not an outage later.
         if let problem = IssuerRule.problem(issuer) { throw fail("the issuer \(issuer) \(problem.predicate)") }
         guard let url = URL(string: issuer) else { throw fail("the issuer \(issuer) is not a URL") }
@@ -202,8 +218,8 @@ extension SessionPlan {
         if grant.kind == .clientCredentials, client.credential == .none {
             throw OAuthError(
                 OAuthError.invalidConfiguration,
-                "a client-credentials login needs the client's credentials: a secret file, a secret variable or a private key"
-            )
+                "a client-credentials login needs the client's credentials: a secret file, a secret variable or a private key",
+                underlying: Missing.clientCredentials)
         }
     }
 
