@@ -72,8 +72,8 @@ public struct CurlTransport: HTTPTransport {
     public func send(_ request: APIRequest) async throws -> APIResponse {
         try Task.checkCancellation()
         let flag = CancelFlag()
-        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout,
-            caFile = self.caFile ?? Self.environmentCAFile(), pins = self.pins
+        let maximumResponseSize = self.maximumResponseSize, connectTimeout = self.connectTimeout, caFile = self.caFile,
+            pins = self.pins
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<APIResponse, any Error>) in
                 // libcurl's easy API blocks: run it on a Dispatch thread, never on the cooperative pool.
@@ -114,6 +114,8 @@ public struct CurlTransport: HTTPTransport {
             throw HTTPRequestError(
                 HTTPRequestError.invalidRequest, "only http and https URLs are supported: \(request.redactedURL)")
         }
+        // No CA file given: the environment's, as `caFile` says (here, for `send` and `sendBlocking` alike).
+        let caFile = caFile ?? environmentCAFile()
         var request = request
         if let file = request.bodyFile {
             // libcurl's easy API here takes the body in memory: fine for the CLI's small requests.

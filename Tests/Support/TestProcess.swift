@@ -55,8 +55,18 @@ public final class TestProcess: @unchecked Sendable {
             (standardInput, 0, true), (standardOutput, 1, false), (standardError, 2, false)
         ]
         for (stream, target, isInput) in streams {
-            if let fd = Self.childDescriptor(stream, isInput: isInput) {
-                posix_spawn_file_actions_adddup2(&actions, fd, target)
+            // `FileHandle.nullDevice` has no descriptor of its own here (-1): the child opens /dev/null.
+            let added: Int32
+            if let fd = Self.childDescriptor(stream, isInput: isInput), fd >= 0 {
+                added = posix_spawn_file_actions_adddup2(&actions, fd, target)
+            } else if stream != nil {
+                added = posix_spawn_file_actions_addopen(
+                    &actions, target, "/dev/null", isInput ? O_RDONLY : O_WRONLY, 0)
+            } else {
+                added = 0
+            }
+            guard added == 0 else {
+                throw SpawnError("TestProcess: cannot set up descriptor \(target): error \(added)")
             }
         }
         closeInheritedDescriptors(&actions)
@@ -108,9 +118,10 @@ public final class TestProcess: @unchecked Sendable {
         while isRunning {
             var status: Int32 = 0
             let reaped = waitpid(pid, &status, 0)
+            let failure = errno
             lock.lock()
             if reaped == pid, waitStatus == nil { waitStatus = status }
-            let ended = reaped == pid || (reaped == -1 && errno == ECHILD) || waitStatus != nil
+            let ended = reaped == pid || (reaped == -1 && failure == ECHILD) || waitStatus != nil
             lock.unlock()
             if ended { break }
         }
@@ -156,8 +167,9 @@ public struct BoundedRun: Sendable {
 
 /// Runs `arguments` (the program first: an absolute path) with `stdin` written to it, the whole
 /// `environment`, and both output streams captured, and returns within about `timeout` + `drain`
-/// seconds whatever happens: at the deadline the child is killed (SIGKILL), and output is read for at
-/// most `drain` seconds after it ended (a program it started may still hold its streams open).
+/// seconds whatever happens: at the deadline the child is killed (SIGKILL), even one that closed its
+/// output early, and output is read for at most `drain` seconds after it ended (a program it started
+/// may still hold its streams open; what that program writes later is not captured).
 /// Blocks the calling thread: call it off Swift's cooperative pool.
 public func runBounded(
     _ arguments: [String], stdin: Data?, environment: [String: String], timeout: TimeInterval,
@@ -191,7 +203,7 @@ public func runBounded(
     var endedAt: Date?
     var timedOut = false
     var buffer = [UInt8](repeating: 0, count: 65_536)
-    while open.contains(true) {
+    while open.contains(true) || endedAt == nil {
         if endedAt == nil, !process.isRunning { endedAt = Date() }
         if let endedAt, Date().timeIntervalSince(endedAt) > drain { break }
         if endedAt == nil, Date() > deadline {

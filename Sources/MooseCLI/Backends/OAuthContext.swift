@@ -193,7 +193,8 @@ struct OAuthContext {
 }
 
 /// The CLI's HTTP transport is libcurl (`CurlTransport`), trusting `--ca-file` (or a profile's
-/// `ca_file`), else `$SSL_CERT_FILE`, else the system's CAs; these check what the options give it.
+/// `ca_file`), else `$SSL_CERT_FILE` or `$CURL_CA_BUNDLE`, else the system's CAs; these check what the
+/// options give it.
 enum CLITransport {
     /// `path` checked as a readable file, made absolute (a profile is used from any directory later).
     static func caFile(_ path: String, option: String = "--ca-file") throws -> String {

@@ -78,9 +78,10 @@ public struct LoopbackUserAgent: ExternalUserAgent {
             opening.cancel()
             return callback
         } catch {
+            // `open`'s own failure, read before it is cancelled (a cancelled `open` may fail too).
+            let failure = failed.withLock { $0 }
             opening.cancel()
-            if let failure = failed.withLock({ $0 }) { throw failure }
-            throw error
+            throw failure ?? error
         }
     }
 }
