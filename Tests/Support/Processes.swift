@@ -190,15 +190,7 @@ private func withCArguments<R>(
 ) -> R {
     var merged = ProcessInfo.processInfo.environment
     for (key, value) in environment { merged[key] = value }
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    var envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        for pointer in argv { free(pointer) }
-        for pointer in envp { free(pointer) }
-    }
-    return argv.withUnsafeMutableBufferPointer { a in
-        envp.withUnsafeMutableBufferPointer { e in body(UnsafePointer(a.baseAddress!), UnsafePointer(e.baseAddress!)) }
-    }
+    return withCEnvironment(arguments, merged, body)
 }
 
 /// The repository's protected API (tools/resource/api_server.py): accepts only tokens the IdP at

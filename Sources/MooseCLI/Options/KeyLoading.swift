@@ -21,8 +21,9 @@ enum KeyLoading {
 }
 
 /// A secret or token the command line says where to find: a file (`-`: standard input, where
-/// `standardInput` allows it) or an environment variable. Read whole and bounded, surrounding whitespace dropped; a variable that is
-/// not set and a value that is empty are usage errors naming `what` (the variable's name escaped).
+/// `standardInput` allows it) or an environment variable. Read whole and bounded, surrounding
+/// whitespace dropped; a variable that is not set and a value that is empty are usage errors naming
+/// `what` (the variable's name escaped).
 enum SecretInput {
     /// The value, or `nil` when neither `file` nor `variable` is given.
     static func read(
