@@ -93,6 +93,25 @@ struct FirstHourCLITests {
         #expect(good.status == 0, "\(good.stderr)")
     }
 
+    /// A config file `moose profile use` cannot write is a fault of the file system (exit 1, the file
+    /// named and left as it was), not a usage error (exit 2, as it was): nothing on the command line
+    /// is wrong. The file's name is as long as a name may be, so its temporary sibling cannot be made —
+    /// a write that fails even for root, who may write any folder.
+    @Test func profileUseThatCannotWriteTheConfigIsAFileSystemFault() async throws {
+        var (home, environment) = CLI.home("moose-profile-unwritable")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let config = home.appendingPathComponent(String(repeating: "c", count: 250) + ".toml")
+        let text = "[profiles.work]\nissuer = \"https://id.example.com\"\nclient_id = \"app\"\n"
+        try Data(text.utf8).write(to: config)
+        environment["MOOSE_CONFIG"] = config.path
+        let use = try await CLI.run(["profile", "use", "work"], environment: environment)
+        #expect(
+            use.status == 1 && use.stderr.contains("cannot write") && use.stderr.contains("[fileSystem]"),
+            "\(use.status) \(use.stderr)")
+        #expect(try String(contentsOf: config, encoding: .utf8) == text, "the config file was changed")
+    }
+
     /// `moose profile use` changes only the `default` line: the config's comments, order and mode stay,
     /// and a config that is a link (kept in a dotfiles repository) stays a link to the file it edits.
     @Test func profileUseKeepsTheFileAPersonWrote() async throws {

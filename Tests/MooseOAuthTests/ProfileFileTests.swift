@@ -67,6 +67,18 @@ struct ProfileFileTests {
             #expect(error.code == OAuthError.invalidConfiguration && error.message.contains("line 3"), "\(error)")
         }
         #expect(try String(contentsOf: target, encoding: .utf8) == "# mine\n[profiles.a]\nissuer = 3\n")
+
+        // A file that parses but cannot be written (its temporary sibling's name is too long): a fault
+        // of the file system, not of the configuration; the file is left as it was.
+        let long = folder.appendingPathComponent(String(repeating: "l", count: 250) + ".toml")
+        try Data("[profiles.a]\n".utf8).write(to: long)
+        do {
+            try ProfileFile.setDefault("a", inFileAt: long.path)
+            Issue.record("a file whose sibling cannot be made was written")
+        } catch let error as OAuthError {
+            #expect(error.code == OAuthError.fileSystem && error.message.contains("cannot write"), "\(error)")
+        }
+        #expect(try String(contentsOf: long, encoding: .utf8) == "[profiles.a]\n")
     }
 
     /// Host names ignore case, so two that differ only in case are one host given twice: refused with

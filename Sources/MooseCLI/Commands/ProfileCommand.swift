@@ -155,8 +155,10 @@ struct ProfileCommand: ParsableCommand {
             let path = try CLIConfig.path
             do {
                 try ProfileFile.setDefault(name, inFileAt: path)
-            } catch let error as OAuthError {
+            } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
                 throw CLIError.usage(error.message)
+            } catch {
+                throw OAuthContext.fail(error)
             }
             Terminal.out("Default profile: \(name) (\(path))")
         }

@@ -36,7 +36,7 @@ extension OAuthError {
         workloadIdentity, accessDenied, stateMismatch, invalidIDToken, expiredToken, timedOut, invalidConfiguration,
         subjectMismatch, needsLogin, storeUnavailable, renewalRefused, sessionDamaged, insecureEndpoint, unsafeValue,
         issuerMismatchInResponse, storageConflict, leaseLost, leaseBusy, pkceNotSupported, registration, refreshLimit,
-        offline, insufficientScope, tokenRejected, pasteRefused, noBrowser
+        offline, insufficientScope, tokenRejected, pasteRefused, noBrowser, fileSystem
     ]
 
     /// The class of `code` (an unknown code — an app's own — is `misconfigured`).

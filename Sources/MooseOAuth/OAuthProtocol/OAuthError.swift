@@ -118,6 +118,11 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
     public static let noBrowser = Code(name: "noBrowser")
     /// A configuration or argument problem on the client side.
     public static let invalidConfiguration = Code(name: "invalidConfiguration")
+    /// A local file of the app's own (a config file being written) cannot be written for a reason of
+    /// the system, not of what it says: permissions, a missing or read-only folder, a full disk, a name
+    /// too long. `message` names the file and the system's reason; the file is left as it was. Not a
+    /// mistake in the configuration: mend the file system (or the path), not the settings.
+    public static let fileSystem = Code(name: "fileSystem")
     /// The UserInfo `sub` is not the ID token's `sub` (OIDC Core 5.3.2).
     public static let subjectMismatch = Code(name: "subjectMismatch")
     /// The session needs a new login (no session, or its refresh token was refused). Final.

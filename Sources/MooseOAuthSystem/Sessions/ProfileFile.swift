@@ -295,9 +295,9 @@ extension ProfileFile {
     /// - Parameters:
     ///   - name: the profile to make the default.
     ///   - path: the config file (`defaultPath()` for `moose`'s own).
-    /// - Throws: `OAuthError` with `invalidConfiguration` naming the file, which is left as it was: it
-    ///   cannot be read, does not parse (with the line), would break the parser's limits, or cannot be
-    ///   written.
+    /// - Throws: `OAuthError` naming the file, which is left as it was: `invalidConfiguration` when it
+    ///   cannot be read, does not parse (with the line) or would break the parser's limits;
+    ///   `fileSystem` when it cannot be written (its folder cannot be made, the disk is full…).
     public static func setDefault(_ name: String, inFileAt path: String) throws {
         let target = followingLinks(path)
         var info = stat()
@@ -321,8 +321,7 @@ extension ProfileFile {
         else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
-            throw OAuthError(
-                OAuthError.invalidConfiguration, "cannot write \(path) (\(reason)); the file is left as it is")
+            throw OAuthError(OAuthError.fileSystem, "cannot write \(path) (\(reason)); the file is left as it is")
         }
     }
 
