@@ -1,4 +1,5 @@
 public import Foundation
+import MooseOAuth // ChildProcess
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -28,10 +29,13 @@ public final class SpawnedServer: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, input[0], 0)
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         for fd in input + output { posix_spawn_file_actions_addclose(&actions, fd) }
-        closeInheritedDescriptors(&actions)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        isolateChild(&actions, &attributes)
         var child: pid_t = 0
         let status = withCArguments(arguments, environment: environment) { argv, envp in
-            posix_spawn(&child, arguments[0], &actions, nil, argv, envp)
+            posix_spawn(&child, arguments[0], &actions, &attributes, argv, envp)
         }
         close(input[0])
         close(output[1])
@@ -101,20 +105,16 @@ public func runProcessOffThePool(_ arguments: [String], environment: [String: St
     (try? await offThePool { runProcess(arguments, environment: environment) }) ?? (-1, "")
 }
 
-/// Adds "close every descriptor from 3 up" to a child's file actions. Without it a child inherits
-/// whatever this process has open without `FD_CLOEXEC` at that moment — Foundation's `Pipe`s of
-/// other tests among them: a server holding the write end of another child's standard input kept
-/// that child from ever seeing end-of-file, and the test waiting for it hung the run.
-/// (`posix_spawn_file_actions_addclosefrom_np`, glibc 2.34+, is not in Swift's Glibc module: looked
-/// up at run time; on Darwin, `POSIX_SPAWN_CLOEXEC_DEFAULT` is the equivalent.)
-func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
-    #if os(Linux)
-    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
-        return
-    }
-    _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
-    #endif
+/// Sets up every child the tests start as the library's `ChildProcess` sets up its own: every
+/// descriptor from 3 up closed in the child, and the default signal mask and dispositions. Without the
+/// first, a child inherits whatever this process has open without `FD_CLOEXEC` at that moment —
+/// Foundation's `Pipe`s of other tests among them: a server holding the write end of another child's
+/// standard input kept that child from ever seeing end-of-file, and the test waiting for it hung the
+/// run. Without the second, a child started from a concurrency thread (which blocks every signal)
+/// could not be ended with SIGTERM.
+func isolateChild(_ actions: inout posix_spawn_file_actions_t, _ attributes: inout posix_spawnattr_t) {
+    _ = ChildProcess.closeInheritedDescriptors(&actions, &attributes)
+    _ = ChildProcess.defaultSignals(&attributes)
 }
 
 /// The path of `name`, an executable SwiftPM built next to the test bundle (the bundle's folder and
@@ -146,10 +146,13 @@ public func runProcess(_ arguments: [String], environment: [String: String] = [:
     posix_spawn_file_actions_adddup2(&actions, output[1], 1)
     posix_spawn_file_actions_addclose(&actions, output[0])
     posix_spawn_file_actions_addclose(&actions, output[1])
-    closeInheritedDescriptors(&actions)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    isolateChild(&actions, &attributes)
     var child: pid_t = 0
     let spawned = withCArguments(arguments, environment: environment) { argv, envp in
-        posix_spawnp(&child, arguments[0], &actions, nil, argv, envp)
+        posix_spawnp(&child, arguments[0], &actions, &attributes, argv, envp)
     }
     close(output[1])
     guard spawned == 0 else { close(output[0]); return (-1, "cannot run \(arguments.first ?? "?"): error \(spawned)") }

@@ -69,15 +69,7 @@ public final class TestProcess: @unchecked Sendable {
                 throw SpawnError("TestProcess: cannot set up descriptor \(target): error \(added)")
             }
         }
-        closeInheritedDescriptors(&actions)
-        var empty = sigset_t(), all = sigset_t()
-        sigemptyset(&empty)
-        sigfillset(&all)
-        sigdelset(&all, SIGKILL)
-        sigdelset(&all, SIGSTOP)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(Int32(POSIX_SPAWN_SETSIGMASK) | Int32(POSIX_SPAWN_SETSIGDEF)))
+        isolateChild(&actions, &attributes)
         let program = executableURL.path
         var child: pid_t = 0
         let status = withCEnvironment([program] + arguments, environment ?? ProcessInfo.processInfo.environment) {
