@@ -228,17 +228,9 @@ struct StoreCommand: ParsableCommand {
 
         /// The new master key a --to-… option names; `nil` for none.
         func newKeySource() throws -> MasterKeySource? {
-            guard [toKeyEnvironment != nil, toPassphraseFile != nil, toSecretService != nil].filter({ $0 }).count <= 1
-            else {
-                throw CLIError.usage("give only one of --to-key-env, --to-passphrase-file, --to-secret-service")
-            }
-            if let toKeyEnvironment { return .environment(toKeyEnvironment) }
-            if let toSecretService { return .secretService(toSecretService) }
-            if let toPassphraseFile {
-                let bytes = try KeyLoading.readFile(toPassphraseFile, what: "passphrase file", limit: 4096)
-                return .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"]))
-            }
-            return nil
+            try StoreOptions.keySource(
+                environment: toKeyEnvironment, passphraseFile: toPassphraseFile, secretService: toSecretService,
+                options: "--to-key-env, --to-passphrase-file, --to-secret-service")
         }
 
         func run() throws {

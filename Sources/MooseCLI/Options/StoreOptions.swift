@@ -101,26 +101,37 @@ struct StoreOptions: ParsableArguments {
         get throws { EncryptedSessionStorage.namesPostgreSQLDatabase(try resolvedStorePath) }
     }
 
+    /// The master key the options name, else the default one.
     func keySource() throws -> MasterKeySource {
-        let chosen = [keyFile != nil, keyEnvironment != nil, passphraseFile != nil, keySecretService != nil].filter {
-            $0
-        }.count
-        guard chosen <= 1 else {
-            throw CLIError.usage("give only one of --key-file, --key-env, --passphrase-file, --key-secret-service")
+        if let named = try Self.keySource(
+            keyFile: keyFile, environment: keyEnvironment, passphraseFile: passphraseFile,
+            secretService: keySecretService, options: "--key-file, --key-env, --passphrase-file, --key-secret-service")
+        {
+            return named
         }
-        if let keyEnvironment { return .environment(keyEnvironment) }
-        if let keySecretService { return .secretService(keySecretService) }
-        if let passphraseFile {
-            let bytes = try KeyLoading.readFile(passphraseFile, what: "passphrase file", limit: 4096)
-            let passphrase = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"])
-            return .passphrase(passphrase)
-        }
-        if let keyFile { return .keyFile(keyFile) }
         // The library's default (`EncryptedSessionStorage.mooseMasterKey`), which an app opening moose's store uses too.
         if let source = EncryptedSessionStorage.mooseMasterKey(environment: StoreOptions.locationEnvironment) {
             return source
         }
         return .keyFile(try StoreOptions.xdg("XDG_CONFIG_HOME", fallback: ".config") + "/moose/store.key")
+    }
+
+    /// The master key one of the given options names (`moose store rotate-key`'s `--to-…` too), `nil`
+    /// for none; more than one is a usage error that lists `options`. A passphrase file is read here
+    /// (at most 4 KiB, its line ending trimmed).
+    static func keySource(
+        keyFile: String? = nil, environment: String?, passphraseFile: String?, secretService: String?, options: String
+    ) throws -> MasterKeySource? {
+        guard [keyFile, environment, passphraseFile, secretService].count(where: { $0 != nil }) <= 1 else {
+            throw CLIError.usage("give only one of \(options)")
+        }
+        if let environment { return .environment(environment) }
+        if let secretService { return .secretService(secretService) }
+        if let passphraseFile {
+            let bytes = try KeyLoading.readFile(passphraseFile, what: "passphrase file", limit: 4096)
+            return .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: ["\n", "\r"]))
+        }
+        return keyFile.map { .keyFile($0) }
     }
 
     func open(create: Bool = false) throws -> SecretStore {
