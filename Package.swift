@@ -150,7 +150,7 @@ let package = Package(
         .target(name: "MooseResourceServer", dependencies: ["MooseJWT", "MooseCrypto", "MooseHTTP", "MooseOAuth"]),
         // Repo-only helpers for Moose's own tests (fixtures, the test IdP, a scripted browser): not a product.
         .target(name: "MooseTestSupport", dependencies: [
-            "MooseTesting", "MooseHTTP", "MooseJWT", "MooseOAuth", .product(name: "Logging", package: "swift-log"),
+            "MooseTesting", "MooseHTTP", "MooseJWT", "MooseOAuthSystem", .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/Support"),
         .target(name: "Moose", dependencies: ["MooseCrypto", "MooseJWT", "MooseHTTP", "MooseURLSession", "MooseSealing",
                                               "MooseSecretStore", "MooseOAuth", "MooseOAuthSystem", "MooseSQLiteStorage"]),

@@ -1,6 +1,7 @@
 import Foundation
 import MooseCrypto
 import MooseOAuth
+import MooseOAuthSystem
 import MooseSQLiteStorage
 import MooseSecretStore
 import MooseTestSupport
@@ -66,5 +67,47 @@ struct WorkloadManagerTests {
         #expect(
             token.status == 0 && token.output.trimmingCharacters(in: .whitespacesAndNewlines) == fresh.value,
             "\(token.output)")
+    }
+
+    /// MooseOAuth starts no process: a session whose workload source is a command (`moose login
+    /// --workload command:…`) is opened by an app only with the runner given (`commands:`,
+    /// MooseOAuthSystem's `WorkloadIdentity.command`) — without it, a clear `invalidConfiguration` and
+    /// nothing sent; with it, the renewal runs the command again.
+    @Test func aCommandSourcedSessionRenewsOnlyWhereCommandsAreGiven() async throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moose-workload-command-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let file = home.appendingPathComponent("token")
+        try Data(try await Self.mint().utf8).write(to: file)
+        let environment = [
+            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "MOOSE_STORE_KEY": ""
+        ]
+        let login = await runProcessOffThePool(
+            [
+                builtExecutable("moose"), "login", "--workload", "command:cat " + file.path, "--issuer", Self.issuer,
+                "--client-id", "moose-ci", "--audience", Self.audience
+            ], environment: environment)
+        #expect(login.status == 0, "\(login.output)")
+        let store = try SecretStore(
+            path: home.appendingPathComponent("data/moose/store.sqlite").path,
+            masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
+        let shared = EncryptedSessionStorage(store: store)
+        let made = try #require(try await shared.load("default")).session
+
+        let refused = await #expect(throws: OAuthError.self) {
+            _ = try await TokenManager.open(key: "default", storage: shared, transport: URLSessionTransport())
+        }
+        #expect(
+            refused?.code == OAuthError.invalidConfiguration && refused?.message.contains("commands:") == true
+                && refused?.message.contains("cat") == true, "\(String(describing: refused))")
+
+        try Data(try await Self.mint().utf8).write(to: file)
+        let app = try await TokenManager.open(
+            key: "default", storage: shared, transport: URLSessionTransport(), commands: WorkloadIdentity.command)
+        let fresh = try await app.coordinator.refreshNow()
+        #expect(fresh.value != made.tokens.accessToken, "the command-sourced session was not renewed")
     }
 }

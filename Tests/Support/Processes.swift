@@ -1,5 +1,5 @@
 public import Foundation
-import MooseOAuth // ChildProcess
+import MooseOAuthSystem // ChildProcess
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -66,7 +66,7 @@ struct OAuthContext {
         do {
             return try TokenManager(
                 plan: plan, storage: sessions.storage, key: profile.name, transport: transport,
-                idTokenKeys: idTokenKeys)
+                idTokenKeys: idTokenKeys, commands: WorkloadIdentity.command)
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
             throw CLIError.usage(error.message)
         }

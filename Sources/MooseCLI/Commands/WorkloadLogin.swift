@@ -1,5 +1,6 @@
 import MooseHTTP
 import MooseOAuth
+import MooseOAuthSystem
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -17,7 +18,8 @@ enum WorkloadLogin {
     /// made absolute first (the session is renewed from any directory, by any process).
     static func source(_ spec: String, transport: any HTTPTransport) throws -> WorkloadIdentity {
         do {
-            return try SessionPlan.identity(SessionPlan.absoluteWorkload(spec), transport: transport)
+            return try SessionPlan.identity(
+                SessionPlan.absoluteWorkload(spec), transport: transport, commands: WorkloadIdentity.command)
         } catch let error as OAuthError where error.code == OAuthError.invalidConfiguration {
             throw CLIError.usage(error.message)
         }

@@ -26,6 +26,12 @@ public struct WorkloadIdentity: Sendable {
     public let name: String
     private let fetch: @Sendable (_ audience: String?) async throws -> String
 
+    /// What makes the source of a plan's `command:PROGRAM ARG…` spec from its words: MooseOAuthSystem's
+    /// `WorkloadIdentity.command`, which runs the program on every read. MooseOAuth starts no process
+    /// (it builds where none can be started), so a plan's command source runs only where this is given
+    /// (`TokenManager(plan:…, commands:)`, `TokenManager.open(…, commands:)`).
+    public typealias Commands = @Sendable ([String]) -> WorkloadIdentity
+
     /// A source of your own: `fetch` returns the token for `audience` (which a source may ignore).
     public init(name: String, fetch: @escaping @Sendable (_ audience: String?) async throws -> String) {
         self.name = name

@@ -561,13 +561,17 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     /// another grant or a workload whose source is the app's own; an unreadable spec is
     /// `invalidConfiguration`. `transport` is for GitHub Actions' token request.
     ///
-    /// - Parameter transport: what asks GitHub Actions for its token (the other sources read a file, a
-    ///   variable or a command, not the network).
-    /// - Throws: `OAuthError.invalidConfiguration` for a source `identity(_:transport:)` does not know.
-    public func workloadGrant(transport: any HTTPTransport) throws -> WorkloadGrant? {
+    /// - Parameters:
+    ///   - transport: what asks GitHub Actions for its token (the other sources read a file, a
+    ///     variable or a command, not the network).
+    ///   - commands: what runs a `command:` source (`identity(_:transport:commands:)`).
+    /// - Throws: `OAuthError.invalidConfiguration` for a source `identity(_:transport:commands:)` cannot make.
+    public func workloadGrant(
+        transport: any HTTPTransport, commands: WorkloadIdentity.Commands? = nil
+    ) throws -> WorkloadGrant? {
         guard case .workload(let workload) = grant, let spec = workload.source else { return nil }
         return WorkloadGrant(
-            identity: try Self.identity(spec, transport: transport),
+            identity: try Self.identity(spec, transport: transport, commands: commands),
             grant: workload.grant,
             identityAudience: workload.identityAudience ?? issuer,
             subjectTokenType: workload.subjectTokenType ?? ExchangeToken.idTokenType,
@@ -580,8 +584,14 @@ public struct SessionPlan: Sendable, Codable, Hashable {
     ///   - spec: `github`, `gitlab`, `gitlab:VARIABLE`, `env:VARIABLE`, `file:PATH` or
     ///     `command:PROGRAM ARG…` (split on spaces, run without a shell).
     ///   - transport: what asks GitHub Actions for its token (used by `github` only).
-    /// - Throws: `OAuthError.invalidConfiguration` for any other spec (an empty variable, path or command included).
-    public static func identity(_ spec: String, transport: any HTTPTransport) throws -> WorkloadIdentity {
+    ///   - commands: what runs a `command:` source: MooseOAuthSystem's `WorkloadIdentity.command`
+    ///     (MooseOAuth starts no process, so that it builds where none can be started); `nil` (the
+    ///     default): a `command:` spec is `invalidConfiguration`, saying so.
+    /// - Throws: `OAuthError.invalidConfiguration` for any other spec (an empty variable, path or command
+    ///   included), and for a `command:` spec without `commands`.
+    public static func identity(
+        _ spec: String, transport: any HTTPTransport, commands: WorkloadIdentity.Commands? = nil
+    ) throws -> WorkloadIdentity {
         func after(_ prefix: String) -> String? {
             spec.utf8.starts(with: prefix.utf8) ? String(spec.dropFirst(prefix.count)) : nil
         }
@@ -594,7 +604,15 @@ public struct SessionPlan: Sendable, Codable, Hashable {
         if let path = after("file:"), !path.isEmpty { return .file(path) }
         if let command = after("command:") {
             let words = command.split(separator: " ").map(String.init)
-            if !words.isEmpty { return .command(words) }
+            if !words.isEmpty {
+                guard let commands else {
+                    throw OAuthError(
+                        OAuthError.invalidConfiguration,
+                        "the workload source runs a command (\(words[0])), and nothing here runs commands: "
+                            + "give commands: WorkloadIdentity.command (MooseOAuthSystem)")
+                }
+                return commands(words)
+            }
         }
         throw OAuthError(
             OAuthError.invalidConfiguration,

@@ -137,17 +137,20 @@ public final class TokenManager: Sendable {
     ///   - idTokenKeys: where the ID-token validator's JWKS cache keeps its last document between runs,
     ///     given the provider's `jwks_uri` once it is discovered (MooseSQLiteStorage:
     ///     `{ .secretStore(store, for: $0) }`); `nil` (the default): in memory, fetched on first use.
+    ///   - commands: what runs a workload's `command:` source (MooseOAuthSystem's
+    ///     `WorkloadIdentity.command`); `nil` (the default): a plan with one is `invalidConfiguration`.
     ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
     ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
     /// - Throws: `OAuthError` with `invalidConfiguration` when a reference cannot be resolved (an unset
     ///   variable, an unreadable or oversized key or secret file, a key that cannot sign `private_key_jwt`,
-    ///   an unknown DPoP algorithm or workload source) or when the plan says the client's credentials
-    ///   are held by the app that made it (`SessionPlan.Credential.heldByApp`: no file or variable), or
-    ///   when the plan has a CA file or pins and `transport` cannot apply them.
+    ///   an unknown DPoP algorithm or workload source, a `command:` source without `commands`) or when
+    ///   the plan says the client's credentials are held by the app that made it
+    ///   (`SessionPlan.Credential.heldByApp`: no file or variable), or when the plan has a CA file or
+    ///   pins and `transport` cannot apply them.
     public convenience init(
         plan: SessionPlan, storage: any SessionStorage, key: String? = nil, transport: any HTTPTransport,
-        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil, logger: Logger? = nil,
-        configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil, commands: WorkloadIdentity.Commands? = nil,
+        logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
     ) throws {
         // Every reference is read once now, so a plan that cannot be followed fails here, not at the first refresh.
         _ = try plan.dpopAlgorithm()
@@ -160,7 +163,8 @@ public final class TokenManager: Sendable {
         self.init(
             plan: named, authentication: nil, storage: storage, key: named.name, transport: trusted,
             // The workload's identity source is not the provider: the app's own transport reaches it.
-            workload: try plan.workloadGrant(transport: transport), idTokenKeys: idTokenKeys, logger: logger,
+            workload: try plan.workloadGrant(transport: transport, commands: commands), idTokenKeys: idTokenKeys,
+            logger: logger,
             configuration: configuration)
     }
 
@@ -181,6 +185,8 @@ public final class TokenManager: Sendable {
     ///     applied to it (`SessionPlan.transport(over:)`), never left out.
     ///   - idTokenKeys: where the JWKS cache keeps its last document between runs, given the provider's
     ///     `jwks_uri`; `nil` (the default): in memory.
+    ///   - commands: what runs a workload session's `command:` source (MooseOAuthSystem's
+    ///     `WorkloadIdentity.command`); `nil` (the default): such a session is `invalidConfiguration`.
     ///   - logger: where request lines go (debug level, credentials redacted); `nil` (the default): nowhere.
     ///   - configuration: the coordinator's tuning; the defaults of `RefreshCoordinator.Configuration()` otherwise.
     /// - Returns: a manager whose `plan` is the session's (named `key`); nothing is sent to the provider
@@ -190,12 +196,12 @@ public final class TokenManager: Sendable {
     ///   for a row that fails authentication; `storeUnavailable` when the storage cannot be read;
     ///   `invalidConfiguration` when its plan cannot be followed here (the client's credentials held by
     ///   the app that made it, an unset variable, an unreadable key file, a workload session whose
-    ///   identity source was that app's own `WorkloadGrant`, a CA file or pins that `transport` cannot
-    ///   apply — it is not a `TrustConfigurableTransport`).
+    ///   identity source was that app's own `WorkloadGrant` or is a command without `commands`, a CA
+    ///   file or pins that `transport` cannot apply — it is not a `TrustConfigurableTransport`).
     public static func open(
         key: String, storage: any SessionStorage, transport: any HTTPTransport,
-        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil, logger: Logger? = nil,
-        configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
+        idTokenKeys: (@Sendable (URL) -> JWKSCache.Persistence)? = nil, commands: WorkloadIdentity.Commands? = nil,
+        logger: Logger? = nil, configuration: RefreshCoordinator.Configuration = RefreshCoordinator.Configuration()
     ) async throws -> TokenManager {
         let stored: StoredSession?
         do {
@@ -216,8 +222,8 @@ public final class TokenManager: Sendable {
                     + "not stored): open it with TokenManager(…, workload:)")
         }
         return try TokenManager(
-            plan: plan, storage: storage, key: key, transport: transport, idTokenKeys: idTokenKeys, logger: logger,
-            configuration: configuration)
+            plan: plan, storage: storage, key: key, transport: transport, idTokenKeys: idTokenKeys, commands: commands,
+            logger: logger, configuration: configuration)
     }
 
     private init(

@@ -3,7 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-import MooseOAuth // ChildProcess
+import MooseOAuth
 import Dispatch
 #if canImport(Glibc)
 import Glibc

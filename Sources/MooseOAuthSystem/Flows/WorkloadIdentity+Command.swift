@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+public import MooseOAuth
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,11 @@ extension WorkloadIdentity {
     /// without a shell on every renewal (the first word looked up on `PATH`); a non-zero exit or no
     /// output is a `workloadIdentity` error. The command inherits no descriptor but standard error.
     /// No words (or an empty first one) is a source that fails each read with `invalidConfiguration`.
-    public static func command(_ words: [String]) -> WorkloadIdentity {
+    ///
+    /// Also what runs a plan's `command:PROGRAM ARG…` source: MooseOAuth starts no process, so pass this
+    /// function as `commands:` to `TokenManager(plan:…)`, `TokenManager.open(…)` or
+    /// `SessionPlan.identity(_:transport:commands:)`.
+    @Sendable public static func command(_ words: [String]) -> WorkloadIdentity {
         guard let program = words.first, !program.isEmpty else {
             return WorkloadIdentity(name: "a command") { _ in
                 throw OAuthError(
