@@ -108,6 +108,42 @@ extension MCPServerTests {
         #expect(single == 0, "a row a logout left is a session for nothing: \(output)")
     }
 
+    /// A `moose mcp login` nobody finished keeps the client it registered (the next login uses it: no
+    /// second registration), and every command says what that row is — nobody logged in yet — not a
+    /// session that "needs a new login" because "its refresh token was refused" (what they said before).
+    @Test func aLoginThatDidNotFinishKeepsItsRegistrationAndSaysSo() async throws {
+        try await MCPTestServer.reset()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-mcp-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = [
+            "XDG_DATA_HOME=\(home.path)/data", "XDG_CONFIG_HOME=\(home.path)/config", "MOOSE_STORE_KEY=",
+            "BROWSER=\(LocalServer.repositoryRoot)/tools/mcp/approve"
+        ]
+        // Standard output and error together, standard input empty (no address to paste).
+        func moose(_ arguments: String...) -> (Int32, String) {
+            runCapturingStdout(
+                ["/bin/sh", "-c", "exec \"$0\" \"$@\" < /dev/null 2>&1", "/usr/bin/env"] + environment
+                    + [MooseCLI.binary] + arguments)
+        }
+        let url = Self.resource
+        let (unfinished, said) = moose("mcp", "login", url, "--no-browser", "--timeout", "1")
+        #expect(unfinished == 1 && said.contains("[timedOut]"), "\(said)")
+
+        let (_, status) = moose("status")
+        #expect(status.contains("not logged in yet") && !status.contains("needs login"), "\(status)")
+        let (_, list) = moose("profile", "list")
+        #expect(list.contains("\(url) (client registered, not logged in yet)"), "\(list)")
+        let (tokenStatus, token) = moose("token", "--resource", url)
+        #expect(
+            tokenStatus == 1 && token.contains("is not logged in yet") && !token.contains("refresh token was refused"),
+            "\(token)")
+
+        let (loginStatus, login) = moose("mcp", "login", url)
+        #expect(loginStatus == 0, "\(login)")
+        let stats = try await MCPTestServer.stats()
+        #expect(Self.stat(stats, "registrations") == 1, "the login registered a second client")
+    }
+
     /// An MCP `initialize` POST with `Authorization: Bearer token`; the HTTP status.
     static func initialize(bearer token: String) async throws -> Int {
         let body =

@@ -71,6 +71,11 @@ enum SessionTokens {
         session: OAuthSession, profile: Profile
     ) {
         let loaded = try context.session(of: profile)
+        if loaded.session.isRegistrationOnly {
+            throw CLIError.failed(
+                "profile \(profile) is not logged in yet (a client is registered at \(loaded.session.issuer), "
+                    + "but no login finished); run \(loginHint(profile)) [needsLogin]")
+        }
         guard loaded.session.canRenew else {
             throw CLIError.failed(
                 "profile \(profile) needs a new login (its refresh token was refused); run moose login --profile \(profile) [needsLogin]"

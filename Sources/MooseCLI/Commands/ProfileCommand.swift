@@ -49,9 +49,12 @@ struct ProfileCommand: ParsableCommand {
             }
             for name in names {
                 let marker = name.utf8.elementsEqual(active.utf8) ? "*" : " "
+                let registered = catalog.rows[name]?.session?.isRegistrationOnly == true
                 let state =
-                    sessions.contains(name)
-                    ? "session" : kept.contains(name) ? "logged out, settings kept" : "no session"
+                    registered
+                    ? "client registered, not logged in yet"
+                    : sessions.contains(name)
+                        ? "session" : kept.contains(name) ? "logged out, settings kept" : "no session"
                 let issuer = config.profiles[name]?.issuer.map { " \($0)" } ?? ""
                 Terminal.out("\(marker) \(name) (\(state))\(issuer)")
             }

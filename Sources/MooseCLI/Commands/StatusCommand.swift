@@ -61,6 +61,11 @@ struct StatusCommand: ParsableCommand {
                 ]
                 object["expires_at"] = .string(tokens.expiresAt.map(ISO8601.string(from:)))
                 items.append(.object(object))
+            } else if session.isRegistrationOnly {
+                let resource = session.resource.map { " for \($0)" } ?? ""
+                Terminal.out(
+                    "\(name): at \(session.issuer)\(resource) — not logged in yet (a client is registered there, "
+                        + "but no login finished); run \(loginHint(name))")
             } else {
                 let grant = session.renewsWithoutAPerson
                 let state =

@@ -69,6 +69,14 @@ public struct OAuthSession: Sendable, Codable, Hashable {
             && registration == nil
     }
 
+    /// Whether this row holds only a client registration kept from a login that did not finish
+    /// (`registrationOnly(_:resource:)`): no tokens yet, never handed out, and the next login uses the
+    /// registration. Nobody was logged in: "not logged in yet", not "needs a new login".
+    public var isRegistrationOnly: Bool {
+        state == .needsReauthentication && tokens.accessToken.isEmpty && tokens.refreshToken == nil
+            && registration != nil
+    }
+
     /// The storage key Moose uses for the session of `resource` at `issuer` (the two separated by a
     /// space, which neither URL can contain): one session per authorization server and resource.
     public static func storageKey(issuer: String, resource: String) -> String { issuer + " " + resource }
