@@ -1,5 +1,6 @@
 import Foundation
 @testable import MooseOAuth
+import MooseOAuthSystem
 import MooseHTTP
 import MooseURLSession
 import Testing

@@ -29,13 +29,11 @@ public final class SpawnedServer: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, input[0], 0)
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         for fd in input + output { posix_spawn_file_actions_addclose(&actions, fd) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        isolateChild(&actions, &attributes)
         var child: pid_t = 0
-        let status = withCArguments(arguments, environment: environment) { argv, envp in
-            posix_spawn(&child, arguments[0], &actions, &attributes, argv, envp)
+        let status = spawnIsolated(&actions) { actions, attributes in
+            withCArguments(arguments, environment: environment) { argv, envp in
+                posix_spawn(&child, arguments[0], actions, attributes, argv, envp)
+            }
         }
         close(input[0])
         close(output[1])
@@ -105,16 +103,24 @@ public func runProcessOffThePool(_ arguments: [String], environment: [String: St
     (try? await offThePool { runProcess(arguments, environment: environment) }) ?? (-1, "")
 }
 
-/// Sets up every child the tests start as the library's `ChildProcess` sets up its own: every
-/// descriptor from 3 up closed in the child, and the default signal mask and dispositions. Without the
-/// first, a child inherits whatever this process has open without `FD_CLOEXEC` at that moment —
-/// Foundation's `Pipe`s of other tests among them: a server holding the write end of another child's
-/// standard input kept that child from ever seeing end-of-file, and the test waiting for it hung the
-/// run. Without the second, a child started from a concurrency thread (which blocks every signal)
-/// could not be ended with SIGTERM.
-func isolateChild(_ actions: inout posix_spawn_file_actions_t, _ attributes: inout posix_spawnattr_t) {
+/// Runs `spawn` — which starts one child of the tests with the file actions and attributes it is given —
+/// with the child set up as the library's `ChildProcess` sets up its own: every descriptor from 3 up
+/// closed in it, and the default signal mask and dispositions (the attributes are made and destroyed
+/// here); returns what `spawn` returns. Without the first, a child inherits whatever this process has
+/// open without `FD_CLOEXEC` at that moment — Foundation's `Pipe`s of other tests among them: a server
+/// holding the write end of another child's standard input kept that child from ever seeing
+/// end-of-file, and the test waiting for it hung the run. Without the second, a child started from a
+/// concurrency thread (which blocks every signal) could not be ended with SIGTERM.
+func spawnIsolated(
+    _ actions: inout posix_spawn_file_actions_t,
+    _ spawn: (UnsafePointer<posix_spawn_file_actions_t>, UnsafePointer<posix_spawnattr_t>) -> Int32
+) -> Int32 {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
     _ = ChildProcess.closeInheritedDescriptors(&actions, &attributes)
     _ = ChildProcess.defaultSignals(&attributes)
+    return spawn(&actions, &attributes)
 }
 
 /// The path of `name`, an executable SwiftPM built next to the test bundle (the bundle's folder and
@@ -146,13 +152,11 @@ public func runProcess(_ arguments: [String], environment: [String: String] = [:
     posix_spawn_file_actions_adddup2(&actions, output[1], 1)
     posix_spawn_file_actions_addclose(&actions, output[0])
     posix_spawn_file_actions_addclose(&actions, output[1])
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    isolateChild(&actions, &attributes)
     var child: pid_t = 0
-    let spawned = withCArguments(arguments, environment: environment) { argv, envp in
-        posix_spawnp(&child, arguments[0], &actions, &attributes, argv, envp)
+    let spawned = spawnIsolated(&actions) { actions, attributes in
+        withCArguments(arguments, environment: environment) { argv, envp in
+            posix_spawnp(&child, arguments[0], actions, attributes, argv, envp)
+        }
     }
     close(output[1])
     guard spawned == 0 else { close(output[0]); return (-1, "cannot run \(arguments.first ?? "?"): error \(spawned)") }

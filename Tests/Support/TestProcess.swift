@@ -47,9 +47,6 @@ public final class TestProcess: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
         // The child's ends: dup2'ed to 0, 1, 2; everything from 3 up is closed in the child.
         let streams: [(Any?, Int32, Bool)] = [
             (standardInput, 0, true), (standardOutput, 1, false), (standardError, 2, false)
@@ -69,11 +66,12 @@ public final class TestProcess: @unchecked Sendable {
                 throw SpawnError("TestProcess: cannot set up descriptor \(target): error \(added)")
             }
         }
-        isolateChild(&actions, &attributes)
         let program = executableURL.path
         var child: pid_t = 0
-        let status = withCEnvironment([program] + arguments, environment ?? ProcessInfo.processInfo.environment) {
-            argv, envp in posix_spawn(&child, program, &actions, &attributes, argv, envp)
+        let status = spawnIsolated(&actions) { actions, attributes in
+            withCEnvironment([program] + arguments, environment ?? ProcessInfo.processInfo.environment) {
+                argv, envp in posix_spawn(&child, program, actions, attributes, argv, envp)
+            }
         }
         guard status == 0 else { throw SpawnError("cannot start \(program): error \(status)") }
         pid = child

@@ -29,7 +29,8 @@ public struct WorkloadIdentity: Sendable {
     /// What makes the source of a plan's `command:PROGRAM ARG…` spec from its words: MooseOAuthSystem's
     /// `WorkloadIdentity.command`, which runs the program on every read. MooseOAuth starts no process
     /// (it builds where none can be started), so a plan's command source runs only where this is given
-    /// (`TokenManager(plan:…, commands:)`, `TokenManager.open(…, commands:)`).
+    /// (`TokenManager(plan:…, commands:)`, `TokenManager.open(…, commands:)`,
+    /// `SessionPlan.identity(_:transport:commands:)`, `SessionPlan.workloadGrant(transport:commands:)`).
     public typealias Commands = @Sendable ([String]) -> WorkloadIdentity
 
     /// A source of your own: `fetch` returns the token for `audience` (which a source may ignore).

@@ -10,7 +10,7 @@ package import Darwin
 package enum ChildProcess {
     /// Adds "close every descriptor from 3 up" to `actions` (Linux: glibc 2.34's
     /// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time since Swift's Glibc module
-    /// lacks it) or `POSIX_SPAWN_CLOEXEC_DEFAULT` to `attributes` (Darwin). `false` when this C
+    /// lacks it) or `POSIX_SPAWN_CLOEXEC_DEFAULT` to `attributes` with 0–2 inherited (Darwin). `false` when this C
     /// library cannot: the caller must then not start the program.
     package static func closeInheritedDescriptors(
         _ actions: inout posix_spawn_file_actions_t, _ attributes: inout posix_spawnattr_t
@@ -21,6 +21,12 @@ package enum ChildProcess {
         else { return false }
         return unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3) == 0
         #elseif canImport(Darwin)
+        // CLOEXEC_DEFAULT closes every descriptor no file action names, 0–2 included: they are named
+        // here as inherited (what the caller's earlier actions put there stays), as on Linux, where
+        // only 3 and up are closed.
+        for descriptor: Int32 in 0...2 {
+            guard posix_spawn_file_actions_addinherit_np(&actions, descriptor) == 0 else { return false }
+        }
         return posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT)) == 0
         #else
         return false

@@ -66,7 +66,7 @@ extension WorkloadIdentity {
             close(pipeEnds[1])
             throw OAuthError(
                 OAuthError.workloadIdentity,
-                "not running \(words[0]): this C library cannot close moose's descriptors in it")
+                "not running \(words[0]): this C library cannot close this process's descriptors in it")
         }
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }

@@ -311,18 +311,40 @@ extension ProfileFile {
         }
         let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
         let temporary = target + ".moose-\(getpid())"
-        guard
-            (try? FileManager.default.createDirectory(
-                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil,
-            FileManager.default.createFile(
-                atPath: temporary, contents: Data(edited),
-                attributes: [.posixPermissions: exists ? Int(info.st_mode & 0o7777) : 0o644]),
-            rename(temporary, target) == 0
-        else {
+        // Each step's own errno, read at once (Foundation's calls in between may change it).
+        func failure(_ step: String) -> OAuthError {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
-            throw OAuthError(OAuthError.fileSystem, "cannot write \(path) (\(reason)); the file is left as it is")
+            return OAuthError(
+                OAuthError.fileSystem, "cannot write \(path) (\(step): \(reason)); the file is left as it is")
         }
+        var made = ""
+        for part in folder.split(separator: "/") {
+            made += "/" + part
+            guard mkdir(made, 0o700) == 0 || errno == EEXIST else { throw failure("making its folder \(made)") }
+        }
+        let mode = mode_t(exists ? info.st_mode & 0o7777 : 0o644)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw failure("creating \(temporary)") }
+        var written = 0
+        while written < edited.count {
+            let count = edited[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else {
+                let error = failure("writing")
+                close(descriptor)
+                throw error
+            }
+            written += count
+        }
+        // The mode asked for, whatever the umask took from it.
+        guard fchmod(descriptor, mode) == 0 else {
+            let error = failure("setting its mode")
+            close(descriptor)
+            throw error
+        }
+        guard close(descriptor) == 0 else { throw failure("closing") }
+        guard rename(temporary, target) == 0 else { throw failure("renaming it into place") }
     }
 
     /// `path` with every symbolic link along it followed (relative ones from the link's folder), up to
