@@ -65,6 +65,14 @@ struct ResourceLogin {
                     + "\(expiryText(session.tokens)); scopes: \(summary.scopes.joined(separator: " "))\(registered)")
         } catch let error as CLIError {
             throw error
+        } catch let error as OAuthError where error.code == OAuthError.timedOut {
+            // Not the browser login's "paste the address": this login takes no pasted address.
+            throw CLIError.failed(
+                OAuthContext.text(
+                    error,
+                    next: "run the same command again and finish signing in sooner (or give --timeout SECONDS; "
+                        + "--port PORT for the registered redirect's port)"
+                        + (clientID == nil ? "; the client it registered is kept for it" : "")))
         } catch let error as OAuthError where error.code == OAuthError.noBrowser {
             throw CLIError.failed(
                 CLIError.noBrowserHere
