@@ -9,6 +9,8 @@ import Testing
 @Suite(.serialized)
 struct LoopbackPagesInABrowserTests {
     /// Renders `url` in Chromium (`--page`), saving a screenshot into `folder`; returns title and text.
+    /// What the script says on standard error (why it failed: a timeout, Chromium's start) goes into a
+    /// file there, quoted when no page came back.
     static func render(_ url: String, screenshots folder: URL) throws -> (title: String, text: String) {
         var environment = ProcessInfo.processInfo.environment
         environment["MOOSE_SCREENSHOT_DIR"] = folder.path
@@ -18,20 +20,28 @@ struct LoopbackPagesInABrowserTests {
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let said = folder.appendingPathComponent("chromium-stderr-\(UUID().uuidString).txt")
+        _ = FileManager.default.createFile(atPath: said.path, contents: nil)
+        let errors = try FileHandle(forWritingTo: said)
+        defer { try? errors.close() }
+        process.standardError = errors
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let stderr = (try? String(contentsOf: said, encoding: .utf8)) ?? ""
         let page = try #require(
-            try JSONSerialization.jsonObject(with: data) as? [String: Any],
-            "chromium said: \(String(decoding: data, as: UTF8.self))")
+            (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+            "no page from chromium (exit \(process.terminationStatus)): \(String(decoding: data, as: UTF8.self)) \(stderr)"
+        )
         return (page["title"] as? String ?? "", page["text"] as? String ?? "")
     }
 
     @Test func errorAndStateMismatchPagesReadAsTextInChromium() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moose-pages-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let agent = try LoopbackUserAgent(timeout: 60) { _ in }
+        // Two Chromium renders, each up to 90 s on a crowded machine, come before the matching redirect.
+        let agent = try LoopbackUserAgent(timeout: 240) { _ in }
         let base = "http://127.0.0.1:\(agent.receiver.port)/callback"
         async let callback = agent.authorize(
             url: URL(string: "https://id.example.com/authorize")!,

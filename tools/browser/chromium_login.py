@@ -13,7 +13,7 @@ document.body.innerText; status is the HTTP status of the last page, when Chromi
 appends it to $MOOSE_BROWSER_RESULT if set (moose sends $BROWSER's stdout to /dev/null), saves a PNG to
 $MOOSE_SCREENSHOT_DIR if set (named from the page's path: /callback -> callback.png), and exits 0.
 With MOOSE_SCREENSHOT_STEPS=1 every page on the way is saved too (01-accounts-login.png, …).
-Any failure, or MOOSE_BROWSER_TIMEOUT seconds (default 30) in all, exits 1 with a message on stderr.
+Any failure, or MOOSE_BROWSER_TIMEOUT seconds (default 90) in all, exits 1 with a message on stderr.
 Test support only — Moose itself never contains this.
 """
 import ctypes
@@ -78,7 +78,9 @@ def on_term(*_):
     raise Timeout("terminated (SIGTERM)")
 
 
-TIMEOUT = float(os.environ.get("MOOSE_BROWSER_TIMEOUT") or 30)
+# 90 s: in the first minute of a test run on 2 cores, Chromium's start alone took over 30 s (a page
+# render from a loopback listener then timed out with nothing printed).
+TIMEOUT = float(os.environ.get("MOOSE_BROWSER_TIMEOUT") or 90)
 USER = os.environ.get("MOOSE_IDP_USER", "alice")
 PASSWORD = os.environ.get("MOOSE_IDP_PASSWORD", "wonderland-42")
 SHOT_DIR = os.environ.get("MOOSE_SCREENSHOT_DIR") or None
