@@ -56,13 +56,7 @@ extension MCPServerTests {
         try await MCPTestServer.reset()
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-mcp-cli-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: home) }
-        let environment = [
-            "XDG_DATA_HOME=\(home.path)/data", "XDG_CONFIG_HOME=\(home.path)/config", "MOOSE_STORE_KEY=",
-            "BROWSER=\(LocalServer.repositoryRoot)/tools/mcp/approve"
-        ]
-        func moose(_ arguments: String...) -> (Int32, String) {
-            runCapturingStdout(["/usr/bin/env"] + environment + [MooseCLI.binary] + arguments)
-        }
+        func moose(_ arguments: String...) -> (Int32, String) { Self.moose(in: home, arguments) }
         let url = Self.resource
         let (loginStatus, login) = moose("mcp", "login", url)
         #expect(loginStatus == 0 && login.contains("Logged in to \(Self.issuer) for \(url)"), "\(login)")
@@ -115,16 +109,7 @@ extension MCPServerTests {
         try await MCPTestServer.reset()
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-mcp-cli-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: home) }
-        let environment = [
-            "XDG_DATA_HOME=\(home.path)/data", "XDG_CONFIG_HOME=\(home.path)/config", "MOOSE_STORE_KEY=",
-            "BROWSER=\(LocalServer.repositoryRoot)/tools/mcp/approve"
-        ]
-        // Standard output and error together, standard input empty (no address to paste).
-        func moose(_ arguments: String...) -> (Int32, String) {
-            runCapturingStdout(
-                ["/bin/sh", "-c", "exec \"$0\" \"$@\" < /dev/null 2>&1", "/usr/bin/env"] + environment
-                    + [MooseCLI.binary] + arguments)
-        }
+        func moose(_ arguments: String...) -> (Int32, String) { Self.moose(in: home, arguments, withErrors: true) }
         let url = Self.resource
         let (unfinished, said) = moose("mcp", "login", url, "--no-browser", "--timeout", "1")
         #expect(
@@ -144,6 +129,19 @@ extension MCPServerTests {
         #expect(loginStatus == 0, "\(login)")
         let stats = try await MCPTestServer.stats()
         #expect(Self.stat(stats, "registrations") == 1, "the login registered a second client")
+    }
+
+    /// `moose` with `arguments`, its store and config under `home`, the MCP test server's approving
+    /// script as the browser; its exit status and standard output — and its standard error too
+    /// (`withErrors`, with standard input empty: no address to paste).
+    static func moose(in home: URL, _ arguments: [String], withErrors: Bool = false) -> (Int32, String) {
+        let command =
+            [
+                "/usr/bin/env", "XDG_DATA_HOME=\(home.path)/data", "XDG_CONFIG_HOME=\(home.path)/config",
+                "MOOSE_STORE_KEY=", "BROWSER=\(LocalServer.repositoryRoot)/tools/mcp/approve", MooseCLI.binary
+            ] + arguments
+        guard withErrors else { return runCapturingStdout(command) }
+        return runCapturingStdout(["/bin/sh", "-c", "exec \"$0\" \"$@\" < /dev/null 2>&1"] + command)
     }
 
     /// An MCP `initialize` POST with `Authorization: Bearer token`; the HTTP status.

@@ -18,6 +18,29 @@ struct WorkloadManagerTests {
     static let audience = WorkloadPlatform.audience
     static func mint() async throws -> String { try await WorkloadPlatform.mint() }
 
+    /// A session `moose login --workload source` made in a store under `home` (the default profile): that
+    /// store's storage, the session, and the environment that names the store and its key.
+    static func cliWorkloadSession(in home: URL, source: String) async throws -> (
+        EncryptedSessionStorage, OAuthSession, [String: String]
+    ) {
+        let environment = [
+            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "MOOSE_STORE_KEY": ""
+        ]
+        let login = await runProcessOffThePool(
+            [
+                builtExecutable("moose"), "login", "--workload", source, "--issuer", issuer, "--client-id", "moose-ci",
+                "--audience", audience
+            ], environment: environment)
+        #expect(login.status == 0, "\(login.output)")
+        let store = try SecretStore(
+            path: home.appendingPathComponent("data/moose/store.sqlite").path,
+            masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
+        let shared = EncryptedSessionStorage(store: store)
+        return (shared, try #require(try await shared.load("default")).session, environment)
+    }
+
     @Test func aManagerLogsInAsAWorkloadAndRenewsACLIsWorkloadSession() async throws {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent(
             "moose-workload-manager-\(UUID().uuidString)")
@@ -40,22 +63,7 @@ struct WorkloadManagerTests {
         #expect(renewed.value != first.value, "the renewal was not a new grant")
 
         // A session `moose login --workload` made, renewed by a manager in this process on the same store.
-        let environment = [
-            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-            "MOOSE_STORE_KEY": ""
-        ]
-        let login = await runProcessOffThePool(
-            [
-                builtExecutable("moose"), "login", "--workload", "file:" + file.path, "--issuer", Self.issuer,
-                "--client-id", "moose-ci", "--audience", Self.audience
-            ], environment: environment)
-        #expect(login.status == 0, "\(login.output)")
-        let store = try SecretStore(
-            path: home.appendingPathComponent("data/moose/store.sqlite").path,
-            masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
-        let shared = EncryptedSessionStorage(store: store)
-        let made = try #require(try await shared.load("default")).session
+        let (shared, made, environment) = try await Self.cliWorkloadSession(in: home, source: "file:" + file.path)
         try Data(try await Self.mint().utf8).write(to: file)
         let service = TokenManager(
             issuer: Self.issuer, clientID: "moose-ci", storage: shared, transport: URLSessionTransport(), scopes: [],
@@ -71,8 +79,8 @@ struct WorkloadManagerTests {
 
     /// MooseOAuth starts no process: a session whose workload source is a command (`moose login
     /// --workload command:…`) is opened by an app only with the runner given (`commands:`,
-    /// MooseOAuthSystem's `WorkloadIdentity.command`) — without it, a clear `invalidConfiguration` and
-    /// nothing sent; with it, the renewal runs the command again.
+    /// MooseOAuthSystem's `WorkloadIdentity.command`) — without it, `open` fails with a clear
+    /// `invalidConfiguration` (no manager, so nothing to send with); with it, the renewal runs the command again.
     @Test func aCommandSourcedSessionRenewsOnlyWhereCommandsAreGiven() async throws {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent(
             "moose-workload-command-\(UUID().uuidString)")
@@ -80,22 +88,7 @@ struct WorkloadManagerTests {
         defer { try? FileManager.default.removeItem(at: home) }
         let file = home.appendingPathComponent("token")
         try Data(try await Self.mint().utf8).write(to: file)
-        let environment = [
-            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-            "MOOSE_STORE_KEY": ""
-        ]
-        let login = await runProcessOffThePool(
-            [
-                builtExecutable("moose"), "login", "--workload", "command:cat " + file.path, "--issuer", Self.issuer,
-                "--client-id", "moose-ci", "--audience", Self.audience
-            ], environment: environment)
-        #expect(login.status == 0, "\(login.output)")
-        let store = try SecretStore(
-            path: home.appendingPathComponent("data/moose/store.sqlite").path,
-            masterKey: .keyFile(home.appendingPathComponent("config/moose/store.key").path))
-        let shared = EncryptedSessionStorage(store: store)
-        let made = try #require(try await shared.load("default")).session
+        let (shared, made, _) = try await Self.cliWorkloadSession(in: home, source: "command:cat " + file.path)
 
         let refused = await #expect(throws: OAuthError.self) {
             _ = try await TokenManager.open(key: "default", storage: shared, transport: URLSessionTransport())

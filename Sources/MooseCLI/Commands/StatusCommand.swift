@@ -61,8 +61,10 @@ struct StatusCommand: ParsableCommand {
                 ]
                 object["expires_at"] = .string(tokens.expiresAt.map(ISO8601.string(from:)))
                 items.append(.object(object))
-            } else if session.isRegistrationOnly {
-                let resource = session.resource.map { " for \($0)" } ?? ""
+                continue
+            }
+            let resource = session.resource.map { " for \($0)" } ?? ""
+            if session.isRegistrationOnly {
                 Terminal.out(
                     "\(name): at \(session.issuer)\(resource) — not logged in yet (a client is registered there, "
                         + "but no login finished); run \(loginHint(name))")
@@ -73,7 +75,6 @@ struct StatusCommand: ParsableCommand {
                     ? "needs login"
                     : tokens.isValid()
                         ? "active" : grant ? "expired (renewed by a new grant on next use)" : "expired (refreshable)"
-                let resource = session.resource.map { " for \($0)" } ?? ""
                 let refresh = tokens.refreshToken != nil ? "yes" : grant ? "none (a new grant renews it)" : "none"
                 Terminal.out(
                     "\(name): \(summary.principal ?? "-") at \(session.issuer)\(resource) — \(state); access token \(expiryText(tokens)); "
