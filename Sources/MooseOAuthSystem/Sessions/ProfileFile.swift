@@ -318,8 +318,10 @@ extension ProfileFile {
             return OAuthError(
                 OAuthError.fileSystem, "cannot write \(path) (\(step): \(reason)); the file is left as it is")
         }
+        // Folders are made only when the file's own is missing: an existing one never depends on how a
+        // system orders EEXIST against EACCES or EROFS for a parent it may not write.
         var made = ""
-        for part in folder.split(separator: "/") {
+        for part in folder.split(separator: "/") where access(folder, F_OK) != 0 {
             made += "/" + part
             guard mkdir(made, 0o700) == 0 || errno == EEXIST else { throw failure("making its folder \(made)") }
         }
