@@ -125,10 +125,17 @@ extension MCPServerTests {
             tokenStatus == 1 && token.contains("is not logged in yet") && !token.contains("refresh token was refused"),
             "\(token)")
 
-        let (loginStatus, login) = moose("mcp", "login", url)
-        #expect(loginStatus == 0, "\(login)")
+        // The next step every one of them prints: the same resource login, finished now — the
+        // server's scope asked for (its scopes_supported), the kept client used.
+        #expect(status.contains("run moose login --profile \(url)"), "\(status)")
+        let (loginStatus, login) = moose("login", "--profile", url)
+        #expect(loginStatus == 0 && login.contains("for \(url)"), "\(login)")
         let stats = try await MCPTestServer.stats()
         #expect(Self.stat(stats, "registrations") == 1, "the login registered a second client")
+        let authorize = try #require(stats["authorize_log"]?.arrayValue?.last)
+        #expect(authorize["scopes"]?.arrayValue?.compactMap(\.stringValue) == ["mcp:tools"], "\(authorize)")
+        let (_, again) = moose("status")
+        #expect(again.contains("active") && again.contains("scopes: mcp:tools"), "\(again)")
     }
 
     /// `moose` with `arguments`, its store and config under `home`, the MCP test server's approving

@@ -249,6 +249,16 @@ extension CLISessions {
         return catalog.plan(of: profile)
     }
 
+    /// The resource of `profile`'s row when it holds only the client a resource login registered
+    /// before it stopped (`OAuthSession.isRegistrationOnly`): a plain `moose login --profile` is that
+    /// login again, its scopes discovered, the client used.
+    static func unfinishedResource(of profile: String, store: StoreOptions) -> String? {
+        guard let session = try? openIfPresent(store)?.load(profile)?.session, session.isRegistrationOnly else {
+            return nil
+        }
+        return session.resource
+    }
+
     /// The profiles `store` knows (`ProfileCatalog`): a store not there yet has only the settings
     /// file's; one that cannot be opened or listed throws.
     static func catalog(of store: StoreOptions) throws -> ProfileCatalog {

@@ -160,9 +160,12 @@ struct LoginCommand: ParsableCommand {
         var named = self.profile
         if named == nil, let resource, issuer == nil { named = try ResourceLogin.canonical(resource) }
         let resolved = try CLIConfig.resolve(named, store: store)
-        if let resource, issuer == nil, resolved.settings?.issuer == nil {
+        // A resource login that did not finish left its client's registration: this one finishes it.
+        let unfinished =
+            resource == nil ? CLISessions.unfinishedResource(of: resolved.name, store: resolved.store) : nil
+        if let resource = resource ?? unfinished, issuer == nil, resolved.settings?.issuer == nil {
             try ResourceLogin(
-                store: resolved.store, resource: resource, profile: profile, clientID: clientID, scopes: scope,
+                store: resolved.store, resource: resource, profile: resolved.name, clientID: clientID, scopes: scope,
                 noBrowser: noBrowser, port: port, timeout: timeout
             ).run()
             return
