@@ -38,7 +38,9 @@ struct SessionCLITests {
         #expect(logout.status == 0, "\(logout.stderr)")
         #expect(logout.stdout.contains("id_token_hint=ey"), "the end-session URL is printed in full: \(logout.stdout)")
         let after = try await moose(["status"])
-        #expect(after.stdout.contains("no sessions"))
+        #expect(
+            after.stdout.contains("no sessions; logged out of default (settings kept); run moose login"),
+            "\(after.stdout)")
         await #expect(try moose(["refresh"]).status == 1)
         // The logout kept the profile's settings (issue "The second hour" §2): a plain login works again.
         await #expect(try moose(["login"]).status == 0)

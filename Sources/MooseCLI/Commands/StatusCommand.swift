@@ -84,7 +84,13 @@ struct StatusCommand: ParsableCommand {
         if json {
             Terminal.out(JSONValue.array(items).prettyPrinted())
         } else if shown == 0 {
-            Terminal.out("no sessions; run moose login")
+            // A logout keeps a profile's settings: the login that uses them again.
+            let kept = catalog.loggedOut
+            Terminal.out(
+                kept.isEmpty
+                    ? "no sessions; run moose login"
+                    : "no sessions; logged out of \(kept.map { Terminal.safe($0) }.joined(separator: ", ")) "
+                        + "(settings kept); run \(loginHint(kept.contains("default") ? "default" : kept[0]))")
         }
     }
 
