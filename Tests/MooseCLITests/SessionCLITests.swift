@@ -47,6 +47,22 @@ struct SessionCLITests {
     }
 }
 
+extension SessionCLITests {
+    /// A login without `openid` gets no ID token to name the user by: the line names someone only
+    /// when someone is known, never "as (no ID token)".
+    @Test func aLoginWithoutAnIDTokenNamesNobody() async throws {
+        let (home, environment) = CLI.home("moose-cli-no-id-token")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let login = try await CLI.run(
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--scope", "email"],
+            environment: environment, timeout: 60)
+        #expect(
+            login.status == 0
+                && login.stdout.contains("Logged in to \(TestIdentityProvider.issuer) (profile default); access token"),
+            "\(login.stdout) \(login.stderr)")
+    }
+}
+
 struct InspectIssuerCLITests {
     @Test func inspectVerifiesThroughTheIssuersDiscoveryAndJWKS() async throws {
         let (home, environment) = try await CLI.logIn("moose-cli-inspect")

@@ -379,9 +379,10 @@ struct LoginCommand: ParsableCommand {
                 tokens.isDPoPBound
                     ? "; DPoP-bound (\($0.algorithm))" : "; DPoP proofs sent, but the provider issued bearer tokens"
             } ?? ""
-        let who = SessionSummary(key: settings.name, session: session).principal
+        // Who, when the provider said (an ID token, UserInfo) or the grant does (a client, a workload).
+        let who = SessionSummary(key: settings.name, session: session).principal.map { " as \($0)" } ?? ""
         Terminal.out(
-            "Logged in to \(settings.issuer) as \(who ?? "(no ID token)") (profile \(settings.name)); access token \(expiryText(tokens)); "
+            "Logged in to \(settings.issuer)\(who) (profile \(settings.name)); access token \(expiryText(tokens)); "
                 + "scopes: \(tokens.scopes.joined(separator: " "))\(binding)")
     }
 }
