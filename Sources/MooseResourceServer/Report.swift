@@ -27,14 +27,21 @@ extension VerifiedPrincipal {
         return .object(object)
     }
 
-    /// The principal as lines for a person: that the token is accepted for `resource`, then its
+    /// The principal as lines for a person: that the token is accepted for `resource` (or, for an
+    /// introspection answer without `aud`, that nothing said whom it is for), then its
     /// subject, client, scopes, expiry (and the time left at `now`), issuer and how it was checked.
     /// Never the token itself.
     ///
     /// The values are the token's own text: escape them before they reach a terminal.
     public func textReport(resource: String, now: Date = Date()) -> String {
+        // An introspection answer without `aud` says the token is active, not whom it is for (RFC 7662
+        // makes `aud` optional): said so, not "accepted for" the resource.
+        let unscoped = verification == .introspection && audiences.isEmpty
         var lines = [
-            "valid: the token is accepted for \(resource)",
+            unscoped
+                ? "valid: the issuer says the token is active; its answer names no audience, so it was not "
+                    + "checked to be for \(resource)"
+                : "valid: the token is accepted for \(resource)",
             "  subject   \(subject)",
             "  client    \(clientID)",
             "  scopes    \(scopes.isEmpty ? "(none)" : scopes.joined(separator: " "))"
