@@ -164,18 +164,20 @@ struct TokenCommand: ParsableCommand {
             switch format {
             case .token: Terminal.out(value)
             case .header:
-                Terminal.out("Authorization: \(tokenType) \(value)")
-                // RFC 9449 §7.1: a DPoP-bound token goes with a proof for this very request.
+                // RFC 9449 §7.1: a DPoP-bound token goes with a proof for this very request, made before
+                // anything is printed (half a header pair would reach curl's -H).
+                var lines = ["Authorization: \(tokenType) \(value)"]
                 if tokens.isDPoPBound, !idToken {
                     guard let url else {
                         throw CLIError.usage(
                             "profile \(profile) has DPoP-bound tokens: --format header needs --url (and --method unless GET) for the proof"
                         )
                     }
-                    Terminal.out(
+                    lines.append(
                         "DPoP: \(try DPoPProofCommand.proof(tokens: tokens, method: method, url: url, nonce: nonce, accessTokenHash: true))"
                     )
                 }
+                Terminal.out(lines.joined(separator: "\n"))
             case .env:
                 Terminal.out("export MOOSE_ACCESS_TOKEN=\(Shell.quote(value))")
                 Terminal.out("export MOOSE_TOKEN_TYPE=\(Shell.quote(tokenType))")
