@@ -170,6 +170,25 @@ struct FirstHourCLITests {
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty,
             "files appeared in the current directory")
+
+        // The way out the message gives works as given: the store and key named, no config file needed.
+        let places = FileManager.default.temporaryDirectory.appendingPathComponent("moose-nohome-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: places) }
+        let named = ["--store", places.path + "/store.sqlite", "--key-file", places.path + "/store.key"]
+        for arguments in [
+            [
+                "login", "--client-credentials", "--issuer", TestIdentityProvider.issuer, "--client-id",
+                "moose-service", "--client-secret-env", "MOOSE_TEST_SECRET"
+            ], ["status"], ["token"]
+        ] {
+            let result = try await CLI.run(
+                [
+                    "env", "-u", "HOME", "-u", "XDG_DATA_HOME", "-u", "XDG_CONFIG_HOME", "-u", "MOOSE_STORE",
+                    "-u", "MOOSE_CONFIG", "-C", folder.path, "MOOSE_TEST_SECRET=moose-service-secret", CLI.binary
+                ] + arguments + named, executable: "/usr/bin/env")
+            #expect(result.status == 0 && result.stderr.isEmpty, "\(arguments): \(result.status) \(result.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }
 
     @Test func aUsageErrorCreatesNothingAndFirstContactSaysHowToLogIn() async throws {

@@ -32,8 +32,11 @@ enum CLIConfig {
     ///
     /// `$MOOSE_CONFIG` naming no file is an error too (a typo would otherwise be ignored silently),
     /// except for a command that writes the file (`creating`: `moose profile use`).
+    ///
+    /// Without a place for it (no `HOME`, `XDG_CONFIG_HOME` or `MOOSE_CONFIG`) there is no file to read:
+    /// a command given `--store` and `--key-file` runs without one; only writing it needs the place.
     static func load(creating: Bool = false) throws -> ProfileFile {
-        let path = try self.path
+        guard let path = creating ? try self.path : try? self.path else { return ProfileFile() }
         if !creating, let named = getenv("MOOSE_CONFIG").map({ String(cString: $0) }), !named.isEmpty,
             !FileManager.default.fileExists(atPath: named)
         {

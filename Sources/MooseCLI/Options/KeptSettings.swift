@@ -28,8 +28,10 @@ enum KeptSettings {
     static func plan(_ profile: String, store: StoreOptions) -> Profile? { profiles(store: store)[profile] }
 
     /// Keeps `plan` and says nothing on success; a file that cannot be written is said on standard
-    /// error (the login itself succeeded: its session is in the store).
+    /// error (the login itself succeeded: its session is in the store). Without a config folder (no
+    /// `HOME`: the store and key given as options) the plan stays only with the session.
     static func keep(_ plan: Profile, store: StoreOptions) {
+        guard let file = try? file else { return }
         do { try file.keep(plan, forStore: try store.resolvedStorePath) } catch {
             let message = (error as? OAuthError)?.message ?? String(describing: error)
             Terminal.error("moose: warning: \(message) (the login itself succeeded)")
