@@ -132,6 +132,14 @@ struct NoDeadEndCLITests {
         result = try await CLI.run(["profile", "show"], environment: environment)
         #expect(result.status == 1 && result.stderr.contains("[keyUnavailable]"), "\(result.stderr)")
         try FileManager.default.moveItem(atPath: key + ".aside", toPath: key)
+        // A key in MOOSE_STORE_KEY that is no key: set it right (or unset it), not start over — a reset
+        // reads the same variable and fails the same way.
+        var malformed = environment
+        malformed["MOOSE_STORE_KEY"] = "c2hvcnQ="
+        result = try await CLI.run(["token"], environment: malformed)
+        #expect(
+            result.status == 1 && result.stderr.contains("MOOSE_STORE_KEY") && !result.stderr.contains("reset"),
+            "\(result.stderr)")
 
         try FileManager.default.moveItem(atPath: store, toPath: store + ".aside")
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)

@@ -173,9 +173,13 @@ struct StoreOptions: ParsableArguments {
         guard error.code == SecretStoreError.keyUnavailable || error.code == SecretStoreError.wrongKey else {
             return nil
         }
-        // A key from a variable or a keyring: set it, rather than start over.
-        if error.code == SecretStoreError.keyUnavailable, keyEnvironment != nil || keySecretService != nil {
-            return nil
+        // A key from a variable (`--key-env`, or `MOOSE_STORE_KEY`) or a keyring: set it, rather than
+        // start over (a reset would read the same key).
+        if error.code == SecretStoreError.keyUnavailable {
+            switch try? keySource() {
+            case .environment?, .secretService?: return nil
+            default: break
+            }
         }
         let when = error.code == SecretStoreError.keyUnavailable ? "if the key is lost" : "if its own key is lost"
         return "\(when), start over with \(resetCommand) (it moves the store aside with a dated name and "
