@@ -21,6 +21,23 @@ struct NoDeadEndCLITests {
 
     /// §4: no browser could start and standard input is not a terminal — the login ends at once (not after
     /// its 120 s), with the URL printed and the way to paste named; nothing is left on disk.
+    /// A profile with no session, in a store that holds others: the login that works as pasted
+    /// (nothing says its issuer and client yet) and the profiles there are, not a bare `moose login`
+    /// (which logs in the default profile, or asks for an issuer).
+    @Test func aProfileWithoutASessionNamesTheLoginThatWorksAndTheOthers() async throws {
+        let (home, environment) = try await CLI.logIn("moose-no-such-profile")
+        defer { try? FileManager.default.removeItem(at: home) }
+        for arguments in [["token", "--profile", "work"], ["status", "--profile", "work"]] {
+            let result = try await CLI.run(arguments, environment: environment)
+            #expect(
+                result.status == 1
+                    && result.stderr.contains(
+                        "no session for profile work (sessions here: default; choose one with --profile); "
+                            + "run moose login --profile work --issuer URL --client-id ID"),
+                "\(arguments): \(result.stderr)")
+        }
+    }
+
     @Test func noBrowserAndNoTerminalEndsAtOnceSayingHowToPaste() async throws {
         var (home, environment) = CLI.home("moose-no-browser")
         defer { try? FileManager.default.removeItem(at: home) }

@@ -126,7 +126,7 @@ final class CLISessions {
     /// `--issuer URL --client-id ID` to fill in.
     static func firstLogin(_ profile: String, store: StoreOptions) -> String {
         let described = (try? CLIConfig.load())?.profiles[profile].map { $0.issuer != nil && $0.clientID != nil }
-        if described == true || KeptSettings.plan(profile, store: store) != nil { return loginHint(profile) }
+        if described == true || plan(of: profile, store: store) != nil { return loginHint(profile) }
         return loginHint(profile) + " --issuer URL --client-id ID"
     }
 
@@ -204,6 +204,11 @@ extension CLISessions {
     /// The file store's namespace where an earlier version's logout kept the plans of profiles logged
     /// out of: a plain `moose login` of such a profile logs in again as before.
     static let keptPlans = "moose.plan"
+
+    /// The profiles whose rows hold sessions (damaged ones too), sorted; none when the store cannot be listed.
+    func profilesWithSessions() -> [String] {
+        do { return try keys().filter(holdsSession).sorted() } catch { return [] }
+    }
 
     /// Whether `profile`'s row holds a session (a damaged one too), not only the plan a logout kept.
     func holdsSession(_ profile: String) -> Bool {

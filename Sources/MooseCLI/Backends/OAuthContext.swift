@@ -42,10 +42,17 @@ struct OAuthContext {
         return (stored.session, Profile.of(stored.session, key: profile))
     }
 
-    /// The stored session of `profile` and its plan (`loadOrFail`); none is an error that names the login to run.
+    /// The stored session of `profile` and its plan (`loadOrFail`); none is an error that names the
+    /// login to run as it works when pasted (with `--issuer` and `--client-id` unless something already
+    /// says them), and the profiles that do hold sessions here.
     func session(of profile: String) throws -> (session: OAuthSession, profile: Profile) {
         guard let loaded = try loadOrFail(profile) else {
-            throw CLIError.failed("no session for profile \(profile); run \(loginHint(profile))")
+            let others = sessions.profilesWithSessions().filter { $0 != profile }.map { Terminal.safe($0) }
+            let here =
+                others.isEmpty ? "" : " (sessions here: \(others.joined(separator: ", ")); choose one with --profile)"
+            throw CLIError.failed(
+                "no session for profile \(profile)\(here); run \(CLISessions.firstLogin(profile, store: sessions.options))"
+            )
         }
         return loaded
     }
