@@ -266,5 +266,13 @@ struct InspectJWKSURLTests {
         let notJWKS = try await CLI.run(["inspect", token, "--jwks", "\(base)/rsa-public.pem"])
         #expect(notJWKS.status == 2)
         #expect(notJWKS.stderr.contains("not a usable JWKS"))
+        // Nothing listening (port 9 on loopback): not reached now is exit 3, as for `moose verify`, for
+        // a JWKS URL and for an issuer — not 1, which says the token is bad.
+        for source in [["--jwks", "http://127.0.0.1:9/jwks.json"], ["--issuer", "http://127.0.0.1:9"]] {
+            let unreachable = try await CLI.run(["inspect", token, "--aud", "moose-cli"] + source)
+            #expect(
+                unreachable.status == 3 && unreachable.stderr.contains("try again"),
+                "\(source): \(unreachable.status) \(unreachable.stderr)")
+        }
     }
 }

@@ -23,8 +23,9 @@ struct InspectCommand: ParsableCommand {
 
             Exit status: 0 decoded (and verified when a key was given), 1 invalid (bad signature, \
             expired, wrong claim…) or not accepted (a verification of a token that names an audience, \
-            without --audience or --any-audience), 2 unusable input or usage. Decoding alone (no key, issuer \
-            or audience given) shows an expired token as such and exits 0.
+            without --audience or --any-audience), 2 unusable input or usage, 3 the issuer or the JWKS URL \
+            could not be reached (try again later). Decoding alone (no key, issuer or audience given) shows \
+            an expired token as such and exits 0.
 
             """ + "\n"
                 + HelpText.examples(
@@ -315,18 +316,33 @@ struct InspectCommand: ParsableCommand {
         }
 
         /// The CLI's error for a key source's failure: unusable input is a usage error (exit 2); a host
-        /// that does not resolve or speak TLS is said as such (`ConnectionFailure`); a TLS failure names
-        /// --ca-file; anything else fails (exit 1).
+        /// that does not resolve or speak TLS is said as such (`ConnectionFailure`); an issuer or JWKS
+        /// not reached now is exit 3; a TLS failure names --ca-file; anything else fails (exit 1).
         static func cliError(_ error: VerificationInputError) -> CLIError {
             if error.isInputError { return .usage(error.message) }
             if let cause = error.underlying as? OAuthError, case .issuer(let issuer)? = error.source {
                 if let failure = ConnectionFailure.cliError(cause, context: "cannot use issuer \(issuer)") {
                     return failure
                 }
+                if cause.code == OAuthError.transient {
+                    let next = "check the network (or the issuer's status) and try again"
+                    return CLIError(
+                        message: "cannot use issuer \(issuer): \(OAuthContext.text(cause, next: next))",
+                        status: Status.unreachable.rawValue)
+                }
                 return .failed("cannot use issuer \(issuer): \(OAuthContext.text(cause))")
             }
             if let cause = error.underlying as? HTTPRequestError {
                 if let failure = ConnectionFailure.cliError(cause, context: "cannot fetch the JWKS") { return failure }
+                // Not reached now (refused, timed out, offline): exit 3, as for an issuer.
+                if [HTTPRequestError.transport, HTTPRequestError.timedOut, HTTPRequestError.offline].contains(
+                    cause.code)
+                {
+                    return CLIError(
+                        message:
+                            "\(error.message); check the network (or the server's status) and try again [\(cause.code)]",
+                        status: Status.unreachable.rawValue)
+                }
                 if cause.code == HTTPRequestError.tls {
                     return .failed(
                         error.message + "; if its certificate comes from a private CA, pass --ca-file PEM "
