@@ -131,6 +131,18 @@ struct NoDeadEndCLITests {
             }
         }
         #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("data/moose").path))
+
+        // A file where the store's folder must be: the store cannot be made, and the key made for it
+        // goes again (with its folder).
+        try FileManager.default.createDirectory(
+            at: home.appendingPathComponent("data"), withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: home.appendingPathComponent("data/moose").path, contents: Data())
+        let blocked = try await CLI.run(
+            ["login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli"], environment: environment)
+        #expect(blocked.status == 1, "\(blocked.stderr)")
+        #expect(
+            !FileManager.default.fileExists(atPath: Self.storeFiles(home)[1]), "the key was left: \(blocked.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("config/moose").path))
     }
 
     /// §5: `moose profile list` (and `show`) on a store that cannot be read says so, exit 1 — the key is

@@ -184,12 +184,24 @@ final class CLISessions {
 /// a session by now (another first login, in another process, stored one meanwhile) or cannot be listed.
 struct FirstStore {
     private var made: SecretStore.FirstUse?
+    private var store = ""
 
     init(_ options: StoreOptions) {
         guard (try? options.isPostgres) == false, let store = try? options.resolvedStorePath else { return }
         var keyFile: String?
         if case .keyFile(let key)? = try? options.keySource() { keyFile = key }
         made = SecretStore.FirstUse(store: store, keyFile: keyFile)
+        self.store = store
+    }
+
+    /// The login's store, created if missing. When even that fails (a file where a folder must be),
+    /// what it made goes again — the key file, the folders left empty — unless a store file is there
+    /// by now (another process's, whose key this may be).
+    func open(_ options: StoreOptions) throws -> OAuthContext {
+        do { return try OAuthContext(options: options, create: true) } catch {
+            if let made, !FileManager.default.fileExists(atPath: store) { made.undo() }
+            throw error
+        }
     }
 
     /// Removes what the failed login made, when the store holds no session.

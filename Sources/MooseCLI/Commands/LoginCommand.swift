@@ -173,7 +173,7 @@ struct LoginCommand: ParsableCommand {
         let settings = try plan(resolved)
         // A first login that fails leaves no store or key behind.
         let made = FirstStore(resolved.store)
-        let context = try OAuthContext(options: resolved.store, create: true)
+        let context = try made.open(resolved.store)
         var loggedIn = false
         defer {
             if !loggedIn { made.undo(after: context.sessions) }

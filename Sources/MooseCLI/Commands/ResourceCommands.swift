@@ -34,7 +34,7 @@ struct ResourceLogin {
         let profile = self.profile ?? canonical
         // A first login that fails leaves no store or key behind.
         let made = FirstStore(store)
-        let context = try OAuthContext(options: store, create: true)
+        let context = try made.open(store)
         var loggedIn = false
         defer {
             if !loggedIn { made.undo(after: context.sessions) }
