@@ -73,6 +73,10 @@ struct NoDeadEndCLITests {
         #expect(
             result.stderr.contains("standard input is not a terminal, so no address can be pasted here")
                 && result.stderr.contains("--paste"), "\(result.stderr)")
+        // Its time out says the option that reads a pasted address, not the --no-browser it had.
+        #expect(
+            result.stderr.contains("[timedOut]") && result.stderr.contains("add --paste")
+                && !result.stderr.contains("add --no-browser"), "\(result.stderr)")
     }
 
     /// §4: at a terminal, with no browser that could start, the paste prompt is offered — and the

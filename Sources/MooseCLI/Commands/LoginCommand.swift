@@ -347,13 +347,18 @@ struct LoginCommand: ParsableCommand {
             try CLIBlocking.run {
                 _ = try await signIn.logIn(manager, parameters: parameters, pushedAuthorization: pushed)
             }
-        } catch let error as OAuthError where error.code == OAuthError.timedOut && pasting {
-            // Not "add --no-browser and paste": this login was taking a pasted address already.
+        } catch let error as OAuthError where error.code == OAuthError.timedOut && (pasting || noBrowser) {
+            // Not "add --no-browser and paste": this login took a pasted address already, or had
+            // --no-browser and no terminal to paste at (--paste reads standard input).
+            let how =
+                pasting
+                ? ", pasting the whole address the browser ends on"
+                : "; with the browser on another machine, add --paste and give it the address the browser ends on"
             throw CLIError.failed(
                 OAuthContext.text(
                     error,
                     next: "run the same moose login command again and finish signing in sooner "
-                        + "(or give --timeout SECONDS), pasting the whole address the browser ends on"))
+                        + "(or give --timeout SECONDS)\(how)"))
         } catch let error as OAuthError where error.code == OAuthError.pasteRefused {
             throw CLIError.usage(
                 error.message
