@@ -77,6 +77,17 @@ struct PinningCLITests {
                 unpinnable.status == 2 && unpinnable.stderr.contains("give --issuer"),
                 "\(unpinnable.status) \(unpinnable.stderr)")
 
+            // Plain http has no server key to pin: refused, not kept as a pin that never applies.
+            let plain = try await CLI.run(
+                [
+                    "login", "--issuer", TestIdentityProvider.issuer, "--client-id", "moose-cli", "--pin-public-key",
+                    key.pin
+                ],
+                environment: environment)
+            #expect(
+                plain.status == 2 && plain.stderr.contains("is plain http, which has none"),
+                "\(plain.status) \(plain.stderr)")
+
             let malformed = try await CLI.run(
                 login + ["--pin-public-key", "sha256//tooShort"], environment: environment, timeout: 60)
             #expect(

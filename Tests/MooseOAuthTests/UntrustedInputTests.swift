@@ -108,6 +108,22 @@ struct LoopbackHostileClientTests {
         #expect(url.absoluteString.contains("code=good"))
     }
 
+    /// A redirect port another program holds is said as such, with the way out — not a bare
+    /// "cannot listen".
+    @Test func aPortInUseIsSaidWithTheWayOut() throws {
+        let holder = try LoopbackReceiver()
+        defer { holder.close() }
+        do {
+            _ = try LoopbackReceiver(port: holder.port)
+            Issue.record("a second listener on \(holder.port) was accepted")
+        } catch let error as OAuthError {
+            #expect(
+                error.code == OAuthError.invalidConfiguration
+                    && error.message.contains("another program is listening there: stop it, or choose another port"),
+                "\(error.message)")
+        }
+    }
+
     /// The login's own deadline holds even while a slow client trickles a byte every 0.5 s for 20 s
     /// (a per-`recv` timeout never fires then: the old receiver waited for it indefinitely).
     @Test func theDeadlineHoldsWhileASlowClientIsConnected() async throws {

@@ -94,11 +94,11 @@ struct ExchangeCommand: ParsableCommand {
 
     func validate() throws {
         guard [subjectTokenFile != nil, subjectTokenEnv != nil, workload != nil].filter({ $0 }).count == 1 else {
-            throw ValidationError("give one of --subject-token-file, --subject-token-env and --workload")
+            throw ValidationError("give only one of --subject-token-file, --subject-token-env and --workload")
         }
         guard format == "token" || format == "json" else { throw ValidationError("--format takes token or json") }
         guard actorTokenFile == nil || actorTokenEnv == nil else {
-            throw ValidationError("give one of --actor-token-file and --actor-token-env")
+            throw ValidationError("give only one of --actor-token-file and --actor-token-env")
         }
         if let problem = IssuerOption.problem(issuer) { throw ValidationError(problem) }
     }
@@ -156,7 +156,7 @@ struct ExchangeCommand: ParsableCommand {
             let token = try SecretInput.read(
                 file: subjectTokenFile, variable: subjectTokenEnv, what: "subject token", standardInput: true)
         else {
-            throw CLIError.usage("give one of --subject-token-file, --subject-token-env and --workload")
+            throw CLIError.usage("give only one of --subject-token-file, --subject-token-env and --workload")
         }
         return { token }
     }

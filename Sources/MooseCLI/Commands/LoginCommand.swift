@@ -234,10 +234,10 @@ struct LoginCommand: ParsableCommand {
     /// What the options say of the plan, each checked as the option it is (a usage error naming it).
     func given() throws -> ProfileFile.ProfileSettings {
         guard [clientCredentials, device, workload != nil].filter({ $0 }).count <= 1 else {
-            throw CLIError.usage("give one of --client-credentials, --device and --workload")
+            throw CLIError.usage("give only one of --client-credentials, --device and --workload")
         }
         guard [clientSecretFile != nil, clientSecretEnv != nil, privateKey != nil].filter({ $0 }).count <= 1 else {
-            throw CLIError.usage("give one of --client-secret-file, --client-secret-env and --private-key")
+            throw CLIError.usage("give only one of --client-secret-file, --client-secret-env and --private-key")
         }
         if let clientAuth, clientAuth != "basic", clientAuth != "post" {
             throw CLIError.usage("--client-auth takes basic or post")
@@ -398,6 +398,11 @@ extension LoginCommand {
     func validate() throws {
         if let timeout, !(timeout.isFinite && timeout >= 0 && timeout <= 366 * 86_400) {
             throw ValidationError("--timeout takes a number of seconds (up to a year)")
+        }
+        if !pinPublicKey.isEmpty, let issuer, issuer.lowercased().hasPrefix("http://") {
+            throw ValidationError(
+                "--pin-public-key pins a TLS server's key; \(Terminal.safe(issuer)) is plain http, which has none: "
+                    + "give the issuer's https URL")
         }
         if !pinPublicKey.isEmpty, resource != nil, issuer == nil {
             throw ValidationError(

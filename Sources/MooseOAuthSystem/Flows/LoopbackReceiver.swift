@@ -71,8 +71,15 @@ public final class LoopbackReceiver: Sendable {
             }
         }
         guard bound == 0, listen(fd, 64) == 0 else {
+            let code = errno
             _ = Glibc_close(fd)
-            throw OAuthError(OAuthError.invalidConfiguration, "cannot listen on 127.0.0.1:\(port) for the redirect")
+            // The reason, and for a port in use the way out (the redirect's port is the caller's choice).
+            let reason =
+                code == EADDRINUSE
+                ? "another program is listening there: stop it, or choose another port"
+                : String(cString: strerror(code))
+            throw OAuthError(
+                OAuthError.invalidConfiguration, "cannot listen on 127.0.0.1:\(port) for the redirect (\(reason))")
         }
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
