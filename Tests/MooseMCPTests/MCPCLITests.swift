@@ -102,6 +102,17 @@ extension MCPServerTests {
         #expect(single == 0, "a row a logout left is a session for nothing: \(output)")
     }
 
+    /// A server URL that cannot be a resource is a usage error in the words of what was typed: no
+    /// `--resource` the person never gave, the library's code last.
+    @Test func aURLThatCannotBeAResourceIsSaidAsTyped() {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("moose-mcp-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let (status, said) = Self.moose(in: home, ["mcp", "login", "mcp.example.com"], withErrors: true)
+        #expect(
+            status == 2 && said.contains("is not an absolute http(s) URL [invalidConfiguration]")
+                && !said.contains("--resource"), "\(said)")
+    }
+
     /// A `moose mcp login` nobody finished keeps the client it registered (the next login uses it: no
     /// second registration), and every command says what that row is — nobody logged in yet — not a
     /// session that "needs a new login" because "its refresh token was refused" (what they said before).

@@ -25,7 +25,10 @@ struct ResourceLogin {
     /// `resource` in canonical form (RFC 8707 §2, `ResourceIdentifier`): the form sessions are kept
     /// and compared in. One that cannot be a resource is a usage error.
     static func canonical(_ resource: String) throws -> String {
-        do { return try ResourceIdentifier.canonical(resource) } catch { throw CLIError.usage("--resource: \(error)") }
+        // The library's words name the value (given as --resource, or as mcp login's URL); its code last.
+        do { return try ResourceIdentifier.canonical(resource) } catch let error as OAuthError {
+            throw CLIError.usage("\(error.message) [\(error.code)]")
+        }
     }
 
     func run() throws {
