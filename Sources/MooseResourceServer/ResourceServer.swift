@@ -464,6 +464,12 @@ public struct ResourceServer: Sendable {
     private func checkToken(_ jws: JWS, scheme: VerifiedPrincipal.Scheme) async throws(ResourceServerRefusal)
         -> (jwt: JWT, key: JWTKey)
     {
+        // A token whose `iss` names another issuer is refused before any key is looked up: its `kid`
+        // would only be missing here (saying "unknownKey", and asking the JWKS again). The rule is the
+        // one its claims get after the signature (`claimValidation`), so nothing is accepted earlier.
+        if let issuer = (try? JWT(jws: jws))?.claims.issuer, !issuer.utf8.elementsEqual(configuration.issuer.utf8) {
+            throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token failed issuerMismatch (iss)")
+        }
         let kid = jws.header.keyID
         let cached = try await sourcedKeys { try await self.keys.keys(for: kid) }
         do { return try verifiedToken(jws, keys: cached) } catch {

@@ -97,6 +97,21 @@ import Testing
         }
     }
 
+    /// A token another issuer signed is refused for its `iss`, not for the `kid` these keys lack
+    /// (which said "unknownKey" and sent the reader to this issuer's keys, as `moose verify` showed).
+    @Test func anotherIssuersTokenIsRefusedForItsIssuer() async throws {
+        let theirs = try JWTSigner(
+            key: JWTKey(privateKey: PrivateKey.generate(.ec(.p256)), keyID: "theirs"), algorithm: .es256)
+        let token = try harness.token(["iss": "https://other.example.com"], signer: theirs)
+        let refused = try #require(
+            try await refusal {
+                try await harness.server().verify(
+                    authorizationHeader: "Bearer \(token)", dpopHeader: nil, method: "GET", url: Harness.url)
+            })
+        #expect(refused.code == ResourceServerRefusal.invalidToken, "\(refused.reason)")
+        #expect(refused.reason == "the token failed issuerMismatch (iss)", "\(refused.reason)")
+    }
+
     @Test func typJWTIsAcceptedOnlyWhenConfigured() async throws {
         let token = try harness.token(header: ["typ": "JWT"])
         var configuration = harness.configuration()
