@@ -79,6 +79,10 @@ def log_in(authorization_url):
 
 
 CALL_SECONDS = 20
+# The SDK's own client timeouts (mcp.shared._httpx_utils): 30 s, but 300 s between reads, since a session's
+# GET stream may carry nothing for a while. 30 s for reads too ended the GET stream with ReadTimeout once
+# (a run's crowded first minute), and the whole client with it.
+SDK_TIMEOUT = httpx2.Timeout(30, read=300)
 SESSION_HEADER = "mcp-session-id"
 
 
@@ -116,7 +120,7 @@ async def sessions(url, tokens):
                 entry["session"] = entry["session"] or response.headers.get(SESSION_HEADER)
 
         users[name] = {"log": log, "http": httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {tokens[name]}"}, timeout=30,
+            headers={"Authorization": f"Bearer {tokens[name]}"}, timeout=SDK_TIMEOUT,
             event_hooks={"request": [record], "response": [record_response]})}
     result = {}
     async with AsyncExitStack() as stack:
@@ -192,9 +196,10 @@ async def main():
             client_metadata=OAuthClientMetadata(redirect_uris=[REDIRECT_URI], token_endpoint_auth_method="none",
                                                 grant_types=["authorization_code", "refresh_token"], client_name="moose-cli"),
             storage=Storage(), redirect_handler=redirect_handler, callback_handler=callback_handler)
-        http = httpx2.AsyncClient(auth=provider, event_hooks=hooks, timeout=30)
+        http = httpx2.AsyncClient(auth=provider, event_hooks=hooks, timeout=SDK_TIMEOUT)
     elif mode == "token":
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {sys.argv[3]}"}, event_hooks=hooks, timeout=30)
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {sys.argv[3]}"}, event_hooks=hooks,
+                                  timeout=SDK_TIMEOUT)
     else:
         raise SystemExit(f"unknown mode {mode}")
 
