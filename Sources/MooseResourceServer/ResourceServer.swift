@@ -452,10 +452,10 @@ public struct ResourceServer: Sendable {
         verifiedTokens.insert(token, entry, now: configuration.clock())
     }
 
-    private func checkToken(_ jws: JWS, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme) throws(ResourceServerRefusal)
-        -> (jwt: JWT, key: JWTKey)
-    {
-        do { return try verifiedToken(jws, keys: keys) } catch { throw tokenRefusal(error, scheme) }
+    private func checkToken(
+        _ jws: JWS, keys: [JWTKey], scheme: VerifiedPrincipal.Scheme, parsed: JWT? = nil
+    ) throws(ResourceServerRefusal) -> (jwt: JWT, key: JWTKey) {
+        do { return try verifiedToken(jws, keys: keys, parsed: parsed) } catch { throw tokenRefusal(error, scheme) }
     }
 
     /// `checkToken` with the keys of `self.keys`: a signature that fails with the keys it gave (a `kid` they
@@ -467,16 +467,18 @@ public struct ResourceServer: Sendable {
         // A token whose `iss` names another issuer is refused before any key is looked up: its `kid`
         // would only be missing here (saying "unknownKey", and asking the JWKS again). The rule is the
         // one its claims get after the signature (`claimValidation`), so nothing is accepted earlier.
-        if let issuer = (try? JWT(jws: jws))?.claims.issuer, !issuer.utf8.elementsEqual(configuration.issuer.utf8) {
+        // The claims are read once, here, and used after the signature (not read again).
+        let parsed = try? JWT(jws: jws)
+        if let issuer = parsed?.claims.issuer, !issuer.utf8.elementsEqual(configuration.issuer.utf8) {
             throw refusal(ResourceServerRefusal.invalidToken, scheme, "the token failed issuerMismatch (iss)")
         }
         let kid = jws.header.keyID
         let cached = try await sourcedKeys { try await self.keys.keys(for: kid) }
-        do { return try verifiedToken(jws, keys: cached) } catch {
+        do { return try verifiedToken(jws, keys: cached, parsed: parsed) } catch {
             guard JWKSCache.refetchMayHelp(error) else { throw tokenRefusal(error, scheme) }
         }
         let fresh = try await sourcedKeys { try await self.keys.keysAfterFailedVerification(for: kid) }
-        return try checkToken(jws, keys: fresh, scheme: scheme)
+        return try checkToken(jws, keys: fresh, scheme: scheme, parsed: parsed)
     }
 
     /// What `body` answers; a failure is `temporarilyUnavailable` (503), not a verdict on the token.
@@ -495,13 +497,17 @@ public struct ResourceServer: Sendable {
             requiredClaims: configuration.requiredClaims, clock: configuration.clock)
     }
 
-    private func verifiedToken(_ jws: JWS, keys: [JWTKey]) throws(JWTError) -> (jwt: JWT, key: JWTKey) {
+    /// `jws` verified with `keys`, then its claims (`parsed`, when they were read already) validated.
+    private func verifiedToken(_ jws: JWS, keys: [JWTKey], parsed: JWT? = nil) throws(JWTError) -> (
+        jwt: JWT, key: JWTKey
+    ) {
         let validation = claimValidation
         let verifier = JWTVerifier(
             keys: keys, allowedAlgorithms: configuration.algorithms, validation: validation,
             maximumTokenSize: configuration.maximumAuthorizationLength)
         let key = try verifier.verifySignature(of: jws)
-        let jwt = try JWT(jws: jws)
+        let jwt: JWT
+        if let parsed { jwt = parsed } else { jwt = try JWT(jws: jws) }
         try validation.validate(jwt.claims)
         return (jwt, key)
     }

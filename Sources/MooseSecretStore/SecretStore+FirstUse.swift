@@ -29,10 +29,11 @@ extension SecretStore {
         ///   - path: the store's file.
         ///   - keyFile: the master key's file, when the key is kept in one (`MasterKeySource.keyFile`).
         public init(store path: String, keyFile: String?) {
-            guard !FileManager.default.fileExists(atPath: path) else { return }
-            files = SecretStore.files(at: path)
+            guard !Self.isThere(path) else { return }
+            // Only what is not there: a leftover `-wal` or `-journal` beside a missing store is not ours.
+            files = SecretStore.files(at: path).filter { !Self.isThere($0) }
             folders = Self.missingFolders(above: path)
-            if let keyFile, !FileManager.default.fileExists(atPath: keyFile) {
+            if let keyFile, !Self.isThere(keyFile) {
                 files.append(keyFile)
                 folders += Self.missingFolders(above: keyFile)
             }
@@ -46,6 +47,13 @@ extension SecretStore {
         public func undo() {
             for file in files { unlink(file) }
             for folder in folders { rmdir(folder) }
+        }
+
+        /// Whether anything is at `path`, a symbolic link included — one whose target is missing (a
+        /// secrets mount not there yet) is someone's, never made here.
+        static func isThere(_ path: String) -> Bool {
+            var info = stat()
+            return lstat(path, &info) == 0
         }
 
         /// The folders above `path` that do not exist yet, deepest first.

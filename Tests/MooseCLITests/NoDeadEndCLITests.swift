@@ -19,8 +19,6 @@ struct NoDeadEndCLITests {
         ]
     }
 
-    /// §4: no browser could start and standard input is not a terminal — the login ends at once (not after
-    /// its 120 s), with the URL printed and the way to paste named; nothing is left on disk.
     /// A profile with no session, in a store that holds others: the login that works as pasted
     /// (nothing says its issuer and client yet) and the profiles there are, not a bare `moose login`
     /// (which logs in the default profile, or asks for an issuer).
@@ -38,6 +36,8 @@ struct NoDeadEndCLITests {
         }
     }
 
+    /// §4: no browser could start and standard input is not a terminal — the login ends at once (not after
+    /// its 120 s), with the URL printed and the way to paste named; nothing is left on disk.
     @Test func noBrowserAndNoTerminalEndsAtOnceSayingHowToPaste() async throws {
         var (home, environment) = CLI.home("moose-no-browser")
         defer { try? FileManager.default.removeItem(at: home) }
@@ -147,6 +147,9 @@ struct NoDeadEndCLITests {
         #expect(
             !FileManager.default.fileExists(atPath: Self.storeFiles(home)[1]), "the key was left: \(blocked.stderr)")
         #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("config/moose").path))
+        #expect(
+            FileManager.default.fileExists(atPath: home.appendingPathComponent("data/moose").path),
+            "the person's own file in the way was removed")
     }
 
     /// §5: `moose profile list` (and `show`) on a store that cannot be read says so, exit 1 — the key is

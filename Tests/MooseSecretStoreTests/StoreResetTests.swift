@@ -103,4 +103,22 @@ struct StoreResetTests {
         }
         #expect(FileManager.default.fileExists(atPath: own), "a file that was there before was removed")
     }
+
+    /// A key file that is a symbolic link whose target is missing (a secrets mount not there yet) and a
+    /// leftover write-ahead log beside a missing store are someone's: a first use never notes them.
+    @Test func aFirstUseNeverNotesALinkOrALeftoverItDidNotMake() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("store.sqlite").path
+        let key = folder.appendingPathComponent("store.key").path
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        #expect(symlink(folder.appendingPathComponent("mount/store.key").path, key) == 0)
+        try Data("log".utf8).write(to: URL(fileURLWithPath: path + "-wal"))
+        let made = SecretStore.FirstUse(store: path, keyFile: key)
+        #expect(made.files == [path + "-shm", path + "-journal", path], "\(made.files)")
+        made.undo()
+        var info = stat()
+        #expect(lstat(key, &info) == 0, "the link was removed")
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the leftover log was removed")
+    }
 }

@@ -217,9 +217,11 @@ extension CLISessions {
     /// out of: a plain `moose login` of such a profile logs in again as before.
     static let keptPlans = "moose.plan"
 
-    /// The profiles whose rows hold sessions (damaged ones too), sorted; none when the store cannot be listed.
+    /// The profiles whose rows hold sessions (damaged ones too; not a registration an unfinished login
+    /// kept), sorted; none when the store cannot be listed.
     func profilesWithSessions() -> [String] {
-        do { return try keys().filter(holdsSession).sorted() } catch { return [] }
+        guard let catalog = try? catalog(keptOutside: false) else { return [] }
+        return catalog.sessions.filter { catalog.rows[$0]?.session?.isRegistrationOnly != true }
     }
 
     /// Whether `profile`'s row holds a session (a damaged one too), not only the plan a logout kept.

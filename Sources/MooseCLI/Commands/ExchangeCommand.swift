@@ -93,8 +93,11 @@ struct ExchangeCommand: ParsableCommand {
     var caFile: String?
 
     func validate() throws {
-        guard [subjectTokenFile != nil, subjectTokenEnv != nil, workload != nil].filter({ $0 }).count == 1 else {
-            throw ValidationError("give only one of --subject-token-file, --subject-token-env and --workload")
+        let subjects = [subjectTokenFile != nil, subjectTokenEnv != nil, workload != nil].filter({ $0 }).count
+        guard subjects == 1 else {
+            throw ValidationError(
+                "give \(subjects == 0 ? "one" : "only one") of --subject-token-file, --subject-token-env and --workload"
+            )
         }
         guard format == "token" || format == "json" else { throw ValidationError("--format takes token or json") }
         guard actorTokenFile == nil || actorTokenEnv == nil else {
@@ -156,7 +159,7 @@ struct ExchangeCommand: ParsableCommand {
             let token = try SecretInput.read(
                 file: subjectTokenFile, variable: subjectTokenEnv, what: "subject token", standardInput: true)
         else {
-            throw CLIError.usage("give only one of --subject-token-file, --subject-token-env and --workload")
+            throw CLIError.usage("give one of --subject-token-file, --subject-token-env and --workload")
         }
         return { token }
     }

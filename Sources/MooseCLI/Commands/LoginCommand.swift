@@ -160,9 +160,10 @@ struct LoginCommand: ParsableCommand {
         var named = self.profile
         if named == nil, let resource, issuer == nil { named = try ResourceLogin.canonical(resource) }
         let resolved = try CLIConfig.resolve(named, store: store)
-        // A resource login that did not finish left its client's registration: this one finishes it.
-        let unfinished =
-            resource == nil ? CLISessions.unfinishedResource(of: resolved.name, store: resolved.store) : nil
+        // A resource login that did not finish left its client's registration: a plain login finishes it
+        // (one given anything a resource login does not take — a grant, credentials, trust — does not).
+        let plain = resource == nil && issuer == nil && resolved.settings?.issuer == nil && !shapesTheLogin
+        let unfinished = plain ? CLISessions.unfinishedResource(of: resolved.name, store: resolved.store) : nil
         if let resource = resource ?? unfinished, issuer == nil, resolved.settings?.issuer == nil {
             try ResourceLogin(
                 store: resolved.store, resource: resource, profile: resolved.name, clientID: clientID, scopes: scope,
@@ -211,6 +212,14 @@ struct LoginCommand: ParsableCommand {
         }
     }
 
+    /// Whether an option says what a resource login (`ResourceLogin`) does not take: a grant, a client
+    /// credential, DPoP, PAR, trust, an audience or a pasted address.
+    var shapesTheLogin: Bool {
+        device || clientCredentials || workload != nil || clientSecretFile != nil || clientSecretEnv != nil
+            || privateKey != nil || dpop || dpopAlgorithm != nil || caFile != nil || !pinPublicKey.isEmpty || paste
+            || noPAR || audience != nil
+    }
+
     /// The session's plan: the library's resolution (`SessionPlan.resolve`) of the options, the config
     /// file's profile and what an earlier login of the profile kept, in that order; every usage error
     /// is thrown here, before anything is created.
@@ -228,6 +237,13 @@ struct LoginCommand: ParsableCommand {
             throw CLIError.usage(error.message + Self.hint(for: error, profile: profile))
         }
         if let file = settings.provider.caFile { _ = try CLITransport.caFile(file, option: "the CA file") }
+        // Pins given now (an option, the config file) for a plain-http issuer would never apply.
+        let pinned = !pinPublicKey.isEmpty || resolved.settings?.publicKeyPins?.isEmpty == false
+        if pinned, settings.issuer.lowercased().hasPrefix("http://") {
+            throw CLIError.usage(
+                "public-key pins pin a TLS server's key; \(Terminal.safe(settings.issuer)) is plain http, which has "
+                    + "none: give the issuer's https URL, or no pins")
+        }
         return settings
     }
 
@@ -398,11 +414,6 @@ extension LoginCommand {
     func validate() throws {
         if let timeout, !(timeout.isFinite && timeout >= 0 && timeout <= 366 * 86_400) {
             throw ValidationError("--timeout takes a number of seconds (up to a year)")
-        }
-        if !pinPublicKey.isEmpty, let issuer, issuer.lowercased().hasPrefix("http://") {
-            throw ValidationError(
-                "--pin-public-key pins a TLS server's key; \(Terminal.safe(issuer)) is plain http, which has none: "
-                    + "give the issuer's https URL")
         }
         if !pinPublicKey.isEmpty, resource != nil, issuer == nil {
             throw ValidationError(

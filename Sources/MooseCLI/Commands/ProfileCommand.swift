@@ -45,7 +45,7 @@ struct ProfileCommand: ParsableCommand {
                 // First contact (no config file, no store): none yet, and how to make one — not an error.
                 Terminal.out(
                     "no profiles yet: moose login --issuer URL --client-id ID makes one (profile default), "
-                        + "or add a [profiles.NAME] section to \(try CLIConfig.path)")
+                        + "or add a [profiles.NAME] section to \(CLIConfig.pathForMessages)")
             }
             for name in names {
                 let marker = name.utf8.elementsEqual(active.utf8) ? "*" : " "
@@ -85,7 +85,7 @@ struct ProfileCommand: ParsableCommand {
             let saved = catalog.plan(of: name)
             guard settings != nil || saved != nil else {
                 if let fault { throw fault }
-                throw CLIError.failed("no profile \(name) in \(try CLIConfig.path) and no session")
+                throw CLIError.failed("no profile \(name) in \(CLIConfig.pathForMessages) and no session")
             }
             var object: JSONObject = ["name": .string(name), "store": .string(try store.resolvedStorePath)]
             object["session"] = .string(

@@ -84,13 +84,16 @@ struct StatusCommand: ParsableCommand {
         if json {
             Terminal.out(JSONValue.array(items).prettyPrinted())
         } else if shown == 0 {
-            // A logout keeps a profile's settings: the login that uses them again.
+            // A logout keeps a profile's settings: the login that uses them again (a bare `moose login` is
+            // the config file's default profile's).
             let kept = catalog.loggedOut
+            let next = kept.contains(resolved.name) || kept.isEmpty ? resolved.name : kept[0]
+            let login = next == resolved.name ? "moose login" : "moose login --profile \(Terminal.safe(next))"
             Terminal.out(
                 kept.isEmpty
                     ? "no sessions; run moose login"
                     : "no sessions; logged out of \(kept.map { Terminal.safe($0) }.joined(separator: ", ")) "
-                        + "(settings kept); run \(loginHint(kept.contains("default") ? "default" : kept[0]))")
+                        + "(settings kept); run \(login)")
         }
     }
 
